@@ -1,0 +1,5 @@
+"""``python -m pytest_inferperf`` runs the ``inferperf`` command line."""
+
+from .cli import main
+
+raise SystemExit(main())

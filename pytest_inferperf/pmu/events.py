@@ -1,0 +1,318 @@
+"""The event catalogue: logical event names and how each maps onto this machine.
+
+Owns: the logical names the rest of the product speaks (``cycles``,
+``l1d_refill``, ``stall_backend`` ...), their Arm PMUv3 sysfs names and
+codes, their x86 generic hardware / hw-cache encodings, software events,
+the ratio families that must share a counter group, and resolving a name
+to concrete ``(pmu type, config)`` pairs for the CPU at hand.
+
+Must not: open anything. Resolution only reads the facts ``cpu`` gathered;
+whether an event really opens is the counting code's question.
+
+Arm event codes: Arm ARM PMUv3 common events, as listed in Linux
+``tools/perf/pmu-events/arch/arm64/common-and-microarch.json`` and
+ARM-software/data ``pmu/*.json``. The sysfs names are the lower-case
+architectural names published by ``drivers/perf/arm_pmuv3.c``. x86 generic
+encodings: ``include/uapi/linux/perf_event.h`` (perf_hw_id, perf_hw_cache_id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .cpu import CpuInfo, PmuInfo
+from .perf_event import PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_SOFTWARE
+
+# perf_sw_ids
+SW_TASK_CLOCK = 1
+SW_PAGE_FAULTS = 2
+SW_CONTEXT_SWITCHES = 3
+SW_CPU_MIGRATIONS = 4
+SW_PAGE_FAULTS_MAJ = 6
+
+# perf_hw_id
+HW_CPU_CYCLES = 0
+HW_INSTRUCTIONS = 1
+HW_BRANCH_INSTRUCTIONS = 4
+HW_BRANCH_MISSES = 5
+HW_STALLED_CYCLES_FRONTEND = 7
+HW_STALLED_CYCLES_BACKEND = 8
+
+# perf_hw_cache_id / op / result
+CACHE_L1D, CACHE_L1I, CACHE_LL, CACHE_DTLB, CACHE_ITLB = 0, 1, 2, 3, 4
+OP_READ = 0
+RESULT_ACCESS, RESULT_MISS = 0, 1
+
+
+def hw_cache(cache: int, op: int, result: int) -> tuple[int, int]:
+    """(type, config) of a generic hw-cache event."""
+    return PERF_TYPE_HW_CACHE, cache | (op << 8) | (result << 16)
+
+
+@dataclass(frozen=True)
+class EventSpec:
+    """One logical event and its encodings.
+
+    ``arm`` lists (sysfs name, code) alternatives in order of preference;
+    ``arm_pair`` names another event whose alternative must have the same
+    index (branch counts and misses must come from the same pair).
+    """
+
+    name: str
+    description: str
+    software: int | None = None
+    arm: tuple[tuple[str, int], ...] = ()
+    arm_pair: str | None = None
+    x86: tuple[int, int] | None = None
+
+    @property
+    def is_software(self) -> bool:
+        return self.software is not None
+
+
+CATALOGUE: dict[str, EventSpec] = {
+    spec.name: spec
+    for spec in (
+        EventSpec("cycles", "CPU cycles", arm=(("cpu_cycles", 0x11),),
+                  x86=(PERF_TYPE_HARDWARE, HW_CPU_CYCLES)),
+        EventSpec("instructions", "instructions retired", arm=(("inst_retired", 0x08),),
+                  x86=(PERF_TYPE_HARDWARE, HW_INSTRUCTIONS)),
+        EventSpec("l1d_access", "L1 data cache accesses", arm=(("l1d_cache", 0x04),),
+                  x86=hw_cache(CACHE_L1D, OP_READ, RESULT_ACCESS)),
+        EventSpec("l1d_refill", "L1 data cache refills (misses)",
+                  arm=(("l1d_cache_refill", 0x03),),
+                  x86=hw_cache(CACHE_L1D, OP_READ, RESULT_MISS)),
+        EventSpec("l1i_access", "L1 instruction cache accesses", arm=(("l1i_cache", 0x14),),
+                  x86=hw_cache(CACHE_L1I, OP_READ, RESULT_ACCESS)),
+        EventSpec("l1i_refill", "L1 instruction cache refills (misses)",
+                  arm=(("l1i_cache_refill", 0x01),),
+                  x86=hw_cache(CACHE_L1I, OP_READ, RESULT_MISS)),
+        EventSpec("l2_access", "L2 cache accesses", arm=(("l2d_cache", 0x16),)),
+        EventSpec("l2_refill", "L2 cache refills (misses)", arm=(("l2d_cache_refill", 0x17),)),
+        EventSpec("llc_read", "last-level cache reads", arm=(("ll_cache_rd", 0x36),),
+                  x86=hw_cache(CACHE_LL, OP_READ, RESULT_ACCESS)),
+        EventSpec("llc_miss", "last-level cache read misses",
+                  arm=(("ll_cache_miss_rd", 0x37),),
+                  x86=hw_cache(CACHE_LL, OP_READ, RESULT_MISS)),
+        EventSpec("l1d_tlb_refill", "L1 data TLB refills", arm=(("l1d_tlb_refill", 0x05),)),
+        EventSpec("dtlb_walk", "data TLB misses that walked the page table",
+                  arm=(("dtlb_walk", 0x34),),
+                  x86=hw_cache(CACHE_DTLB, OP_READ, RESULT_MISS)),
+        EventSpec("itlb_walk", "instruction TLB misses that walked the page table",
+                  arm=(("itlb_walk", 0x35),),
+                  x86=hw_cache(CACHE_ITLB, OP_READ, RESULT_MISS)),
+        EventSpec("branches", "branches (retired, or predicted where retired is absent)",
+                  arm=(("br_retired", 0x21), ("br_pred", 0x12)), arm_pair="branch_misses",
+                  x86=(PERF_TYPE_HARDWARE, HW_BRANCH_INSTRUCTIONS)),
+        EventSpec("branch_misses", "mispredicted branches",
+                  arm=(("br_mis_pred_retired", 0x22), ("br_mis_pred", 0x10)),
+                  arm_pair="branches", x86=(PERF_TYPE_HARDWARE, HW_BRANCH_MISSES)),
+        EventSpec("stall_frontend", "cycles with no operation issued: frontend",
+                  arm=(("stall_frontend", 0x23),),
+                  x86=(PERF_TYPE_HARDWARE, HW_STALLED_CYCLES_FRONTEND)),
+        EventSpec("stall_backend", "cycles with no operation issued: backend",
+                  arm=(("stall_backend", 0x24),),
+                  x86=(PERF_TYPE_HARDWARE, HW_STALLED_CYCLES_BACKEND)),
+        EventSpec("stall_backend_mem", "backend stall cycles waiting on memory",
+                  arm=(("stall_backend_mem", 0x4005),)),
+        EventSpec("stall_slot", "issue slots not used", arm=(("stall_slot", 0x3F),)),
+        EventSpec("stall_slot_frontend", "issue slots not used: frontend",
+                  arm=(("stall_slot_frontend", 0x3E),)),
+        EventSpec("stall_slot_backend", "issue slots not used: backend",
+                  arm=(("stall_slot_backend", 0x3D),)),
+        EventSpec("op_retired", "micro-operations retired", arm=(("op_retired", 0x3A),)),
+        EventSpec("op_spec", "micro-operations speculatively executed",
+                  arm=(("op_spec", 0x3B),)),
+        EventSpec("task_clock", "time on CPU (ns)", software=SW_TASK_CLOCK),
+        EventSpec("page_faults", "page faults", software=SW_PAGE_FAULTS),
+        EventSpec("major_faults", "page faults that needed I/O", software=SW_PAGE_FAULTS_MAJ),
+        EventSpec("context_switches", "context switches", software=SW_CONTEXT_SWITCHES),
+        EventSpec("cpu_migrations", "moves of a thread to another CPU",
+                  software=SW_CPU_MIGRATIONS),
+    )
+}
+
+DEFAULT_EVENTS: tuple[str, ...] = tuple(CATALOGUE)
+SOFTWARE_EVENTS: tuple[str, ...] = tuple(n for n, s in CATALOGUE.items() if s.is_software)
+
+# Events that are read together in one ratio or formula share a counter group,
+# so multiplexing scales numerator and denominator over the same time.
+FAMILIES: tuple[tuple[str, ...], ...] = (
+    ("cycles", "instructions", "stall_frontend", "stall_backend", "stall_backend_mem"),
+    ("l1d_access", "l1d_refill"),
+    ("l1i_access", "l1i_refill"),
+    ("l2_access", "l2_refill"),
+    ("llc_read", "llc_miss"),
+    ("branches", "branch_misses"),
+    ("l1d_tlb_refill", "dtlb_walk", "itlb_walk"),
+    ("stall_slot", "stall_slot_frontend", "stall_slot_backend", "op_retired", "op_spec"),
+    SOFTWARE_EVENTS,
+)
+
+
+@dataclass(frozen=True)
+class ResolvedEvent:
+    """A logical event as one concrete counter on one PMU."""
+
+    name: str
+    pmu: str
+    type: int
+    config: int
+    source: str
+
+    @property
+    def hardware(self) -> bool:
+        return self.type != PERF_TYPE_SOFTWARE
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Every requested event: the counters it needs, or why it has none."""
+
+    events: dict[str, tuple[ResolvedEvent, ...]]
+    unavailable: dict[str, str]
+
+
+class UnknownEventError(ValueError):
+    pass
+
+
+def check_names(names: Iterable[str]) -> list[str]:
+    names = list(dict.fromkeys(names))
+    unknown = [n for n in names if n not in CATALOGUE]
+    if unknown:
+        raise UnknownEventError(
+            f"unknown event(s) {', '.join(unknown)}: known events are {', '.join(CATALOGUE)}"
+        )
+    return names
+
+
+def _arm_choice(spec: EventSpec, pmu: PmuInfo) -> tuple[str, int] | None:
+    """The first alternative this PMU lists (and whose pair it lists at the same index)."""
+    pair = CATALOGUE[spec.arm_pair] if spec.arm_pair else None
+    for index, (sysfs_name, code) in enumerate(spec.arm):
+        if sysfs_name not in pmu.events:
+            continue
+        if pair is not None and pair.arm[index][0] not in pmu.events:
+            continue
+        return sysfs_name, pmu.events[sysfs_name]
+    return None
+
+
+def _arm_missing_reason(spec: EventSpec, cpu: CpuInfo, pmu: PmuInfo) -> str:
+    wanted = " or ".join(f"{name.upper()} ({code:#x})" for name, code in spec.arm)
+    return (
+        f"not implemented on {cpu.core} ({pmu.name} lists no {wanted} event in sysfs; "
+        "a raw code the core does not list would open and silently read 0)"
+    )
+
+
+def resolve(names: Sequence[str], cpu: CpuInfo) -> Resolution:
+    """Map logical names to counters for ``cpu``; unavailable ones get a reason."""
+    events: dict[str, tuple[ResolvedEvent, ...]] = {}
+    unavailable: dict[str, str] = {}
+    for name in check_names(names):
+        spec = CATALOGUE[name]
+        if spec.software is not None:
+            events[name] = (
+                ResolvedEvent(name, "software", PERF_TYPE_SOFTWARE, spec.software, "software"),
+            )
+            continue
+        if cpu.arch in ("aarch64", "arm64"):
+            _resolve_arm(spec, cpu, events, unavailable)
+        elif cpu.arch == "x86_64":
+            if spec.x86 is None:
+                unavailable[name] = (
+                    "no generic x86 event: Linux has no generic encoding for it, and the "
+                    f"model-specific raw events are not mapped for {cpu.core}"
+                )
+            else:
+                type_, config = spec.x86
+                kind = "generic hardware" if type_ == PERF_TYPE_HARDWARE else "generic hw-cache"
+                events[name] = (
+                    ResolvedEvent(name, "cpu", type_, config, f"{kind} {config:#x}"),
+                )
+        else:
+            unavailable[name] = (
+                f"not available: hardware events are mapped for x86_64 and aarch64, "
+                f"this machine is {cpu.arch}"
+            )
+    return Resolution(events, unavailable)
+
+
+def _resolve_arm(
+    spec: EventSpec,
+    cpu: CpuInfo,
+    events: dict[str, tuple[ResolvedEvent, ...]],
+    unavailable: dict[str, str],
+) -> None:
+    if not cpu.pmus:
+        unavailable[spec.name] = (
+            "no PMU exposed (no Arm core PMU under /sys/bus/event_source/devices): typical "
+            "of VMs and CI runners; run on bare metal or an instance size that passes the "
+            "PMU through, or use the simulate backend"
+        )
+        return
+    found: list[ResolvedEvent] = []
+    missing: list[str] = []
+    for pmu in cpu.pmus:
+        choice = _arm_choice(spec, pmu)
+        if choice is None:
+            missing.append(_arm_missing_reason(spec, cpu, pmu))
+            continue
+        sysfs_name, code = choice
+        found.append(
+            ResolvedEvent(
+                spec.name, pmu.name, pmu.type, code,
+                f"{pmu.name}/events/{sysfs_name} ({code:#x})",
+            )
+        )
+    if found and not missing:
+        events[spec.name] = tuple(found)
+    elif found:
+        # big.LITTLE with the event on one core type only: counting it would miss
+        # the work done on the other cores, so it is not counted at all.
+        unavailable[spec.name] = "only on some core types: " + "; ".join(missing)
+    else:
+        unavailable[spec.name] = missing[0]
+
+
+def pack_groups(names: Sequence[str], capacity: int | None) -> list[list[str]]:
+    """Pack events into groups of at most ``capacity``, keeping each family together.
+
+    Families larger than ``capacity`` are split in order. Software events
+    always form their own group (they never multiplex). ``capacity=None``
+    means unknown: one group per family.
+    """
+    wanted = set(names)
+    groups: list[list[str]] = []
+    hw_families = []
+    placed: set[str] = set()
+    for family in FAMILIES:
+        members = [n for n in family if n in wanted and n not in placed]
+        placed.update(members)
+        if not members:
+            continue
+        if family is SOFTWARE_EVENTS:
+            groups.append(members)
+        else:
+            hw_families.append(members)
+    rest = [n for n in names if n not in placed]
+    if rest:
+        hw_families.append(rest)
+    if capacity is None:
+        return hw_families + groups
+    capacity = max(1, capacity)
+    chunks: list[list[str]] = []
+    for family in hw_families:
+        chunks.extend(family[i : i + capacity] for i in range(0, len(family), capacity))
+    bins: list[list[str]] = []
+    for chunk in sorted(chunks, key=len, reverse=True):  # first-fit decreasing
+        for b in bins:
+            if len(b) + len(chunk) <= capacity:
+                b.extend(chunk)
+                break
+        else:
+            bins.append(list(chunk))
+    return bins + groups

@@ -1,0 +1,271 @@
+"""The perf_event_open system call, through ctypes.
+
+Owns: the ``perf_event_attr`` layout, the syscall numbers per architecture,
+opening one counter, group reads (GROUP | TOTAL_TIME_ENABLED |
+TOTAL_TIME_RUNNING | ID), the enable/disable/reset ioctls on whole groups,
+and turning an errno into a reason a user can act on.
+
+Must not: decide which events to count or how to combine them; that is
+``events`` (what) and ``counters`` (how many threads, which groups).
+
+Layout and constants: Linux ``include/uapi/linux/perf_event.h``;
+syscall numbers: ``arch/x86/entry/syscalls/syscall_64.tbl`` (298) and
+``include/uapi/asm-generic/unistd.h`` (241, used by arm64).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import struct
+from dataclasses import dataclass
+
+# perf_type_id
+PERF_TYPE_HARDWARE = 0
+PERF_TYPE_SOFTWARE = 1
+PERF_TYPE_TRACEPOINT = 2
+PERF_TYPE_HW_CACHE = 3
+PERF_TYPE_RAW = 4
+
+# perf_event_read_format
+PERF_FORMAT_TOTAL_TIME_ENABLED = 1 << 0
+PERF_FORMAT_TOTAL_TIME_RUNNING = 1 << 1
+PERF_FORMAT_ID = 1 << 2
+PERF_FORMAT_GROUP = 1 << 3
+READ_FORMAT = (
+    PERF_FORMAT_GROUP
+    | PERF_FORMAT_TOTAL_TIME_ENABLED
+    | PERF_FORMAT_TOTAL_TIME_RUNNING
+    | PERF_FORMAT_ID
+)
+
+# perf_event_attr flag bits (the bitfield after read_format)
+FLAG_DISABLED = 1 << 0
+FLAG_INHERIT = 1 << 1
+FLAG_EXCLUDE_KERNEL = 1 << 5
+FLAG_EXCLUDE_HV = 1 << 6
+
+# ioctls: _IO('$', n)
+PERF_EVENT_IOC_ENABLE = 0x2400
+PERF_EVENT_IOC_DISABLE = 0x2401
+PERF_EVENT_IOC_RESET = 0x2403
+PERF_IOC_FLAG_GROUP = 1
+
+PERF_FLAG_FD_CLOEXEC = 1 << 3
+
+SYSCALL_NUMBERS = {"x86_64": 298, "aarch64": 241, "arm64": 241}
+
+
+class PerfEventAttr(ctypes.Structure):
+    """``struct perf_event_attr`` up to ``config3`` (PERF_ATTR_SIZE_VER8, 136 bytes).
+
+    Older kernels accept a larger struct as long as the bytes they do not
+    know are zero, which they are unless a newer field is set.
+    """
+
+    _fields_ = [  # noqa: RUF012 - ctypes declares its layout this way
+        ("type", ctypes.c_uint32),
+        ("size", ctypes.c_uint32),
+        ("config", ctypes.c_uint64),
+        ("sample_period", ctypes.c_uint64),
+        ("sample_type", ctypes.c_uint64),
+        ("read_format", ctypes.c_uint64),
+        ("flags", ctypes.c_uint64),
+        ("wakeup_events", ctypes.c_uint32),
+        ("bp_type", ctypes.c_uint32),
+        ("config1", ctypes.c_uint64),
+        ("config2", ctypes.c_uint64),
+        ("branch_sample_type", ctypes.c_uint64),
+        ("sample_regs_user", ctypes.c_uint64),
+        ("sample_stack_user", ctypes.c_uint32),
+        ("clockid", ctypes.c_int32),
+        ("sample_regs_intr", ctypes.c_uint64),
+        ("aux_watermark", ctypes.c_uint32),
+        ("sample_max_stack", ctypes.c_uint16),
+        ("reserved_2", ctypes.c_uint16),
+        ("aux_sample_size", ctypes.c_uint32),
+        ("reserved_3", ctypes.c_uint32),
+        ("sig_data", ctypes.c_uint64),
+        ("config3", ctypes.c_uint64),
+    ]
+
+
+PERF_ATTR_SIZE = ctypes.sizeof(PerfEventAttr)
+assert PERF_ATTR_SIZE == 136, PERF_ATTR_SIZE
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+class PerfOpenError(OSError):
+    """perf_event_open failed; ``reason`` says why in the user's terms."""
+
+    def __init__(self, err: int, reason: str) -> None:
+        super().__init__(err, reason)
+        self.reason = reason
+
+
+def syscall_number(machine: str | None = None) -> int:
+    """The perf_event_open syscall number for this (or the named) architecture."""
+    machine = machine or platform.machine()
+    try:
+        return SYSCALL_NUMBERS[machine]
+    except KeyError:
+        raise PerfOpenError(
+            errno.ENOSYS,
+            f"not available: perf_event_open is supported on x86_64 and aarch64, "
+            f"this machine is {machine!r}",
+        ) from None
+
+
+def make_attr(
+    type_: int, config: int, *, disabled: bool, inherit: bool, exclude_kernel: bool
+) -> PerfEventAttr:
+    """A counting (not sampling) attr with our read format."""
+    attr = PerfEventAttr()
+    attr.type = type_
+    attr.size = PERF_ATTR_SIZE
+    attr.config = config
+    attr.read_format = READ_FORMAT
+    flags = 0
+    if disabled:
+        flags |= FLAG_DISABLED
+    if inherit:
+        flags |= FLAG_INHERIT
+    if exclude_kernel:
+        flags |= FLAG_EXCLUDE_KERNEL | FLAG_EXCLUDE_HV
+    attr.flags = flags
+    return attr
+
+
+def open_event(
+    type_: int,
+    config: int,
+    *,
+    tid: int = 0,
+    cpu: int = -1,
+    group_fd: int = -1,
+    inherit: bool = True,
+    exclude_kernel: bool = True,
+    hardware: bool = True,
+    paranoid: int | None = None,
+) -> int:
+    """Open one counter on thread ``tid`` (0 = the calling thread); return its fd.
+
+    The leader of a group is opened disabled; members follow the leader.
+    Raises :class:`PerfOpenError` with a user-facing reason.
+    """
+    attr = make_attr(
+        type_, config, disabled=group_fd == -1, inherit=inherit, exclude_kernel=exclude_kernel
+    )
+    fd = _libc.syscall(
+        syscall_number(),
+        ctypes.byref(attr),
+        ctypes.c_int(tid),
+        ctypes.c_int(cpu),
+        ctypes.c_int(group_fd),
+        ctypes.c_ulong(PERF_FLAG_FD_CLOEXEC),
+    )
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise PerfOpenError(err, errno_reason(err, hardware=hardware, paranoid=paranoid))
+    return int(fd)
+
+
+def ioctl_group(fd: int, request: int) -> None:
+    """Apply ENABLE/DISABLE/RESET to the whole group led by ``fd``."""
+    if _libc.ioctl(ctypes.c_int(fd), ctypes.c_ulong(request), ctypes.c_ulong(PERF_IOC_FLAG_GROUP)):
+        err = ctypes.get_errno()
+        raise OSError(err, f"perf_event ioctl {request:#x} failed: {os.strerror(err)}")
+
+
+@dataclass(frozen=True)
+class GroupRead:
+    """One read of a group: times in ns, and value per event id."""
+
+    time_enabled: int
+    time_running: int
+    values: dict[int, int]
+
+
+def read_group(fd: int, members: int) -> GroupRead:
+    """Read a group leader with READ_FORMAT (``members`` events in the group)."""
+    size = 8 * (3 + 2 * members)
+    data = os.read(fd, size)
+    return parse_group_read(data)
+
+
+def parse_group_read(data: bytes) -> GroupRead:
+    """Decode ``{nr, time_enabled, time_running, {value, id}[nr]}``."""
+    if len(data) < 24:
+        raise ValueError(f"short perf group read: {len(data)} bytes")
+    nr, enabled, running = struct.unpack_from("=QQQ", data, 0)
+    if len(data) < 24 + 16 * nr:
+        raise ValueError(f"short perf group read: {len(data)} bytes for {nr} events")
+    values = {}
+    for i in range(nr):
+        value, id_ = struct.unpack_from("=QQ", data, 24 + 16 * i)
+        values[id_] = value
+    return GroupRead(enabled, running, values)
+
+
+def event_id(fd: int) -> int:
+    """The kernel's id for an open event (PERF_EVENT_IOC_ID)."""
+    # _IOR('$', 7, __u64)
+    request = (2 << 30) | (8 << 16) | (ord("$") << 8) | 7
+    out = ctypes.c_uint64()
+    if _libc.ioctl(ctypes.c_int(fd), ctypes.c_ulong(request), ctypes.byref(out)):
+        err = ctypes.get_errno()
+        raise OSError(err, f"PERF_EVENT_IOC_ID failed: {os.strerror(err)}")
+    return int(out.value)
+
+
+def errno_reason(err: int, *, hardware: bool = True, paranoid: int | None = None) -> str:
+    """Why perf_event_open said ``err``, and what to do about it."""
+    if err == errno.ENOENT:
+        if hardware:
+            return (
+                "no PMU exposed (ENOENT): this machine gives the kernel no hardware "
+                "counters for this event, typical of VMs and CI runners. Run on bare metal "
+                "or an instance size that passes the PMU through, or use the simulate backend"
+            )
+        return "not supported by this kernel (ENOENT)"
+    if err == errno.EACCES:
+        level = "?" if paranoid is None else str(paranoid)
+        return (
+            f"perf_event_paranoid is {level} (EACCES): this user may not count these events. "
+            "Run `sudo sysctl kernel.perf_event_paranoid=1` (or 2 for user-space only), "
+            "or grant CAP_PERFMON"
+        )
+    if err == errno.EPERM:
+        return (
+            "blocked by seccomp or a container policy (EPERM): allow perf_event_open, e.g. "
+            "`docker run --cap-add PERFMON --security-opt seccomp=unconfined`, or run outside "
+            "the container"
+        )
+    if err in (errno.EMFILE, errno.ENFILE):
+        return (
+            "out of file descriptors (EMFILE): every thread needs one descriptor per event. "
+            "Raise the limit with `ulimit -n 4096` or count fewer events"
+        )
+    if err == errno.ENODEV:
+        return "not supported on this CPU (ENODEV)"
+    if err == errno.EOPNOTSUPP:
+        return "not supported in this mode by this PMU (EOPNOTSUPP)"
+    if err == errno.EINVAL:
+        return (
+            "rejected by the kernel (EINVAL): the event code or the group does not fit this "
+            "PMU's counters"
+        )
+    if err == errno.EBUSY:
+        return "the PMU is held exclusively by another user (EBUSY): stop the other profiler"
+    if err == errno.ENOSYS:
+        return (
+            "perf_event_open does not exist in this kernel (ENOSYS): it was built without "
+            "CONFIG_PERF_EVENTS"
+        )
+    if err == errno.E2BIG:
+        return "this kernel rejects the perf_event_attr size (E2BIG)"
+    return f"perf_event_open failed: {os.strerror(err)} ({errno.errorcode.get(err, err)})"
