@@ -236,7 +236,7 @@ def build_arm_tree(
 def build_x86_tree(
     root: Path,
     *,
-    vendor: str = "GenuineIntel",
+    vendor: str = "AuthenticAMD",
     family: int,
     model: int,
     model_name: str,
@@ -246,7 +246,7 @@ def build_x86_tree(
 ) -> Path:
     """Build an x86-64 sysfs/procfs tree under ``root`` and return ``root``.
 
-    ``vendor`` is ``"GenuineIntel"`` or ``"AuthenticAMD"``.  ``with_cpu_pmu=False``
+    ``vendor`` is ``"AuthenticAMD"`` (default) or ``"GenuineIntel"``.  ``with_cpu_pmu=False``
     models a VM without a virtual PMU (no ``devices/cpu``).
     """
     if vendor not in X86_CACHE_KB:

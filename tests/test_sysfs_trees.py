@@ -305,6 +305,7 @@ def test_x86_tree(tmp_path: Path, vendor: str) -> None:
 def test_x86_tree_without_pmu(tmp_path: Path) -> None:
     root = build_x86_tree(
         tmp_path,
+        vendor="GenuineIntel",
         family=6,
         model=143,
         model_name="Intel(R) Xeon(R) Platinum 8488C",

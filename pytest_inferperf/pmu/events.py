@@ -191,7 +191,7 @@ def check_names(names: Iterable[str]) -> list[str]:
 def _arm_choice(spec: EventSpec, pmu: PmuInfo) -> tuple[str, int] | None:
     """The first alternative this PMU lists (and whose pair it lists at the same index)."""
     pair = CATALOGUE[spec.arm_pair] if spec.arm_pair else None
-    for index, (sysfs_name, code) in enumerate(spec.arm):
+    for index, (sysfs_name, _code) in enumerate(spec.arm):
         if sysfs_name not in pmu.events:
             continue
         if pair is not None and pair.arm[index][0] not in pmu.events:
@@ -281,8 +281,8 @@ def _resolve_arm(
 def pack_groups(names: Sequence[str], capacity: int | None) -> list[list[str]]:
     """Pack events into groups of at most ``capacity``, keeping each family together.
 
-    Families larger than ``capacity`` are split in order. Software events
-    always form their own group (they never multiplex). ``capacity=None``
+    Families larger than ``capacity`` are split in order. Each software
+    event forms a group of its own. ``capacity=None``
     means unknown: one group per family.
     """
     wanted = set(names)
@@ -295,7 +295,10 @@ def pack_groups(names: Sequence[str], capacity: int | None) -> list[list[str]]:
         if not members:
             continue
         if family is SOFTWARE_EVENTS:
-            groups.append(members)
+            # One group each: they never multiplex, and a group mixing task_clock
+            # (its own PMU) with page_faults loses page faults after the first
+            # disable/enable cycle (seen on Linux 6.18).
+            groups.extend([m] for m in members)
         else:
             hw_families.append(members)
     rest = [n for n in names if n not in placed]

@@ -15,6 +15,7 @@ Must not: decide warm-up, repeats or what a sample means.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import time
@@ -258,10 +259,8 @@ class PerfEventCounters:
     def close(self) -> None:
         for group in self._groups:
             for fd in group.fds:
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
         self._groups = []
         self._start = {}
 

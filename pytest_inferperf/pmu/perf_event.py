@@ -65,7 +65,7 @@ class PerfEventAttr(ctypes.Structure):
     know are zero, which they are unless a newer field is set.
     """
 
-    _fields_ = [  # noqa: RUF012 - ctypes declares its layout this way
+    _fields_ = [
         ("type", ctypes.c_uint32),
         ("size", ctypes.c_uint32),
         ("config", ctypes.c_uint64),

@@ -1,0 +1,96 @@
+"""The syscall layer: attr layout, read-format decoding, errno -> reason."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_inferperf.pmu import perf_event as pe
+
+
+def test_attr_layout_matches_the_kernel_header():
+    # PERF_ATTR_SIZE_VER8 = 136; offsets from include/uapi/linux/perf_event.h
+    assert ctypes.sizeof(pe.PerfEventAttr) == 136
+    assert pe.PerfEventAttr.config.offset == 8
+    assert pe.PerfEventAttr.read_format.offset == 32
+    assert pe.PerfEventAttr.flags.offset == 40
+    assert pe.PerfEventAttr.config1.offset == 56
+    assert pe.PerfEventAttr.sample_regs_intr.offset == 96
+    assert pe.PerfEventAttr.config3.offset == 128
+
+
+def test_make_attr_sets_the_flag_bits():
+    attr = pe.make_attr(1, 2, disabled=True, inherit=True, exclude_kernel=True)
+    assert attr.size == 136 and attr.type == 1 and attr.config == 2
+    assert attr.read_format == 0b1111  # GROUP | ID | TOTAL_TIME_RUNNING | TOTAL_TIME_ENABLED
+    assert attr.flags == (1 << 0) | (1 << 1) | (1 << 5) | (1 << 6)
+    attr = pe.make_attr(1, 2, disabled=False, inherit=False, exclude_kernel=False)
+    assert attr.flags == 0
+
+
+def test_syscall_numbers_per_architecture():
+    assert pe.syscall_number("x86_64") == 298
+    assert pe.syscall_number("aarch64") == 241
+    with pytest.raises(pe.PerfOpenError, match="riscv64"):
+        pe.syscall_number("riscv64")
+
+
+@given(
+    enabled=st.integers(0, 2**64 - 1),
+    running=st.integers(0, 2**64 - 1),
+    values=st.dictionaries(st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1), max_size=8),
+)
+def test_group_read_round_trip(enabled, running, values):
+    data = struct.pack("=QQQ", len(values), enabled, running)
+    for id_, value in values.items():
+        data += struct.pack("=QQ", value, id_)
+    read = pe.parse_group_read(data)
+    assert (read.time_enabled, read.time_running, read.values) == (enabled, running, values)
+
+
+@given(st.binary(max_size=64))
+def test_group_read_never_crashes_on_garbage(data):
+    try:
+        read = pe.parse_group_read(data)
+    except ValueError as exc:
+        assert "short perf group read" in str(exc)
+    else:
+        assert len(data) >= 24 + 16 * len(read.values)
+
+
+@pytest.mark.parametrize(
+    ("err", "words"),
+    [
+        (errno.ENOENT, ["no PMU exposed", "ENOENT", "VMs and CI runners", "simulate"]),
+        (errno.EACCES, ["perf_event_paranoid is 3", "EACCES",
+                        "sysctl kernel.perf_event_paranoid", "CAP_PERFMON"]),
+        (errno.EPERM, ["seccomp", "EPERM", "--cap-add PERFMON"]),
+        (errno.EMFILE, ["file descriptors", "EMFILE", "ulimit -n"]),
+        (errno.EINVAL, ["EINVAL", "counters"]),
+        (errno.ENOSYS, ["ENOSYS", "CONFIG_PERF_EVENTS"]),
+        (errno.EBUSY, ["EBUSY"]),
+        (errno.ENODEV, ["ENODEV"]),
+        (errno.EOPNOTSUPP, ["EOPNOTSUPP"]),
+    ],
+)
+def test_errno_reasons_name_the_cause_and_the_fix(err, words):
+    reason = pe.errno_reason(err, paranoid=3)
+    for word in words:
+        assert word in reason
+
+
+def test_software_enoent_is_not_blamed_on_the_pmu():
+    assert "PMU" not in pe.errno_reason(errno.ENOENT, hardware=False)
+
+
+def test_open_failure_carries_the_reason():
+    # PERF_TYPE_SOFTWARE with a config no kernel defines.
+    with pytest.raises(pe.PerfOpenError) as info:
+        pe.open_event(pe.PERF_TYPE_SOFTWARE, 0xFFFF, hardware=False)
+    assert info.value.errno in (errno.ENOENT, errno.EINVAL, errno.EOPNOTSUPP)
+    assert info.value.reason
