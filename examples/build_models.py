@@ -112,6 +112,7 @@ def _atomic_target(path: Path) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
+        tmp.chmod(0o644)  # mkstemp creates 0600; give the model ordinary file permissions
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -156,9 +157,11 @@ def _conv(
     group: int = 1,
     gain: float = 2.0,
 ) -> str:
-    """Conv with folded-BN bias; He-style init (``gain`` 2 before ReLU6, 1 for linear)."""
+    """Conv with folded-BN bias; He-style init (``gain`` 2 before ReLU6, less for linear)."""
     fan_in = (c_in // group) * kernel * kernel
-    weight = b.const("conv_w", b.normal((c_out, c_in // group, kernel, kernel), math.sqrt(gain / fan_in)))
+    weight = b.const(
+        "conv_w", b.normal((c_out, c_in // group, kernel, kernel), math.sqrt(gain / fan_in))
+    )
     bias = b.const("conv_b", b.normal((c_out,), 0.01))
     pad = kernel // 2
     return b.node(
@@ -198,12 +201,17 @@ def _inverted_residual(
     return h
 
 
-def make_mobilenet_v2(*, image_size: int = 224, width: float = 0.5, seed: int = 0) -> onnx.ModelProto:
+def make_mobilenet_v2(
+    *, image_size: int = 224, width: float = 0.5, seed: int = 0
+) -> onnx.ModelProto:
     """Return a MobileNetV2-style ``ModelProto`` (see :func:`build_mobilenet_v2`)."""
     if image_size < 32 or width <= 0:
         raise ValueError(f"image_size must be >= 32 and width > 0, got {image_size}, {width}")
     b = _GraphBuilder(np.random.default_rng(seed))
-    clip = (b.const("relu6_min", np.array(0.0, np.float32)), b.const("relu6_max", np.array(6.0, np.float32)))
+    clip = (
+        b.const("relu6_min", np.array(0.0, np.float32)),
+        b.const("relu6_max", np.array(6.0, np.float32)),
+    )
     c_in = _make_divisible(32 * width)
     x = _relu6(b, _conv(b, "image", 3, c_in, kernel=3, stride=2), *clip)
     for expand, channels, repeats, stride in MOBILENET_V2_BLOCKS:
@@ -291,7 +299,9 @@ def _self_attention(b: _GraphBuilder, x: str, mask_bias: str, shape: _EncoderSha
     v = _split_heads(b, _linear(b, x, shape.hidden, shape.hidden, "value"), shape, (0, 2, 1, 3))
     scale = b.const("attn_scale", np.array(math.sqrt(shape.head_dim), np.float32))
     scores = b.node("Div", [b.node("MatMul", [q, k], "attn_qk"), scale], "attn_scale")
-    probs = b.node("Softmax", [b.node("Add", [scores, mask_bias], "attn_mask")], "attn_softmax", axis=-1)
+    probs = b.node(
+        "Softmax", [b.node("Add", [scores, mask_bias], "attn_mask")], "attn_softmax", axis=-1
+    )
     context = b.node("MatMul", [probs, v], "attn_context")
     merged = b.node("Transpose", [context], "merge_transpose", perm=[0, 2, 1, 3])
     merge_shape = b.const("merge_shape", np.array([0, 0, shape.hidden], np.int64))
@@ -320,7 +330,9 @@ def _embeddings(b: _GraphBuilder, hidden: int, vocab: int, max_position: int) ->
         axis=0,
     )
     zero = b.const("zero_idx", np.array([0], np.int64))
-    pos = b.node("Slice", [position_ids, zero, seq_len, b.const("axis1", np.array([1], np.int64))], "pos_ids")
+    pos = b.node(
+        "Slice", [position_ids, zero, seq_len, b.const("axis1", np.array([1], np.int64))], "pos_ids"
+    )
     summed = b.node(
         "Add",
         [
@@ -329,18 +341,24 @@ def _embeddings(b: _GraphBuilder, hidden: int, vocab: int, max_position: int) ->
         ],
         "emb_add",
     )
-    summed = b.node("Add", [summed, b.node("Gather", [position, pos], "position_gather")], "emb_add")
+    summed = b.node(
+        "Add", [summed, b.node("Gather", [position, pos], "position_gather")], "emb_add"
+    )
     return _layer_norm(b, summed, hidden, "emb_ln")
 
 
 def _mask_bias(b: _GraphBuilder) -> str:
     """``(1 - mask) * -10000`` shaped ``[batch, 1, 1, sequence]`` for the attention scores."""
     mask = b.node(
-        "Unsqueeze", ["attention_mask", b.const("mask_axes", np.array([1, 2], np.int64))], "mask_unsq"
+        "Unsqueeze",
+        ["attention_mask", b.const("mask_axes", np.array([1, 2], np.int64))],
+        "mask_unsq",
     )
     mask = b.node("Cast", [mask], "mask_cast", to=TensorProto.FLOAT)
     inverted = b.node("Sub", [b.const("mask_one", np.array(1.0, np.float32)), mask], "mask_sub")
-    return b.node("Mul", [inverted, b.const("mask_neg", np.array(-10000.0, np.float32))], "mask_mul")
+    return b.node(
+        "Mul", [inverted, b.const("mask_neg", np.array(-10000.0, np.float32))], "mask_mul"
+    )
 
 
 def make_minilm(
@@ -554,11 +572,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     start = time.perf_counter()
     paths = build_all(args.out, force=args.force)
-    print(f"built in {time.perf_counter() - start:.1f} s (1 intra-op thread timings below)")
-    for name, path in paths.items():
+    elapsed = time.perf_counter() - start
+    print(f"models ready in {elapsed:.1f} s; median of 10 inferences, 1 intra-op thread:")
+    for path in paths.values():
         seconds = _time_one_inference(path, {"batch": 1, "sequence": 128})
         size_mb = path.stat().st_size / 1e6
-        print(f"{path}  {size_mb:6.1f} MB  {seconds * 1e3:7.2f} ms/inference")
+        print(f"{path!s:<60} {size_mb:6.1f} MB {seconds * 1e3:8.2f} ms/inference")
     return 0
 
 

@@ -1,0 +1,729 @@
+"""ONNX Runtime helpers: session settings, sessions, synthetic inputs and operator profiles.
+
+This module owns everything pytest-inferperf does with ONNX Runtime itself:
+
+* :class:`SessionSettings` - the session knobs a measurement depends on (threads, execution
+  mode, spinning, memory arena, graph optimisation level, providers), validated and
+  serialisable, and :func:`make_session_options` / :func:`make_session` that apply them.
+* :func:`make_inputs` / :func:`default_dims` - deterministic, *valid* inputs built from a
+  model's graph inputs (token ids stay inside their embedding table, masks are all ones).
+* :class:`OperatorStat`, :func:`parse_ort_profile` and :func:`profile_operators` - per-node
+  time from ONNX Runtime's own profiler trace, with warm-up runs excluded.
+
+It never imports pytest. ``onnx`` (the model format package) is needed only by
+:func:`make_inputs` and :func:`default_dims` and is imported lazily there.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnxruntime as ort
+
+if TYPE_CHECKING:
+    import onnx as onnx_pkg
+
+ModelSource = str | os.PathLike | bytes
+"""A model as a file path or serialized ``ModelProto`` bytes."""
+
+__all__ = [
+    "InputSpecError",
+    "ModelError",
+    "OperatorStat",
+    "SessionSettings",
+    "default_dims",
+    "make_inputs",
+    "make_session",
+    "make_session_options",
+    "parse_ort_profile",
+    "profile_operators",
+]
+
+EXECUTION_MODES: dict[str, ort.ExecutionMode] = {
+    "sequential": ort.ExecutionMode.ORT_SEQUENTIAL,
+    "parallel": ort.ExecutionMode.ORT_PARALLEL,
+}
+GRAPH_OPTIMIZATION_LEVELS: dict[str, ort.GraphOptimizationLevel] = {
+    "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+INTRA_SPINNING_KEY = "session.intra_op.allow_spinning"
+INTER_SPINNING_KEY = "session.inter_op.allow_spinning"
+
+KERNEL_SUFFIX = "_kernel_time"
+BATCH_DIM_DEFAULT = 1
+SEQUENCE_DIM_DEFAULT = 128
+_SMALL_INT_BOUND = 8  # exclusive upper bound for integer inputs with nothing to bound them
+_TOKEN_TYPE_BOUND = 2
+# Ops an integer index passes through unchanged (values kept) on its way to a Gather.
+_VALUE_PRESERVING_OPS = frozenset(
+    {"Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Identity", "Expand", "Transpose"}
+)
+# Ops that hand a constant table through to a Gather (e.g. quantised embeddings).
+_TABLE_PASSTHROUGH_OPS = frozenset({"Cast", "Identity", "DequantizeLinear"})
+
+
+class ModelError(ValueError):
+    """A model file is missing or ONNX Runtime / onnx cannot load it."""
+
+
+class InputSpecError(ValueError):
+    """Inputs for a model cannot be made from what the caller gave (e.g. a missing dim)."""
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def _check_choice(field_name: str, value: object, allowed: Iterable[str]) -> None:
+    choices = tuple(allowed)
+    if value not in choices:
+        raise ValueError(
+            f"SessionSettings.{field_name} must be one of {', '.join(map(repr, choices))}; "
+            f"got {value!r}."
+        )
+
+
+def _check_thread_count(field_name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(
+            f"SessionSettings.{field_name} must be a non-negative int "
+            f"(0 lets ONNX Runtime choose); got {value!r}."
+        )
+
+
+def _check_bool(field_name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"SessionSettings.{field_name} must be True or False; got {value!r}.")
+
+
+def _check_providers(value: object) -> None:
+    if (
+        not isinstance(value, tuple)
+        or not value
+        or not all(isinstance(p, str) and p for p in value)
+    ):
+        raise ValueError(
+            "SessionSettings.providers must be a non-empty tuple of execution provider names "
+            f"such as ('CPUExecutionProvider',); got {value!r}."
+        )
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """The ONNX Runtime session knobs a measurement depends on.
+
+    Thread counts of 0 let ONNX Runtime choose. The defaults (one intra-op and one
+    inter-op thread, sequential execution, no spinning) give the most repeatable timings.
+    """
+
+    intra_op_threads: int = 1
+    inter_op_threads: int = 1
+    execution_mode: str = "sequential"
+    allow_spinning: bool = False
+    enable_mem_arena: bool = True
+    graph_optimization_level: str = "all"
+    providers: tuple[str, ...] = ("CPUExecutionProvider",)
+
+    def __post_init__(self) -> None:
+        _check_thread_count("intra_op_threads", self.intra_op_threads)
+        _check_thread_count("inter_op_threads", self.inter_op_threads)
+        _check_choice("execution_mode", self.execution_mode, EXECUTION_MODES)
+        _check_bool("allow_spinning", self.allow_spinning)
+        _check_bool("enable_mem_arena", self.enable_mem_arena)
+        _check_choice(
+            "graph_optimization_level", self.graph_optimization_level, GRAPH_OPTIMIZATION_LEVELS
+        )
+        _check_providers(self.providers)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict (providers as a list)."""
+        data = asdict(self)
+        data["providers"] = list(self.providers)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SessionSettings:
+        """Inverse of :meth:`to_dict`; missing keys take their defaults, unknown keys fail."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(
+                f"SessionSettings got unknown key(s) {', '.join(map(repr, unknown))}; "
+                f"allowed keys are {', '.join(sorted(known))}."
+            )
+        kwargs = dict(data)
+        if isinstance(kwargs.get("providers"), list):
+            kwargs["providers"] = tuple(kwargs["providers"])
+        return cls(**kwargs)
+
+
+def make_session_options(
+    settings: SessionSettings, *, profile_prefix: str | None = None
+) -> ort.SessionOptions:
+    """Build ``SessionOptions`` applying every field of ``settings``.
+
+    With ``profile_prefix`` ONNX Runtime's profiler is on and writes
+    ``<profile_prefix>_<timestamp>.json`` (see ``InferenceSession.end_profiling``).
+    """
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = settings.intra_op_threads
+    options.inter_op_num_threads = settings.inter_op_threads
+    options.execution_mode = EXECUTION_MODES[settings.execution_mode]
+    options.graph_optimization_level = GRAPH_OPTIMIZATION_LEVELS[settings.graph_optimization_level]
+    options.enable_cpu_mem_arena = settings.enable_mem_arena
+    spinning = "1" if settings.allow_spinning else "0"
+    options.add_session_config_entry(INTRA_SPINNING_KEY, spinning)
+    options.add_session_config_entry(INTER_SPINNING_KEY, spinning)
+    if profile_prefix is not None:
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
+    return options
+
+
+def _describe_source(model: ModelSource) -> str:
+    if isinstance(model, bytes):
+        return f"<{len(model)} bytes of serialized model>"
+    return os.fspath(model)
+
+
+def _check_model_file(model: ModelSource) -> None:
+    if isinstance(model, bytes):
+        return
+    path = Path(model)
+    if not path.exists():
+        raise ModelError(f"ONNX model file {os.fspath(model)!r} does not exist.")
+    if not path.is_file():
+        raise ModelError(f"ONNX model path {os.fspath(model)!r} is not a file.")
+
+
+def make_session(
+    model: ModelSource,
+    settings: SessionSettings | None = None,
+    *,
+    profile_prefix: str | None = None,
+) -> ort.InferenceSession:
+    """Create an ``InferenceSession`` for ``model`` (a path or serialized bytes).
+
+    Raises :class:`ModelError` naming the model and the cause when it is missing or
+    ONNX Runtime cannot load it.
+    """
+    settings = settings if settings is not None else SessionSettings()
+    _check_model_file(model)
+    options = make_session_options(settings, profile_prefix=profile_prefix)
+    source = model if isinstance(model, bytes) else os.fspath(model)
+    try:
+        return ort.InferenceSession(source, options, providers=list(settings.providers))
+    except Exception as exc:  # ORT raises its own pybind exception types
+        raise ModelError(
+            f"ONNX Runtime could not load model {_describe_source(model)!r}: {exc}"
+        ) from exc
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _import_onnx() -> Any:
+    try:
+        import onnx
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "building model inputs needs the 'onnx' package: pip install onnx"
+        ) from exc
+    return onnx
+
+
+def _load_graph(model: ModelSource | onnx_pkg.ModelProto) -> onnx_pkg.GraphProto:
+    onnx = _import_onnx()
+    if isinstance(model, onnx.ModelProto):
+        return model.graph
+    if isinstance(model, bytes):
+        try:
+            return onnx.load_model_from_string(model).graph
+        except Exception as exc:
+            raise ModelError(f"onnx could not parse {_describe_source(model)}: {exc}") from exc
+    _check_model_file(model)
+    try:
+        return onnx.load(os.fspath(model), load_external_data=False).graph
+    except Exception as exc:
+        raise ModelError(f"onnx could not load model {os.fspath(model)!r}: {exc}") from exc
+
+
+def _graph_inputs(graph: onnx_pkg.GraphProto) -> list[onnx_pkg.ValueInfoProto]:
+    """Graph inputs the caller must feed (old models also list initializers as inputs)."""
+    initializers = {t.name for t in graph.initializer}
+    return [vi for vi in graph.input if vi.name not in initializers]
+
+
+def _is_batch_name(name: str) -> bool:
+    lowered = name.lower()
+    return "batch" in lowered or lowered in {"n", "b", "bs"}
+
+
+def _is_sequence_name(name: str) -> bool:
+    lowered = name.lower()
+    return "seq" in lowered or lowered in {"length", "len", "num_tokens", "tokens"}
+
+
+def default_dims(model: ModelSource | onnx_pkg.ModelProto) -> dict[str, int]:
+    """Suggested values for the model's symbolic dims: batch-like -> 1, sequence-like -> 128.
+
+    Other symbolic dims are left out, so :func:`make_inputs` still reports them. Use as
+    ``make_inputs(model, dims={**default_dims(model), **my_dims})``.
+    """
+    dims: dict[str, int] = {}
+    for vi in _graph_inputs(_load_graph(model)):
+        for dim in vi.type.tensor_type.shape.dim:
+            if not dim.HasField("dim_param"):
+                continue
+            if _is_batch_name(dim.dim_param):
+                dims[dim.dim_param] = BATCH_DIM_DEFAULT
+            elif _is_sequence_name(dim.dim_param):
+                dims[dim.dim_param] = SEQUENCE_DIM_DEFAULT
+    return dims
+
+
+def _resolve_shape(vi: onnx_pkg.ValueInfoProto, dims: Mapping[str, int]) -> tuple[int, ...]:
+    tensor_type = vi.type.tensor_type
+    if not tensor_type.HasField("shape"):
+        raise InputSpecError(
+            f"input {vi.name!r} has no shape in the model, so inputs cannot be made for it; "
+            "feed this model your own arrays."
+        )
+    shape: list[int] = []
+    for axis, dim in enumerate(tensor_type.shape.dim):
+        if dim.HasField("dim_value") and dim.dim_value > 0:
+            shape.append(dim.dim_value)
+            continue
+        key = dim.dim_param if dim.HasField("dim_param") and dim.dim_param else f"{vi.name}:{axis}"
+        if key not in dims:
+            raise InputSpecError(
+                f"input {vi.name!r} has symbolic dimension {key!r} (axis {axis}) and no value "
+                f"was given for it; pass it, e.g. make_inputs(model, dims={{{key!r}: 128}})."
+            )
+        value = dims[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputSpecError(
+                f"dimension {key!r} of input {vi.name!r} must be a positive int; got {value!r}."
+            )
+        shape.append(value)
+    return tuple(shape)
+
+
+@dataclass(frozen=True)
+class _GraphIndex:
+    """Producers/consumers and constant shapes of a graph, for tracing index inputs."""
+
+    consumers: Mapping[str, tuple[Any, ...]]
+    producers: Mapping[str, Any]
+    constant_shapes: Mapping[str, tuple[int, ...]]
+
+
+def _index_graph(graph: onnx_pkg.GraphProto) -> _GraphIndex:
+    consumers: dict[str, list[Any]] = {}
+    producers: dict[str, Any] = {}
+    shapes: dict[str, tuple[int, ...]] = {t.name: tuple(t.dims) for t in graph.initializer}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+        for name in node.output:
+            producers[name] = node
+        if node.op_type == "Constant" and node.output:
+            for attr in node.attribute:
+                if attr.name == "value" and attr.HasField("t"):
+                    shapes[node.output[0]] = tuple(attr.t.dims)
+    return _GraphIndex(
+        consumers={k: tuple(v) for k, v in consumers.items()},
+        producers=producers,
+        constant_shapes=shapes,
+    )
+
+
+def _table_shape(index: _GraphIndex, name: str) -> tuple[int, ...] | None:
+    """Shape of a constant Gather table, looking through Cast/Identity/DequantizeLinear."""
+    seen: set[str] = set()
+    while name not in index.constant_shapes:
+        node = index.producers.get(name)
+        if node is None or node.op_type not in _TABLE_PASSTHROUGH_OPS or name in seen:
+            return None
+        seen.add(name)
+        name = node.input[0]
+    return index.constant_shapes[name]
+
+
+def _gather_axis(node: Any) -> int:
+    for attr in node.attribute:
+        if attr.name == "axis":
+            return int(attr.i)
+    return 0
+
+
+def _gather_bound(index: _GraphIndex, start: str) -> int | None:
+    """Smallest table size of the constant-table Gathers ``start`` indexes, if any."""
+    bound: int | None = None
+    pending, seen = [start], {start}
+    while pending:
+        name = pending.pop()
+        for node in index.consumers.get(name, ()):
+            if node.op_type == "Gather" and len(node.input) > 1 and node.input[1] == name:
+                shape = _table_shape(index, node.input[0])
+                if shape:
+                    rows = shape[_gather_axis(node) % len(shape)]
+                    bound = rows if bound is None else min(bound, rows)
+            elif node.op_type in _VALUE_PRESERVING_OPS and node.input and node.input[0] == name:
+                for out in node.output:
+                    if out not in seen:
+                        seen.add(out)
+                        pending.append(out)
+    return bound
+
+
+def _numpy_dtype(vi: onnx_pkg.ValueInfoProto) -> np.dtype:
+    onnx = _import_onnx()
+    elem_type = vi.type.tensor_type.elem_type
+    try:
+        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputSpecError(
+            f"input {vi.name!r} has element type {elem_type} which cannot be generated"
+        ) from exc
+    if dtype.kind not in "biuf":
+        name = onnx.TensorProto.DataType.Name(elem_type)
+        raise InputSpecError(
+            f"input {vi.name!r} has element type {name}; only numeric and bool inputs can be "
+            "generated, feed this one yourself."
+        )
+    return dtype
+
+
+def _is_mask_name(name: str) -> bool:
+    return "mask" in name.lower()
+
+
+def _is_token_type_name(name: str) -> bool:
+    lowered = name.lower()
+    return "token_type" in lowered or "segment" in lowered
+
+
+def _is_position_name(name: str) -> bool:
+    return "position" in name.lower()
+
+
+def _integer_values(
+    name: str,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    bound: int | None,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    high = bound if bound is not None else _SMALL_INT_BOUND
+    if _is_token_type_name(name):
+        high = min(high, _TOKEN_TYPE_BOUND)
+    high = max(1, min(high, int(np.iinfo(dtype).max) + 1))
+    if _is_position_name(name) and shape:
+        positions = np.arange(shape[-1]) % (bound if bound is not None else shape[-1])
+        return np.broadcast_to(positions, shape).astype(dtype)
+    return rng.integers(0, high, size=shape).astype(dtype)
+
+
+def _input_values(
+    vi: onnx_pkg.ValueInfoProto,
+    shape: tuple[int, ...],
+    index: _GraphIndex,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    dtype = _numpy_dtype(vi)
+    if _is_mask_name(vi.name):
+        return np.ones(shape, dtype)
+    if dtype.kind == "f":
+        return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(dtype)
+    return _integer_values(vi.name, shape, dtype, _gather_bound(index, vi.name), rng)
+
+
+def make_inputs(
+    model: ModelSource | onnx_pkg.ModelProto,
+    dims: Mapping[str, int] | None = None,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    """Deterministic, valid inputs for every graph input of ``model`` (path, bytes, ModelProto).
+
+    Symbolic dims take their values from ``dims`` (see :func:`default_dims`); a dim with
+    no name at all can be given as ``"<input>:<axis>"``. Floats are seeded standard normal.
+    Integers that index a constant-table ``Gather`` (possibly through Cast/Unsqueeze/
+    Reshape...) stay within the table, ``*mask*`` inputs are all ones, token-type ids stay
+    below 2, ``*position*`` ids count up along the last axis, other integers are small
+    non-negative values. Raises :class:`InputSpecError` when a dimension is missing.
+    """
+    graph = _load_graph(model)
+    dims = dict(dims or {})
+    index = _index_graph(graph)
+    rng = np.random.default_rng(seed)
+    feeds: dict[str, np.ndarray] = {}
+    for vi in _graph_inputs(graph):
+        if not vi.type.HasField("tensor_type"):
+            raise InputSpecError(f"input {vi.name!r} is not a tensor; feed it yourself.")
+        feeds[vi.name] = _input_values(vi, _resolve_shape(vi, dims), index, rng)
+    return feeds
+
+
+# --------------------------------------------------------------------------- profiles
+
+
+@dataclass(frozen=True)
+class OperatorStat:
+    """Time and memory of one graph node over the kept (post-warm-up) runs of a profile.
+
+    ``share`` is this node's fraction (0-1) of the summed kernel time of all nodes.
+    Shapes read like ``"float[1,128,384]"``. The byte counts come from the trace's
+    ``output_size``/``activation_size``/``parameter_size`` args and are ``None`` when absent.
+    """
+
+    node: str
+    op_type: str
+    calls: int
+    total_us: float
+    mean_us: float
+    share: float
+    input_shapes: tuple[str, ...] = ()
+    output_shapes: tuple[str, ...] = ()
+    output_bytes: int | None = None
+    activation_bytes: int | None = None
+    parameter_bytes: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict (shape tuples as lists)."""
+        data = asdict(self)
+        data["input_shapes"] = list(self.input_shapes)
+        data["output_shapes"] = list(self.output_shapes)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> OperatorStat:
+        """Inverse of :meth:`to_dict`; unknown keys are ignored."""
+        known = {f.name for f in fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in known}
+        for key in ("input_shapes", "output_shapes"):
+            if key in kwargs:
+                kwargs[key] = tuple(kwargs[key])
+        return cls(**kwargs)
+
+
+def _iter_json_events(text: str) -> Iterator[Any]:
+    """Decode the objects of a JSON array one by one, stopping quietly at a truncated tail."""
+    decoder = json.JSONDecoder()
+    pos = text.find("[")
+    if pos < 0:
+        return
+    pos += 1
+    length = len(text)
+    while pos < length:
+        while pos < length and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= length or text[pos] == "]":
+            return
+        try:
+            event, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            return  # a trace cut short mid-event: keep what was complete
+        yield event
+
+
+def _load_trace(
+    trace: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    if isinstance(trace, (str, os.PathLike)):
+        text = Path(trace).read_text(encoding="utf-8", errors="replace")
+        try:
+            events = json.loads(text)
+        except json.JSONDecodeError:
+            events = list(_iter_json_events(text))
+    else:
+        events = list(trace)
+    if isinstance(events, dict):  # Chrome trace "object" form
+        events = events.get("traceEvents", [])
+    return [e for e in events if isinstance(e, dict)]
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _run_windows(events: Sequence[Mapping[str, Any]]) -> list[tuple[float, float]]:
+    windows = []
+    for event in events:
+        if event.get("cat") == "Session" and event.get("name") == "model_run":
+            start, dur = _number(event.get("ts")), _number(event.get("dur"))
+            if start is not None and dur is not None:
+                windows.append((start, start + dur))
+    return sorted(windows)
+
+
+def _kernel_events(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [
+        e
+        for e in events
+        if e.get("cat") == "Node"
+        and str(e.get("name", "")).endswith(KERNEL_SUFFIX)
+        and _number(e.get("dur")) is not None
+        and _number(e.get("ts")) is not None
+    ]
+
+
+def _run_of(
+    ts: float, windows: Sequence[tuple[float, float]], starts: Sequence[float]
+) -> int | None:
+    i = bisect.bisect_right(starts, ts) - 1
+    if i >= 0 and ts <= windows[i][1]:
+        return i
+    return None
+
+
+def _kept_kernel_events(
+    events: Sequence[Mapping[str, Any]], skip_runs: int
+) -> list[Mapping[str, Any]]:
+    """Kernel events inside ``model_run`` windows after the first ``skip_runs`` runs.
+
+    A trace with no ``model_run`` events counts as a single run.
+    """
+    kernels = _kernel_events(events)
+    windows = _run_windows(events)
+    if not windows:
+        return kernels if skip_runs == 0 else []
+    starts = [w[0] for w in windows]
+    kept = []
+    for event in kernels:
+        run = _run_of(float(event["ts"]), windows, starts)
+        if run is not None and run >= skip_runs:
+            kept.append(event)
+    return kept
+
+
+def _format_shapes(entries: Any) -> tuple[str, ...]:
+    """``[{"float": [1, 3]}, ...]`` -> ``("float[1,3]", ...)``."""
+    if not isinstance(entries, list):
+        return ()
+    shapes = []
+    for entry in entries:
+        if isinstance(entry, dict):
+            for dtype, dims in entry.items():
+                dims_text = ",".join(str(d) for d in dims) if isinstance(dims, list) else ""
+                shapes.append(f"{dtype}[{dims_text}]")
+    return tuple(shapes)
+
+
+def _int_arg(args: Mapping[str, Any], key: str) -> int | None:
+    value = _number(args.get(key))
+    return None if value is None else int(value)
+
+
+def _node_key(event: Mapping[str, Any]) -> tuple[str, str]:
+    args = event.get("args") or {}
+    op_type = str(args.get("op_name", ""))
+    node = str(event["name"])[: -len(KERNEL_SUFFIX)]
+    if not node:
+        node = f"{op_type or 'node'}#{args.get('node_index', '?')}"
+    return node, op_type
+
+
+def _aggregate(kept: Sequence[Mapping[str, Any]]) -> list[OperatorStat]:
+    totals: dict[tuple[str, str], list[float]] = {}
+    first: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for event in kept:
+        key = _node_key(event)
+        totals.setdefault(key, []).append(float(event["dur"]))
+        first.setdefault(key, event.get("args") or {})
+    grand_total = sum(sum(d) for d in totals.values())
+    stats = []
+    for (node, op_type), durations in totals.items():
+        args = first[(node, op_type)]
+        total = sum(durations)
+        stats.append(
+            OperatorStat(
+                node=node,
+                op_type=op_type,
+                calls=len(durations),
+                total_us=total,
+                mean_us=total / len(durations),
+                share=total / grand_total if grand_total > 0 else 0.0,
+                input_shapes=_format_shapes(args.get("input_type_shape")),
+                output_shapes=_format_shapes(args.get("output_type_shape")),
+                output_bytes=_int_arg(args, "output_size"),
+                activation_bytes=_int_arg(args, "activation_size"),
+                parameter_bytes=_int_arg(args, "parameter_size"),
+            )
+        )
+    stats.sort(key=lambda s: (-s.total_us, s.node))
+    return stats
+
+
+def parse_ort_profile(
+    trace: str | os.PathLike[str] | Sequence[Mapping[str, Any]], *, skip_runs: int = 0
+) -> list[OperatorStat]:
+    """Per-node statistics from an ONNX Runtime profiler trace, slowest node first.
+
+    ``trace`` is the JSON file ``end_profiling()`` wrote, or its list of events. Only
+    ``cat == "Node"`` events named ``<node>_kernel_time`` count (fence events do not).
+    They are bucketed into runs by the ``model_run`` Session event whose time window
+    contains them; the first ``skip_runs`` runs (warm-up) and nodes outside any run are
+    dropped. A trace cut short (truncated last line, no closing ``]``) is parsed up to
+    its last complete event; a run whose ``model_run`` event was lost is dropped.
+    """
+    if isinstance(skip_runs, bool) or not isinstance(skip_runs, int) or skip_runs < 0:
+        raise ValueError(f"skip_runs must be a non-negative int; got {skip_runs!r}.")
+    return _aggregate(_kept_kernel_events(_load_trace(trace), skip_runs))
+
+
+def _run_profiled(
+    model: ModelSource,
+    inputs: Mapping[str, np.ndarray],
+    settings: SessionSettings,
+    total_runs: int,
+    workdir: Path,
+) -> Path:
+    session = make_session(model, settings, profile_prefix=str(workdir / "ort_profile"))
+    feeds = dict(inputs)
+    for _ in range(total_runs):
+        session.run(None, feeds)
+    return Path(session.end_profiling())
+
+
+def profile_operators(
+    model: ModelSource,
+    inputs: Mapping[str, np.ndarray],
+    *,
+    settings: SessionSettings | None = None,
+    runs: int = 10,
+    warmup: int = 2,
+    workdir: str | os.PathLike[str] | None = None,
+) -> list[OperatorStat]:
+    """Run ``model`` ``warmup + runs`` times under ORT's profiler; per-node stats of ``runs``.
+
+    The trace goes to ``workdir`` (kept) or to a temporary directory (removed afterwards).
+    """
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ValueError(f"runs must be a positive int; got {runs!r}.")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be a non-negative int; got {warmup!r}.")
+    settings = settings if settings is not None else SessionSettings()
+    if workdir is not None:
+        directory = Path(workdir)
+        directory.mkdir(parents=True, exist_ok=True)
+        trace = _run_profiled(model, inputs, settings, warmup + runs, directory)
+        return parse_ort_profile(trace, skip_runs=warmup)
+    with tempfile.TemporaryDirectory(prefix="inferperf-ort-") as tmp:
+        trace = _run_profiled(model, inputs, settings, warmup + runs, Path(tmp))
+        return parse_ort_profile(trace, skip_runs=warmup)

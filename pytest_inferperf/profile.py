@@ -1,0 +1,316 @@
+"""The Profile: one measured workload, immutable, serialisable.
+
+Owns: the :class:`Profile` record and its parts (latency, memory, steady
+state, per-repeat samples, stages), the JSON schema version, and loading
+and validating a serialised Profile. A baseline file, ``report.json`` and a
+CLI result are all serialised Profiles.
+
+Must not: measure (that is ``runner``) or judge (that is ``verdict``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .pmu.base import CounterSample, EventStatus
+
+SCHEMA_VERSION = 1
+SCHEMA_NAME = "pytest-inferperf/profile"
+
+
+class ProfileFormatError(ValueError):
+    """A serialised Profile that cannot be read; the message names the file and the fix."""
+
+
+def nearest_rank(sorted_values: Sequence[float], pct: float) -> float:
+    """The nearest-rank percentile: the smallest value with at least pct% at or below it."""
+    if not sorted_values:
+        raise ValueError("percentile of no values")
+    rank = max(1, math.ceil(pct / 100.0 * len(sorted_values)))
+    return float(sorted_values[rank - 1])
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """Per-call latency over every measured call, in milliseconds."""
+
+    calls: int
+    mean_ms: float
+    min_ms: float
+    max_ms: float
+    stddev_ms: float
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    calls_per_second: float
+
+    @classmethod
+    def from_durations_ns(cls, durations_ns: Sequence[int]) -> LatencyStats:
+        if not durations_ns:
+            raise ValueError("latency of no calls")
+        ms = sorted(d / 1e6 for d in durations_ns)
+        mean = statistics.fmean(ms)
+        return cls(
+            calls=len(ms),
+            mean_ms=mean,
+            min_ms=ms[0],
+            max_ms=ms[-1],
+            stddev_ms=statistics.pstdev(ms) if len(ms) > 1 else 0.0,
+            p50_ms=nearest_rank(ms, 50),
+            p95_ms=nearest_rank(ms, 95),
+            p99_ms=nearest_rank(ms, 99),
+            calls_per_second=1000.0 / mean if mean > 0 else math.inf,
+        )
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    """Peak resident memory of the measured region and how it was obtained."""
+
+    peak_rss_bytes: int | None
+    method: str  # "clear_refs" (region peak) | "ru_maxrss" (process-lifetime peak)
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Steadiness:
+    """Whether warm-up reached a steady state before measuring."""
+
+    reached: bool
+    warmup_calls: int
+    spread: float  # relative spread of the last ``window`` warm-up calls
+    threshold: float
+    window: int
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """One repeat: ``calls`` calls counted as one region."""
+
+    calls: int
+    wall_ns: int
+    sample: CounterSample
+
+    def to_dict(self) -> dict:
+        return {"calls": self.calls, "wall_ns": self.wall_ns, "sample": self.sample.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> Repeat:
+        return cls(int(data["calls"]), int(data["wall_ns"]), CounterSample.from_dict(data["sample"]))
+
+
+@dataclass(frozen=True)
+class StageStats:
+    """Time and counts attributed to one ``region(name)`` over all repeats."""
+
+    name: str
+    calls: int
+    wall_ns: int
+    counts: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One measured workload. Built by the runner, read by everything after it."""
+
+    name: str
+    machine_class: str
+    backend: str
+    machine: Mapping[str, Any]
+    events: tuple[EventStatus, ...]
+    repeats: tuple[Repeat, ...]
+    latency: LatencyStats
+    memory: MemoryStats
+    steady: Steadiness
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    session: Mapping[str, Any] | None = None
+    stages: tuple[StageStats, ...] = ()
+    overhead: Mapping[str, float] = field(default_factory=dict)
+    partial: bool = False
+    partial_reason: str | None = None
+    operators: tuple[Mapping[str, Any], ...] = ()
+    artifacts: Mapping[str, str] = field(default_factory=dict)
+    outputs_ok: bool = True
+    created: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+    # -- derived views --------------------------------------------------
+    @property
+    def calls(self) -> int:
+        return sum(r.calls for r in self.repeats)
+
+    @property
+    def totals(self) -> dict[str, float]:
+        """Each counted event summed over every repeat."""
+        out: dict[str, float] = {}
+        for rep in self.repeats:
+            for name, count in rep.sample.counts.items():
+                out[name] = out.get(name, 0.0) + count.value
+        return out
+
+    def per_repeat(self, event: str) -> list[float]:
+        """``event`` per call, one value per repeat (the distribution comparisons use)."""
+        return [
+            rep.sample.counts[event].value / rep.calls
+            for rep in self.repeats
+            if event in rep.sample.counts and rep.calls
+        ]
+
+    def status(self, event: str) -> EventStatus | None:
+        return next((e for e in self.events if e.name == event), None)
+
+    @property
+    def unavailable(self) -> dict[str, str]:
+        return {e.name: e.reason or "not counted" for e in self.events if not e.available}
+
+    def with_(self, **changes: Any) -> Profile:
+        return replace(self, **changes)
+
+    # -- serialisation --------------------------------------------------
+    def to_dict(self) -> dict:
+        return {
+            "schema": SCHEMA_NAME,
+            "schema_version": self.schema_version,
+            "name": self.name,
+            "created": self.created,
+            "machine_class": self.machine_class,
+            "backend": self.backend,
+            "machine": dict(self.machine),
+            "settings": dict(self.settings),
+            "session": None if self.session is None else dict(self.session),
+            "events": [e.to_dict() for e in self.events],
+            "latency": vars_of(self.latency),
+            "memory": vars_of(self.memory),
+            "steady": vars_of(self.steady),
+            "partial": self.partial,
+            "partial_reason": self.partial_reason,
+            "overhead": dict(self.overhead),
+            "stages": [
+                {"name": s.name, "calls": s.calls, "wall_ns": s.wall_ns, "counts": dict(s.counts)}
+                for s in self.stages
+            ],
+            "repeats": [r.to_dict() for r in self.repeats],
+            "operators": [dict(o) for o in self.operators],
+            "artifacts": dict(self.artifacts),
+            "outputs_ok": self.outputs_ok,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, sort_keys=False, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping, *, source: str = "<profile>") -> Profile:
+        return _from_dict(data, source)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Profile:
+        path = Path(path)
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise ProfileFormatError(f"cannot read profile {path}: {exc.strerror}") from exc
+        try:
+            text = raw.decode("utf-8")
+            data = json.loads(text, parse_constant=_reject_constant)
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise ProfileFormatError(
+                f"{path} is not a valid profile: not UTF-8 JSON ({exc}). "
+                "Restore it from version control, or delete it and re-create it with "
+                "--update-baselines."
+            ) from None
+        return _from_dict(data, str(path))
+
+
+def vars_of(obj: Any) -> dict:
+    return dict(obj.__dict__)
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not allowed in a profile")
+
+
+def _from_dict(data: Any, source: str) -> Profile:
+    fix = "Restore it from version control, or delete it and re-create it with --update-baselines."
+    if not isinstance(data, Mapping) or data.get("schema") != SCHEMA_NAME:
+        raise ProfileFormatError(f"{source} is not an inferperf profile (no \"schema\": "
+                                 f"\"{SCHEMA_NAME}\"). {fix}")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ProfileFormatError(f"{source} has no valid schema_version. {fix}")
+    if version > SCHEMA_VERSION:
+        raise ProfileFormatError(
+            f"{source} uses profile schema version {version}, newer than this inferperf "
+            f"understands ({SCHEMA_VERSION}). Upgrade pytest-inferperf."
+        )
+    try:
+        latency = LatencyStats(**_floats(data["latency"], int_keys=("calls",)))
+        memory = data["memory"]
+        steady = data["steady"]
+        profile = Profile(
+            name=str(data["name"]),
+            machine_class=str(data["machine_class"]),
+            backend=str(data["backend"]),
+            machine=_mapping(data.get("machine", {})),
+            events=tuple(EventStatus.from_dict(e) for e in data.get("events", [])),
+            repeats=tuple(Repeat.from_dict(r) for r in data["repeats"]),
+            latency=latency,
+            memory=MemoryStats(
+                peak_rss_bytes=None if memory.get("peak_rss_bytes") is None
+                else int(memory["peak_rss_bytes"]),
+                method=str(memory["method"]),
+                note=memory.get("note"),
+            ),
+            steady=Steadiness(
+                reached=bool(steady["reached"]),
+                warmup_calls=int(steady["warmup_calls"]),
+                spread=float(steady["spread"]),
+                threshold=float(steady["threshold"]),
+                window=int(steady["window"]),
+            ),
+            settings=_mapping(data.get("settings", {})),
+            session=None if data.get("session") is None else _mapping(data["session"]),
+            stages=tuple(
+                StageStats(str(s["name"]), int(s["calls"]), int(s["wall_ns"]),
+                           {k: float(v) for k, v in s.get("counts", {}).items()})
+                for s in data.get("stages", [])
+            ),
+            overhead={k: float(v) for k, v in data.get("overhead", {}).items()},
+            partial=bool(data.get("partial", False)),
+            partial_reason=data.get("partial_reason"),
+            operators=tuple(_mapping(o) for o in data.get("operators", [])),
+            artifacts={str(k): str(v) for k, v in data.get("artifacts", {}).items()},
+            outputs_ok=bool(data.get("outputs_ok", True)),
+            created=str(data.get("created", "")),
+            schema_version=version,
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ProfileFormatError(f"{source} is not a valid profile: {what}. {fix}") from None
+    _check_finite(profile, source, fix)
+    return profile
+
+
+def _mapping(value: Any) -> dict:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected an object, got {type(value).__name__}")
+    return dict(value)
+
+
+def _floats(data: Mapping, *, int_keys: Sequence[str] = ()) -> dict:
+    if not isinstance(data, Mapping):
+        raise TypeError(f"expected an object, got {type(data).__name__}")
+    return {k: int(v) if k in int_keys else float(v) for k, v in data.items()}
+
+
+def _check_finite(profile: Profile, source: str, fix: str) -> None:
+    values = [v for v in vars_of(profile.latency).values() if isinstance(v, float)]
+    for rep in profile.repeats:
+        values.extend(c.value for c in rep.sample.counts.values())
+    if any(not math.isfinite(v) for v in values):
+        raise ProfileFormatError(f"{source} contains NaN or infinite values. {fix}")
