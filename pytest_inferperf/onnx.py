@@ -727,3 +727,41 @@ def profile_operators(
     with tempfile.TemporaryDirectory(prefix="inferperf-ort-") as tmp:
         trace = _run_profiled(model, inputs, settings, warmup + runs, Path(tmp))
         return parse_ort_profile(trace, skip_runs=warmup)
+
+
+def describe_session(session: Any) -> dict[str, Any]:
+    """The settings of a live ONNX Runtime session that a measurement depends on.
+
+    Two profiles taken with different threading or spinning are not comparable,
+    so these facts are stored in every Profile of a session's workload.
+    """
+    options = session.get_session_options()
+
+    def config(key: str) -> str | None:
+        try:
+            return options.get_session_config_entry(key) or None
+        except Exception:  # older ORT raises when the key is unset
+            return None
+
+    levels = {v: k for k, v in GRAPH_OPTIMIZATION_LEVELS.items()}
+    modes = {v: k for k, v in EXECUTION_MODES.items()}
+    intra_spin = config(INTRA_SPINNING_KEY)
+    return {
+        "onnxruntime": ort.__version__,
+        "providers": list(session.get_providers()),
+        "intra_op_threads": options.intra_op_num_threads,
+        "inter_op_threads": options.inter_op_num_threads,
+        "execution_mode": modes.get(options.execution_mode, str(options.execution_mode)),
+        "graph_optimization_level": levels.get(
+            options.graph_optimization_level, str(options.graph_optimization_level)
+        ),
+        "enable_mem_arena": bool(options.enable_cpu_mem_arena),
+        # ORT spins by default: an unset key means spinning is on.
+        "allow_spinning": intra_spin != "0",
+    }
+
+
+def session_of(fn: Any) -> Any | None:
+    """The InferenceSession behind ``session.run`` (a bound method), if that is what fn is."""
+    owner = getattr(fn, "__self__", None)
+    return owner if isinstance(owner, ort.InferenceSession) else None

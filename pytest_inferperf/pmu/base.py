@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,8 @@ class CounterBackend(Protocol):
     ``open`` prepares (and probes) the counters, ``start``/``stop`` bracket
     one region and ``stop`` returns its counts, ``close`` releases every
     resource; ``statuses`` says, per requested event, whether it is counted.
+    ``snapshot``/``delta`` read running counters at stage boundaries inside
+    a region (the snapshot is opaque to callers).
     """
 
     name: str
@@ -134,6 +136,10 @@ class CounterBackend(Protocol):
     def start(self) -> None: ...
 
     def stop(self) -> CounterSample: ...
+
+    def snapshot(self) -> Any: ...
+
+    def delta(self, begin: Any, end: Any) -> CounterSample: ...
 
     def close(self) -> None: ...
 

@@ -30,6 +30,12 @@ class NullCounters:
     def stop(self) -> CounterSample:
         return CounterSample(counts={})
 
+    def snapshot(self) -> dict:
+        return {}
+
+    def delta(self, begin: dict, end: dict) -> CounterSample:
+        return CounterSample(counts={})
+
     def close(self) -> None:
         pass
 

@@ -215,23 +215,32 @@ class PerfEventCounters:
     def start(self) -> None:
         if not self._groups and self._plan:
             raise CountersError("counters are not open: call open() first")
-        self._start = {g.leader: self._read(g) for g in self._groups}
+        self._start = self.snapshot()
         for group in self._groups:
             pe.ioctl_group(group.leader, pe.PERF_EVENT_IOC_ENABLE)
 
     def stop(self) -> CounterSample:
         for group in self._groups:
             pe.ioctl_group(group.leader, pe.PERF_EVENT_IOC_DISABLE)
-        totals: dict[str, list[float | int]] = {}
+        return self.delta(self._start, self.snapshot())
+
+    def snapshot(self) -> dict[int, pe.GroupRead]:
+        """Read every group without stopping it (stage boundaries use this)."""
+        return {g.leader: self._read(g) for g in self._groups}
+
+    def delta(self, begin: dict[int, pe.GroupRead], end: dict[int, pe.GroupRead]) -> CounterSample:
+        """What was counted between two snapshots, summed over threads."""
+        totals: dict[str, list[float]] = {}
         per_thread: dict[int, dict[str, float]] = {}
         instances: dict[str, set[str]] = {}
         for group in self._groups:
-            end = self._read(group)
-            begin = self._start.get(group.leader)
-            enabled = end.time_enabled - (begin.time_enabled if begin else 0)
-            running = end.time_running - (begin.time_running if begin else 0)
+            last, first = end.get(group.leader), begin.get(group.leader)
+            if last is None:
+                continue
+            enabled = last.time_enabled - (first.time_enabled if first else 0)
+            running = last.time_running - (first.time_running if first else 0)
             for id_, event in group.ids.items():
-                delta = end.values.get(id_, 0) - (begin.values.get(id_, 0) if begin else 0)
+                delta = last.values.get(id_, 0) - (first.values.get(id_, 0) if first else 0)
                 instances.setdefault(event.name, set()).add(event.pmu)
                 scaled = delta * enabled / running if running > 0 else float(delta)
                 acc = totals.setdefault(event.name, [0.0, 0, 0, 0])
@@ -239,10 +248,8 @@ class PerfEventCounters:
                 acc[1] += delta
                 acc[2] += enabled
                 acc[3] += running
-                per_thread.setdefault(group.tid, {})
-                per_thread[group.tid][event.name] = (
-                    per_thread[group.tid].get(event.name, 0.0) + scaled
-                )
+                thread = per_thread.setdefault(group.tid, {})
+                thread[event.name] = thread.get(event.name, 0.0) + scaled
         counts: dict[str, Count] = {}
         for name, (scaled, raw, enabled, running) in totals.items():
             if len(instances[name]) > 1:

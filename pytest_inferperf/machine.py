@@ -1,0 +1,40 @@
+"""Facts about this machine and software stack, gathered once per process.
+
+Owns: the ``machine`` mapping stored in every Profile (CPU facts from
+``pmu.cpu``, Python, ONNX Runtime and numpy versions, kernel) and the
+machine class. Gathered explicitly and stored with results so that a
+comparison can refuse apples against oranges.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import platform
+import sys
+from typing import Any
+
+from .pmu.cpu import CpuInfo, identify
+
+
+@functools.lru_cache(maxsize=1)
+def this_cpu() -> CpuInfo:
+    """The CPU facts of this machine (read once: they do not change while we run)."""
+    return identify()
+
+
+def machine_facts(cpu: CpuInfo | None = None) -> dict[str, Any]:
+    cpu = cpu or this_cpu()
+    facts: dict[str, Any] = {
+        "machine_class": cpu.machine_class,
+        "cpu": cpu.to_dict(),
+        "python": platform.python_version(),
+        "implementation": sys.implementation.name,
+        "kernel": cpu.kernel,
+        "platform": platform.platform(),
+    }
+    for module in ("onnxruntime", "numpy"):
+        mod = sys.modules.get(module)
+        if mod is not None:
+            facts[module] = getattr(mod, "__version__", "unknown")
+    return json.loads(json.dumps(facts))  # plain JSON types, as a loaded Profile has them
