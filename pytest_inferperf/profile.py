@@ -102,7 +102,8 @@ class Repeat:
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Repeat:
-        return cls(int(data["calls"]), int(data["wall_ns"]), CounterSample.from_dict(data["sample"]))
+        sample = CounterSample.from_dict(data["sample"])
+        return cls(int(data["calls"]), int(data["wall_ns"]), sample)
 
 
 @dataclass(frozen=True)
