@@ -10,8 +10,8 @@ Must not: read counters or files.
 
 Formulas: Arm's Neoverse telemetry specifications (telemetry-solution
 ``data/pmu/cpu/neoverse/*.json``, ``metrics`` sections) and Linux
-``tools/perf/pmu-events/arch/arm64/sbsa.json``; MPKI thresholds live in
-``classify``.
+``tools/perf/pmu-events/arch/arm64/sbsa.json``; thresholds of concern live in
+``thresholds`` and the judging in ``classify``.
 """
 
 from __future__ import annotations
@@ -40,6 +40,11 @@ class TopdownModel:
 #                   backend_bound = STALL_SLOT_BACKEND/(8*CYC)
 # neoverse-v2.json: ... - 1*BR_MIS_PRED/CYC, backend ... - 3*BR_MIS_PRED/CYC
 # neoverse-n2-r0p3.json: slots 5, same branch terms as V2.
+# neoverse-n2-r0p0.json (a link to telemetry-solution neoverse-n2.json, product_configuration
+# r0p0; checked against that file): frontend_bound uses (STALL_SLOT_FRONTEND - CPU_CYCLES),
+# retiring and bad_speculation use (STALL_SLOT - CPU_CYCLES); backend_bound is NOT corrected
+# (STALL_SLOT_BACKEND / (5*CYC) - 3*BR_MIS_PRED/CYC). Linux perf's neoverse-n2-v2 metrics apply
+# the same correction only when the MIDR is 0x410fd490 (r0p0). Arm erratum notice SDEN1982442.
 TOPDOWN_MODELS: dict[str, TopdownModel] = {
     "neoverse-v1": TopdownModel(8, 4, 0),
     "neoverse-v2": TopdownModel(8, 1, 3),
@@ -105,25 +110,38 @@ def _latency(key: str):
     return f
 
 
+# What each level-1 part reads (telemetry-solution ``metrics`` ``events`` lists): a part is
+# computed when its own inputs were counted, not only when all four parts' inputs were.
+_TOPDOWN_NEEDS: dict[str, tuple[str, ...]] = {
+    "frontend": ("cycles", "branch_misses", "stall_slot_frontend"),
+    "backend": ("cycles", "branch_misses", "stall_slot_backend"),
+    "retiring": ("cycles", "stall_slot", "op_retired", "op_spec"),
+    "bad_speculation": ("cycles", "branch_misses", "stall_slot", "op_retired", "op_spec"),
+}
+
+
 def _topdown(part: str):
+    need = _TOPDOWN_NEEDS[part]
+
     def f(c: Counts, ctx: MetricContext) -> float | None:
         model = ctx.topdown
-        need = ("cycles", "branch_misses", "stall_slot", "stall_slot_frontend",
-                "stall_slot_backend", "op_retired", "op_spec")
         if model is None or any(n not in c for n in need) or c["cycles"] <= 0:
             return None
         cyc = c["cycles"]
-        fe_slots, all_slots = c["stall_slot_frontend"], c["stall_slot"]
-        if model.slot_cycles_correction:
-            fe_slots, all_slots = fe_slots - cyc, all_slots - cyc
         total = model.slots * cyc
-        br = c["branch_misses"] / cyc
-        useful = c["op_retired"] / c["op_spec"] if c["op_spec"] > 0 else 0.0
-        issued = 1 - all_slots / total
+        br = c.get("branch_misses", 0.0) / cyc
         if part == "frontend":
+            fe_slots = c["stall_slot_frontend"]
+            if model.slot_cycles_correction:
+                fe_slots -= cyc
             return fe_slots / total - model.frontend_branch_k * br
         if part == "backend":
             return c["stall_slot_backend"] / total - model.backend_branch_k * br
+        all_slots = c["stall_slot"]
+        if model.slot_cycles_correction:
+            all_slots -= cyc
+        useful = c["op_retired"] / c["op_spec"] if c["op_spec"] > 0 else 0.0
+        issued = 1 - all_slots / total
         if part == "retiring":
             return issued * useful
         return (1 - useful) * issued + 4 * br  # bad speculation
@@ -135,6 +153,26 @@ def _cpu_utilisation(c: Counts, ctx: MetricContext) -> float | None:
     if "task_clock" not in c or ctx.wall_ns <= 0:
         return None
     return c["task_clock"] / ctx.wall_ns
+
+
+def _per_cpu_second(event: str):
+    """``event`` per second of CPU time (task-clock): what ``perf stat`` prints as ``/sec``."""
+
+    def f(c: Counts, _ctx: MetricContext) -> float | None:
+        if event not in c or "task_clock" not in c or c["task_clock"] <= 0:
+            return None
+        return c[event] / (c["task_clock"] / 1e9)
+
+    return f
+
+
+def _latency_tail(_c: Counts, ctx: MetricContext) -> float | None:
+    if ctx.latency is None:
+        return None
+    p50, p99 = ctx.latency.get("p50_ms"), ctx.latency.get("p99_ms")
+    if p50 is None or p99 is None or p50 <= 0:
+        return None
+    return p99 / p50
 
 
 def _peak_rss_mb(_c: Counts, ctx: MetricContext) -> float | None:
@@ -214,6 +252,19 @@ METRICS: dict[str, Metric] = {
                ("context_switches",), "context-switches / calls", _per_call("context_switches")),
         Metric("cpu_migrations_per_call", "CPU migrations per call", "", "lower",
                ("cpu_migrations",), "cpu-migrations / calls", _per_call("cpu_migrations")),
+        *(
+            Metric(f"{event}_per_sec", f"{what} per second of CPU time", "/s", "lower",
+                   (event, "task_clock"), f"{perf_name} / task-clock seconds (perf stat /sec)",
+                   _per_cpu_second(event))
+            for event, perf_name, what in (
+                ("page_faults", "page-faults", "page faults"),
+                ("context_switches", "context-switches", "context switches"),
+                ("cpu_migrations", "cpu-migrations", "CPU migrations"),
+            )
+        ),
+        Metric("l1d_tlb_miss", "L1 data TLB refills per L1 data TLB access", "", "lower",
+               ("l1d_tlb_refill", "dtlb_access"), "L1D_TLB_REFILL / L1D_TLB",
+               _ratio("l1d_tlb_refill", "dtlb_access")),
         Metric("latency_mean_ms", "mean latency per call", "ms", "lower", (), "timer",
                _latency("mean_ms")),
         Metric("latency_p50_ms", "median latency per call", "ms", "lower", (), "timer",
@@ -222,6 +273,8 @@ METRICS: dict[str, Metric] = {
                "timer", _latency("p95_ms")),
         Metric("latency_p99_ms", "99th percentile latency (nearest rank)", "ms", "lower", (),
                "timer", _latency("p99_ms")),
+        Metric("latency_tail_ratio", "99th over 50th percentile latency", "", "lower", (),
+               "p99 / p50 (timer)", _latency_tail),
         Metric("peak_rss_mb", "peak resident memory of the region", "MiB", "lower", (),
                "VmHWM after clear_refs, or ru_maxrss", _peak_rss_mb),
     )
@@ -257,12 +310,17 @@ def profile_metrics(profile: Profile) -> dict[str, float]:
 
 
 def per_repeat_metrics(profile: Profile) -> list[dict[str, float]]:
-    """Counter metrics per repeat (latency and memory are whole-profile only)."""
+    """Metrics per repeat: counters, and the mean latency of the repeat's calls.
+
+    Percentiles and memory exist for the whole profile only.
+    """
     base = context_of(profile)
     out = []
     for rep in profile.repeats:
+        mean_ms = rep.wall_ns / rep.calls / 1e6 if rep.calls else None
         ctx = MetricContext(calls=rep.calls, wall_ns=float(rep.wall_ns), core=base.core,
-                            midr=base.midr)
+                            midr=base.midr,
+                            latency=None if mean_ms is None else {"mean_ms": mean_ms})
         counts = {n: c.value for n, c in rep.sample.counts.items()}
         out.append(compute(counts, ctx))
     return out

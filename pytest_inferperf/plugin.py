@@ -1,6 +1,387 @@
-"""pytest wiring for inferperf: options, ini, markers, fixtures, xdist.
+"""pytest wiring for inferperf: options, ini, the ``perf`` marker, fixtures, xdist.
 
-Only hooks live here; the engine never imports pytest.
+Only hooks and fixtures live here; measuring, judging and rendering are the
+engine's (``runner``, ``verdict``, ``report``), which never import pytest.
+
+Flow: the ``pmu_profile`` fixture measures (on the xdist worker that runs
+the test) and records Profiles on the item; after the test body passes,
+each Profile is judged against the marker's budgets and its baseline; the
+verdicts ride on the call report to the controller, which prints one table
+and, with ``--update-baselines``, does the one baseline write pass.
 """
 
 from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .baseline import BaselineError, baseline_path, load_baseline, save_baseline
+from .budgets import MarkerError, PerfSpec, parse_marker
+from .profile import Profile
+from .verdict import Verdict, failure_text, judge
+
+BACKEND_CHOICES = ("auto", "perf", "none")
+PROFILES = pytest.StashKey[list[tuple[str, Profile]]]()
+VERDICTS = pytest.StashKey[list[Verdict]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("inferperf", "CPU inference performance (pytest-inferperf)")
+
+    def option(name: str, ini: str, help: str, **kwargs: Any) -> None:
+        group.addoption(name, dest=ini, help=help, **kwargs)
+        ini_type = "bool" if kwargs.get("action") == "store_true" else "string"
+        parser.addini(ini, help=help, type=ini_type,
+                      default=False if ini_type == "bool" else None)
+
+    option("--inferperf", "inferperf", action="store_true", default=None,
+           help="measure tests that use pmu_profile and check their perf budgets and baselines")
+    option("--update-baselines", "inferperf_update_baselines", action="store_true",
+           default=None, help="write this run's profiles as the new baselines")
+    option("--inferperf-baselines", "inferperf_baselines", metavar="DIR", default=None,
+           help="baseline folder (default: baselines/ under the rootdir)")
+    option("--inferperf-backend", "inferperf_backend", choices=BACKEND_CHOICES, default=None,
+           help="counter backend: perf (perf_event_open), none (timing and memory only), "
+                "auto (perf where perf_event_open works, else none); default auto")
+    option("--inferperf-require-pmu", "inferperf_require_pmu", action="store_true",
+           default=None,
+           help="fail, instead of skip, a budget that needs counters this machine cannot count")
+    option("--inferperf-report", "inferperf_report", metavar="DIR", default=None,
+           help="write each profile and verdict as JSON under DIR")
+    option("--inferperf-fail-stale", "inferperf_fail_stale", action="store_true", default=None,
+           help="fail a test whose baseline is stale (credibly better than the baseline)")
+
+
+def _get(config: pytest.Config, name: str) -> Any:
+    value = config.getoption(name)
+    return value if value is not None else config.getini(name)
+
+
+@dataclass
+class Settings:
+    enabled: bool
+    update: bool
+    baselines: Path
+    backend: str
+    require_pmu: bool
+    report_dir: Path | None
+    fail_stale: bool
+    worker_index: int | None
+    workers: int
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Settings:
+        root = Path(config.rootpath)
+        baselines = _get(config, "inferperf_baselines")
+        report = _get(config, "inferperf_report")
+        backend = _get(config, "inferperf_backend") or "auto"
+        if backend not in BACKEND_CHOICES:
+            raise pytest.UsageError(
+                f"inferperf_backend = {backend!r} in the ini file: choose one of "
+                f"{', '.join(BACKEND_CHOICES)}"
+            )
+        workerinput = getattr(config, "workerinput", None)
+        worker_index = None
+        if workerinput is not None:
+            worker_index = int(str(workerinput.get("workerid", "gw0"))[2:] or 0)
+        workers = int(
+            (workerinput or {}).get("workercount") or getattr(config.option, "numprocesses", 0)
+            or 0
+        )
+        return cls(
+            enabled=bool(_get(config, "inferperf") or _get(config, "inferperf_update_baselines")),
+            update=bool(_get(config, "inferperf_update_baselines")),
+            baselines=(root / baselines) if baselines else root / "baselines",
+            backend=backend,
+            require_pmu=bool(_get(config, "inferperf_require_pmu")),
+            report_dir=(root / report) if report else None,
+            fail_stale=bool(_get(config, "inferperf_fail_stale")),
+            worker_index=worker_index,
+            workers=workers,
+        )
+
+
+@dataclass
+class InferperfPlugin:
+    """Per-session state; registered as ``inferperf-session``."""
+
+    config: pytest.Config
+    settings: Settings
+    records: list[dict] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+    write_errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    # -- collection ------------------------------------------------------
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pycollect_makeitem(self, collector: pytest.Collector, name: str, obj: object):
+        result = yield
+        items = result if isinstance(result, list) else [result] if result is not None else []
+        for item in items:
+            if isinstance(item, pytest.Function):
+                try:
+                    spec_for(item)
+                except MarkerError as exc:
+                    raise collector.CollectError(f"{item.nodeid}: {exc}") from None
+        return result
+
+    # -- running ---------------------------------------------------------
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item):
+        result = yield
+        profiles = item.stash.get(PROFILES, [])
+        if not profiles or not self.settings.enabled:
+            return result
+        verdicts = [self._judge(item, name, profile) for name, profile in profiles]
+        item.stash[VERDICTS] = verdicts
+        for verdict in verdicts:
+            for metric, value in verdict.metrics.items():
+                item.user_properties.append((f"inferperf.{_suffix(verdict, item)}{metric}", value))
+        failed = [v for v in verdicts if v.failed]
+        if failed:
+            pytest.fail("\n\n".join(failure_text(v) for v in failed), pytrace=False)
+        unchecked = [v for v in verdicts if v.nothing_checked]
+        if unchecked and len(unchecked) == len(verdicts):
+            reasons = "; ".join(
+                b.describe() for v in unchecked for b in v.unchecked
+            )
+            if self.settings.require_pmu:
+                pytest.fail(f"inferperf: budgets could not be checked on this machine "
+                            f"(--inferperf-require-pmu): {reasons}", pytrace=False)
+            pytest.skip(f"inferperf: budgets not checked on this machine: {reasons}")
+        return result
+
+    def _judge(self, item: pytest.Item, name: str, profile: Profile) -> Verdict:
+        key = item.nodeid if not name else f"{item.nodeid}@{name}"
+        spec = spec_for(item)
+        path = baseline_path(self.settings.baselines, profile.machine_class, profile.backend, key)
+        baseline, error = None, None
+        try:
+            baseline = load_baseline(path)
+            note = (f"baseline {_relative(path, self.config)}" if baseline is not None
+                    else f"no baseline for {profile.machine_class}")
+        except BaselineError as exc:
+            note, error = "baseline unreadable", str(exc)
+        if self.settings.update:
+            error = None  # the unreadable baseline is being replaced
+        return judge(
+            key, profile, spec, baseline=baseline, baseline_note=note, baseline_error=error,
+            compare_fails=not self.settings.update, stale_fails=self.settings.fail_stale,
+        )
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        report = yield
+        if report.when == "call" and VERDICTS in item.stash:
+            report.inferperf = [v.summary_dict() for v in item.stash[VERDICTS]]
+        return report
+
+    # -- controller ------------------------------------------------------
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        entries = getattr(report, "inferperf", None)
+        if report.when != "call" or not entries:
+            return
+        for entry in entries:
+            self.records.append({**entry, "nodeid": report.nodeid, "outcome": report.outcome})
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if _is_worker(self.config) or not self.records:
+            return
+        if self.settings.report_dir is not None:
+            self._write_reports()
+        if self.settings.update:
+            self._update_baselines()
+
+    def _write_reports(self) -> None:
+        from .baseline import short_hash
+
+        folder = self.settings.report_dir
+        assert folder is not None
+        folder.mkdir(parents=True, exist_ok=True)
+        for record in self.records:
+            stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in record["key"])[:120]
+            path = folder / f"{stem}-{short_hash(record['key'])}.json"
+            path.write_text(json.dumps(record, indent=1))
+
+    def _update_baselines(self) -> None:
+        for record in sorted(self.records, key=lambda r: r["key"]):
+            ran_clean = record["outcome"] == "passed" or (
+                record["outcome"] == "skipped" and record["nothing_checked"]
+            )
+            if not ran_clean or record["failed"]:
+                continue
+            profile = Profile.from_dict(record["profile"])
+            path = baseline_path(self.settings.baselines, profile.machine_class,
+                                 profile.backend, record["key"])
+            try:
+                old = load_baseline(path)
+            except BaselineError:
+                old = None
+            try:
+                save_baseline(path, profile)
+            except BaselineError as exc:
+                self.write_errors.append(str(exc))
+                continue
+            self.written.append(_update_line(_relative(path, self.config), old, record))
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str] | None:
+        if not self.settings.enabled:
+            return None
+        from .machine import this_cpu
+
+        cpu = this_cpu()
+        lines = [f"inferperf: backend {self.settings.backend}, machine class "
+                 f"{cpu.machine_class}, baselines {_relative(self.settings.baselines, config)}"]
+        lines.extend(f"inferperf: WARNING {w}" for w in self.warnings)
+        return lines
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.settings.enabled:
+            return
+        from .report.terminal import render_summary
+
+        text = render_summary(self.records, self.written, self.write_errors, self.warnings,
+                              update=self.settings.update)
+        if text:
+            terminalreporter.section("inferperf")
+            terminalreporter.write_line(text)
+
+
+def _suffix(verdict: Verdict, item: pytest.Item) -> str:
+    return "" if verdict.key == item.nodeid else verdict.key[len(item.nodeid) + 1:] + "."
+
+
+def _update_line(path: str, old: Profile | None, record: dict) -> str:
+    from .metrics import profile_metrics
+
+    new = record["metrics"]
+    if old is None:
+        return f"created {path}"
+    before = profile_metrics(old)
+    keys = [k for k in ("ipc", "l1_miss", "cpu_ms_per_call", "latency_p50_ms",
+                        "latency_p99_ms", "peak_rss_mb") if k in new and k in before]
+    changes = ", ".join(f"{k} {before[k]:.4g} -> {new[k]:.4g}" for k in keys)
+    return f"updated {path}: {changes}" if changes else f"updated {path}"
+
+
+def _relative(path: Path, config: pytest.Config) -> str:
+    try:
+        return str(Path(path).relative_to(config.rootpath))
+    except ValueError:
+        return str(path)
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def spec_for(item: pytest.Item) -> PerfSpec:
+    """The merged ``perf`` markers of an item (closest first wins per keyword)."""
+    kwargs: dict[str, Any] = {}
+    for mark in reversed(list(item.iter_markers("perf"))):
+        if mark.args:
+            parse_marker(mark.args, {})
+        kwargs.update(mark.kwargs)
+    return parse_marker((), kwargs)
+
+
+def physical_cores() -> int:
+    """Physical cores this process may run on (SMT siblings counted once)."""
+    cores = set()
+    for cpu in os.sched_getaffinity(0):
+        path = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/core_cpus_list")
+        try:
+            cores.add(path.read_text().strip())
+        except OSError:
+            cores.add(str(cpu))
+    return len(cores) or 1
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "perf(**budgets): perf budgets (<metric>_min / <metric>_max), tolerance= for the "
+        "baseline comparison, and runner overrides (warmup, repeat, timeout, threads, pin) "
+        "for tests that use the pmu_profile fixture",
+    )
+    settings = Settings.from_config(config)
+    plugin = InferperfPlugin(config, settings)
+    if settings.enabled and not _is_worker(config) and settings.workers > 1:
+        cores = physical_cores()
+        if settings.workers > cores:
+            message = (f"{settings.workers} xdist workers run perf tests on {cores} physical "
+                       "cores: shared caches and cores distort counts; use -n "
+                       f"{cores} or fewer")
+            plugin.warnings.append(message)
+            warnings.warn(pytest.PytestWarning(f"inferperf: {message}"), stacklevel=1)
+    config.pluginmanager.register(plugin, "inferperf-session")
+
+
+def _plugin(config: pytest.Config) -> InferperfPlugin:
+    plugin = config.pluginmanager.get_plugin("inferperf-session")
+    assert isinstance(plugin, InferperfPlugin)
+    return plugin
+
+
+@pytest.fixture
+def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
+    """Measure a workload: ``pmu_profile(fn, *args, name=None, **kwargs) -> Profile``.
+
+    With ``--inferperf`` the workload is warmed until steady and counted over
+    the marker's repeats; without it, it runs once as a smoke call and no
+    budget is checked. Call it more than once with ``name=`` to profile variants.
+    """
+    from .runner import profile, smoke
+
+    plugin = _plugin(request.config)
+    settings = plugin.settings
+    spec = spec_for(request.node)
+    recorded = request.node.stash.setdefault(PROFILES, [])
+
+    def run(fn: Callable[..., Any], *args: Any, name: str | None = None,
+            **kwargs: Any) -> Profile:
+        variant = name or ""
+        if any(existing == variant for existing, _ in recorded):
+            raise pytest.UsageError(
+                f"{request.node.nodeid}: pmu_profile was called twice with "
+                f"{'no name' if not variant else f'name={variant!r}'}; give each call its own "
+                "name= so each gets its own baseline"
+            )
+        if not settings.enabled:
+            return smoke(fn, *args, name=variant or None, **kwargs)
+        options = {k: v for k, v in spec.runner.items() if k != "threads"}
+        if "pin" not in options and settings.worker_index is not None:
+            cpus = sorted(os.sched_getaffinity(0))
+            options["pin"] = cpus[settings.worker_index % len(cpus)]
+        result = profile(fn, *args, name=variant or request.node.name,
+                         backend=_backend(settings.backend), **options, **kwargs)
+        recorded.append((variant, result))
+        return result
+
+    return run
+
+
+def _backend(choice: str) -> str:
+    if choice == "auto":
+        from .pmu.perf_event import syscall_number
+
+        try:
+            syscall_number()
+        except OSError:
+            return "none"
+        return "perf"
+    return choice
+
+
+@pytest.fixture
+def perf_threads(request: pytest.FixtureRequest) -> int:
+    """The intra-op thread count the ``perf`` marker asks for (``threads=``; default 1)."""
+    return int(spec_for(request.node).runner.get("threads", 1))

@@ -290,7 +290,7 @@ def _from_dict(data: Any, source: str) -> Profile:
             created=str(data.get("created", "")),
             schema_version=version,
         )
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
         raise ProfileFormatError(f"{source} is not a valid profile: {what}. {fix}") from None
     _check_finite(profile, source, fix)

@@ -277,11 +277,50 @@ def _session_facts(fn: Callable[..., Any]) -> dict | None:
     return describe_session(sess) if sess is not None else None
 
 
+def outputs_finite(result: Any) -> bool:
+    """False when the workload's result holds a NaN or infinite float (arrays, nested)."""
+    if isinstance(result, list | tuple):
+        return all(outputs_finite(r) for r in result)
+    if isinstance(result, dict):
+        return all(outputs_finite(r) for r in result.values())
+    if isinstance(result, float):
+        return math.isfinite(result)
+    dtype = getattr(result, "dtype", None)
+    if dtype is not None and getattr(dtype, "kind", "") in "fc":
+        import numpy
+
+        return bool(numpy.isfinite(result).all())
+    return True
+
+
+def smoke(fn: Callable[..., Any], *args: Any, name: str | None = None, **kwargs: Any) -> Profile:
+    """Run ``fn`` once, uncounted: what ``pmu_profile`` does without ``--inferperf``."""
+    begin = time.perf_counter_ns()
+    result = fn(*args, **kwargs)
+    wall = time.perf_counter_ns() - begin
+    cpu = this_cpu()
+    return Profile(
+        name=name or _name_of(fn),
+        machine_class=cpu.machine_class,
+        backend="smoke",
+        machine=machine_facts(cpu),
+        events=(),
+        repeats=(Repeat(1, wall, CounterSample(counts={})),),
+        latency=LatencyStats.from_durations_ns([wall]),
+        memory=MemoryStats(None, "none", "not measured in a smoke run (no --inferperf)"),
+        steady=Steadiness(False, 0, -1.0, 0.0, 0),
+        settings={"smoke": True},
+        outputs_ok=outputs_finite(result),
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
 @dataclass
 class Runner:
     settings: RunSettings
     backend: str | CounterBackend = "perf"
     events: Sequence[str] = DEFAULT_EVENTS
+    last_result: Any = None
 
     def run(self, call: Callable[[], Any], *, name: str, session: dict | None = None) -> Profile:
         s = self.settings
@@ -331,6 +370,7 @@ class Runner:
             overhead=overhead,
             partial=partial_reason is not None,
             partial_reason=partial_reason,
+            outputs_ok=outputs_finite(self.last_result),
             created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
 
@@ -367,6 +407,7 @@ class Runner:
         repeats: list[Repeat] = []
         durations: list[int] = []
         partial: str | None = None
+        last: Any = None
         perf_counter_ns = time.perf_counter_ns
         with recording(recorder):
             for index in range(s.repeat):
@@ -383,7 +424,7 @@ class Runner:
                     while calls < per_repeat:
                         t0 = perf_counter_ns()
                         try:
-                            call()
+                            last = call()
                         except BaseException as exc:
                             _note(exc, f"inferperf: the workload raised in measured repeat "
                                        f"{index + 1}, call {calls + 1}; counters were closed")
@@ -396,6 +437,7 @@ class Runner:
                 finally:
                     sample = counters.stop()
                 repeats.append(Repeat(calls, wall, sample))
+        self.last_result = last
         return repeats, durations, partial
 
 

@@ -111,7 +111,7 @@ class PerfEventCounters:
 
     events: Sequence[str] = DEFAULT_EVENTS
     cpu: CpuInfo | None = None
-    name: str = "perf_event"
+    name: str = "perf"
     _statuses: dict[str, EventStatus] = field(default_factory=dict, init=False)
     _plan: list[list[ResolvedEvent]] = field(default_factory=list, init=False)
     _groups: list[_Group] = field(default_factory=list, init=False)

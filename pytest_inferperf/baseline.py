@@ -1,0 +1,277 @@
+"""The baseline store: where a test's committed Profile lives, and reading and writing it.
+
+Owns: the on-disk layout
+``<baselines_dir>/<machine class>[+<backend>]/<test file path>/<test name>.json``,
+the mapping of arbitrary pytest node ids to safe, collision-free file names
+inside that folder, and loading and atomically saving one baseline file.
+
+Must not: parse Profiles itself (that is :meth:`Profile.load`), compare them
+(that is ``compare``), import pytest, or delete any file it did not create.
+
+File names
+----------
+A node id is split at its first ``::`` into the test file path (split into
+folders at ``/``) and the test name (a class-qualified ``Class::test`` is
+joined as ``Class.test``). Every component keeps the characters
+``[A-Za-z0-9._+=,@-]``, ``[`` and ``]``; any other character (``/``, ``\\``,
+NUL, spaces, non-ASCII, ``%`` itself) is written as ``%XX`` per UTF-8 byte,
+a leading or trailing dot as ``%2E`` (so no ``.``, ``..`` or hidden names), an
+empty component as ``_``, and a Windows-reserved name (``CON``, ``nul.x``,
+``LPT1``...) gets a ``_`` prefix.
+
+The file system may be case-insensitive, so ``test[A]`` and ``test[a]`` must
+not share a file. The mapping is a pure function of the node id (it never
+looks at which files exist, so it is stable), so it cannot know whether a
+case-only twin exists: a component gets a ``~<8 hex>`` suffix whenever it
+contains an upper-case letter, was changed by the rules above, was cut to
+the 120-character cap, or (the file name only) was joined from ``::`` parts
+or came from a node id without ``::``. ``~`` is itself always escaped, so a
+suffixed name can never equal an unsuffixed one. The suffix is the first 8
+hex digits of the SHA-256 of the original node id for the file name, and of
+the original component for a folder (so every test of one file shares its
+folder). Finally the resolved path must lie inside the resolved baselines
+folder, else :class:`BaselineError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+from .profile import Profile, ProfileFormatError
+
+#: The counter backend whose baselines live in the plain machine-class folder.
+HARDWARE_BACKEND = "perf"
+#: Longest path component written, suffix and ``.json`` included.
+MAX_COMPONENT = 120
+SUFFIX = ".json"
+
+_ALLOWED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._+=,@-[]")
+_HASH_MARK = "~"  # never in _ALLOWED, so only a hash suffix can put it in a name
+_WINDOWS_RESERVED = frozenset(
+    {"CON", "PRN", "AUX", "NUL"}
+    | {f"COM{i}" for i in range(10)}
+    | {f"LPT{i}" for i in range(10)}
+)
+_PROFILE_FIX = (
+    "Restore it from version control, or delete it and re-create it with --update-baselines."
+)
+_FIX = (
+    "Restore it from version control, or delete it and run "
+    "`pytest --inferperf --update-baselines` to record it again."
+)
+
+
+class BaselineError(Exception):
+    """A baseline that cannot be located, read or written; the message names the file and fix."""
+
+
+# -- paths -------------------------------------------------------------------
+def class_folder(machine_class: str, backend: str) -> str:
+    """The folder of a machine class: ``x86_64-amd-epyc-zen3``, ``...+simulate`` off hardware."""
+    folder = _component(machine_class, hash_source=machine_class, extra_escape="+")
+    if backend == HARDWARE_BACKEND:
+        return folder
+    tag = _component(backend, hash_source=backend, extra_escape="+")
+    return _component_cap(f"{folder}+{tag}", hash_source=f"{machine_class}\0{backend}")
+
+
+def baseline_path(
+    baselines_dir: str | os.PathLike[str], machine_class: str, backend: str, nodeid: str
+) -> Path:
+    """Where the baseline of ``nodeid`` measured on ``machine_class`` with ``backend`` lives."""
+    file_part, sep, test_part = nodeid.partition("::")
+    if sep:
+        folders = file_part.split("/")
+        names = test_part.split("::")
+        name, force = ".".join(names), len(names) > 1
+    else:  # not a pytest item id: keep its folders, mark the name as not from ``file::test``
+        *folders, name = nodeid.split("/")
+        force = True
+    parts = [_component(f, hash_source=f) for f in folders]
+    parts.append(
+        _component(name, hash_source=nodeid, force_hash=force, limit=MAX_COMPONENT - len(SUFFIX))
+        + SUFFIX
+    )
+    root = Path(baselines_dir)
+    path = root.joinpath(class_folder(machine_class, backend), *parts)
+    _check_inside(path, root, nodeid)
+    return path
+
+
+def _component(
+    original: str,
+    *,
+    hash_source: str,
+    force_hash: bool = False,
+    limit: int = MAX_COMPONENT,
+    extra_escape: str = "",
+) -> str:
+    pieces, changed = _escape(original, extra_escape)
+    safe = "".join(pieces)
+    if force_hash or changed or safe != safe.lower() or len(safe) > limit:
+        return _with_hash(pieces, hash_source, limit)
+    return safe
+
+
+def _component_cap(safe: str, *, hash_source: str, limit: int = MAX_COMPONENT) -> str:
+    return safe if len(safe) <= limit else _with_hash([safe], hash_source, limit)
+
+
+def _with_hash(pieces: list[str], hash_source: str, limit: int) -> str:
+    """The pieces, cut to whole characters (never inside an escape), then ``~<hash>``."""
+    suffix = _HASH_MARK + short_hash(hash_source)
+    room = limit - len(suffix)
+    kept: list[str] = []
+    used = 0
+    for piece in pieces:
+        if used + len(piece) > room:
+            if len(piece) > room:  # one oversized piece (an already-joined folder name)
+                kept.append(piece[: room - used])
+            break
+        kept.append(piece)
+        used += len(piece)
+    return "".join(kept) + suffix
+
+
+def short_hash(text: str) -> str:
+    """First 8 hex digits of the SHA-256 of ``text`` (UTF-8, lone surrogates kept)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+
+def _escape(text: str, extra: str = "") -> tuple[list[str], bool]:
+    """``text`` as safe pieces (one per character), and whether anything was changed."""
+    if not text:
+        return ["_"], True
+    pieces = [ch if ch in _ALLOWED and ch not in extra else _percent(ch) for ch in text]
+    if pieces[0] == ".":
+        pieces[0] = "%2E"
+    if pieces[-1] == ".":
+        pieces[-1] = "%2E"
+    if "".join(pieces).split(".", 1)[0].upper() in _WINDOWS_RESERVED:
+        pieces.insert(0, "_")
+    return pieces, "".join(pieces) != text
+
+
+def _percent(ch: str) -> str:
+    return "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+
+
+def _check_inside(path: Path, root: Path, nodeid: str) -> None:
+    try:
+        resolved_root = root.resolve()
+        resolved = path.resolve()
+    except (OSError, RuntimeError) as exc:
+        raise BaselineError(f"cannot resolve baseline path {path} for {nodeid!r}: {exc}") from exc
+    if resolved == resolved_root or not resolved.is_relative_to(resolved_root):
+        raise BaselineError(
+            f"the baseline of {nodeid!r} would be {resolved}, outside the baselines folder "
+            f"{resolved_root} (a symbolic link inside it points elsewhere?). Baselines are "
+            "only ever read and written inside that folder."
+        )
+
+
+# -- reading -----------------------------------------------------------------
+def load_baseline(path: str | os.PathLike[str]) -> Profile | None:
+    """The baseline at ``path``; None when there is none; :class:`BaselineError` if unusable."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        return None
+    try:
+        return Profile.load(path)
+    except ProfileFormatError as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):  # removed since the check above
+            return None
+        raise BaselineError(_unusable(path, str(exc))) from None
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError,
+            RecursionError) as exc:  # Profile.load lets a few odd values through
+        cause = f"{path} is not a valid profile: {type(exc).__name__}: {exc}"
+        raise BaselineError(_unusable(path, cause)) from None
+
+
+def _unusable(path: Path, cause: str) -> str:
+    cause = cause.replace(_PROFILE_FIX, "").strip()
+    if cause.startswith(str(path)):
+        cause = cause[len(str(path)) :].strip()
+    else:
+        cause = f"cannot be used: {cause}"
+    if not cause.endswith("."):
+        cause += "."
+    return f"Baseline {path} {cause} {_FIX}"
+
+
+# -- writing -----------------------------------------------------------------
+def save_baseline(path: str | os.PathLike[str], profile: Profile) -> None:
+    """Write ``profile`` to ``path`` atomically: the old file stays whole until replaced."""
+    path = Path(path)
+    try:
+        data = (profile.to_json() + "\n").encode("utf-8")
+    except (ValueError, TypeError) as exc:
+        raise BaselineError(
+            f"cannot save baseline {path}: the profile cannot be serialised ({exc}). "
+            f"{_kept(path)}"
+        ) from None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BaselineError(f"cannot create the folder {path.parent} for baseline {path}: "
+                            f"{_strerror(exc)}. {_kept(path)}") from exc
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:60]}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            _chmod_like(fh.fileno(), path)
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise BaselineError(
+            f"cannot save baseline {path}: {_strerror(exc)}. {_kept(path)}"
+        ) from exc
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    _fsync_dir(path.parent)
+
+
+def _chmod_like(fd: int, path: Path) -> None:
+    """Keep the old file's permissions; a new baseline is 0o644 (mkstemp would give 0o600)."""
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        mode = 0o644
+    with contextlib.suppress(OSError):
+        os.fchmod(fd, mode)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename durable where the platform allows (best effort)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _strerror(exc: OSError) -> str:
+    if exc.errno is not None and exc.strerror:
+        name = errno.errorcode.get(exc.errno, str(exc.errno))
+        return f"{exc.strerror} ({name})"
+    return str(exc) or type(exc).__name__
+
+
+def _kept(path: Path) -> str:
+    if path.exists():
+        return "The old baseline is intact."
+    return "No baseline was written (there was none before)."

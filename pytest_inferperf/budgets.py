@@ -1,0 +1,220 @@
+"""Perf budgets: the ``@pytest.mark.perf(...)`` keywords, validated and checked.
+
+Owns: which keywords the marker accepts (``<metric>_min`` / ``<metric>_max``
+for every metric in ``metrics.METRICS``, ``tolerance``, and the runner
+overrides), turning them into a :class:`PerfSpec` with clear errors (and a
+did-you-mean) for anything wrong, and checking budgets against a Profile's
+metrics. Pure: no pytest, no files.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .metrics import METRICS, missing_inputs
+
+RUNNER_KEYWORDS = {
+    "warmup": "int",
+    "warmup_max": "int",
+    "repeat": "int",
+    "timeout": "number",
+    "min_time": "number",
+    "pin": "cpus",
+    "threads": "int",
+}
+OTHER_KEYWORDS = ("tolerance",)
+
+
+class MarkerError(ValueError):
+    """A ``perf`` marker keyword or value that cannot work; says which and the fix."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    metric: str
+    kind: str  # "min" | "max"
+    limit: float
+
+    @property
+    def keyword(self) -> str:
+        return f"{self.metric}_{self.kind}"
+
+
+@dataclass(frozen=True)
+class PerfSpec:
+    """Everything one test's ``perf`` marker asked for."""
+
+    budgets: tuple[Budget, ...] = ()
+    tolerance: float | Mapping[str, float] | None = None
+    runner: Mapping[str, Any] = field(default_factory=dict)
+
+    def tolerances(self) -> dict[str, float] | None:
+        """Per-metric tolerances for the baseline comparison (None: the defaults)."""
+        if self.tolerance is None:
+            return None
+        if isinstance(self.tolerance, Mapping):
+            return dict(self.tolerance)
+        return {name: float(self.tolerance) for name in METRICS}
+
+
+def budget_keywords() -> list[str]:
+    return [f"{name}_{kind}" for name in METRICS for kind in ("min", "max")]
+
+
+def all_keywords() -> list[str]:
+    return [*budget_keywords(), *RUNNER_KEYWORDS, *OTHER_KEYWORDS]
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def parse_marker(args: tuple, kwargs: Mapping[str, Any]) -> PerfSpec:
+    """Validate one ``perf`` marker's arguments; raise :class:`MarkerError` on anything wrong."""
+    if args:
+        raise MarkerError(
+            f"@pytest.mark.perf takes keywords only, got positional {args!r}: "
+            "write e.g. @pytest.mark.perf(ipc_min=1.2, latency_p99_max_ms=8)"
+        )
+    budgets: list[Budget] = []
+    runner: dict[str, Any] = {}
+    tolerance: float | dict[str, float] | None = None
+    for key, value in kwargs.items():
+        if key == "tolerance":
+            tolerance = _parse_tolerance(value)
+        elif key in RUNNER_KEYWORDS:
+            runner[key] = _parse_runner_value(key, value)
+        elif budget_target(key) is not None:
+            if not _is_number(value):
+                raise MarkerError(
+                    f"@pytest.mark.perf({key}={value!r}): a budget must be a finite number"
+                )
+            metric, kind = budget_target(key)  # type: ignore[misc]
+            budgets.append(Budget(metric, kind, float(value)))
+        else:
+            raise MarkerError(_unknown_keyword(key))
+    for metric in {b.metric for b in budgets}:
+        lo = next((b.limit for b in budgets if b.metric == metric and b.kind == "min"), None)
+        hi = next((b.limit for b in budgets if b.metric == metric and b.kind == "max"), None)
+        if lo is not None and hi is not None and lo > hi:
+            raise MarkerError(
+                f"@pytest.mark.perf: {metric}_min={lo:g} is above {metric}_max={hi:g}; "
+                "no value can meet both"
+            )
+    return PerfSpec(tuple(budgets), tolerance, runner)
+
+
+def budget_target(key: str) -> tuple[str, str] | None:
+    """``ipc_min`` -> (ipc, min); the unit may also follow: ``latency_p99_max_ms``."""
+    if key.endswith(("_min", "_max")) and key[:-4] in METRICS:
+        return key[:-4], key[-3:]
+    match = _UNIT_LAST.fullmatch(key)
+    if match and f"{match.group(1)}_{match.group(3)}" in METRICS:
+        return f"{match.group(1)}_{match.group(3)}", match.group(2)
+    return None
+
+
+_UNIT_LAST = re.compile(r"(.+)_(min|max)_(ms|mb)")
+
+
+def _unknown_keyword(key: str) -> str:
+    guesses = difflib.get_close_matches(key, all_keywords(), n=3, cutoff=0.6)
+    hint = f" Did you mean {' or '.join(guesses)}?" if guesses else ""
+    return (
+        f"@pytest.mark.perf: unknown keyword {key!r}.{hint} Budgets are <metric>_min / "
+        f"<metric>_max for the metrics listed by `inferperf metrics` (docs/budgets.md); "
+        f"other keywords: {', '.join([*RUNNER_KEYWORDS, *OTHER_KEYWORDS])}."
+    )
+
+
+def _parse_tolerance(value: Any) -> float | dict[str, float]:
+    def check(name: str, v: Any) -> float:
+        if not _is_number(v) or v < 0:
+            raise MarkerError(
+                f"@pytest.mark.perf(tolerance{name}={v!r}): a tolerance is a relative change "
+                "such as 0.05 (5%), a finite number >= 0"
+            )
+        return float(v)
+
+    if isinstance(value, Mapping):
+        out = {}
+        for metric, v in value.items():
+            if metric not in METRICS:
+                guesses = difflib.get_close_matches(str(metric), METRICS, n=2)
+                hint = f" Did you mean {' or '.join(guesses)}?" if guesses else ""
+                raise MarkerError(f"@pytest.mark.perf(tolerance=...): unknown metric "
+                                  f"{metric!r}.{hint}")
+            out[metric] = check(f"[{metric!r}]", v)
+        return out
+    return check("", value)
+
+
+def _parse_runner_value(key: str, value: Any) -> Any:
+    kind = RUNNER_KEYWORDS[key]
+    if kind == "int":
+        low = 0 if key == "warmup" else 1
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise MarkerError(f"@pytest.mark.perf({key}={value!r}): must be an integer >= {low}")
+        return value
+    if kind == "number":
+        if not _is_number(value) or value <= 0:
+            raise MarkerError(f"@pytest.mark.perf({key}={value!r}): must be a number > 0 "
+                              "(seconds)")
+        return float(value)
+    cpus = (value,) if isinstance(value, int) and not isinstance(value, bool) else value
+    if not isinstance(cpus, list | tuple) or not all(
+        isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus
+    ):
+        raise MarkerError(f"@pytest.mark.perf(pin={value!r}): a CPU number or a list of them")
+    return tuple(cpus)
+
+
+@dataclass(frozen=True)
+class BudgetResult:
+    budget: Budget
+    value: float | None
+    status: str  # "pass" | "fail" | "unavailable"
+    reason: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "fail"
+
+    def describe(self) -> str:
+        b = self.budget
+        if self.value is None:
+            return f"{b.keyword}={b.limit:g}: not checked: {self.reason}"
+        op = ">=" if b.kind == "min" else "<="
+        delta = (self.value - b.limit) / b.limit * 100 if b.limit else math.inf
+        verdict = "ok" if self.status == "pass" else "FAILED"
+        return (f"{b.metric} = {self.value:.4g}, budget {op} {b.limit:g} "
+                f"({delta:+.1f}% from the limit): {verdict}")
+
+
+def check_budgets(
+    budgets: tuple[Budget, ...], metrics: Mapping[str, float], unavailable: Mapping[str, str]
+) -> tuple[BudgetResult, ...]:
+    """Each budget against the measured metrics; unmeasurable ones carry the reason."""
+    results = []
+    for budget in budgets:
+        value = metrics.get(budget.metric)
+        if value is None:
+            missing = missing_inputs(budget.metric, unavailable)
+            if missing:
+                by_reason: dict[str, list[str]] = {}
+                for event, why in missing.items():
+                    by_reason.setdefault(why, []).append(event)
+                reason = "; ".join(f"needs {', '.join(events)}, {why}"
+                                   for why, events in by_reason.items())
+            else:
+                reason = f"{budget.metric} could not be computed from what was counted"
+            results.append(BudgetResult(budget, None, "unavailable", reason))
+            continue
+        ok = value >= budget.limit if budget.kind == "min" else value <= budget.limit
+        results.append(BudgetResult(budget, value, "pass" if ok else "fail"))
+    return tuple(results)

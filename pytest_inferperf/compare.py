@@ -1,0 +1,327 @@
+"""Comparing a Profile with its baseline: which metrics moved, and is the move real.
+
+Owns: the relative tolerance of every metric (:data:`DEFAULT_TOLERANCES`),
+the direction-aware judgement of each metric (ok / regressed / improved /
+noise), the two-sided Mann-Whitney U test that decides whether a change
+beyond tolerance is statistically credible, and :class:`Comparison`.
+
+Must not: read or write files (that is ``baseline``), measure, print, or
+import pytest. Pure functions of two Profiles.
+
+How one metric is judged
+------------------------
+``delta = (current - baseline) / |baseline|``. Within ``tolerance`` it is
+"ok". Beyond it, the change must also be credible: when both Profiles have
+at least :data:`MIN_REPEATS` per-repeat values of the metric
+(:func:`metrics.per_repeat_metrics`), a two-sided Mann-Whitney U test (normal
+approximation, tie and continuity correction) must give ``p < ALPHA`` and the
+per-repeat medians must move the same way as ``delta``; otherwise it is
+"noise". Metrics without a per-repeat distribution (latency percentiles, peak
+RSS) or with too few repeats are judged on the point values alone, and such a
+change beyond tolerance counts as credible. A credible change in the bad
+direction is "regressed", in the good direction "improved" (the baseline is
+stale: the caller suggests ``--update-baselines``).
+
+A zero baseline has no relative change. There ``delta`` is 0 while
+``|current|`` stays at or below the metric's :data:`ZERO_BASELINE_FLOORS`
+entry (default 0: any non-zero value), and ``+inf``/``-inf`` beyond it, so
+"no page faults" becoming "one fault every few calls" is a change, while a
+stray event in thousands of calls is not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import metrics as metrics_mod
+from .profile import Profile
+
+#: Significance level of the rank test.
+ALPHA = 0.01
+#: Fewest per-repeat values on each side for the rank test; fewer: point values decide.
+MIN_REPEATS = 5
+#: Tolerance of a metric missing from :data:`DEFAULT_TOLERANCES`.
+FALLBACK_TOLERANCE = 0.10
+
+_RATIO = 0.10  # cache / TLB / branch miss ratios: vary with what else shares the cache
+_MPKI = 0.10  # same events per 1000 instructions: as noisy as the ratios
+_SLOTS = 0.10  # stall and top-down fractions of cycles or slots: interrupt and SMT noise
+
+#: Relative tolerance per metric: the change that is worth a look on a quiet machine.
+DEFAULT_TOLERANCES: dict[str, float] = {
+    # IPC is a ratio of two counters of the same run on one core; steady within a few %.
+    "ipc": 0.05,
+    "l1_miss": _RATIO,
+    "l1i_miss": _RATIO,
+    "l2_miss": _RATIO,
+    "llc_miss": _RATIO,  # shared LLC: neighbours move it; 10% is above that noise
+    "dtlb_miss": _RATIO,
+    "itlb_miss": _RATIO,
+    "branch_miss": _RATIO,
+    "l1d_tlb_miss": _RATIO,
+    "l1d_mpki": _MPKI,
+    "l1i_mpki": _MPKI,
+    "l2_mpki": _MPKI,
+    "llc_mpki": _MPKI,
+    "l1d_tlb_mpki": _MPKI,
+    "dtlb_mpki": _MPKI,
+    "itlb_mpki": _MPKI,
+    "branch_mpki": _MPKI,
+    "frontend_stalled": _SLOTS,
+    "backend_stalled": _SLOTS,
+    "backend_mem_stalled": _SLOTS,
+    "frontend_bound": _SLOTS,
+    "backend_bound": _SLOTS,
+    "retiring": _SLOTS,
+    "bad_speculation": _SLOTS,
+    # Retired instructions are nearly deterministic for the same model and inputs: 2% is
+    # already a code-path change (another kernel, another thread count).
+    "instructions_per_call": 0.02,
+    # Cycles do not depend on the clock frequency but do on cache and memory state.
+    "cycles_per_call": 0.05,
+    # CPU time follows the clock frequency (turbo, thermal limits) and, on shared VMs,
+    # the neighbours: 10-15% between runs was seen on a 2-vCPU cloud VM, so 20%.
+    "cpu_ms_per_call": 0.20,
+    # Busy CPUs during the region: thread-pool spinning varies with scheduling.
+    "cpu_utilisation": 0.15,
+    # Page faults come from the allocator reusing or returning memory: coarse, bursty.
+    "page_faults_per_call": 0.25,
+    # Scheduler events: small counts, driven by everything else on the machine.
+    "context_switches_per_call": 0.50,
+    "cpu_migrations_per_call": 0.50,
+    # The same OS events per second of CPU time: as coarse as per call.
+    "page_faults_per_sec": 0.25,
+    "context_switches_per_sec": 0.50,
+    "cpu_migrations_per_sec": 0.50,
+    # Wall-clock latency: the median and mean are stable, the tail much less so.
+    "latency_mean_ms": 0.20,  # as noisy as CPU time on shared VMs (see above)
+    "latency_p50_ms": 0.10,
+    "latency_p95_ms": 0.15,
+    "latency_p99_ms": 0.20,
+    "latency_tail_ratio": 0.20,  # p99 / p50: as noisy as the p99 it is made of
+    # Peak RSS moves with allocator arenas and page granularity.
+    "peak_rss_mb": 0.10,
+}
+
+#: Absolute value a metric with a zero baseline may reach and still count as unchanged.
+ZERO_BASELINE_FLOORS: dict[str, float] = {
+    "page_faults_per_call": 0.1,  # under one fault every ten calls
+    "context_switches_per_call": 0.1,
+    "cpu_migrations_per_call": 0.1,
+    **{n: 10.0 for n in metrics_mod.METRICS if n.endswith("_per_sec")},  # 10 per CPU second
+    **{n: 0.01 for n in metrics_mod.METRICS if n.endswith("_mpki")},  # 1 per 10^5 instr.
+    **{n: 0.001 for n in metrics_mod.METRICS if n.endswith("_miss")},  # 0.1% of accesses
+}
+
+Status = str  # "ok" | "regressed" | "improved" | "noise"
+
+
+class IncomparableError(ValueError):
+    """Two Profiles that must not be compared (another machine class or backend)."""
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    """How one metric moved from the baseline to the current Profile."""
+
+    metric: str
+    baseline: float
+    current: float
+    delta: float  # (current - baseline) / |baseline|, signed; +-inf from a zero baseline
+    tolerance: float
+    better: str  # "higher" | "lower"
+    status: Status
+    credible: bool  # rank test passed, or (no distribution) point values alone decide
+    detail: str
+    p_value: float | None = None  # None: no rank test (point values only)
+
+    @property
+    def regressed(self) -> bool:
+        return self.status == "regressed"
+
+    @property
+    def improved(self) -> bool:
+        return self.status == "improved"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every compared metric of one Profile against its baseline."""
+
+    changes: tuple[MetricChange, ...]
+
+    @property
+    def regressions(self) -> tuple[MetricChange, ...]:
+        return tuple(c for c in self.changes if c.status == "regressed")
+
+    @property
+    def improvements(self) -> tuple[MetricChange, ...]:
+        """Credible improvements: the baseline is stale (consider --update-baselines)."""
+        return tuple(c for c in self.changes if c.status == "improved")
+
+    @property
+    def noise(self) -> tuple[MetricChange, ...]:
+        return tuple(c for c in self.changes if c.status == "noise")
+
+    @property
+    def ok(self) -> bool:
+        """No regression (improvements and noise do not fail a test)."""
+        return not self.regressions
+
+    def movers(self, n: int = 5) -> tuple[MetricChange, ...]:
+        """The ``n`` changes with the largest ``|delta|``, largest first."""
+        ranked = sorted(self.changes, key=lambda c: (-abs(c.delta), c.metric))
+        return tuple(ranked[: max(0, n)])
+
+    def get(self, metric: str) -> MetricChange | None:
+        return next((c for c in self.changes if c.metric == metric), None)
+
+
+# -- comparing ---------------------------------------------------------------
+def compare_profiles(
+    current: Profile,
+    baseline: Profile,
+    *,
+    tolerances: Mapping[str, float] | None = None,
+    metrics: Iterable[str] | None = None,
+) -> Comparison:
+    """Judge every metric present in both Profiles (or only ``metrics``)."""
+    check_comparable(current, baseline)
+    tols = _tolerances(tolerances)
+    cur_values = metrics_mod.profile_metrics(current)
+    base_values = metrics_mod.profile_metrics(baseline)
+    wanted = _wanted(metrics)
+    cur_rep = metrics_mod.per_repeat_metrics(current)
+    base_rep = metrics_mod.per_repeat_metrics(baseline)
+    changes = []
+    for name in metrics_mod.METRICS:
+        if name not in cur_values or name not in base_values:
+            continue
+        if wanted is not None and name not in wanted:
+            continue
+        changes.append(judge_metric(
+            name,
+            base_values[name],
+            cur_values[name],
+            tolerance=tols.get(name, FALLBACK_TOLERANCE),
+            baseline_repeats=[r[name] for r in base_rep if name in r],
+            current_repeats=[r[name] for r in cur_rep if name in r],
+        ))
+    return Comparison(tuple(changes))
+
+
+def check_comparable(current: Profile, baseline: Profile) -> None:
+    """Raise :class:`IncomparableError` unless both come from one machine class and backend."""
+    if (current.machine_class, current.backend) != (baseline.machine_class, baseline.backend):
+        raise IncomparableError(
+            "Profiles from another machine class or backend are never compared: "
+            f"{current.name!r} was measured on {current.machine_class} with the "
+            f"{current.backend} backend, its baseline on {baseline.machine_class} with the "
+            f"{baseline.backend} backend. Record a baseline for this machine class and "
+            "backend with --update-baselines."
+        )
+
+
+def judge_metric(
+    name: str,
+    baseline: float,
+    current: float,
+    *,
+    tolerance: float,
+    baseline_repeats: Sequence[float] = (),
+    current_repeats: Sequence[float] = (),
+) -> MetricChange:
+    """One metric's :class:`MetricChange` from its point values and per-repeat values."""
+    better = metrics_mod.METRICS[name].better if name in metrics_mod.METRICS else "lower"
+    delta = relative_delta(baseline, current, ZERO_BASELINE_FLOORS.get(name, 0.0))
+    beyond = abs(delta) > tolerance
+    worse = delta > 0 if better == "lower" else delta < 0
+    p_value: float | None = None
+    if len(baseline_repeats) >= MIN_REPEATS and len(current_repeats) >= MIN_REPEATS:
+        p_value = mann_whitney_u(current_repeats, baseline_repeats)
+        med_move = float(np.median(current_repeats) - np.median(baseline_repeats))
+        same_way = delta != 0 and med_move != 0 and (med_move > 0) == (delta > 0)
+        credible = p_value < ALPHA and same_way
+        detail = (f"p={p_value:.3g}, Mann-Whitney U over {len(current_repeats)} vs "
+                  f"{len(baseline_repeats)} repeats")
+        if p_value < ALPHA and delta != 0 and not same_way:
+            detail += "; per-repeat medians moved the other way"
+    else:
+        credible = beyond
+        detail = (f"point values only: {len(current_repeats)} vs {len(baseline_repeats)} "
+                  f"repeats (rank test needs {MIN_REPEATS} each)")
+    if not beyond:
+        status = "ok"
+    elif not credible:
+        status = "noise"
+    else:
+        status = "regressed" if worse else "improved"
+    return MetricChange(name, baseline, current, delta, tolerance, better, status, credible,
+                        detail, p_value)
+
+
+def relative_delta(baseline: float, current: float, zero_floor: float = 0.0) -> float:
+    """``(current - baseline) / |baseline|``; from a zero baseline 0 or +-inf (see module doc)."""
+    if baseline != 0:
+        return (current - baseline) / abs(baseline)
+    if abs(current) <= zero_floor:
+        return 0.0
+    return math.copysign(math.inf, current)
+
+
+# -- the rank test -----------------------------------------------------------
+def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> float:
+    """Two-sided p-value of the Mann-Whitney U test of ``x`` against ``y``.
+
+    Normal approximation with tie correction and continuity correction (as
+    ``scipy.stats.mannwhitneyu(x, y, method="asymptotic")``). 1.0 when every
+    value is tied.
+    """
+    a = np.asarray(x, dtype=float)
+    b = np.asarray(y, dtype=float)
+    n1, n2 = a.size, b.size
+    if n1 == 0 or n2 == 0:
+        raise ValueError("Mann-Whitney U needs values on both sides")
+    ranks, tie_sizes = _rank(np.concatenate([a, b]))
+    u1 = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2.0
+    n = n1 + n2
+    mean = n1 * n2 / 2.0
+    ties = float(np.sum(tie_sizes**3 - tie_sizes))
+    var = n1 * n2 / 12.0 * ((n + 1) - ties / (n * (n - 1)))
+    if var <= 0:
+        return 1.0
+    z = max(0.0, abs(u1 - mean) - 0.5) / math.sqrt(var)
+    return min(1.0, math.erfc(z / math.sqrt(2.0)))
+
+
+def _rank(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Average ranks (1-based, ties share their mean rank) and the size of each tie group."""
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    mean_rank = ends - (counts - 1) / 2.0
+    return mean_rank[inverse], counts.astype(float)
+
+
+def _tolerances(overrides: Mapping[str, float] | None) -> dict[str, float]:
+    tols = dict(DEFAULT_TOLERANCES)
+    for name, value in (overrides or {}).items():
+        value = float(value)
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"tolerance of {name} must be a finite number >= 0, got {value}")
+        tols[name] = value
+    return tols
+
+
+def _wanted(names: Iterable[str] | None) -> set[str] | None:
+    if names is None:
+        return None
+    wanted = set(names)
+    unknown = sorted(wanted - set(metrics_mod.METRICS))
+    if unknown:
+        raise ValueError(f"unknown metric(s) {', '.join(unknown)}; known: "
+                         f"{', '.join(metrics_mod.METRICS)}")
+    return wanted

@@ -1,0 +1,321 @@
+"""Comparing a Profile with its baseline: tolerances, direction, credibility, the rank test."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_inferperf import compare as compare_mod
+from pytest_inferperf.compare import (
+    ALPHA,
+    DEFAULT_TOLERANCES,
+    FALLBACK_TOLERANCE,
+    Comparison,
+    IncomparableError,
+    MetricChange,
+    compare_profiles,
+    mann_whitney_u,
+    relative_delta,
+)
+from pytest_inferperf.metrics import METRICS
+from pytest_inferperf.pmu.base import Count, CounterSample
+from pytest_inferperf.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
+
+CALLS = 100  # calls per repeat
+
+
+def _count(v: float) -> Count:
+    return Count(float(v), int(v))
+
+
+def make_profile(
+    instructions: Sequence[float],
+    cycles: Sequence[float] | None = None,
+    *,
+    page_faults: Sequence[float] | None = None,
+    latency_ms: Sequence[float] = (1.0, 1.1, 1.2, 1.3, 2.0),
+    rss_mb: float = 100.0,
+    machine_class: str = "arm64-neoverse-n1",
+    backend: str = "perf",
+) -> Profile:
+    """A Profile whose repeat i ran CALLS calls of ``instructions[i]`` instructions each."""
+    cycles = [2 * i for i in instructions] if cycles is None else cycles
+    reps = []
+    for i, (ins, cyc) in enumerate(zip(instructions, cycles, strict=True)):
+        counts = {
+            "instructions": _count(ins * CALLS),
+            "cycles": _count(cyc * CALLS),
+            "task_clock": _count(cyc * CALLS / 2.5),  # 2.5 GHz: ns
+        }
+        if page_faults is not None:
+            counts["page_faults"] = _count(page_faults[i] * CALLS)
+        reps.append(Repeat(CALLS, int(cyc * CALLS / 2.5) + 1000, CounterSample(counts=counts)))
+    return Profile(
+        name="test_model",
+        machine_class=machine_class,
+        backend=backend,
+        machine={"cpu": {"core_slug": "neoverse-n1"}},
+        events=(),
+        repeats=tuple(reps),
+        latency=LatencyStats.from_durations_ns([int(ms * 1e6) for ms in latency_ms]),
+        memory=MemoryStats(int(rss_mb * (1 << 20)), "clear_refs"),
+        steady=Steadiness(True, 10, 0.01, 0.05, 5),
+    )
+
+
+def noisy(mean: float, n: int, rel_noise: float, seed: int) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return list(mean * (1 + rel_noise * rng.standard_normal(n)))
+
+
+# -- the tolerance table -----------------------------------------------------
+def test_the_tolerance_table():
+    # every entry names a real metric (a typo would silently fall back to 10%)
+    assert set(DEFAULT_TOLERANCES) <= set(METRICS)
+    core = {"ipc", "l1_miss", "l2_mpki", "instructions_per_call", "cycles_per_call",
+            "cpu_ms_per_call", "page_faults_per_call", "latency_p50_ms", "latency_p99_ms",
+            "peak_rss_mb"}
+    assert core <= set(DEFAULT_TOLERANCES)
+    assert all(0 < t < 1 for t in DEFAULT_TOLERANCES.values())
+    assert DEFAULT_TOLERANCES["instructions_per_call"] == 0.02
+    assert DEFAULT_TOLERANCES["ipc"] == 0.05
+    assert DEFAULT_TOLERANCES["latency_p99_ms"] == 0.20
+
+
+def test_a_metric_missing_from_the_table_uses_the_fallback(monkeypatch):
+    monkeypatch.delitem(DEFAULT_TOLERANCES, "ipc")
+    base = make_profile([1e6] * 3)
+    change = compare_profiles(base, base).get("ipc")
+    assert change is not None
+    assert change.tolerance == FALLBACK_TOLERANCE == 0.10
+
+
+# -- judging -----------------------------------------------------------------
+def test_ten_percent_more_instructions_over_30_repeats_is_a_credible_regression():
+    base = make_profile(noisy(1e6, 30, 0.01, seed=1), [2e6] * 30)
+    cur = make_profile(noisy(1.1e6, 30, 0.01, seed=2), [2e6] * 30)
+    result = compare_profiles(cur, base)
+    change = result.get("instructions_per_call")
+    assert change.status == "regressed"
+    assert change.credible
+    assert change.better == "lower"
+    assert change.delta == pytest.approx(0.10, abs=0.01)
+    assert change.tolerance == 0.02
+    assert change.p_value is not None and change.p_value < 1e-8
+    assert "Mann-Whitney U over 30 vs 30 repeats" in change.detail
+    assert change.detail.startswith("p=")
+    assert not result.ok
+    assert change in result.regressions
+    # more instructions in the same cycles: IPC went up, which is better, not worse
+    assert result.get("ipc").status == "improved"
+
+
+def test_ten_percent_change_with_two_repeats_is_judged_on_point_values():
+    base = make_profile([1e6, 1e6], [2e6, 2e6])
+    cur = make_profile([1.1e6, 1.1e6], [2e6, 2e6])
+    change = compare_profiles(cur, base).get("instructions_per_call")
+    assert change.status == "regressed"
+    assert change.credible
+    assert change.p_value is None
+    assert change.delta == pytest.approx(0.10)
+    assert "point values only: 2 vs 2 repeats" in change.detail
+
+
+def test_half_a_percent_is_within_tolerance():
+    base = make_profile(noisy(1e6, 30, 0.001, seed=3), [2e6] * 30)
+    cur = make_profile([v * 1.005 for v in noisy(1e6, 30, 0.001, seed=3)], [2e6] * 30)
+    result = compare_profiles(cur, base)
+    change = result.get("instructions_per_call")
+    assert change.status == "ok"
+    assert change.delta == pytest.approx(0.005)
+    assert result.ok
+    assert result.regressions == ()
+
+
+def test_higher_ipc_is_an_improvement():
+    base = make_profile([1e6] * 10, noisy(2e6, 10, 0.005, seed=4))
+    cur = make_profile([1e6] * 10, noisy(1.6e6, 10, 0.005, seed=5))  # 20% fewer cycles
+    result = compare_profiles(cur, base)
+    ipc = result.get("ipc")
+    assert ipc.better == "higher"
+    assert ipc.delta == pytest.approx(0.25, abs=0.01)  # 1/0.8 - 1
+    assert ipc.status == "improved" and ipc.credible
+    assert result.get("cycles_per_call").status == "improved"
+    assert result.get("cycles_per_call").delta == pytest.approx(-0.20, abs=0.01)
+    assert result.get("instructions_per_call").status == "ok"
+    assert result.ok
+    # CPU time moved by exactly its 20% tolerance: not beyond it.
+    assert {c.metric for c in result.improvements} >= {"ipc", "cycles_per_call"}
+
+
+def test_lower_ipc_is_a_regression():
+    base = make_profile([1e6] * 10, noisy(2e6, 10, 0.005, seed=6))
+    cur = make_profile([1e6] * 10, noisy(2.4e6, 10, 0.005, seed=7))
+    ipc = compare_profiles(cur, base).get("ipc")
+    assert ipc.delta == pytest.approx(-1 / 6, abs=0.01)
+    assert ipc.status == "regressed"
+
+
+def test_beyond_tolerance_from_one_outlier_is_noise():
+    values = noisy(1e6, 30, 0.01, seed=8)
+    outlier = list(values)
+    outlier[0] = values[0] * 4  # the mean moves ~10%, the ranks barely
+    change = compare_profiles(make_profile(outlier), make_profile(values)).get(
+        "instructions_per_call")
+    assert change.delta > 0.05
+    assert change.status == "noise"
+    assert not change.credible
+    assert change.p_value > ALPHA
+
+
+def test_medians_moving_the_other_way_are_not_credible():
+    base = noisy(1e6, 30, 0.001, seed=9)
+    cur = [v * 0.99 for v in base]  # every repeat 1% lower: the rank test is sure
+    cur[0] *= 3  # ...but one outlier pushes the total up beyond 2%
+    change = compare_profiles(make_profile(cur), make_profile(base)).get("instructions_per_call")
+    assert change.delta > 0.02
+    assert change.p_value < ALPHA
+    assert change.status == "noise"
+    assert "medians moved the other way" in change.detail
+
+
+def test_latency_and_memory_are_judged_on_point_values():
+    base = make_profile([1e6] * 30, latency_ms=[1.0] * 99 + [2.0], rss_mb=100)
+    cur = make_profile([1e6] * 30, latency_ms=[1.0] * 98 + [3.0, 3.0], rss_mb=105)
+    result = compare_profiles(cur, base)
+    p99 = result.get("latency_p99_ms")
+    assert (p99.baseline, p99.current) == (pytest.approx(1.0), pytest.approx(3.0))
+    assert p99.status == "regressed" and p99.p_value is None
+    assert "point values only" in p99.detail
+    rss = result.get("peak_rss_mb")
+    assert rss.delta == pytest.approx(0.05)
+    assert rss.status == "ok"
+    assert result.get("latency_p50_ms").status == "ok"
+
+
+def test_zero_baseline():
+    base = make_profile([1e6] * 10, page_faults=[0.0] * 10)
+    few = make_profile([1e6] * 10, page_faults=[0.05] * 10)  # one fault every 20 calls
+    many = make_profile([1e6] * 10, page_faults=[2.0] * 10)
+    quiet = compare_profiles(few, base).get("page_faults_per_call")
+    assert quiet.delta == 0.0 and quiet.status == "ok"
+    loud = compare_profiles(many, base).get("page_faults_per_call")
+    assert loud.delta == math.inf
+    assert loud.status == "regressed" and loud.credible
+    back = compare_profiles(base, many).get("page_faults_per_call")
+    assert back.delta == -1.0 and back.status == "improved"
+    same = compare_profiles(base, base).get("page_faults_per_call")
+    assert same.delta == 0.0 and same.status == "ok"
+
+
+def test_relative_delta():
+    assert relative_delta(2.0, 3.0) == 0.5
+    assert relative_delta(-2.0, -1.0) == 0.5  # against |baseline|: up is up
+    assert relative_delta(0.0, 0.0) == 0.0
+    assert relative_delta(0.0, 0.05, 0.1) == 0.0
+    assert relative_delta(0.0, 0.2, 0.1) == math.inf
+    assert relative_delta(0.0, -0.2) == -math.inf
+
+
+def test_another_machine_class_or_backend_is_refused():
+    base = make_profile([1e6] * 3)
+    other = make_profile([1e6] * 3, machine_class="x86_64-amd-epyc-zen3")
+    with pytest.raises(IncomparableError, match="another machine class or backend") as info:
+        compare_profiles(other, base)
+    assert "x86_64-amd-epyc-zen3" in str(info.value) and "arm64-neoverse-n1" in str(info.value)
+    with pytest.raises(IncomparableError, match="simulate"):
+        compare_profiles(make_profile([1e6] * 3, backend="simulate"), base)
+
+
+def test_only_metrics_present_in_both_are_compared():
+    base = make_profile([1e6] * 3, page_faults=[1.0] * 3)
+    cur = make_profile([1e6] * 3)
+    names = {c.metric for c in compare_profiles(cur, base).changes}
+    assert "page_faults_per_call" not in names
+    assert {"ipc", "instructions_per_call", "cycles_per_call", "cpu_ms_per_call",
+            "latency_p50_ms", "peak_rss_mb"} <= names
+    assert "l1_miss" not in names  # never counted: absent, not 0
+
+
+def test_selected_metrics_and_tolerance_overrides():
+    base = make_profile([1e6] * 2)
+    cur = make_profile([1.1e6] * 2)
+    only = compare_profiles(cur, base, metrics=["instructions_per_call"])
+    assert [c.metric for c in only.changes] == ["instructions_per_call"]
+    loose = compare_profiles(cur, base, tolerances={"instructions_per_call": 0.2})
+    assert loose.get("instructions_per_call").status == "ok"
+    assert loose.get("instructions_per_call").tolerance == 0.2
+    with pytest.raises(ValueError, match="unknown metric"):
+        compare_profiles(cur, base, metrics=["ipcc"])
+    with pytest.raises(ValueError, match="tolerance of ipc"):
+        compare_profiles(cur, base, tolerances={"ipc": -1})
+
+
+def _change(metric: str, delta: float, status: str = "ok") -> MetricChange:
+    return MetricChange(metric, 1.0, 1.0 + delta, delta, 0.1, "lower", status, False, "")
+
+
+def test_movers_are_the_largest_changes_either_way():
+    result = Comparison((
+        _change("a", 0.01), _change("b", -0.5, "improved"), _change("c", 0.2, "regressed"),
+        _change("d", math.inf, "regressed"), _change("e", -0.2),
+    ))
+    assert [c.metric for c in result.movers(3)] == ["d", "b", "c"]
+    assert [c.metric for c in result.movers(10)] == ["d", "b", "c", "e", "a"]
+    assert result.movers(0) == ()
+    assert [c.metric for c in result.regressions] == ["c", "d"]
+    assert [c.metric for c in result.improvements] == ["b"]
+    assert not result.ok
+
+
+# -- the rank test -----------------------------------------------------------
+def test_mann_whitney_without_ties():
+    # By hand: U = 0 (every x below every y), mean n1*n2/2 = 12.5,
+    # var = n1*n2*(n+1)/12 = 25*11/12 = 22.9167, z = (12.5 - 0.5)/4.78714 = 2.50671,
+    # p = erfc(z/sqrt 2) = 0.0121858. scipy 1.17.1,
+    # scipy.stats.mannwhitneyu([1,2,3,4,5], [6,7,8,9,10], method="asymptotic").pvalue
+    # = 0.012185780355344813.
+    assert mann_whitney_u([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == pytest.approx(
+        0.012185780355344813, rel=1e-12)
+
+
+def test_mann_whitney_with_ties():
+    # By hand: pooled ranks 1 -> 1, 2 -> 3 (x3), 3 -> 6 (x3), 4 -> 9 (x3), 5 -> 11.5 (x2),
+    # 6 -> 13. Rank sum of x = 1+3+3+6+6+9 = 28, U = 28 - 21 = 7, mean 21,
+    # tie term sum(t^3 - t) = 24+24+24+6 = 78, var = 42/12 * (14 - 78/156) = 47.25,
+    # z = (14 - 0.5)/6.87386 = 1.96396, p = 0.0495346. scipy 1.17.1 asymptotic:
+    # 0.049534613435626706.
+    x = [1, 2, 2, 3, 3, 4]
+    y = [2, 3, 4, 4, 5, 5, 6]
+    assert mann_whitney_u(x, y) == pytest.approx(0.049534613435626706, rel=1e-12)
+
+
+def test_mann_whitney_degenerate_inputs():
+    assert mann_whitney_u([1.0] * 5, [1.0] * 7) == 1.0
+    assert mann_whitney_u([1, 2, 3], [1, 2, 3]) == 1.0
+    with pytest.raises(ValueError):
+        mann_whitney_u([], [1.0])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    x=st.lists(st.integers(-50, 50), min_size=1, max_size=25),
+    y=st.lists(st.integers(-50, 50), min_size=1, max_size=25),
+)
+def test_mann_whitney_properties(x, y):
+    p = mann_whitney_u(x, y)
+    assert 0.0 < p <= 1.0
+    assert p == pytest.approx(mann_whitney_u(y, x), rel=1e-9)  # two-sided: symmetric
+    # rank-based: any strictly increasing transform leaves it unchanged
+    assert p == pytest.approx(mann_whitney_u([v**3 + 7 for v in x], [v**3 + 7 for v in y]),
+                              rel=1e-9)
+
+
+def test_module_constants():
+    assert compare_mod.ALPHA == 0.01
+    assert compare_mod.MIN_REPEATS == 5

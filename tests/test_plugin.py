@@ -1,0 +1,284 @@
+"""The pytest plugin, through real pytest runs (pytester)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+FAST = "warmup=1, repeat=5"
+
+WORKLOADS = '''
+import hashlib, time
+
+DATA = b"x" * (1 << 16)
+
+def hashing(rounds=20):
+    for _ in range(rounds):
+        hashlib.sha256(DATA).digest()
+'''
+
+
+@pytest.fixture
+def suite(pytester):
+    pytester.makepyfile(workloads=WORKLOADS)
+    return pytester
+
+
+def run(pytester, *args):
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+
+
+def test_marker_is_registered_under_strict_markers(suite):
+    suite.makepyfile(test_a=f"""
+        import pytest
+        @pytest.mark.perf({FAST})
+        def test_x(pmu_profile):
+            pmu_profile(lambda: None)
+    """)
+    result = run(suite, "--strict-markers")
+    result.assert_outcomes(passed=1)
+
+
+def test_without_inferperf_the_workload_runs_once_and_budgets_are_ignored(suite):
+    suite.makepyfile(test_a=f"""
+        import pytest
+        calls = []
+        @pytest.mark.perf(latency_p50_ms_max=0.000001, {FAST})
+        def test_x(pmu_profile):
+            p = pmu_profile(calls.append, 1)
+            assert calls == [1]
+            assert p.backend == "smoke" and p.outputs_ok
+    """)
+    result = run(suite)
+    result.assert_outcomes(passed=1)
+    assert "inferperf" not in result.stdout.str().split("short test summary")[0].split(
+        "collected")[1]
+
+
+def test_budget_pass_fail_and_message(suite):
+    suite.makepyfile(test_a=f"""
+        import pytest
+        from workloads import hashing
+        @pytest.mark.perf(latency_p50_ms_max=1000, cpu_ms_per_call_max=1000, {FAST})
+        def test_generous(pmu_profile):
+            pmu_profile(hashing)
+        @pytest.mark.perf(latency_p50_ms_max=0.0001, {FAST})
+        def test_impossible(pmu_profile):
+            pmu_profile(hashing)
+    """)
+    result = run(suite, "--inferperf")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*inferperf: test_a.py::test_impossible on * (backend perf)",
+        "*budget   latency_p50_ms = *, budget <= 0.0001 (+*% from the limit): FAILED",
+    ])
+    result.stdout.fnmatch_lines(["*test_a.py::test_generous*passed*",
+                                 "*test_a.py::test_impossible*FAILED*"])
+
+
+def test_budget_on_uncountable_events_is_skipped_with_the_reason(suite):
+    from pytest_inferperf.machine import this_cpu
+
+    if this_cpu().pmus:
+        pytest.skip("this machine has a PMU")
+    suite.makepyfile(test_a=f"""
+        import pytest
+        from workloads import hashing
+        @pytest.mark.perf(ipc_min=1.0, {FAST})
+        def test_ipc(pmu_profile):
+            pmu_profile(hashing)
+    """)
+    result = run(suite, "--inferperf", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*budgets not checked on this machine: ipc_min=1: not checked: "
+                                 "needs instructions, cycles, no PMU exposed (ENOENT)*"])
+    result = run(suite, "--inferperf", "--inferperf-require-pmu")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*--inferperf-require-pmu*no PMU exposed*"])
+
+
+def test_unknown_marker_keyword_is_a_collection_error_with_did_you_mean(suite):
+    suite.makepyfile(test_a="""
+        import pytest
+        @pytest.mark.perf(ipc_mni=1.2)
+        def test_x(pmu_profile):
+            pmu_profile(lambda: None)
+        def test_other():
+            pass
+    """)
+    result = run(suite, "--inferperf")
+    result.stdout.fnmatch_lines(["*ERROR collecting test_a.py*",
+                                 "*unknown keyword 'ipc_mni'. Did you mean ipc_min*"])
+    assert result.ret != 0
+
+
+@pytest.mark.parametrize(("marker", "message"), [
+    ("ipc_min='fast'", "a budget must be a finite number"),
+    ("repeat=0", "repeat=0): must be an integer >= 1"),
+    ("tolerance=-0.1", "a tolerance is a relative change"),
+    ("ipc_min=2, ipc_max=1", "no value can meet both"),
+])
+def test_bad_marker_values_are_collection_errors(suite, marker, message):
+    suite.makepyfile(test_a=f"""
+        import pytest
+        @pytest.mark.perf({marker})
+        def test_x(pmu_profile):
+            pmu_profile(lambda: None)
+    """)
+    result = run(suite, "--inferperf")
+    result.stdout.fnmatch_lines([f"*{message}*"])
+    assert result.ret != 0
+
+
+def test_update_baselines_then_rerun_passes_and_compares(suite):
+    suite.makepyfile(test_a=f"""
+        import pytest
+        from workloads import hashing
+        @pytest.mark.perf({FAST})
+        @pytest.mark.parametrize("n", [10, 20])
+        def test_hash(pmu_profile, n):
+            pmu_profile(hashing, n)
+    """)
+    result = run(suite, "--inferperf", "--update-baselines")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*created baselines/*/test_a.py/test_hash[[]10[]].json*",
+                                 "*created baselines/*/test_a.py/test_hash[[]20[]].json*"])
+    files = sorted(Path(suite.path, "baselines").rglob("*.json"))
+    assert len(files) == 2
+    data = json.loads(files[0].read_text())
+    assert data["schema_version"] == 1 and data["machine"]["cpu"]["arch"]
+    result = run(suite, "--inferperf")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_hash[[]10[]]*ok (*"])
+
+
+def test_injected_slowdown_fails_against_the_baseline(suite):
+    suite.makepyfile(test_a="""
+        import os, pytest
+        from workloads import hashing
+        @pytest.mark.perf(warmup=1, repeat=10)
+        def test_hash(pmu_profile):
+            pmu_profile(hashing, int(os.environ.get("ROUNDS", "20")))
+    """)
+    run(suite, "--inferperf", "--update-baselines").assert_outcomes(passed=1)
+    suite.monkeypatch = None
+    import os
+
+    os.environ["ROUNDS"] = "60"  # three times the work
+    try:
+        result = run(suite, "--inferperf")
+    finally:
+        del os.environ["ROUNDS"]
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*baseline cpu_ms_per_call: * -> * ms (+*%, tolerance *",
+    ])
+
+
+def test_corrupt_baseline_fails_only_its_test(suite):
+    suite.makepyfile(test_a=f"""
+        import pytest
+        from workloads import hashing
+        @pytest.mark.perf({FAST})
+        def test_one(pmu_profile):
+            pmu_profile(hashing)
+        @pytest.mark.perf({FAST})
+        def test_two(pmu_profile):
+            pmu_profile(hashing)
+    """)
+    run(suite, "--inferperf", "--update-baselines").assert_outcomes(passed=2)
+    target = next(Path(suite.path, "baselines").rglob("test_one.json"))
+    target.write_text('{"schema": "pytest-inferperf/profile", "schema_version": 1, "na')
+    result = run(suite, "--inferperf")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_one.json*--update-baselines*"])
+    result.stdout.fnmatch_lines(["FAILED test_a.py::test_one*"])
+
+
+def test_named_variants_get_their_own_baselines(suite):
+    suite.makepyfile(test_a=f"""
+        import pytest
+        from workloads import hashing
+        @pytest.mark.perf({FAST})
+        def test_variants(pmu_profile):
+            small = pmu_profile(hashing, 5, name="small")
+            large = pmu_profile(hashing, 40, name="large")
+            assert large.latency.p50_ms > small.latency.p50_ms
+    """)
+    run(suite, "--inferperf", "--update-baselines").assert_outcomes(passed=1)
+    names = sorted(p.name for p in Path(suite.path, "baselines").rglob("*.json"))
+    assert len(names) == 2 and all("test_variants" in n for n in names)
+
+
+def test_junit_properties_carry_the_metrics(suite):
+    suite.makepyfile(test_a=f"""
+        import pytest
+        from workloads import hashing
+        @pytest.mark.perf({FAST})
+        def test_hash(pmu_profile):
+            pmu_profile(hashing)
+    """)
+    run(suite, "--inferperf", "--junitxml=out.xml").assert_outcomes(passed=1)
+    xml = Path(suite.path, "out.xml").read_text()
+    assert 'name="inferperf.latency_p50_ms"' in xml
+    assert 'name="inferperf.cpu_ms_per_call"' in xml
+
+
+def _table(stdout: str) -> list[str]:
+    lines = stdout.split("= inferperf =")[1].splitlines()
+    return [line.split()[0] for line in lines if line.startswith("test_a.py::")]
+
+
+def test_xdist_gives_the_same_table_and_baselines(suite):
+    suite.makepyfile(test_a=f"""
+        import pytest
+        from workloads import hashing
+        @pytest.mark.perf({FAST})
+        @pytest.mark.parametrize("n", [1, 2, 3, 4])
+        def test_hash(pmu_profile, n):
+            pmu_profile(hashing, n)
+    """)
+    serial = run(suite, "--inferperf", "--update-baselines", "-n", "0")
+    serial.assert_outcomes(passed=4)
+    serial_files = sorted(p.relative_to(suite.path) for p in Path(suite.path).rglob("*.json"))
+    shutil.rmtree(Path(suite.path, "baselines"))
+    parallel = run(suite, "--inferperf", "--update-baselines", "-n", "2")
+    parallel.assert_outcomes(passed=4)
+    parallel_files = sorted(p.relative_to(suite.path) for p in Path(suite.path).rglob("*.json"))
+    assert serial_files == parallel_files and len(parallel_files) == 4
+    assert _table(serial.stdout.str()) == _table(parallel.stdout.str())
+    assert parallel.stdout.str().count("created baselines/") == 4
+
+
+def test_report_dir_gets_one_json_per_profile(suite):
+    suite.makepyfile(test_a=f"""
+        import pytest
+        from workloads import hashing
+        @pytest.mark.perf({FAST})
+        def test_hash(pmu_profile):
+            pmu_profile(hashing)
+    """)
+    run(suite, "--inferperf", "--inferperf-report", "artifacts").assert_outcomes(passed=1)
+    files = list(Path(suite.path, "artifacts").glob("*.json"))
+    assert len(files) == 1
+    record = json.loads(files[0].read_text())
+    assert record["key"] == "test_a.py::test_hash"
+    assert record["profile"]["schema"] == "pytest-inferperf/profile"
+
+
+def test_examples_run_under_inferperf(pytester):
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    for name in ("conftest.py", "test_inference.py", "build_models.py"):
+        shutil.copy(examples / name, pytester.path / name)
+    models = examples / "models"
+    if models.is_dir():  # reuse models built earlier in this checkout
+        shutil.copytree(models, pytester.path / "models")
+    result = run(pytester, "--inferperf", "-k", "mobilenet or pipeline")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_inference.py::test_mobilenet_v2*",
+                                 "*Not counted here:*"])
