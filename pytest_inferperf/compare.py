@@ -84,8 +84,9 @@ DEFAULT_TOLERANCES: dict[str, float] = {
     # Cycles do not depend on the clock frequency but do on cache and memory state.
     "cycles_per_call": 0.05,
     # CPU time follows the clock frequency (turbo, thermal limits) and, on shared VMs,
-    # the neighbours: 10-15% between runs was seen on a 2-vCPU cloud VM, so 20%.
-    "cpu_ms_per_call": 0.20,
+    # the neighbours: 10-15% between runs, and once 30%, was seen on a 2-vCPU cloud VM
+    # (docs/baselines.md). 25% keeps false alarms rare there; tighten on dedicated runners.
+    "cpu_ms_per_call": 0.25,
     # Busy CPUs during the region: thread-pool spinning varies with scheduling.
     "cpu_utilisation": 0.15,
     # Page faults come from the allocator reusing or returning memory: coarse, bursty.
@@ -98,7 +99,7 @@ DEFAULT_TOLERANCES: dict[str, float] = {
     "context_switches_per_sec": 0.50,
     "cpu_migrations_per_sec": 0.50,
     # Wall-clock latency: the median and mean are stable, the tail much less so.
-    "latency_mean_ms": 0.20,  # as noisy as CPU time on shared VMs (see above)
+    "latency_mean_ms": 0.25,  # as noisy as CPU time on shared VMs (see above)
     "latency_p50_ms": 0.10,
     "latency_p95_ms": 0.15,
     "latency_p99_ms": 0.20,
