@@ -23,6 +23,79 @@ def _doctor(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _explain(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from .classify import diagnose, render
+    from .metrics import METRICS, compute
+    from .perfstat import PerfStatError, load
+    from .thresholds import core_facts
+
+    arch = None
+    if args.cpu:
+        family = core_facts(args.cpu).family
+        arch = "x86" if family == "x86" else ("arm" if family.startswith("arm") else None)
+    try:
+        stat = load(args.file, arch=arch)
+    except PerfStatError as exc:
+        print(f"inferperf explain: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    core = args.cpu or stat.core_hint or ""
+    metrics = compute(stat.counts, stat.context(core, calls=args.calls or 1))
+    if not args.calls:  # a perf stat run does not know its calls: per-call values are totals
+        metrics = {k: v for k, v in metrics.items() if not k.endswith("_per_call")}
+    session: dict[str, object] | None = None
+    if args.intra_op_threads is not None or args.spinning is not None:
+        session = {}
+        if args.intra_op_threads is not None:
+            session["intra_op_threads"] = args.intra_op_threads
+        if args.spinning is not None:
+            session["allow_spinning"] = args.spinning == "on"
+    diagnosis = diagnose(metrics, core=core, unavailable=stat.unavailable, session=session,
+                         cpu_count=args.cpus)
+
+    where = f"{args.file} ({stat.format}"
+    where += f", {stat.elapsed_s:.3f} s elapsed)" if stat.elapsed_s else ")"
+    print(f"perf stat: {where}; core: {core or 'unknown (pass --cpu)'}")
+    if args.verbose:
+        rows = [(e.event.text, "-" if (n := _logical(e, stat.arch)) is None else n,
+                 e.status if e.value is None else f"{e.value:,.2f}".rstrip("0").rstrip("."),
+                 e.unit, "" if e.running_pct is None else f"{e.running_pct:.2f}%")
+                for e in stat.entries]
+        print(tabulate(rows, headers=("perf event", "logical", "value", "unit", "running"),
+                       disable_numparse=True))
+        print()
+    rows = []
+    for name, value in metrics.items():
+        spec = METRICS[name]
+        mux = [stat.multiplexed[i] for i in spec.inputs if i in stat.multiplexed]
+        rows.append((name, _value(value), spec.unit, spec.description,
+                     f"{min(mux):.0f}%" if mux else ""))
+    print(tabulate(rows, headers=("metric", "value", "unit", "what", "running"),
+                   disable_numparse=True))
+    if stat.unavailable:
+        print("not counted: " + "; ".join(f"{k} ({v})" for k, v in stat.unavailable.items()))
+    if stat.unmapped:
+        print("ignored (no logical name): " + ", ".join(stat.unmapped))
+    print()
+    print(render(diagnosis, verbose=args.verbose))
+    return EXIT_OK
+
+
+def _logical(entry, arch: str) -> str | None:
+    from .perfstat import logical_name
+
+    return logical_name(entry.event, arch)
+
+
+def _value(value: float) -> str:
+    if abs(value) >= 1e6:
+        return f"{value:,.0f}"
+    if abs(value) >= 100:
+        return f"{value:,.1f}"
+    return f"{value:.3f}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="inferperf",
@@ -34,6 +107,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.set_defaults(func=_doctor)
+    explain = sub.add_parser(
+        "explain", help="diagnose a saved 'perf stat' output (text, -x, CSV or -j JSON)",
+        description="Read perf stat output, compute the metrics and explain why the run is "
+        "slow. Exit status: 0 explained, 2 unreadable or not perf stat output.",
+    )
+    explain.add_argument("file", metavar="FILE", help="perf stat output (text, -x, CSV, -j)")
+    explain.add_argument("--cpu", metavar="CORE",
+                         help="core slug when the file does not name it, e.g. cortex-a72, "
+                              "neoverse-n1, neoverse-v2")
+    explain.add_argument("--calls", type=int, metavar="N",
+                         help="inference calls in the run, for per-call metrics")
+    explain.add_argument("--cpus", type=int, metavar="N", help="CPUs the run could use")
+    explain.add_argument("--intra-op-threads", type=int, metavar="N",
+                         help="ONNX Runtime intra_op_num_threads of the run")
+    explain.add_argument("--spinning", choices=("on", "off"),
+                         help="whether ORT's session.intra_op.allow_spinning was on")
+    explain.add_argument("-v", "--verbose", action="store_true",
+                         help="every event, every finding and the full reasoning")
+    explain.set_defaults(func=_explain)
     return parser
 
 

@@ -1,0 +1,641 @@
+"""Why is it slow: from metrics to a diagnosis with evidence and recommendations.
+
+Owns: the judging rules (which thresholds of :mod:`thresholds` crossed, how confident
+that makes us, which category wins), what could not be judged and why, the
+explanation of a change against a baseline, the recommendations for CPU inference
+with ONNX Runtime, and rendering a :class:`Diagnosis` as text.
+
+Must not: read counters or files, compute metrics (``metrics`` does), or import pytest.
+Pure functions over mappings: the plugin, the CLI and hook implementations call them.
+
+How a category is judged:
+
+* Each row of :data:`thresholds.THRESHOLDS` for the category and the core's family is a
+  signal. ``key`` signals can make the category fire; ``support`` signals only add
+  confidence once a key fired.
+* A crossed signal's strength grows with how far past the threshold it is:
+  ``0.4 + 0.6 * min(1, log(r) / log(4))`` where ``r`` is value/threshold (``>``) or
+  threshold/value (``<``): 0.4 at the threshold, 1.0 at four times past it.
+* Independent signals combine: ``confidence = 1 - prod(1 - 0.85 * w * strength)``
+  with ``w`` 1 for keys and 0.5 for supports, so one key alone reaches at most 0.85
+  and each agreeing signal adds to it.
+* A level-1 category whose more specific child also fired (Arm's top-down decision
+  tree: backend -> L1D / L2 / LLC / DTLB; frontend -> branch; IPC collapse -> any)
+  has its confidence halved (:data:`thresholds.CHILD_DISCOUNT`).
+* The primary finding is the most confident one. A category none of whose key
+  signals could be evaluated goes to ``not_judged`` with the reason (missing events,
+  unknown core width, no session settings).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .metrics import METRICS
+from .pmu.events import CATALOGUE
+from .thresholds import (
+    CATEGORIES,
+    CHILD_DISCOUNT,
+    CHILDREN,
+    METRIC_CATEGORY,
+    THRESHOLDS,
+    CoreFacts,
+    Threshold,
+    core_facts,
+)
+
+KEY_WEIGHT, SUPPORT_WEIGHT, SIGNAL_CEILING = 1.0, 0.5, 0.85
+CHANGE_MIN_RELATIVE = 0.10  # a metric must move by 10% to count as moved (judgement)
+
+# Metrics that are symptoms, not causes: reported when they move, never a pointer.
+_SYMPTOMS = ("cycles_per_call", "cpu_ms_per_call", "latency_mean_ms", "latency_p50_ms",
+             "latency_p95_ms", "latency_p99_ms", "peak_rss_mb")
+
+
+# -- records ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One measured value against one threshold, and where the threshold comes from."""
+
+    metric: str
+    value: float
+    threshold: float
+    comparison: str  # ">" | "<"
+    source: str
+
+    @property
+    def crossed(self) -> bool:
+        if self.comparison == ">":
+            return self.value > self.threshold
+        return self.value < self.threshold
+
+    def line(self) -> str:
+        return f"{self.metric} = {_fmt(self.value)} {self.comparison} {_fmt(self.threshold)}"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One category that fired, how sure we are, why, and what to try."""
+
+    category: str
+    title: str
+    confidence: float  # 0..1
+    evidence: tuple[Evidence, ...] = ()
+    recommendations: tuple[str, ...] = ()
+    explanation: str = ""
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    """One metric in the baseline and now."""
+
+    metric: str
+    baseline: float
+    current: float
+    relative: float  # (current - baseline) / |baseline|; inf when the baseline was 0
+    worse: bool | None  # None when the metric has no better direction on record
+    category: str | None
+
+
+@dataclass(frozen=True)
+class ChangeExplanation:
+    """What moved against the baseline, and which category the movement points to."""
+
+    moved: tuple[MetricChange, ...]
+    points_to: str | None
+    summary: str
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The verdict: the primary finding, the others, what could not be judged."""
+
+    primary: Finding | None
+    secondary: tuple[Finding, ...] = ()
+    not_judged: Mapping[str, str] = field(default_factory=dict)
+    change: ChangeExplanation | None = None
+    core: str = ""
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return ((self.primary,) if self.primary else ()) + self.secondary
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    """What a rule (built in, or a ``pytest_inferperf_rules`` hook) may look at."""
+
+    core: str
+    facts: CoreFacts
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+    session: Mapping[str, Any] | None = None
+    cpu_count: int | None = None
+
+    @classmethod
+    def of(cls, core: str, *, unavailable: Mapping[str, str] | None = None,
+           session: Mapping[str, Any] | None = None,
+           cpu_count: int | None = None) -> RuleContext:
+        """The context ``diagnose`` builds, for callers of the rules hook."""
+        return cls(core, core_facts(core), dict(unavailable or {}), session, cpu_count)
+
+    @property
+    def configured_threads(self) -> int | None:
+        """Intra-op threads (+ inter-op threads in parallel mode); None if unknown/auto."""
+        if not self.session:
+            return None
+        intra = self.session.get("intra_op_threads")
+        if not isinstance(intra, int) or isinstance(intra, bool) or intra <= 0:
+            return None
+        inter = self.session.get("inter_op_threads")
+        if self.session.get("execution_mode") == "parallel" and isinstance(inter, int) \
+                and inter > 0:
+            return intra + inter
+        return intra
+
+    @property
+    def useful_threads(self) -> int | None:
+        """Threads expected to do the work: the configured count, or all CPUs for auto."""
+        configured = self.configured_threads
+        if configured is not None:
+            return configured
+        if self.session and self.session.get("intra_op_threads") == 0 and self.cpu_count:
+            return self.cpu_count  # ORT's default: one thread per (physical) core
+        return None
+
+
+# -- evaluation ------------------------------------------------------------------------
+
+
+def _fmt(value: float) -> str:
+    if value == 0 or math.isinf(value) or math.isnan(value):
+        return str(value)
+    magnitude = abs(value)
+    if magnitude >= 1e6:
+        return f"{value:.3g}"
+    if magnitude >= 100:
+        return f"{value:.0f}"
+    if magnitude >= 1:
+        return f"{value:.2f}".rstrip("0").rstrip(".")
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+def strength(value: float, threshold: float, comparison: str) -> float:
+    """How far past ``threshold`` a crossed value is: 0.4 at it, 1.0 at 4x past it."""
+    if comparison == ">":
+        ratio = value / threshold if threshold > 0 else math.inf
+    else:
+        ratio = threshold / value if value > 0 else math.inf
+    if ratio <= 1.0:
+        return 0.0
+    return 0.4 + 0.6 * min(1.0, math.log(ratio) / math.log(4.0))
+
+
+def combine(strengths: Iterable[tuple[float, float]]) -> float:
+    """``1 - prod(1 - ceiling * weight * strength)`` over (weight, strength) pairs."""
+    miss = 1.0
+    for weight, s in strengths:
+        miss *= 1.0 - SIGNAL_CEILING * weight * s
+    return 1.0 - miss
+
+
+def _session_value(metric: str, ctx: RuleContext) -> float | None:
+    session = ctx.session
+    if session is None:
+        return None
+    if metric == "session.allow_spinning":
+        spin = session.get("allow_spinning")
+        if not isinstance(spin, bool):
+            return None
+        # A single intra-op thread means no pool: nothing to spin.
+        return 1.0 if spin and session.get("intra_op_threads") != 1 else 0.0
+    if metric == "session.enable_mem_arena":
+        arena = session.get("enable_mem_arena")
+        return None if not isinstance(arena, bool) else float(arena)
+    if metric == "session.threads":
+        threads = ctx.configured_threads
+        return None if threads is None else float(threads)
+    return None
+
+
+def _scale(row: Threshold, ctx: RuleContext) -> float | None:
+    if row.relative_to is None:
+        return 1.0
+    if row.relative_to == "width":
+        return ctx.facts.width
+    if row.relative_to == "useful_threads":
+        return None if ctx.useful_threads is None else float(ctx.useful_threads)
+    if row.relative_to == "cpu_count":
+        return None if not ctx.cpu_count else float(ctx.cpu_count)
+    raise ValueError(f"unknown relative_to {row.relative_to!r} in thresholds")
+
+
+def _event_name(event: str) -> str:
+    spec = CATALOGUE.get(event)
+    if spec is None:
+        return event
+    if spec.arm:
+        return "/".join(name.upper() for name, _ in spec.arm)
+    return event.replace("_", "-")
+
+
+def why_missing(metric: str, ctx: RuleContext) -> str:
+    """Why ``metric`` has no value here, as specifically as the facts allow."""
+    if metric.startswith("session."):
+        if ctx.session is None:
+            return f"{metric}: no ONNX Runtime session settings given"
+        return f"{metric}: the session settings do not say (or ORT chooses the thread count)"
+    spec = METRICS.get(metric)
+    if spec is None:
+        return f"{metric}: not measured"
+    if not spec.inputs:
+        return f"{metric}: not measured (no latency statistics)"
+    reasons: list[str] = []
+    for event in spec.inputs:
+        if event in ctx.facts.lacks:
+            reasons.append(f"no {_event_name(event)} on {ctx.facts.name} "
+                           f"({ctx.facts.lacks_source})")
+        elif event in ctx.unavailable:
+            reasons.append(f"{_event_name(event)}: {ctx.unavailable[event]}")
+    if not reasons and metric in ("frontend_bound", "backend_bound", "retiring",
+                                  "bad_speculation") and ctx.facts.family != "arm-topdown":
+        reasons.append(f"no level-1 top-down formula for {ctx.facts.name}")
+    if not reasons:
+        reasons.append(f"not measured (needs {', '.join(spec.inputs)})")
+    return f"{metric}: {'; '.join(dict.fromkeys(reasons))}"
+
+
+@dataclass(frozen=True)
+class _Signal:
+    row: Threshold
+    evidence: Evidence | None  # None when it could not be evaluated
+    missing: str | None
+
+    @property
+    def crossed(self) -> bool:
+        return self.evidence is not None and self.evidence.crossed
+
+
+def _signal(row: Threshold, metrics: Mapping[str, float], ctx: RuleContext) -> _Signal:
+    if row.metric.startswith("session."):
+        value = _session_value(row.metric, ctx)
+    else:
+        value = metrics.get(row.metric)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return _Signal(row, None, why_missing(row.metric, ctx))
+    scale = _scale(row, ctx)
+    if scale is None:
+        what = {"width": f"issue width of {ctx.facts.name} unknown",
+                "useful_threads": "threads configured for the work unknown (no session "
+                                  "settings, or ORT chooses and the CPU count is unknown)",
+                "cpu_count": "CPU count unknown"}[row.relative_to or ""]
+        return _Signal(row, None, f"{row.metric}: {what}")
+    source = row.source if not row.judgement else f"{row.source}: {row.why}"
+    if row.relative_to == "width":
+        source += f" (width {_fmt(scale)}: {ctx.facts.width_source})"
+    return _Signal(row, Evidence(row.metric, float(value), row.value * scale, row.comparison,
+                                 source), None)
+
+
+# -- explanations and recommendations ------------------------------------------------
+
+_EXPLAIN: dict[str, str] = {
+    "ipc_collapse": "The core retires few instructions per cycle for its width. With no "
+    "cache, TLB, branch or frontend signal to explain it, the likely cause is long "
+    "dependency chains: scalar or reference kernels, reductions, operators without a "
+    "vectorised implementation for this CPU.",
+    "l1d_residency": "Loads miss the L1 data cache often: the tiles the kernels work on do "
+    "not stay in L1D, so the core waits on L2.",
+    "l2_llc_residency": "Misses leave L2 (and the LLC): the working set - weights plus "
+    "activations of a layer - does not fit and streams from the last-level cache or DRAM. "
+    "The backend stalls on memory.",
+    "tlb_churn": "Address translation misses the TLBs and walks the page tables: the data "
+    "is spread over more 4 KiB pages than the TLBs cover.",
+    "branch_misprediction": "Branches are mispredicted often enough to flush the pipeline "
+    "regularly: data-dependent control flow, many small operators, or dispatch overhead.",
+    "frontend_bound": "The frontend cannot deliver instructions: the code footprint per "
+    "call (many distinct kernels) misses the L1 instruction cache or the ITLB.",
+    "backend_bound": "The backend cannot accept more work: execution units or their queues "
+    "are full. When no cache or TLB signal fires as well, the compute itself is the limit "
+    "(core-bound).",
+    "thread_spinning": "More CPU time is burnt than the configured threads can use: pool "
+    "threads spin-wait between parallel sections, or more threads than CPUs compete.",
+    "page_faults": "Calls keep touching freshly mapped memory: tensors are allocated from "
+    "the system every call (no arena, no preallocated outputs) and each new page faults.",
+    "noisy_machine": "The scheduler moves or preempts the threads: other load on the "
+    "machine, no pinning. Counters of a noisy run describe the machine, not the model.",
+}
+
+
+def _fired(finding_evidence: tuple[Evidence, ...], metric: str) -> bool:
+    return any(e.metric == metric and e.crossed for e in finding_evidence)
+
+
+def _recommend(category: str, evidence: tuple[Evidence, ...], ctx: RuleContext) -> list[str]:
+    session = ctx.session or {}
+    level = session.get("graph_optimization_level")
+    not_all = level is not None and level != "all"
+    cpus = f" ({ctx.cpu_count} CPUs here)" if ctx.cpu_count else ""
+    opt_all = ("Set graph_optimization_level to ORT_ENABLE_ALL"
+               + (f" (it is '{level}')" if not_all else "")
+               + ": operator fusion and the NCHWc layout transformer cut intermediate "
+                 "tensors and kernel count.")
+    int8 = ("Quantise to int8 (onnxruntime.quantization.quantize_dynamic / quantize_static): "
+            "weights and activations shrink 4x, and int8 dot-product kernels do 4x the "
+            "multiply-accumulates per instruction.")
+    recs: list[str] = []
+    if category == "ipc_collapse":
+        recs += ["Profile operators (SessionOptions.enable_profiling) and find the ones that "
+                 "take the time at low throughput: they are likely scalar/reference kernels; "
+                 "replace, fuse or quantise them.",
+                 opt_all, int8,
+                 "Batch more inputs per call so each kernel has independent rows to overlap."]
+    elif category == "l1d_residency":
+        recs += ["Shrink the per-kernel working set: a smaller batch or shorter sequence "
+                 "keeps each tile within L1D.",
+                 opt_all, int8]
+    elif category == "l2_llc_residency":
+        recs += ["Use a shorter sequence length or a smaller batch so one layer's "
+                 "activations fit in L2.", int8]
+        if _fired(evidence, "llc_mpki"):
+            recs.append("LLC misses go to DRAM: try intra_op_num_threads = physical cores of "
+                        "one NUMA node; more threads only add bandwidth pressure.")
+        recs.append(opt_all)
+    elif category == "tlb_churn":
+        recs += ["Back tensors with huge pages: set transparent huge pages to 'madvise' or "
+                 "'always' (/sys/kernel/mm/transparent_hugepage/enabled) and run with "
+                 "GLIBC_TUNABLES=glibc.malloc.hugetlb=1.",
+                 "Keep the ORT memory arena on (enable_cpu_mem_arena) so tensors come from a "
+                 "few large blocks instead of scattered allocations.", int8]
+    elif category == "branch_misprediction":
+        recs += [opt_all,
+                 "Batch inputs per call: per-operator dispatch and shape checks are amortised "
+                 "over more rows.",
+                 "Keep data-dependent control flow (If/Loop, NonZero, dynamic shapes) out of "
+                 "the hot path; tree ensembles are branchy by nature."]
+    elif category == "frontend_bound":
+        recs += [opt_all,
+                 "Batch more work per call so each kernel's code stays hot in L1I.",
+                 "Use static input shapes so ORT reuses one kernel variant per operator."]
+        if _fired(evidence, "itlb_mpki"):
+            recs.append("ITLB walks: back the onnxruntime library text with huge pages "
+                        "(THP for read-only file mappings).")
+    elif category == "backend_bound":
+        recs += [int8,
+                 f"Match intra_op_num_threads to the physical cores{cpus}.",
+                 opt_all]
+    elif category == "thread_spinning":
+        if _fired(evidence, "session.allow_spinning"):
+            recs.append("Set session.intra_op.allow_spinning=0 (and session.inter_op."
+                        "allow_spinning=0): sess_options.add_session_config_entry("
+                        "'session.intra_op.allow_spinning', '0').")
+        if _fired(evidence, "session.threads"):
+            recs.append(f"Use at most one intra-op thread per CPU{cpus}; with several sessions "
+                        "or pytest-xdist workers, divide the cores between them.")
+        if _fired(evidence, "cpu_utilisation") and not _fired(evidence, "session.allow_spinning"):
+            recs.append("Other threads are busy too (other sessions, OpenMP/BLAS pools): set "
+                        "OMP_NUM_THREADS=1 when ORT owns the threads.")
+        recs.append("Pin the pool (session.intra_op_thread_affinities, or taskset/numactl) "
+                    "so threads do not contend for the same CPUs.")
+    elif category == "page_faults":
+        if _fired(evidence, "session.enable_mem_arena") or session.get("enable_mem_arena") is False:
+            recs.append("Turn the CPU memory arena on (SessionOptions.enable_cpu_mem_arena = "
+                        "True): without it every call maps fresh pages.")
+        recs += ["Preallocate outputs and bind them with IOBinding (session.io_binding(), "
+                 "bind_ortvalue_output) so outputs are not allocated every call.",
+                 "Keep glibc from handing memory back between calls (MALLOC_TRIM_THRESHOLD_, "
+                 "MALLOC_MMAP_THRESHOLD_) or preload a caching allocator (jemalloc, mimalloc).",
+                 "Warm up longer so the arena reaches its steady size before measuring."]
+    elif category == "noisy_machine":
+        recs += ["Pin the process and ORT's threads to dedicated cores (taskset -c / numactl "
+                 "--physcpubind, session.intra_op_thread_affinities).",
+                 "Stop other load on the machine (or isolate CPUs) and use the 'performance' "
+                 "cpufreq governor.",
+                 "Repeat the measurement: a noisy run's counters describe the machine, not "
+                 "the model."]
+    return list(dict.fromkeys(recs))
+
+
+def _explanation(category: str, crossed: list[_Signal], discounted_by: list[str]) -> str:
+    parts = [_EXPLAIN.get(category, "")]
+    for sig in crossed:
+        ev = sig.evidence
+        assert ev is not None
+        parts.append(f"{ev.line()} [{sig.row.role}; {ev.source}].")
+    if discounted_by:
+        parts.append("Confidence halved: the more specific "
+                     f"{', '.join(discounted_by)} also fired (top-down decision tree).")
+    return " ".join(p for p in parts if p)
+
+
+# -- the verdict --------------------------------------------------------------------------
+
+
+@dataclass
+class _Judged:
+    category: str
+    signals: list[_Signal]
+    confidence: float = 0.0
+    fired: bool = False
+    evaluable: bool = False
+
+
+def _judge(category: str, metrics: Mapping[str, float], ctx: RuleContext) -> _Judged:
+    rows = [r for r in THRESHOLDS if r.category == category and r.applies_to(ctx.facts.family)]
+    signals = [_signal(r, metrics, ctx) for r in rows]
+    keys = [s for s in signals if s.row.role == "key"]
+    # Keys of other core families say what this core would need (e.g. STALL_BACKEND).
+    seen = {s.row.metric for s in keys}
+    for row in THRESHOLDS:
+        if (row.category == category and row.role == "key" and row.metric not in seen
+                and row.metric not in metrics and not row.applies_to(ctx.facts.family)):
+            seen.add(row.metric)
+            signals.append(_Signal(row, None, why_missing(row.metric, ctx)))
+    judged = _Judged(category, signals)
+    judged.evaluable = any(s.evidence is not None for s in keys)
+    judged.fired = any(s.crossed for s in keys)
+    if judged.fired:
+        judged.confidence = combine(
+            (KEY_WEIGHT if s.row.role == "key" else SUPPORT_WEIGHT,
+             strength(s.evidence.value, s.evidence.threshold, s.evidence.comparison))
+            for s in signals if s.crossed and s.evidence is not None
+        )
+    return judged
+
+
+def diagnose(
+    metrics: Mapping[str, float],
+    *,
+    core: str,
+    unavailable: Mapping[str, str] | None = None,
+    session: Mapping[str, Any] | None = None,
+    cpu_count: int | None = None,
+    baseline_metrics: Mapping[str, float] | None = None,
+    extra_findings: Iterable[Finding] = (),
+) -> Diagnosis:
+    """Judge ``metrics`` (as :func:`metrics.compute` returns them) for ``core``.
+
+    ``unavailable`` maps logical events to why they were not counted; ``session`` is the
+    ONNX Runtime session description (``onnx.describe_session``); ``cpu_count`` the CPUs
+    the run could use; ``baseline_metrics`` the same metrics of a baseline run, to explain
+    a change; ``extra_findings`` are merged in (``pytest_inferperf_rules`` hook results).
+    """
+    ctx = RuleContext.of(core, unavailable=unavailable, session=session, cpu_count=cpu_count)
+    judged = {c: _judge(c, metrics, ctx) for c in CATEGORIES if c != "extra_work"}
+    findings: list[Finding] = []
+    not_judged: dict[str, str] = {}
+    for category, j in judged.items():
+        if not j.evaluable:
+            reasons = [s.missing for s in j.signals if s.row.role == "key" and s.missing]
+            not_judged[category] = "; ".join(dict.fromkeys(reasons)) or (
+                f"no threshold on record for {ctx.facts.name} ({ctx.facts.family})")
+            continue
+        if not j.fired:
+            continue
+        children = [c for c in CHILDREN.get(category, ()) if judged.get(c) and judged[c].fired]
+        confidence = j.confidence * (CHILD_DISCOUNT if children else 1.0)
+        crossed = sorted((s for s in j.signals if s.crossed and s.evidence is not None),
+                         key=lambda s: (s.row.role != "key", -strength(
+                             s.evidence.value, s.evidence.threshold, s.evidence.comparison),
+                             s.row.metric))
+        evidence = tuple(s.evidence for s in crossed if s.evidence is not None)
+        findings.append(Finding(
+            category=category,
+            title=CATEGORIES[category],
+            confidence=round(confidence, 3),
+            evidence=evidence,
+            recommendations=tuple(_recommend(category, evidence, ctx)),
+            explanation=_explanation(category, crossed, children),
+        ))
+    findings.extend(extra_findings)
+    findings.sort(key=lambda f: (-f.confidence, f.category))
+    change = None
+    if baseline_metrics is not None:
+        change = explain_change(metrics, baseline_metrics)
+    return Diagnosis(
+        primary=findings[0] if findings else None,
+        secondary=tuple(findings[1:]),
+        not_judged=not_judged,
+        change=change,
+        core=core,
+    )
+
+
+# -- change against a baseline ----------------------------------------------------
+
+
+def _relative(current: float, baseline: float) -> float:
+    if baseline == 0:
+        return 0.0 if current == 0 else math.copysign(math.inf, current)
+    return (current - baseline) / abs(baseline)
+
+
+def explain_change(metrics: Mapping[str, float],
+                   baseline: Mapping[str, float]) -> ChangeExplanation:
+    """Which metrics moved most (relative), and which category the worsening points to.
+
+    A category's score is the sum of ``|relative|`` (capped at 10x) of its metrics that
+    moved the worse way by at least :data:`CHANGE_MIN_RELATIVE`; the highest score wins.
+    """
+    changes: list[MetricChange] = []
+    for name in sorted(set(metrics) & set(baseline)):
+        cur, base = float(metrics[name]), float(baseline[name])
+        if any(math.isnan(v) for v in (cur, base)):
+            continue
+        rel = _relative(cur, base)
+        spec = METRICS.get(name)
+        worse: bool | None = None
+        if spec is not None and rel != 0:
+            worse = (rel > 0) == (spec.better == "lower")
+        changes.append(MetricChange(name, base, cur, rel, worse, METRIC_CATEGORY.get(name)))
+    moved = sorted((c for c in changes if abs(c.relative) >= CHANGE_MIN_RELATIVE),
+                   key=lambda c: (-abs(c.relative), c.metric))
+    scores: dict[str, float] = {}
+    for c in moved:
+        if c.worse and c.category and c.metric not in _SYMPTOMS:
+            scores[c.category] = scores.get(c.category, 0.0) + min(abs(c.relative), 10.0)
+    points_to = max(sorted(scores), key=lambda k: scores[k]) if scores else None
+
+    def pct(c: MetricChange) -> str:
+        if math.isinf(c.relative):
+            return "from 0"
+        return f"{c.relative * 100:+.0f}%"
+
+    if not moved:
+        summary = f"no metric moved by {CHANGE_MIN_RELATIVE:.0%} or more against the baseline"
+    else:
+        top = ", ".join(f"{c.metric} {pct(c)} ({_fmt(c.baseline)} -> {_fmt(c.current)})"
+                        for c in moved[:4])
+        summary = f"moved most: {top}"
+        if points_to:
+            summary += f"; points to {points_to} ({CATEGORIES[points_to]})"
+    return ChangeExplanation(tuple(moved), points_to, summary)
+
+
+# -- rendering --------------------------------------------------------------------------
+
+
+def _short_source(source: str) -> str:
+    return source.split(":", 1)[0].split(" (", 1)[0]
+
+
+def _evidence_line(finding: Finding, limit: int = 3) -> str:
+    items = [f"{e.line()} ({_short_source(e.source)})" for e in finding.evidence[:limit]]
+    return "; ".join(items)
+
+
+def render(diagnosis: Diagnosis, verbose: bool = False) -> str:
+    """The diagnosis as text: short by default, the full reasoning with ``verbose``."""
+    lines: list[str] = []
+    head = f"Diagnosis ({diagnosis.core or 'unknown core'})"
+    primary = diagnosis.primary
+    if primary is None:
+        lines.append(f"{head}: no threshold of concern crossed.")
+    else:
+        lines.append(f"{head}: {primary.title} [{primary.category}], "
+                     f"confidence {primary.confidence:.2f}")
+        lines.append(f"  evidence: {_evidence_line(primary)}")
+        recs = primary.recommendations if verbose else primary.recommendations[:2]
+        for i, rec in enumerate(recs, 1):
+            lines.append(f"  {'try' if i == 1 else '   '} {i}. {rec}")
+    if diagnosis.change is not None:
+        lines.append(f"  change vs baseline: {diagnosis.change.summary}")
+    if not verbose:
+        if diagnosis.secondary:
+            others = ", ".join(f"{f.category} {f.confidence:.2f}" for f in diagnosis.secondary)
+            lines.append(f"  also: {others}")
+        if diagnosis.not_judged:
+            lines.append(f"  not judged: {', '.join(diagnosis.not_judged)} (-v for why)")
+        return "\n".join(lines)
+    if primary is not None:
+        lines.append("")
+        lines.append(f"Why {primary.category}: {primary.explanation}")
+    for finding in diagnosis.secondary:
+        lines.append("")
+        lines.append(f"Also {finding.title} [{finding.category}], "
+                     f"confidence {finding.confidence:.2f}")
+        if finding.explanation:
+            lines.append(f"  {finding.explanation}")
+        else:
+            lines.extend(f"  {ev.line()}  ({ev.source})" for ev in finding.evidence)
+        for i, rec in enumerate(finding.recommendations, 1):
+            lines.append(f"  {i}. {rec}")
+    if diagnosis.not_judged:
+        lines.append("")
+        lines.append("Not judged:")
+        for category, why in diagnosis.not_judged.items():
+            lines.append(f"  {category}: {why}")
+    if diagnosis.change is not None and diagnosis.change.moved:
+        lines.append("")
+        lines.append("Change against the baseline (largest relative moves):")
+        for c in diagnosis.change.moved[:10]:
+            tag = {True: "worse", False: "better", None: ""}[c.worse]
+            rel = "from 0" if math.isinf(c.relative) else f"{c.relative * 100:+.1f}%"
+            lines.append(f"  {c.metric:<26} {_fmt(c.baseline):>10} -> {_fmt(c.current):<10} "
+                         f"{rel:>8} {tag} {('-> ' + c.category) if c.category else ''}".rstrip())
+    return "\n".join(lines)
+

@@ -1,0 +1,332 @@
+"""Thresholds of concern, as data: one table, per core family, each row with its source.
+
+Owns: :data:`THRESHOLDS` (which metric, which way, how far, for which category, for
+which core families, and where the number comes from), :data:`CORES` (per-core facts
+the rules need: issue width and its source, the logical events the core does not
+implement), the category names and titles, and which category a moving metric points
+to (:data:`METRIC_CATEGORY`).
+
+Must not: compute metrics (``metrics``) or judge (``classify``). Changing a number
+here changes every diagnosis; a number that is engineering judgement says so
+(``judgement=True``) and why.
+
+Sources (quoted in each row):
+
+* AWS Graviton performance runbook, ``perfrunbook/debug_hw_perf.md``
+  (aws/aws-graviton-getting-started): branch-mpki > 10, inst-l1-mpki > 20,
+  data-l1-mpki > 20, l2-mpki > 10, l3-mpki > 10, TLB MPKI / walks > 0 worth noting.
+* Linux perf ``tools/perf/util/stat-shadow.c`` ``get_ratio_color()``: stalled-cycles
+  frontend 50/30/10 %, backend 75/50/20 %, cache and branch miss ratios 20/10/5 %
+  (red/magenta/yellow). We use the middle ("magenta") level.
+* Intel top-down (TMA) level-1 thresholds as shipped in Linux perf
+  ``tools/perf/pmu-events/arch/x86/*/*metrics.json`` ``MetricThreshold``:
+  frontend_bound > 0.15, backend_bound > 0.2, bad_speculation > 0.15. Arm's Neoverse
+  telemetry specifications give the level-1 formulas and the decision tree but no
+  numeric thresholds, so these are borrowed for the same four level-1 fractions.
+* Issue widths: ``product_configuration.num_slots`` of Arm's telemetry specifications
+  (Neoverse N1 5, V1 8, N2 5, V2 8, V3 10); the Cortex cores' technical reference
+  manuals / software optimisation guides for the rest.
+* Which core lacks which event: ARM-software/data ``pmu/<core>.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+# -- categories -------------------------------------------------------------
+
+CATEGORIES: dict[str, str] = {
+    "ipc_collapse": "IPC collapse (ILP-limited compute)",
+    "l1d_residency": "L1D residency (working set spills L1 data cache)",
+    "l2_llc_residency": "L2/LLC residency (memory-bound)",
+    "tlb_churn": "TLB churn (page walks)",
+    "branch_misprediction": "branch misprediction",
+    "frontend_bound": "frontend bound (I-cache / ITLB)",
+    "backend_bound": "backend bound (execution resources)",
+    "thread_spinning": "thread spinning / oversubscription",
+    "page_faults": "page-fault / allocator overhead",
+    "noisy_machine": "noisy machine (migrations, preemption)",
+    "extra_work": "more work per call (instruction count grew)",
+}
+
+# Stage-2 children of a level-1 category, after the ``next_items`` of the decision tree in
+# Arm's telemetry specifications (``methodologies.topdown_methodology.decision_tree``):
+# backend_bound -> DTLB, L1D, L2, LL effectiveness; frontend_bound -> branch, ITLB, L1I,
+# L2, LL effectiveness. IPC collapse is explained by any of the CPU categories. When a
+# child fires, the parent is the less specific explanation and its confidence is halved.
+CHILDREN: dict[str, tuple[str, ...]] = {
+    "backend_bound": ("l1d_residency", "l2_llc_residency", "tlb_churn"),
+    "frontend_bound": ("branch_misprediction",),
+    "ipc_collapse": ("l1d_residency", "l2_llc_residency", "tlb_churn", "branch_misprediction",
+                     "frontend_bound", "backend_bound"),
+    # Misses in L2 are misses in L1 too: the deeper level is the better explanation.
+    "l1d_residency": ("l2_llc_residency",),
+}
+CHILD_DISCOUNT = 0.5  # engineering judgement: a fired child halves its parent's confidence
+
+# -- sources ------------------------------------------------------------------
+
+AWS = "AWS Graviton perfrunbook (debug_hw_perf.md)"
+PERF_GRC = "Linux perf stat-shadow.c get_ratio_color, 'magenta' level"
+TMA = "Intel TMA level-1 MetricThreshold (Linux perf x86 metrics.json), applied to Arm top-down"
+ORT_THREADS = ("ONNX Runtime threading docs (session.intra_op.allow_spinning; "
+               "spinning is on by default)")
+ORT_ARENA = "ONNX Runtime SessionOptions.enable_cpu_mem_arena"
+JUDGEMENT = "engineering judgement"
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One threshold of concern.
+
+    ``relative_to`` scales ``value`` by a fact of the run: ``"width"`` (the core's issue
+    width), ``"useful_threads"`` (threads expected to do work, from the session),
+    ``"cpu_count"``; ``None`` means ``value`` is absolute. ``role`` is ``"key"`` (can make
+    the category fire) or ``"support"`` (adds confidence only when a key fired).
+    ``families`` limits the row to core families (``"*"``: all).
+    """
+
+    metric: str
+    comparison: str  # ">" | "<"
+    value: float
+    category: str
+    role: str
+    source: str
+    judgement: bool = False
+    why: str = ""
+    relative_to: str | None = None
+    families: tuple[str, ...] = ("*",)
+
+    def applies_to(self, family: str) -> bool:
+        return "*" in self.families or family in self.families
+
+    def describe(self) -> str:
+        scale = f" x {self.relative_to}" if self.relative_to else ""
+        return f"{self.metric} {self.comparison} {self.value:g}{scale}"
+
+
+_SW = ("*",)
+_ARM = ("arm-basic", "arm-cycles", "arm-topdown")
+_STALLS = ("arm-cycles", "arm-topdown", "x86")  # STALL_FRONTEND/BACKEND or generic stalls
+
+THRESHOLDS: tuple[Threshold, ...] = (
+    # --- IPC relative to the core's width -----------------------------------
+    Threshold("ipc", "<", 0.25, "ipc_collapse", "key", JUDGEMENT, True,
+              "retiring under a quarter of the core's issue width per cycle", "width"),
+    # --- L1D ------------------------------------------------------------------
+    Threshold("l1d_mpki", ">", 20.0, "l1d_residency", "key", f"{AWS}: data-l1-mpki > 20"),
+    Threshold("l1_miss", ">", 0.10, "l1d_residency", "support",
+              f"{PERF_GRC}: L1-dcache-load-misses > 10% of loads"),
+    Threshold("ipc", "<", 0.25, "l1d_residency", "support", JUDGEMENT, True,
+              "low IPC agrees with a stall on data", "width"),
+    Threshold("backend_stalled", ">", 0.50, "l1d_residency", "support",
+              f"{PERF_GRC}: stalled-cycles-backend > 50%", families=_STALLS),
+    Threshold("backend_bound", ">", 0.20, "l1d_residency", "support",
+              f"{TMA}: backend_bound > 0.2", families=("arm-topdown",)),
+    # --- L2 / LLC -------------------------------------------------------------
+    Threshold("l2_mpki", ">", 10.0, "l2_llc_residency", "key", f"{AWS}: l2-mpki > 10"),
+    Threshold("llc_mpki", ">", 10.0, "l2_llc_residency", "key", f"{AWS}: l3-mpki > 10"),
+    Threshold("ipc", "<", 0.25, "l2_llc_residency", "support", JUDGEMENT, True,
+              "low IPC agrees with a stall on memory", "width"),
+    Threshold("backend_stalled", ">", 0.50, "l2_llc_residency", "support",
+              f"{PERF_GRC}: stalled-cycles-backend > 50%", families=_STALLS),
+    Threshold("backend_bound", ">", 0.20, "l2_llc_residency", "support",
+              f"{TMA}: backend_bound > 0.2", families=("arm-topdown",)),
+    Threshold("backend_mem_stalled", ">", 0.20, "l2_llc_residency", "support", JUDGEMENT, True,
+              "a fifth of all cycles stalled on memory (STALL_BACKEND_MEM, V1/N2/V2)",
+              families=("arm-topdown",)),
+    # --- TLB --------------------------------------------------------------------
+    Threshold("dtlb_mpki", ">", 1.0, "tlb_churn", "key", JUDGEMENT, True,
+              "AWS notes any data-TLB walk (> 0); one walk per 1000 instructions costs "
+              "several percent at tens of cycles per walk"),
+    Threshold("l1d_tlb_mpki", ">", 5.0, "tlb_churn", "key", JUDGEMENT, True,
+              "Cortex-A72 has no DTLB_WALK: L1 DTLB refills stand in for walks "
+              "(AWS: data-tlb-mpki > 0 worth noting)", families=("arm-basic",)),
+    Threshold("l1d_tlb_mpki", ">", 5.0, "tlb_churn", "support", JUDGEMENT, True,
+              "L1 DTLB refills (many hit the L2 TLB) agree with walks",
+              families=("arm-cycles", "arm-topdown")),
+    Threshold("backend_stalled", ">", 0.50, "tlb_churn", "support",
+              f"{PERF_GRC}: stalled-cycles-backend > 50%", families=_STALLS),
+    Threshold("backend_bound", ">", 0.20, "tlb_churn", "support",
+              f"{TMA}: backend_bound > 0.2", families=("arm-topdown",)),
+    # --- branches -----------------------------------------------------------------
+    Threshold("branch_mpki", ">", 10.0, "branch_misprediction", "key",
+              f"{AWS}: branch-mpki > 10"),
+    Threshold("branch_miss", ">", 0.10, "branch_misprediction", "support",
+              f"{PERF_GRC}: branch-misses > 10% of branches"),
+    Threshold("bad_speculation", ">", 0.15, "branch_misprediction", "support",
+              f"{TMA}: bad_speculation > 0.15", families=("arm-topdown",)),
+    # --- frontend -----------------------------------------------------------------
+    Threshold("l1i_mpki", ">", 20.0, "frontend_bound", "key", f"{AWS}: inst-l1-mpki > 20"),
+    Threshold("itlb_mpki", ">", 1.0, "frontend_bound", "key", JUDGEMENT, True,
+              "AWS notes any instruction-TLB walk (> 0); one per 1000 instructions "
+              "means the code footprint outgrows the ITLB"),
+    Threshold("frontend_stalled", ">", 0.30, "frontend_bound", "key",
+              f"{PERF_GRC}: stalled-cycles-frontend > 30%", families=_STALLS),
+    Threshold("frontend_bound", ">", 0.15, "frontend_bound", "key",
+              f"{TMA}: frontend_bound > 0.15", families=("arm-topdown",)),
+    Threshold("ipc", "<", 0.25, "frontend_bound", "support", JUDGEMENT, True,
+              "low IPC agrees with a starved frontend", "width"),
+    # --- backend (core-bound) ---------------------------------------------------
+    Threshold("backend_stalled", ">", 0.50, "backend_bound", "key",
+              f"{PERF_GRC}: stalled-cycles-backend > 50%", families=_STALLS),
+    Threshold("backend_bound", ">", 0.20, "backend_bound", "key",
+              f"{TMA}: backend_bound > 0.2", families=("arm-topdown",)),
+    # --- threads ----------------------------------------------------------------------
+    Threshold("session.allow_spinning", ">", 0.5, "thread_spinning", "key",
+              f"{ORT_THREADS}: pool threads busy-wait between parallel sections"),
+    Threshold("cpu_utilisation", ">", 1.5, "thread_spinning", "key", JUDGEMENT, True,
+              "CPUs busy exceed the threads configured to do the work by half again",
+              "useful_threads"),
+    Threshold("session.threads", ">", 1.0, "thread_spinning", "key", JUDGEMENT, True,
+              "more intra-op (+ inter-op) threads than CPUs: oversubscription", "cpu_count"),
+    Threshold("context_switches_per_sec", ">", 5000.0, "thread_spinning", "support",
+              JUDGEMENT, True, "thousands of switches per CPU-second: threads contend for CPUs"),
+    # --- page faults -------------------------------------------------------------
+    Threshold("page_faults_per_call", ">", 10.0, "page_faults", "key", JUDGEMENT, True,
+              "a steady-state call with an arena should fault ~0 times; 10 faults is "
+              "40 KiB of freshly mapped 4 KiB pages every call"),
+    Threshold("page_faults_per_sec", ">", 10000.0, "page_faults", "key", JUDGEMENT, True,
+              "at ~1 us per minor fault (zeroing a 4 KiB page) this is >= 1% of CPU time"),
+    Threshold("session.enable_mem_arena", "<", 0.5, "page_faults", "support",
+              f"{ORT_ARENA}: without the arena every call allocates from the system"),
+    # --- noise -------------------------------------------------------------------------
+    Threshold("cpu_migrations_per_sec", ">", 100.0, "noisy_machine", "key", JUDGEMENT, True,
+              "a quiet, pinned run migrates a few times per second at most"),
+    Threshold("cpu_migrations_per_call", ">", 1.0, "noisy_machine", "key", JUDGEMENT, True,
+              "every call is moved to another CPU at least once (cold caches each call)"),
+    Threshold("context_switches_per_sec", ">", 5000.0, "noisy_machine", "support",
+              JUDGEMENT, True, "thousands of switches per CPU-second: preemption"),
+    Threshold("latency_tail_ratio", ">", 1.5, "noisy_machine", "support", JUDGEMENT, True,
+              "p99 half again above p50 for identical calls"),
+)
+
+
+def thresholds_for(category: str, family: str) -> tuple[Threshold, ...]:
+    """The rows of ``category`` that apply to a core ``family``."""
+    return tuple(t for t in THRESHOLDS if t.category == category and t.applies_to(family))
+
+
+# -- cores ------------------------------------------------------------------------
+
+_NO_BASIC = ("llc_read", "llc_miss", "dtlb_access", "dtlb_walk", "itlb_access", "itlb_walk",
+             "stall_frontend", "stall_backend", "stall_backend_mem", "stall_slot",
+             "stall_slot_frontend", "stall_slot_backend", "op_retired", "op_spec")
+_NO_SLOTS = ("stall_backend_mem", "stall_slot", "stall_slot_frontend", "stall_slot_backend",
+             "op_retired", "op_spec")
+
+
+@dataclass(frozen=True)
+class CoreFacts:
+    """What the rules need to know about one core."""
+
+    slug: str
+    name: str
+    family: str  # arm-basic | arm-cycles | arm-topdown | x86 | unknown
+    width: float | None
+    width_source: str
+    lacks: tuple[str, ...] = ()  # logical events the core does not implement
+    lacks_source: str = ""
+    notes: Mapping[str, str] = field(default_factory=dict)
+
+
+def _arm(slug: str, name: str, family: str, width: float, width_source: str,
+         lacks: tuple[str, ...] = ()) -> CoreFacts:
+    return CoreFacts(slug, name, family, width, width_source, lacks,
+                     f"ARM-software/data pmu/{slug}.json" if lacks else "")
+
+
+_TS = "telemetry-solution neoverse-{}.json product_configuration.num_slots"
+
+CORES: dict[str, CoreFacts] = {
+    c.slug: c
+    for c in (
+        _arm("cortex-a53", "Cortex-A53", "arm-basic", 2, "Cortex-A53 TRM: dual-issue, in order",
+             _NO_BASIC),
+        _arm("cortex-a55", "Cortex-A55", "arm-cycles", 2, "Cortex-A55 TRM: dual-issue, in order",
+             _NO_SLOTS),
+        _arm("cortex-a72", "Cortex-A72", "arm-basic", 3,
+             "Cortex-A72 software optimisation guide: 3-wide decode", _NO_BASIC),
+        _arm("cortex-a76", "Cortex-A76", "arm-cycles", 4,
+             "Cortex-A76 software optimisation guide: 4-wide decode", _NO_SLOTS),
+        # X1 implements the slot events, but no level-1 formula for it is in metrics.
+        _arm("cortex-x1", "Cortex-X1", "arm-cycles", 5,
+             "Cortex-X1 software optimisation guide: 5-wide decode"),
+        _arm("neoverse-n1", "Neoverse N1", "arm-cycles", 5, _TS.format("n1"), _NO_SLOTS),
+        _arm("neoverse-v1", "Neoverse V1", "arm-topdown", 8, _TS.format("v1")),
+        _arm("neoverse-n2", "Neoverse N2", "arm-topdown", 5, _TS.format("n2-r0p3")),
+        _arm("azure-cobalt-100", "Azure Cobalt 100 (Neoverse N2 r0p0)", "arm-topdown", 5,
+             _TS.format("n2-r0p0")),
+        _arm("neoverse-v2", "Neoverse V2", "arm-topdown", 8, _TS.format("v2")),
+        # V3's level-1 formulas are not in metrics yet: cycle accounting only.
+        _arm("neoverse-v3", "Neoverse V3", "arm-cycles", 10, _TS.format("v3")),
+    )
+}
+
+# x86 slugs are "intel-<line>-<uarch>" / "amd-<line>-<uarch>" (pmu.cpu.x86_core_name).
+_X86_WIDTH = {
+    "amd": (6.0, "AMD Zen 4: 6 dispatch slots per cycle (slots = 6 x cycles)"),
+    "intel": (4.0, f"{JUDGEMENT}: 4-wide allocation of Skylake-class cores (later cores are "
+                   "wider, so this flags less)"),
+}
+
+
+def core_facts(slug: str) -> CoreFacts:
+    """Facts for a core slug; big.LITTLE slugs (``a+b``) take the widest core."""
+    slug = (slug or "").strip().lower()
+    if "+" in slug:
+        parts = [core_facts(s) for s in slug.split("+")]
+        known = [p for p in parts if p.width is not None]
+        if known:
+            best = max(known, key=lambda p: p.width or 0.0)
+            lacks = tuple(sorted({e for p in parts for e in p.lacks}))
+            return CoreFacts(slug, " + ".join(p.name for p in parts), best.family, best.width,
+                             f"{best.width_source} (widest core of {slug})", lacks,
+                             "; ".join(p.lacks_source for p in parts if p.lacks_source))
+    if slug in CORES:
+        return CORES[slug]
+    vendor = slug.split("-", 1)[0]
+    if vendor in _X86_WIDTH:
+        width, source = _X86_WIDTH[vendor]
+        return CoreFacts(slug, slug, "x86", width, source)
+    return CoreFacts(slug, slug or "unknown core", "unknown", None,
+                     "unknown core: no issue width on record")
+
+
+# -- what a moving metric points to -----------------------------------------------
+
+METRIC_CATEGORY: dict[str, str] = {
+    "ipc": "ipc_collapse",
+    "l1d_mpki": "l1d_residency",
+    "l1_miss": "l1d_residency",
+    "l2_mpki": "l2_llc_residency",
+    "l2_miss": "l2_llc_residency",
+    "llc_mpki": "l2_llc_residency",
+    "llc_miss": "l2_llc_residency",
+    "backend_mem_stalled": "l2_llc_residency",
+    "dtlb_mpki": "tlb_churn",
+    "dtlb_miss": "tlb_churn",
+    "l1d_tlb_mpki": "tlb_churn",
+    "l1d_tlb_miss": "tlb_churn",
+    "branch_mpki": "branch_misprediction",
+    "branch_miss": "branch_misprediction",
+    "bad_speculation": "branch_misprediction",
+    "l1i_mpki": "frontend_bound",
+    "l1i_miss": "frontend_bound",
+    "itlb_mpki": "frontend_bound",
+    "itlb_miss": "frontend_bound",
+    "frontend_stalled": "frontend_bound",
+    "frontend_bound": "frontend_bound",
+    "backend_stalled": "backend_bound",
+    "backend_bound": "backend_bound",
+    "cpu_utilisation": "thread_spinning",
+    "context_switches_per_call": "thread_spinning",
+    "context_switches_per_sec": "thread_spinning",
+    "page_faults_per_call": "page_faults",
+    "page_faults_per_sec": "page_faults",
+    "cpu_migrations_per_call": "noisy_machine",
+    "cpu_migrations_per_sec": "noisy_machine",
+    "latency_tail_ratio": "noisy_machine",
+    "instructions_per_call": "extra_work",
+}

@@ -1,0 +1,521 @@
+"""The diagnosis: counter sets -> metrics -> categories, evidence, not-judged reasons.
+
+Each counter set below is built FROM the thresholds in ``pytest_inferperf.thresholds``
+(with the arithmetic in a comment), so the expected category follows from the cited
+numbers; nothing here tunes a threshold to the data.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from pathlib import Path
+
+import pluggy
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_inferperf import hooks
+from pytest_inferperf.classify import (
+    Diagnosis,
+    Evidence,
+    Finding,
+    RuleContext,
+    combine,
+    diagnose,
+    explain_change,
+    render,
+    strength,
+)
+from pytest_inferperf.metrics import METRICS, MetricContext, compute
+from pytest_inferperf.pmu.events import CATALOGUE
+from pytest_inferperf.thresholds import (
+    CATEGORIES,
+    CORES,
+    THRESHOLDS,
+    core_facts,
+    thresholds_for,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+SPINNING_SESSION = {
+    "intra_op_threads": 2, "inter_op_threads": 1, "execution_mode": "sequential",
+    "allow_spinning": True, "enable_mem_arena": True, "graph_optimization_level": "all",
+}
+
+
+def metrics_of(counts, core, *, calls=1, wall_ns=0.0, latency=None):
+    return compute(counts, MetricContext(calls=calls, wall_ns=wall_ns, core=core,
+                                         latency=latency))
+
+
+# -- recorded counter sets, one per category -------------------------------------------
+# Issue widths: Neoverse N1 5, V2 8 (telemetry-solution num_slots); Cortex-A72 3.
+# IPC threshold = 0.25 x width: N1 1.25, V2 2.0, A72 0.75 (engineering judgement).
+
+CASES = {
+    # IPC = 8e9 / 10e9 = 0.80 < 1.25 (0.25 x N1 width 5). Nothing explains it:
+    # L1D 40e6/8e9*1000 = 5 MPKI < 20, L2 1 < 10, LLC 0.5 < 10 (AWS); branch 1 < 10 (AWS);
+    # L1I 2 < 20; ITLB 0.1 < 1; DTLB 0.1 < 1; stall_frontend 0.10 < 0.30,
+    # stall_backend 0.45 < 0.50 (perf stat-shadow).
+    "ipc_collapse": dict(core="neoverse-n1", counts={
+        "cycles": 10e9, "instructions": 8e9, "l1d_access": 3e9, "l1d_refill": 40e6,
+        "l2_access": 200e6, "l2_refill": 8e6, "llc_read": 20e6, "llc_miss": 4e6,
+        "branches": 1.6e9, "branch_misses": 8e6, "l1i_access": 2e9, "l1i_refill": 16e6,
+        "itlb_walk": 0.8e6, "dtlb_walk": 0.8e6, "stall_frontend": 1e9,
+        "stall_backend": 4.5e9}),
+    # L1D MPKI = 320e6 / 10e9 * 1000 = 32.0 > 20 (AWS perfrunbook) -- key.
+    # Supports: stall_backend 5.5e9 / 10e9 = 0.55 > 0.50 (perf); IPC 1.0 < 1.25.
+    # L2 MPKI = 40e6 / 10e9 * 1000 = 4 < 10, so L2/LLC does not fire.
+    "l1d_residency": dict(core="neoverse-n1", counts={
+        "cycles": 10e9, "instructions": 10e9, "l1d_access": 4e9, "l1d_refill": 320e6,
+        "l2_access": 320e6, "l2_refill": 40e6, "branches": 2e9, "branch_misses": 10e6,
+        "stall_frontend": 1e9, "stall_backend": 5.5e9}),
+    # Cortex-A72 (Raspberry Pi 4), same numbers as fixtures/perfstat/a72_plain.txt:
+    # L2 MPKI = 94,478,103 / 6,488,425,311 * 1000 = 14.56 > 10 (AWS perfrunbook) -- key.
+    # IPC = 6,488,425,311 / 14,418,722,914 = 0.45 < 0.75 (0.25 x A72 width 3) -- support.
+    # L1D MPKI = 103,821,440 / 6,488,425,311 * 1000 = 16.0 < 20; branch 2.15 < 10;
+    # L1 DTLB refills 1.42 < 5. No stall events exist on A72.
+    "l2_llc_residency": dict(core="cortex-a72", counts={
+        "cycles": 14_418_722_914, "instructions": 6_488_425_311,
+        "l1d_access": 2_654_983_202, "l1d_refill": 103_821_440,
+        "l2_access": 237_554_120, "l2_refill": 94_478_103,
+        "branches": 823_180_455, "branch_misses": 13_942_117,
+        "l1d_tlb_refill": 9_214_377},
+        unavailable={"stall_frontend": "perf stat: <not supported>",
+                     "stall_backend": "perf stat: <not supported>"}),
+    # DTLB walks = 30e6 / 10e9 * 1000 = 3.0 MPKI > 1.0 (judgement; AWS: > 0 worth noting).
+    # Supports: L1 DTLB refills 8.0 > 5; stall_backend 0.60 > 0.50; IPC 1.0 < 1.25.
+    # L1D 12 < 20 and L2 3 < 10: the caches are not the problem.
+    "tlb_churn": dict(core="neoverse-n1", counts={
+        "cycles": 10e9, "instructions": 10e9, "dtlb_access": 4e9, "dtlb_walk": 30e6,
+        "l1d_tlb_refill": 80e6, "l1d_access": 4e9, "l1d_refill": 120e6,
+        "l2_access": 200e6, "l2_refill": 30e6, "stall_frontend": 0.5e9,
+        "stall_backend": 6e9}),
+    # Neoverse V2 top-down (8 slots): branch MPKI = 360e6 / 24e9 * 1000 = 15 > 10 (AWS).
+    # Supports: branch miss ratio 360e6 / 3e9 = 0.12 > 0.10 (perf stat-shadow);
+    # bad_speculation = (1 - 0.95) * (1 - 32e9/80e9) + 4 * 0.036 = 0.03 + 0.144 = 0.174
+    # > 0.15 (TMA). frontend_bound = 12e9/80e9 - 0.036 = 0.114 < 0.15;
+    # backend_bound = 20e9/80e9 - 3 * 0.036 = 0.142 < 0.20. IPC 2.4 > 2.0.
+    "branch_misprediction": dict(core="neoverse-v2", counts={
+        "cycles": 10e9, "instructions": 24e9, "branches": 3e9, "branch_misses": 360e6,
+        "stall_slot": 32e9, "stall_slot_frontend": 12e9, "stall_slot_backend": 20e9,
+        "op_retired": 0.95e10, "op_spec": 1e10, "l1d_access": 8e9, "l1d_refill": 240e6,
+        "l2_access": 240e6, "l2_refill": 48e6}),
+    # Neoverse N1, same ratios as fixtures/perfstat/n1_stat.csv:
+    # L1I MPKI 28.09 > 20 (AWS); ITLB walks 1.6 > 1.0 (judgement);
+    # stall_frontend 0.42 > 0.30 (perf stat-shadow): three keys agree. IPC 1.10 < 1.25.
+    # Branch MPKI 3.0 < 10, so the branch child does not fire.
+    "frontend_bound": dict(core="neoverse-n1", counts={
+        "cycles": 40_123_630_400, "instructions": 44_136_014_316,
+        "stall_frontend": 16_851_924_768, "stall_backend": 6_018_544_560,
+        "l1i_access": 15_445_605_512, "l1i_refill": 1_239_780_642, "itlb_walk": 70_617_622,
+        "branches": 6_620_402_147, "branch_misses": 132_408_042,
+        "l1d_access": 17_654_405_726, "l1d_refill": 353_088_114,
+        "l2_access": 1_103_400_358, "l2_refill": 88_272_028, "dtlb_walk": 8_827_202}),
+    # Neoverse V2 top-down: backend_bound = 36.24e9 / 80e9 - 3 * 1e7/1e10 = 0.453 - 0.003
+    # = 0.45 > 0.20 (TMA). frontend_bound = 6.48e9/80e9 - 0.001 = 0.08 < 0.15;
+    # bad_speculation = 0.05 * (1 - 42.72e9/80e9) + 0.004 = 0.027 < 0.15.
+    # Caches fine: L1D 256e6/32e9*1000 = 8 < 20, L2 2 < 10, LLC 0.5 < 10, DTLB 0.05 < 1.
+    # IPC 3.2 > 2.0: core-bound compute.
+    "backend_bound": dict(core="neoverse-v2", counts={
+        "cycles": 1e10, "instructions": 3.2e10, "branches": 4e9, "branch_misses": 1e7,
+        "stall_slot": 4.272e10, "stall_slot_frontend": 6.48e9,
+        "stall_slot_backend": 3.624e10, "op_retired": 0.95e10, "op_spec": 1e10,
+        "l1d_access": 1e10, "l1d_refill": 256e6, "l2_access": 256e6, "l2_refill": 64e6,
+        "llc_read": 64e6, "llc_miss": 16e6, "dtlb_walk": 1.6e6}),
+    # intra_op_threads 2, spinning on (ORT default; key). cpu_utilisation =
+    # 7.2e9 ns task-clock / 1e9 ns wall = 7.2 CPUs > 1.5 x 2 useful threads = 3.0 (judgement).
+    "thread_spinning": dict(core="neoverse-v2", session=SPINNING_SESSION, cpu_count=8,
+                            calls=100, wall_ns=1e9, counts={
+        "task_clock": 7.2e9, "context_switches": 200, "cpu_migrations": 5,
+        "page_faults": 100}),
+    # 36,000 faults / 200 calls = 180 per call > 10 (judgement);
+    # 36,000 / 2.0 s of task-clock = 18,000 /s > 10,000 (judgement); arena off (support).
+    "page_faults": dict(core="neoverse-n1", calls=200, wall_ns=2e9,
+                        session={**SPINNING_SESSION, "allow_spinning": False,
+                                 "enable_mem_arena": False}, cpu_count=8, counts={
+        "task_clock": 2e9, "page_faults": 36_000, "context_switches": 300,
+        "cpu_migrations": 4}),
+    # 1,800 migrations / 4.0 s task-clock = 450 /s > 100 (judgement) and 1.8 per call > 1;
+    # 36,000 switches / 4 s = 9,000 /s > 5,000 (support); p99/p50 = 4.2/2.0 = 2.1 > 1.5.
+    "noisy_machine": dict(core="neoverse-n1", calls=1000, wall_ns=4.2e9,
+                          latency={"p50_ms": 2.0, "p99_ms": 4.2}, counts={
+        "task_clock": 4e9, "cpu_migrations": 1_800, "context_switches": 36_000,
+        "page_faults": 50}),
+}
+
+
+def run_case(name: str) -> Diagnosis:
+    case = CASES[name]
+    metrics = metrics_of(case["counts"], case["core"], calls=case.get("calls", 1),
+                         wall_ns=case.get("wall_ns", 0.0), latency=case.get("latency"))
+    return diagnose(metrics, core=case["core"], unavailable=case.get("unavailable", {}),
+                    session=case.get("session"), cpu_count=case.get("cpu_count"))
+
+
+@pytest.mark.parametrize("expected", sorted(CASES))
+def test_recorded_set_gives_expected_primary(expected):
+    diagnosis = run_case(expected)
+    assert diagnosis.primary is not None
+    assert diagnosis.primary.category == expected, render(diagnosis, verbose=True)
+    assert 0 < diagnosis.primary.confidence <= 1
+    assert diagnosis.primary.evidence and all(e.crossed for e in diagnosis.primary.evidence)
+    assert all(e.source for e in diagnosis.primary.evidence)
+    assert diagnosis.primary.recommendations
+    assert all(f.confidence <= diagnosis.primary.confidence for f in diagnosis.secondary)
+
+
+def test_every_category_has_a_recorded_set():
+    assert set(CASES) == set(CATEGORIES) - {"extra_work"}
+
+
+def test_ipc_collapse_alone_when_nothing_explains_it():
+    diagnosis = run_case("ipc_collapse")
+    assert diagnosis.secondary == ()
+    (ev,) = diagnosis.primary.evidence
+    assert (ev.metric, ev.value, ev.threshold) == ("ipc", pytest.approx(0.8), 1.25)
+    # one key at r = 1.25 / 0.8: strength 0.4 + 0.6 * log(1.5625) / log(4)
+    expected = 0.85 * (0.4 + 0.6 * math.log(1.5625) / math.log(4))
+    assert diagnosis.primary.confidence == pytest.approx(expected, abs=1e-3)
+
+
+def test_l1d_evidence_and_parents_discounted():
+    diagnosis = run_case("l1d_residency")
+    keys = {e.metric: e for e in diagnosis.primary.evidence}
+    assert keys["l1d_mpki"].value == pytest.approx(32.0)
+    assert keys["l1d_mpki"].threshold == 20.0
+    assert "AWS" in keys["l1d_mpki"].source
+    assert keys["backend_stalled"].value == pytest.approx(0.55)
+    parents = {f.category: f for f in diagnosis.secondary}
+    assert set(parents) == {"backend_bound", "ipc_collapse"}
+    assert all("halved" in f.explanation for f in parents.values())
+
+
+def test_cortex_a72_not_judged_names_the_missing_stall_events():
+    diagnosis = run_case("l2_llc_residency")
+    assert "backend_bound" in diagnosis.not_judged
+    assert "STALL_BACKEND" in diagnosis.not_judged["backend_bound"]
+    assert "Cortex-A72" in diagnosis.not_judged["backend_bound"]
+    assert "STALL_FRONTEND" in diagnosis.not_judged["frontend_bound"]
+    assert "session" in diagnosis.not_judged["thread_spinning"]
+    # but L2 and TLB are judged from what A72 has (L1D_TLB_REFILL stands in for walks)
+    assert "l2_llc_residency" not in diagnosis.not_judged
+    assert "tlb_churn" not in diagnosis.not_judged
+    keys = {e.metric: e for e in diagnosis.primary.evidence}
+    assert keys["l2_mpki"].value == pytest.approx(14.561, abs=1e-3)
+    assert keys["ipc"].threshold == pytest.approx(0.75)
+
+
+def test_n1_judges_cycle_accounting_and_not_topdown():
+    diagnosis = run_case("frontend_bound")
+    assert "backend_bound" not in diagnosis.not_judged
+    assert "frontend_bound" not in diagnosis.not_judged
+    metrics = {e.metric for e in diagnosis.primary.evidence}
+    assert {"l1i_mpki", "itlb_mpki", "frontend_stalled"} <= metrics
+    # three agreeing keys are surer than any one of them
+    assert diagnosis.primary.confidence > 0.85
+
+
+def test_v2_topdown_backend_bound_value_and_confidence():
+    case = CASES["backend_bound"]
+    metrics = metrics_of(case["counts"], case["core"])
+    assert metrics["backend_bound"] == pytest.approx(0.45)
+    assert metrics["frontend_bound"] == pytest.approx(0.08)
+    assert metrics["retiring"] + metrics["bad_speculation"] + metrics["frontend_bound"] \
+        + metrics["backend_bound"] == pytest.approx(1.0, abs=0.01)
+    diagnosis = run_case("backend_bound")
+    expected = 0.85 * (0.4 + 0.6 * math.log(0.45 / 0.20) / math.log(4))
+    assert diagnosis.primary.confidence == pytest.approx(expected, abs=1e-3)
+    assert "int8" in diagnosis.primary.recommendations[0]
+
+
+def test_thread_spinning_recommends_turning_spinning_off():
+    diagnosis = run_case("thread_spinning")
+    recs = " ".join(diagnosis.primary.recommendations)
+    assert "session.intra_op.allow_spinning=0" in recs
+    util = next(e for e in diagnosis.primary.evidence if e.metric == "cpu_utilisation")
+    assert (util.value, util.threshold) == (pytest.approx(7.2), pytest.approx(3.0))
+
+
+def test_oversubscription_more_threads_than_cpus():
+    # 16 intra-op threads > 8 CPUs (key); 60,000 switches / 7.9 s = 7,595 /s > 5,000.
+    session = {**SPINNING_SESSION, "intra_op_threads": 16, "allow_spinning": False}
+    metrics = metrics_of({"task_clock": 7.9e9, "context_switches": 60_000}, "neoverse-n1",
+                         wall_ns=1e9)
+    diagnosis = diagnose(metrics, core="neoverse-n1", session=session, cpu_count=8)
+    assert diagnosis.primary.category == "thread_spinning"
+    fired = {e.metric for e in diagnosis.primary.evidence}
+    assert {"session.threads", "context_switches_per_sec"} <= fired
+    assert "session.allow_spinning" not in fired
+    assert any("at most one intra-op thread per CPU" in r
+               for r in diagnosis.primary.recommendations)
+
+
+def test_one_intra_op_thread_cannot_spin():
+    session = {**SPINNING_SESSION, "intra_op_threads": 1}
+    metrics = metrics_of({"task_clock": 1e9}, "neoverse-n1", wall_ns=1e9)
+    diagnosis = diagnose(metrics, core="neoverse-n1", session=session, cpu_count=8)
+    assert diagnosis.primary is None
+
+
+def test_page_faults_recommend_arena_and_iobinding():
+    diagnosis = run_case("page_faults")
+    recs = " ".join(diagnosis.primary.recommendations)
+    assert "enable_cpu_mem_arena" in recs and "IOBinding" in recs
+    fired = {e.metric: e.value for e in diagnosis.primary.evidence}
+    assert fired["page_faults_per_call"] == pytest.approx(180)
+    assert fired["page_faults_per_sec"] == pytest.approx(18_000)
+
+
+def test_noisy_machine_evidence():
+    diagnosis = run_case("noisy_machine")
+    fired = {e.metric: e.value for e in diagnosis.primary.evidence}
+    assert fired["cpu_migrations_per_sec"] == pytest.approx(450)
+    assert fired["latency_tail_ratio"] == pytest.approx(2.1)
+
+
+def test_unknown_core_cannot_judge_ipc():
+    metrics = metrics_of({"cycles": 1e9, "instructions": 1e8}, "mystery-core")
+    diagnosis = diagnose(metrics, core="mystery-core")
+    assert "issue width" in diagnosis.not_judged["ipc_collapse"]
+    assert diagnosis.primary is None
+
+
+def test_big_little_takes_the_widest_core():
+    facts = core_facts("cortex-a55+cortex-a76")
+    assert facts.width == 4
+    assert "stall_slot" in facts.lacks
+    assert core_facts("amd-epyc-zen4").width == 6
+
+
+# -- confidence ------------------------------------------------------------------------
+
+
+def test_strength_at_and_past_threshold():
+    assert strength(10.0, 10.0, ">") == 0.0
+    assert strength(10.01, 10.0, ">") == pytest.approx(0.4, abs=1e-3)
+    assert strength(40.0, 10.0, ">") == pytest.approx(1.0)
+    assert strength(400.0, 10.0, ">") == 1.0
+    assert strength(0.5, 1.0, "<") == pytest.approx(0.7)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(10.5, 100.0), st.floats(1.0, 3.0))
+def test_confidence_grows_with_distance_past_the_threshold(l2_mpki, factor):
+    def conf(value):
+        counts = {"instructions": 1e9, "cycles": 1e9, "l2_refill": value * 1e6}
+        return diagnose(metrics_of(counts, "neoverse-n1"), core="neoverse-n1").primary.confidence
+
+    assert conf(l2_mpki * factor) >= conf(l2_mpki)
+
+
+def test_confidence_grows_with_agreeing_signals():
+    one = combine([(1.0, 0.6)])
+    two = combine([(1.0, 0.6), (0.5, 0.6)])
+    three = combine([(1.0, 0.6), (0.5, 0.6), (1.0, 0.6)])
+    assert one < two < three < 1.0
+    base = {"instructions": 1e10, "cycles": 5e9, "l2_refill": 150e6}  # L2 15 MPKI; IPC 2
+    with_llc = {**base, "llc_miss": 150e6}  # LLC 15 MPKI as well
+    a = diagnose(metrics_of(base, "neoverse-n1"), core="neoverse-n1").primary
+    b = diagnose(metrics_of(with_llc, "neoverse-n1"), core="neoverse-n1").primary
+    assert a.category == b.category == "l2_llc_residency"
+    assert b.confidence > a.confidence
+
+
+# -- change against a baseline -----------------------------------------------------------
+
+
+def test_change_points_to_the_category_that_moved():
+    base = metrics_of({"cycles": 7e9, "instructions": 1e10, "l2_refill": 40e6,
+                       "l1d_refill": 100e6, "branch_misses": 20e6}, "neoverse-n1", calls=100)
+    now = metrics_of({"cycles": 11e9, "instructions": 1e10, "l2_refill": 140e6,
+                      "l1d_refill": 110e6, "branch_misses": 21e6}, "neoverse-n1", calls=100)
+    # l2_mpki 4 -> 14 (+250%), ipc 1.43 -> 0.91 (-36%), cycles_per_call +57% (symptom)
+    change = explain_change(now, base)
+    assert change.points_to == "l2_llc_residency"
+    assert change.moved[0].metric == "l2_mpki"
+    assert change.moved[0].relative == pytest.approx(2.5)
+    assert change.moved[0].worse is True
+    assert "branch_mpki" not in {c.metric for c in change.moved}  # +5% is not a move
+    diagnosis = diagnose(now, core="neoverse-n1", baseline_metrics=base)
+    assert diagnosis.change == change
+    assert "points to l2_llc_residency" in render(diagnosis)
+
+
+def test_more_instructions_per_call_is_extra_work():
+    base = metrics_of({"cycles": 1e9, "instructions": 2e9}, "neoverse-v2", calls=10)
+    now = metrics_of({"cycles": 1.4e9, "instructions": 2.8e9}, "neoverse-v2", calls=10)
+    change = explain_change(now, base)
+    assert change.points_to == "extra_work"  # IPC unchanged, 40% more instructions
+
+
+def test_no_change():
+    m = {"ipc": 1.0, "l2_mpki": 3.0}
+    change = explain_change(m, dict(m))
+    assert change.moved == () and change.points_to is None
+
+
+# -- rendering and extension -----------------------------------------------------------------
+
+
+def test_render_short_and_verbose():
+    diagnosis = run_case("l2_llc_residency")
+    short = render(diagnosis)
+    assert short.count("\n") <= 7
+    assert "l2_llc_residency" in short and "l2_mpki = 14.56 > 10" in short
+    assert " 1. " in short and " 2. " in short and " 3. " not in short
+    assert "not judged: " in short and "-v" in short
+    full = render(diagnosis, verbose=True)
+    assert "Not judged:" in full and "no STALL_BACKEND on Cortex-A72" in full
+    assert "AWS Graviton perfrunbook (debug_hw_perf.md): l2-mpki > 10" in full
+    assert " 3. " in full
+
+
+def test_render_without_findings():
+    diagnosis = diagnose({"ipc": 3.0}, core="neoverse-v2")
+    assert diagnosis.primary is None
+    assert "no threshold of concern crossed" in render(diagnosis)
+
+
+def test_extra_findings_are_ranked_with_the_built_in_ones():
+    extra = Finding("custom_gemm", "custom rule", 0.99,
+                    (Evidence("gemm_share", 0.9, 0.5, ">", "our profiling"),), ("do X",), "")
+    diagnosis = diagnose(metrics_of(CASES["l1d_residency"]["counts"], "neoverse-n1"),
+                         core="neoverse-n1", extra_findings=[extra])
+    assert diagnosis.primary is extra
+    assert diagnosis.secondary[0].category == "l1d_residency"
+
+
+def test_hookspecs_with_a_real_plugin_manager():
+    class Plugin:
+        @hooks.hookimpl
+        def pytest_inferperf_metrics(self, counts, context):
+            return {"l1d_refills_per_kcycle": 1000 * counts["l1d_refill"] / counts["cycles"]}
+
+        @hooks.hookimpl
+        def pytest_inferperf_rules(self, metrics, context):
+            if metrics.get("l1d_refills_per_kcycle", 0) > 10 and context.facts.width:
+                return [Finding("l1d_pressure", "L1D refills per kcycle", 0.95,
+                                (Evidence("l1d_refills_per_kcycle",
+                                          metrics["l1d_refills_per_kcycle"], 10, ">",
+                                          "plugin judgement"),))]
+            return []
+
+    pm = hooks.plugin_manager([Plugin()])
+    assert isinstance(pm, pluggy.PluginManager) and pm.project_name == "pytest_inferperf"
+    counts = CASES["l1d_residency"]["counts"]
+    ctx = MetricContext(core="neoverse-n1")
+    metrics = compute(counts, ctx)
+    metrics |= hooks.extra_metrics(pm, counts, ctx, builtin=metrics)
+    assert metrics["l1d_refills_per_kcycle"] == pytest.approx(32.0)
+    rule_ctx = RuleContext.of("neoverse-n1")
+    found = hooks.extra_findings(pm, metrics, rule_ctx)
+    diagnosis = diagnose(metrics, core="neoverse-n1", extra_findings=found)
+    assert diagnosis.primary.category == "l1d_pressure"
+
+
+def test_hookspecs_are_documented_and_validated():
+    pm = hooks.plugin_manager()
+    for name in ("pytest_inferperf_metrics", "pytest_inferperf_rules"):
+        caller = getattr(pm.hook, name)
+        assert caller.spec is not None
+        assert caller.spec.function.__doc__.strip()
+
+    class Clash:
+        @hooks.hookimpl
+        def pytest_inferperf_metrics(self, counts, context):
+            return {"ipc": 1.0}
+
+    with pytest.raises(hooks.HookResultError, match="already defined"):
+        hooks.extra_metrics(hooks.plugin_manager([Clash()]), {}, MetricContext(),
+                            builtin=METRICS)
+
+    class Typo:
+        @hooks.hookimpl
+        def pytest_inferperf_metric(self, counts, context):  # misspelt hook name
+            return {}
+
+    pm = hooks.plugin_manager([Typo()])
+    with pytest.raises(pluggy.PluginValidationError):
+        pm.check_pending()
+
+    class BadArgs:
+        @hooks.hookimpl
+        def pytest_inferperf_rules(self, metrics, context, extra):
+            return []
+
+    with pytest.raises(pluggy.PluginValidationError):
+        hooks.plugin_manager([BadArgs()])
+
+
+# -- the tables themselves -----------------------------------------------------------------
+
+
+def test_threshold_table_rows_are_well_formed():
+    families = {"arm-basic", "arm-cycles", "arm-topdown", "x86", "*"}
+    for row in THRESHOLDS:
+        assert row.category in CATEGORIES, row
+        assert row.comparison in ("<", ">"), row
+        assert row.role in ("key", "support"), row
+        assert row.source, row
+        assert row.metric in METRICS or row.metric.startswith("session."), row
+        assert set(row.families) <= families, row
+        assert row.relative_to in (None, "width", "useful_threads", "cpu_count"), row
+        if row.judgement:
+            assert row.source == "engineering judgement" and row.why, row
+    for category in set(CATEGORIES) - {"extra_work"}:
+        assert any(r.role == "key" for r in THRESHOLDS if r.category == category), category
+    # the published numbers, as cited
+    cited = {(r.metric, r.value) for r in THRESHOLDS if "AWS" in r.source}
+    assert cited == {("l1d_mpki", 20.0), ("l2_mpki", 10.0), ("llc_mpki", 10.0),
+                     ("branch_mpki", 10.0), ("l1i_mpki", 20.0)}
+    assert thresholds_for("backend_bound", "arm-basic") == ()
+
+
+def test_core_table_matches_arm_pmu_event_lists():
+    """``lacks`` agrees with ARM-software/data for every core with a fixture."""
+    for path in sorted((FIXTURES / "arm_pmu").glob("*.json")):
+        data = json.loads(path.read_text())
+        slug = path.stem
+        if slug not in CORES:
+            continue
+        codes = set(data["events"].values())
+        lacks = {n for n, spec in CATALOGUE.items()
+                 if spec.arm and not any(code in codes for _, code in spec.arm)}
+        assert set(CORES[slug].lacks) == lacks, slug
+
+
+def test_n2_r0p0_topdown_correction_matches_telemetry_solution():
+    # neoverse-n2.json (r0p0): frontend uses (STALL_SLOT_FRONTEND - CPU_CYCLES),
+    # retiring uses (STALL_SLOT - CPU_CYCLES); backend_bound is uncorrected.
+    counts = {"cycles": 1e10, "branch_misses": 1e7, "stall_slot_frontend": 1.5e10,
+              "stall_slot_backend": 1.5e10, "stall_slot": 3e10, "op_retired": 9e9,
+              "op_spec": 1e10}
+    r0p0 = compute(counts, MetricContext(core="neoverse-n2", midr="0x410fd490"))
+    r0p3 = compute(counts, MetricContext(core="neoverse-n2", midr="0x410fd493"))
+    assert r0p3["frontend_bound"] == pytest.approx(1.5e10 / 5e10 - 1e7 / 1e10)
+    assert r0p0["frontend_bound"] == pytest.approx((1.5e10 - 1e10) / 5e10 - 1e7 / 1e10)
+    assert r0p0["backend_bound"] == r0p3["backend_bound"]
+    assert r0p0["retiring"] == pytest.approx((1 - 2e10 / 5e10) * 0.9)
+    assert r0p3["retiring"] == pytest.approx((1 - 3e10 / 5e10) * 0.9)
+
+
+def test_topdown_parts_need_only_their_own_inputs():
+    counts = {"cycles": 1e10, "branch_misses": 1e7, "stall_slot_backend": 2e10}
+    metrics = compute(counts, MetricContext(core="neoverse-v2"))
+    assert metrics["backend_bound"] == pytest.approx(0.25 - 0.003)
+    assert "retiring" not in metrics
+
+
+def test_classify_never_imports_pytest():
+    for module in ("classify.py", "thresholds.py", "perfstat.py", "hooks.py", "metrics.py"):
+        source = (Path(__file__).parents[1] / "pytest_inferperf" / module).read_text()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                assert all(a.name.split(".")[0] != "pytest" for a in node.names), module
+            if isinstance(node, ast.ImportFrom):
+                assert (node.module or "").split(".")[0] != "pytest", module
