@@ -255,12 +255,16 @@ def why_missing(metric: str, ctx: RuleContext) -> str:
     if not spec.inputs:
         return f"{metric}: not measured (no latency statistics)"
     reasons: list[str] = []
+    uncounted: dict[str, list[str]] = {}  # the reason's headline -> events
     for event in spec.inputs:
         if event in ctx.facts.lacks:
             reasons.append(f"no {_event_name(event)} on {ctx.facts.name} "
                            f"({ctx.facts.lacks_source})")
         elif event in ctx.unavailable:
-            reasons.append(f"{_event_name(event)}: {ctx.unavailable[event]}")
+            headline = ctx.unavailable[event].split(":", 1)[0]  # full text: inferperf doctor
+            uncounted.setdefault(headline, []).append(_event_name(event))
+    reasons.extend(f"{', '.join(events)} not counted: {headline}"
+                   for headline, events in uncounted.items())
     if not reasons and metric in ("frontend_bound", "backend_bound", "retiring",
                                   "bad_speculation") and ctx.facts.family != "arm-topdown":
         reasons.append(f"no level-1 top-down formula for {ctx.facts.name}")

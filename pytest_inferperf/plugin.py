@@ -55,6 +55,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
            help="fail, instead of skip, a budget that needs counters this machine cannot count")
     option("--inferperf-report", "inferperf_report", metavar="DIR", default=None,
            help="write each profile and verdict as JSON under DIR")
+    option("--inferperf-explain", "inferperf_explain", action="store_true", default=None,
+           help="show the diagnosis's full reasoning for failed tests (also with -v)")
     option("--inferperf-fail-stale", "inferperf_fail_stale", action="store_true", default=None,
            help="fail a test whose baseline is stale (credibly better than the baseline)")
 
@@ -73,6 +75,7 @@ class Settings:
     require_pmu: bool
     report_dir: Path | None
     fail_stale: bool
+    explain: bool
     worker_index: int | None
     workers: int
 
@@ -103,6 +106,7 @@ class Settings:
             require_pmu=bool(_get(config, "inferperf_require_pmu")),
             report_dir=(root / report) if report else None,
             fail_stale=bool(_get(config, "inferperf_fail_stale")),
+            explain=bool(_get(config, "inferperf_explain")) or config.option.verbose > 0,
             worker_index=worker_index,
             workers=workers,
         )
@@ -171,10 +175,26 @@ class InferperfPlugin:
             note, error = "baseline unreadable", str(exc)
         if self.settings.update:
             error = None  # the unreadable baseline is being replaced
+        extra_metrics, extra_findings = self._hook_results(profile)
         return judge(
             key, profile, spec, baseline=baseline, baseline_note=note, baseline_error=error,
             compare_fails=not self.settings.update, stale_fails=self.settings.fail_stale,
+            extra_metrics=extra_metrics, extra_findings=extra_findings,
+            verbose=self.settings.explain,
         )
+
+    def _hook_results(self, profile: Profile) -> tuple[dict[str, float], list]:
+        """Metrics and findings added by ``pytest_inferperf_*`` hooks in conftest files."""
+        from .classify import RuleContext
+        from .hooks import extra_findings, extra_metrics
+        from .metrics import METRICS, context_of, profile_metrics
+
+        pm = self.config.pluginmanager
+        added = extra_metrics(pm, profile.totals, context_of(profile), builtin=METRICS)
+        cpu = profile.machine.get("cpu") or {}
+        ctx = RuleContext.of(str(cpu.get("core_slug", "")), unavailable=profile.unavailable,
+                             session=profile.session, cpu_count=cpu.get("cpu_count"))
+        return added, extra_findings(pm, {**profile_metrics(profile), **added}, ctx)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
@@ -303,6 +323,13 @@ def physical_cores() -> int:
         except OSError:
             cores.add(str(cpu))
     return len(cores) or 1
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """``pytest_inferperf_metrics`` / ``pytest_inferperf_rules`` in conftest files."""
+    from . import hooks
+
+    pluginmanager.add_hookspecs(hooks)
 
 
 def pytest_configure(config: pytest.Config) -> None:

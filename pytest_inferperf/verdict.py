@@ -8,11 +8,12 @@ reads files or measures.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .budgets import BudgetResult, PerfSpec, check_budgets
+from .classify import Diagnosis, diagnose, render
 from .compare import Comparison, IncomparableError, compare_profiles
 from .metrics import METRICS, profile_metrics
 from .pmu.events import SOFTWARE_EVENTS
@@ -42,9 +43,10 @@ class Verdict:
     baseline_error: str | None = None
     compare_fails: bool = True  # False under --update-baselines: changes are reported only
     stale_fails: bool = False
-    diagnosis: Any = None
+    diagnosis: Diagnosis | None = None
     artifacts: Mapping[str, str] = field(default_factory=dict)
     gated: frozenset[str] = frozenset()
+    verbose: bool = False  # the full reasoning of the diagnosis in the failure text
 
     @property
     def budget_failures(self) -> tuple[BudgetResult, ...]:
@@ -110,6 +112,7 @@ class Verdict:
             "change": change_summary(self),
             "unchecked": [b.describe() for b in self.unchecked],
             "unavailable": self.profile.unavailable,
+            "diagnosis": _headline(self.diagnosis),
             "profile": self.profile.to_dict(),
             "artifacts": dict(self.artifacts),
         }
@@ -125,8 +128,12 @@ def judge(
     baseline_error: str | None = None,
     compare_fails: bool = True,
     stale_fails: bool = False,
+    extra_metrics: Mapping[str, float] | None = None,
+    extra_findings: Sequence[Any] = (),
+    verbose: bool = False,
 ) -> Verdict:
-    metrics = profile_metrics(profile)
+    """Judge ``profile``; ``extra_*`` are what the user's hooks added."""
+    metrics = {**profile_metrics(profile), **(extra_metrics or {})}
     budgets = check_budgets(spec.budgets, metrics, profile.unavailable)
     comparison = None
     if baseline is not None:
@@ -137,7 +144,20 @@ def judge(
     gated = GATED_METRICS | frozenset(
         spec.tolerance if isinstance(spec.tolerance, Mapping) else ()
     )
+    cpu = profile.machine.get("cpu") or {}
+    diagnosis = diagnose(
+        metrics,
+        core=str(cpu.get("core_slug", "")),
+        unavailable=profile.unavailable,
+        session=profile.session,
+        cpu_count=cpu.get("cpu_count"),
+        baseline_metrics=profile_metrics(baseline) if comparison is not None and baseline
+        else None,
+        extra_findings=extra_findings,
+    )
     return Verdict(
+        diagnosis=diagnosis,
+        verbose=verbose,
         gated=gated,
         key=key,
         profile=profile,
@@ -149,6 +169,12 @@ def judge(
         compare_fails=compare_fails,
         stale_fails=stale_fails,
     )
+
+
+def _headline(diagnosis: Diagnosis | None) -> str:
+    if diagnosis is None or diagnosis.primary is None:
+        return ""
+    return f"{diagnosis.primary.title} ({diagnosis.primary.confidence:.0%})"
 
 
 def _fmt(value: float) -> str:
@@ -206,7 +232,7 @@ def failure_text(verdict: Verdict) -> str:
         lines.append(f"  skipped  {result.describe()}")
     if verdict.diagnosis is not None:
         lines.append("")
-        lines.append(str(verdict.diagnosis))
+        lines.append(render(verdict.diagnosis, verbose=verdict.verbose))
     for kind, path in verdict.artifacts.items():
         lines.append(f"  {kind}: {path}")
     return "\n".join(lines)

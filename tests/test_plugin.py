@@ -284,3 +284,65 @@ def test_examples_run_under_inferperf(pytester):
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_inference.py::test_mobilenet_v2*",
                                  "*Not counted here:*"])
+
+
+SPINNING_MODEL = '''
+import numpy as np, onnx
+from onnx import TensorProto, helper, numpy_helper
+
+def build(path):
+    rng = np.random.default_rng(0)
+    nodes, inits, x = [], [], "x"
+    for i in range(3):
+        w = rng.standard_normal((128, 128)).astype(np.float32) * 0.05
+        inits.append(numpy_helper.from_array(w, f"w{i}"))
+        nodes += [helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"]),
+                  helper.make_node("Relu", [f"m{i}"], [f"r{i}"])]
+        x = f"r{i}"
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 128])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [32, 128])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+'''
+
+
+def test_failure_carries_the_diagnosis_and_hooks_add_findings(suite):
+    suite.makepyfile(tiny_model=SPINNING_MODEL)
+    suite.makeconftest("""
+        from pytest_inferperf.classify import Evidence, Finding
+
+        def pytest_inferperf_metrics(counts, context):
+            if "task_clock" in counts:
+                return {"cpu_us_per_call": counts["task_clock"] / 1000 / context.calls}
+            return {}
+
+        def pytest_inferperf_rules(metrics, context):
+            if metrics.get("cpu_us_per_call", 0) > 0:
+                return [Finding("house_rule", "our house rule", 0.01,
+                                (Evidence("cpu_us_per_call", metrics["cpu_us_per_call"], 0.0,
+                                          ">", "our team's rule"),), ("ask the team",), "")]
+            return []
+    """)
+    suite.makepyfile(test_a="""
+        import numpy as np, pytest
+        from tiny_model import build
+        from pytest_inferperf.onnx import SessionSettings, make_session
+
+        @pytest.mark.perf(latency_p50_ms_max=0.000001, warmup=1, repeat=5)
+        def test_spinning_pool(pmu_profile, tmp_path):
+            build(tmp_path / "m.onnx")
+            session = make_session(tmp_path / "m.onnx",
+                                   SessionSettings(intra_op_threads=2, allow_spinning=True))
+            pmu_profile(session.run, None, {"x": np.ones((32, 128), np.float32)})
+    """)
+    result = run(suite, "--inferperf", "--inferperf-explain")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*Diagnosis (*): thread spinning / oversubscription [[]thread_spinning[]]*",
+        "*evidence: session.allow_spinning = 1*",
+        "*allow_spinning*",
+        "*our house rule*",
+    ])
+    result.stdout.fnmatch_lines(["*test_spinning_pool*FAILED*thread spinning*"])

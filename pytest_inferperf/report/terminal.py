@@ -35,7 +35,7 @@ def summary_rows(records: Sequence[dict]) -> list[list[str]]:
         metrics = record["metrics"]
         status = record["status"] if record["outcome"] != "failed" or record["failed"] else "FAILED"
         rows.append([record["key"], *(_cell(metrics.get(k)) for k, _ in COLUMNS),
-                     record["change"], status])
+                     record["change"], status, record.get("diagnosis", "")])
     return rows
 
 
@@ -57,7 +57,7 @@ def render_summary(records: Sequence[dict], written: Sequence[str], errors: Sequ
                    warnings: Sequence[str], *, update: bool) -> str:
     if not records:
         return ""
-    headers = ["test", *(title for _, title in COLUMNS), "vs baseline", "verdict"]
+    headers = ["test", *(title for _, title in COLUMNS), "vs baseline", "verdict", "diagnosis"]
     lines = [tabulate(summary_rows(records), headers=headers, tablefmt="simple",
                       disable_numparse=True)]
     missing = not_counted_line(records)
