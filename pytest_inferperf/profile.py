@@ -136,6 +136,8 @@ class Profile:
     partial: bool = False
     partial_reason: str | None = None
     operators: tuple[Mapping[str, Any], ...] = ()
+    roofline: Mapping[str, Any] | None = None  # ceilings and per-operator points
+    energy: Mapping[str, Any] | None = None  # joules per call, or why not available
     artifacts: Mapping[str, str] = field(default_factory=dict)
     outputs_ok: bool = True
     created: str = ""
@@ -198,6 +200,8 @@ class Profile:
             ],
             "repeats": [r.to_dict() for r in self.repeats],
             "operators": [dict(o) for o in self.operators],
+            "roofline": None if self.roofline is None else dict(self.roofline),
+            "energy": None if self.energy is None else dict(self.energy),
             "artifacts": dict(self.artifacts),
             "outputs_ok": self.outputs_ok,
         }
@@ -285,6 +289,8 @@ def _from_dict(data: Any, source: str) -> Profile:
             partial=bool(data.get("partial", False)),
             partial_reason=data.get("partial_reason"),
             operators=tuple(_mapping(o) for o in data.get("operators", [])),
+            roofline=None if data.get("roofline") is None else _mapping(data["roofline"]),
+            energy=None if data.get("energy") is None else _mapping(data["energy"]),
             artifacts={str(k): str(v) for k, v in data.get("artifacts", {}).items()},
             outputs_ok=bool(data.get("outputs_ok", True)),
             created=str(data.get("created", "")),
