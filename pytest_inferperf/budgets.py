@@ -162,8 +162,10 @@ def _parse_runner_value(key: str, value: Any) -> Any:
             raise MarkerError(f"@pytest.mark.perf({key}={value!r}): must be an integer >= {low}")
         return value
     if kind == "number":
-        if not _is_number(value) or value <= 0:
-            raise MarkerError(f"@pytest.mark.perf({key}={value!r}): must be a number > 0 "
+        low_ok = value >= 0 if key == "min_time" else value > 0  # min_time=0: one call/repeat
+        if not _is_number(value) or not low_ok:
+            bound = ">= 0" if key == "min_time" else "> 0"
+            raise MarkerError(f"@pytest.mark.perf({key}={value!r}): must be a number {bound} "
                               "(seconds)")
         return float(value)
     cpus = (value,) if isinstance(value, int) and not isinstance(value, bool) else value

@@ -219,6 +219,8 @@ class InferperfPlugin:
             self._write_reports()
         if self.settings.update:
             self._update_baselines()
+            if self.write_errors and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _write_reports(self) -> None:
         from .baseline import short_hash

@@ -22,6 +22,7 @@ from .pmu.base import CounterSample, EventStatus
 
 SCHEMA_VERSION = 1
 SCHEMA_NAME = "pytest-inferperf/profile"
+MAX_PROFILE_BYTES = 64 << 20  # a profile is tens of KiB; refuse to parse anything huge
 
 
 class ProfileFormatError(ValueError):
@@ -217,6 +218,14 @@ class Profile:
     def load(cls, path: str | Path) -> Profile:
         path = Path(path)
         try:
+            size = path.stat().st_size
+            if size > MAX_PROFILE_BYTES:
+                raise ProfileFormatError(
+                    f"{path} is {size / 2**20:.0f} MiB, far larger than any profile "
+                    f"(limit {MAX_PROFILE_BYTES >> 20} MiB): it is not a profile. Restore it "
+                    "from version control, or delete it and re-create it with "
+                    "--update-baselines."
+                )
             raw = path.read_bytes()
         except OSError as exc:
             raise ProfileFormatError(f"cannot read profile {path}: {exc.strerror}") from exc

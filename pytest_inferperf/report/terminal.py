@@ -66,7 +66,9 @@ def render_summary(records: Sequence[dict], written: Sequence[str], errors: Sequ
         lines.append(missing)
     if update:
         lines.append("")
-        lines.extend(written or ["no baseline written (no test ran cleanly)"])
+        if not written and not errors:
+            lines.append("no baseline written (no test ran cleanly)")
+        lines.extend(written)
         lines.extend(f"ERROR {e}" for e in errors)
     lines.extend(f"WARNING {w}" for w in warnings)
     return "\n".join(lines)
