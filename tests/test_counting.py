@@ -66,9 +66,12 @@ def test_page_faults_grow_when_new_memory_is_touched(counters):
             buf[offset] = 1
         buf.close()
 
-    touched = measure(counters, touch)["page_faults"]
     assert quiet < 50
-    assert pages * 0.95 <= touched <= pages * 1.2
+    # Every region counts its own faults: a group mixing task_clock with page_faults
+    # once lost them after the first disable/enable cycle.
+    for _ in range(3):
+        touched = measure(counters, touch)["page_faults"]
+        assert pages * 0.95 <= touched <= pages * 1.2
 
 
 def hash_work(rounds: int = 40) -> None:

@@ -152,7 +152,13 @@ FAMILIES: tuple[tuple[str, ...], ...] = (
     ("dtlb_access", "dtlb_walk", "l1d_tlb_refill"),
     ("itlb_access", "itlb_walk"),
     ("stall_slot", "stall_slot_frontend", "stall_slot_backend", "op_retired", "op_spec"),
-    SOFTWARE_EVENTS,
+)
+# Software events never multiplex. task_clock lives on its own kernel PMU (the task
+# clock), the others on the software-event PMU; a group mixing the two lost page
+# faults after its first disable/enable cycle (seen on Linux 6.18), so they are apart.
+SOFTWARE_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("task_clock",),
+    ("page_faults", "major_faults", "context_switches", "cpu_migrations"),
 )
 
 
@@ -286,24 +292,21 @@ def _resolve_arm(
 def pack_groups(names: Sequence[str], capacity: int | None) -> list[list[str]]:
     """Pack events into groups of at most ``capacity``, keeping each family together.
 
-    Families larger than ``capacity`` are split in order. Each software
-    event forms a group of its own. ``capacity=None``
+    Families larger than ``capacity`` are split in order. Software events
+    form the groups of ``SOFTWARE_GROUPS``. ``capacity=None``
     means unknown: one group per family.
     """
     wanted = set(names)
     groups: list[list[str]] = []
     hw_families = []
     placed: set[str] = set()
-    for family in FAMILIES:
+    for family in FAMILIES + SOFTWARE_GROUPS:
         members = [n for n in family if n in wanted and n not in placed]
         placed.update(members)
         if not members:
             continue
-        if family is SOFTWARE_EVENTS:
-            # One group each: they never multiplex, and a group mixing task_clock
-            # (its own PMU) with page_faults loses page faults after the first
-            # disable/enable cycle (seen on Linux 6.18).
-            groups.extend([m] for m in members)
+        if family in SOFTWARE_GROUPS:
+            groups.append(members)
         else:
             hw_families.append(members)
     rest = [n for n in names if n not in placed]
