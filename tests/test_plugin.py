@@ -346,3 +346,20 @@ def test_failure_carries_the_diagnosis_and_hooks_add_findings(suite):
         "*our house rule*",
     ])
     result.stdout.fnmatch_lines(["*test_spinning_pool*FAILED*thread spinning*"])
+
+
+def test_more_workers_than_physical_cores_is_warned(suite):
+    from pytest_inferperf.plugin import physical_cores
+
+    workers = physical_cores() + 1
+    suite.makepyfile(test_a=f"""
+        import pytest
+        @pytest.mark.perf({FAST})
+        def test_x(pmu_profile):
+            pmu_profile(lambda: None)
+    """)
+    result = run(suite, "--inferperf", "-n", str(workers))
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        f"*{workers} xdist workers run perf tests on {workers - 1} physical cores*",
+    ])
