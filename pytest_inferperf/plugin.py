@@ -12,6 +12,7 @@ and, with ``--update-baselines``, does the one baseline write pass.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import warnings
@@ -28,7 +29,10 @@ from .profile import Profile
 from .verdict import Verdict, failure_text, judge
 
 BACKEND_CHOICES = ("auto", "perf", "none")
-PROFILES = pytest.StashKey[list[tuple[str, Profile]]]()
+FLAMEGRAPH_CHOICES = ("failed", "all", "none")
+STACKS_IN_BASELINE_BYTES = 256 << 10  # folded stacks kept with a baseline, for diffs
+# (variant name, profile, the workload as a no-argument callable for the sampling pass)
+PROFILES = pytest.StashKey[list[tuple[str, Profile, Callable[[], Any]]]]()
 VERDICTS = pytest.StashKey[list[Verdict]]()
 
 
@@ -57,6 +61,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
            help="write each profile and verdict as JSON under DIR")
     option("--inferperf-explain", "inferperf_explain", action="store_true", default=None,
            help="show the diagnosis's full reasoning for failed tests (also with -v)")
+    option("--inferperf-flamegraphs", "inferperf_flamegraphs", choices=FLAMEGRAPH_CHOICES,
+           default=None,
+           help="attach flamegraphs (native perf stacks or Python stacks, ONNX Runtime "
+                "operators, difference from the baseline) to failed tests (default), all "
+                "profiled tests, or none")
     option("--inferperf-fail-stale", "inferperf_fail_stale", action="store_true", default=None,
            help="fail a test whose baseline is stale (credibly better than the baseline)")
 
@@ -64,6 +73,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def _get(config: pytest.Config, name: str) -> Any:
     value = config.getoption(name)
     return value if value is not None else config.getini(name)
+
+
+def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], default: str) -> str:
+    value = _get(config, name) or default
+    if value not in choices:
+        raise pytest.UsageError(
+            f"{name} = {value!r} in the ini file: choose one of {', '.join(choices)}"
+        )
+    return str(value)
 
 
 @dataclass
@@ -76,6 +94,7 @@ class Settings:
     report_dir: Path | None
     fail_stale: bool
     explain: bool
+    flamegraphs: str
     worker_index: int | None
     workers: int
 
@@ -84,12 +103,7 @@ class Settings:
         root = Path(config.rootpath)
         baselines = _get(config, "inferperf_baselines")
         report = _get(config, "inferperf_report")
-        backend = _get(config, "inferperf_backend") or "auto"
-        if backend not in BACKEND_CHOICES:
-            raise pytest.UsageError(
-                f"inferperf_backend = {backend!r} in the ini file: choose one of "
-                f"{', '.join(BACKEND_CHOICES)}"
-            )
+        backend = _choice(config, "inferperf_backend", BACKEND_CHOICES, "auto")
         workerinput = getattr(config, "workerinput", None)
         worker_index = None
         if workerinput is not None:
@@ -107,6 +121,7 @@ class Settings:
             report_dir=(root / report) if report else None,
             fail_stale=bool(_get(config, "inferperf_fail_stale")),
             explain=bool(_get(config, "inferperf_explain")) or config.option.verbose > 0,
+            flamegraphs=_choice(config, "inferperf_flamegraphs", FLAMEGRAPH_CHOICES, "failed"),
             worker_index=worker_index,
             workers=workers,
         )
@@ -143,7 +158,12 @@ class InferperfPlugin:
         profiles = item.stash.get(PROFILES, [])
         if not profiles or not self.settings.enabled:
             return result
-        verdicts = [self._judge(item, name, profile) for name, profile in profiles]
+        verdicts = []
+        for name, profile, call in profiles:
+            verdict, baseline = self._judge(item, name, profile)
+            if self._wants_flamegraphs(verdict):
+                verdict = self._attach_flamegraphs(verdict, baseline, call, item)
+            verdicts.append(verdict)
         item.stash[VERDICTS] = verdicts
         for verdict in verdicts:
             for metric, value in verdict.metrics.items():
@@ -162,7 +182,47 @@ class InferperfPlugin:
             pytest.skip(f"inferperf: budgets not checked on this machine: {reasons}")
         return result
 
-    def _judge(self, item: pytest.Item, name: str, profile: Profile) -> Verdict:
+    def _wants_flamegraphs(self, verdict: Verdict) -> bool:
+        mode = self.settings.flamegraphs
+        if mode == "none":
+            return False
+        # Stacks are stored with a new baseline so later failures get a differential view.
+        return mode == "all" or verdict.failed or self.settings.update
+
+    def _attach_flamegraphs(self, verdict: Verdict, baseline: Profile | None,
+                            call: Callable[[], Any], item: pytest.Item) -> Verdict:
+        from dataclasses import replace
+
+        from .flame import capture
+        from .flame.fold import cap_folded
+
+        out_dir = (self.settings.report_dir or Path(self.config.rootpath) / "inferperf-report")
+        base_stacks = (baseline.stacks or {}) if baseline is not None else {}
+        operators, op_reason = _operator_table(call)
+        graphs = capture(
+            call, name=verdict.key, out_dir=out_dir / "flamegraphs",
+            operators=operators, model_name=_model_name(call),
+            baseline_folded=base_stacks.get("folded") or None,
+        )
+        artifacts = {k: _relative(Path(v), self.config) for k, v in graphs.paths.items()
+                     if k.endswith(".svg")}
+        notes = dict(graphs.reasons)
+        if op_reason:
+            notes["operators"] = op_reason
+        if baseline is not None and not base_stacks:
+            notes["diff"] = "no stacks stored with the baseline (re-run --update-baselines)"
+        for kind, path in artifacts.items():
+            item.user_properties.append((f"inferperf.flamegraph.{kind}", path))
+        profile = verdict.profile
+        if graphs.folded:
+            profile = profile.with_(stacks={
+                "view": graphs.view,
+                "folded": cap_folded(graphs.folded, STACKS_IN_BASELINE_BYTES),
+            })
+        return replace(verdict, profile=profile, artifacts=artifacts, artifact_notes=notes)
+
+    def _judge(self, item: pytest.Item, name: str,
+               profile: Profile) -> tuple[Verdict, Profile | None]:
         key = item.nodeid if not name else f"{item.nodeid}@{name}"
         spec = spec_for(item)
         path = baseline_path(self.settings.baselines, profile.machine_class, profile.backend, key)
@@ -181,7 +241,7 @@ class InferperfPlugin:
             compare_fails=not self.settings.update, stale_fails=self.settings.fail_stale,
             extra_metrics=extra_metrics, extra_findings=extra_findings,
             verbose=self.settings.explain,
-        )
+        ), baseline
 
     def _hook_results(self, profile: Profile) -> tuple[dict[str, float], list]:
         """Metrics and findings added by ``pytest_inferperf_*`` hooks in conftest files."""
@@ -200,7 +260,9 @@ class InferperfPlugin:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
         report = yield
         if report.when == "call" and VERDICTS in item.stash:
-            report.inferperf = [v.summary_dict() for v in item.stash[VERDICTS]]
+            verdicts = item.stash[VERDICTS]
+            report.inferperf = [v.summary_dict() for v in verdicts]
+            _html_extras(item, report, verdicts)
         return report
 
     # -- controller ------------------------------------------------------
@@ -378,7 +440,7 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
     def run(fn: Callable[..., Any], *args: Any, name: str | None = None,
             **kwargs: Any) -> Profile:
         variant = name or ""
-        if any(existing == variant for existing, _ in recorded):
+        if any(existing == variant for existing, *_ in recorded):
             raise pytest.UsageError(
                 f"{request.node.nodeid}: pmu_profile was called twice with "
                 f"{'no name' if not variant else f'name={variant!r}'}; give each call its own "
@@ -392,10 +454,63 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
             options["pin"] = cpus[settings.worker_index % len(cpus)]
         result = profile(fn, *args, name=variant or request.node.name,
                          backend=_backend(settings.backend), **options, **kwargs)
-        recorded.append((variant, result))
+        recorded.append((variant, result, functools.partial(fn, *args, **kwargs)))
         return result
 
     return run
+
+
+def _operator_table(call: Callable[[], Any]) -> tuple[list | None, str | None]:
+    """ONNX Runtime's per-operator times for a ``session.run`` workload, or why not."""
+    from .onnx import SessionSettings, describe_session, profile_operators, session_of
+
+    fn = getattr(call, "func", call)
+    session = session_of(fn)
+    if session is None:
+        return None, None  # not an ONNX Runtime workload: nothing to say
+    args = getattr(call, "args", ())
+    feeds = args[1] if len(args) > 1 else getattr(call, "keywords", {}).get("input_feed")
+    model = getattr(session, "_model_path", None)
+    if not model or not isinstance(feeds, dict):
+        return None, ("not available: the session was made from bytes, or run() was not "
+                      "given a feed dict, so the model cannot be profiled again")
+    facts = describe_session(session)
+    settings = SessionSettings(
+        intra_op_threads=facts["intra_op_threads"] or 1,
+        inter_op_threads=facts["inter_op_threads"] or 1,
+        execution_mode=facts["execution_mode"],
+        allow_spinning=facts["allow_spinning"],
+        enable_mem_arena=facts["enable_mem_arena"],
+        graph_optimization_level=facts["graph_optimization_level"],
+    )
+    try:
+        return profile_operators(model, feeds, settings=settings, runs=10, warmup=2), None
+    except Exception as exc:  # a second session can fail where the first did not
+        return None, f"not available: ONNX Runtime's profiler failed: {exc}"
+
+
+def _model_name(call: Callable[[], Any]) -> str:
+    from .onnx import session_of
+
+    session = session_of(getattr(call, "func", call))
+    model = getattr(session, "_model_path", None) if session is not None else None
+    return Path(model).stem if isinstance(model, str) else "model"
+
+
+def _html_extras(item: pytest.Item, report: pytest.TestReport, verdicts: list[Verdict]) -> None:
+    """Link the flamegraphs in pytest-html's report when that plugin is active."""
+    html = item.config.pluginmanager.getplugin("html")
+    if html is None:
+        return
+    try:
+        import pytest_html
+    except ImportError:
+        return
+    extras = getattr(report, "extras", [])
+    for verdict in verdicts:
+        for kind, path in verdict.artifacts.items():
+            extras.append(pytest_html.extras.url(path, name=f"{verdict.key} {kind}"))
+    report.extras = extras
 
 
 def _backend(choice: str) -> str:

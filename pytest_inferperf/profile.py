@@ -139,6 +139,7 @@ class Profile:
     operators: tuple[Mapping[str, Any], ...] = ()
     roofline: Mapping[str, Any] | None = None  # ceilings and per-operator points
     energy: Mapping[str, Any] | None = None  # joules per call, or why not available
+    stacks: Mapping[str, Any] | None = None  # {"view": "native", "folded": {stack: count}}
     artifacts: Mapping[str, str] = field(default_factory=dict)
     outputs_ok: bool = True
     created: str = ""
@@ -203,6 +204,7 @@ class Profile:
             "operators": [dict(o) for o in self.operators],
             "roofline": None if self.roofline is None else dict(self.roofline),
             "energy": None if self.energy is None else dict(self.energy),
+            "stacks": None if self.stacks is None else dict(self.stacks),
             "artifacts": dict(self.artifacts),
             "outputs_ok": self.outputs_ok,
         }
@@ -300,6 +302,7 @@ def _from_dict(data: Any, source: str) -> Profile:
             operators=tuple(_mapping(o) for o in data.get("operators", [])),
             roofline=None if data.get("roofline") is None else _mapping(data["roofline"]),
             energy=None if data.get("energy") is None else _mapping(data["energy"]),
+            stacks=None if data.get("stacks") is None else _stacks(data["stacks"]),
             artifacts={str(k): str(v) for k, v in data.get("artifacts", {}).items()},
             outputs_ok=bool(data.get("outputs_ok", True)),
             created=str(data.get("created", "")),
@@ -316,6 +319,13 @@ def _mapping(value: Any) -> dict:
     if not isinstance(value, Mapping):
         raise TypeError(f"expected an object, got {type(value).__name__}")
     return dict(value)
+
+
+def _stacks(value: Any) -> dict:
+    data = _mapping(value)
+    folded = _mapping(data.get("folded", {}))
+    return {"view": str(data.get("view", "")),
+            "folded": {str(k): int(v) for k, v in folded.items()}}
 
 
 def _floats(data: Mapping, *, int_keys: Sequence[str] = ()) -> dict:

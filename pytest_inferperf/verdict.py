@@ -44,7 +44,8 @@ class Verdict:
     compare_fails: bool = True  # False under --update-baselines: changes are reported only
     stale_fails: bool = False
     diagnosis: Diagnosis | None = None
-    artifacts: Mapping[str, str] = field(default_factory=dict)
+    artifacts: Mapping[str, str] = field(default_factory=dict)  # view -> file
+    artifact_notes: Mapping[str, str] = field(default_factory=dict)  # view -> why missing
     gated: frozenset[str] = frozenset()
     verbose: bool = False  # the full reasoning of the diagnosis in the failure text
 
@@ -115,6 +116,7 @@ class Verdict:
             "diagnosis": _headline(self.diagnosis),
             "profile": self.profile.to_dict(),
             "artifacts": dict(self.artifacts),
+            "artifact_notes": dict(self.artifact_notes),
         }
 
 
@@ -233,6 +235,10 @@ def failure_text(verdict: Verdict) -> str:
     if verdict.diagnosis is not None:
         lines.append("")
         lines.append(render(verdict.diagnosis, verbose=verdict.verbose))
+    if verdict.artifacts or verdict.artifact_notes:
+        lines.append("")
     for kind, path in verdict.artifacts.items():
-        lines.append(f"  {kind}: {path}")
+        lines.append(f"  flamegraph {kind}: {path}")
+    for kind, note in verdict.artifact_notes.items():
+        lines.append(f"  flamegraph {kind}: {note}")
     return "\n".join(lines)

@@ -363,3 +363,72 @@ def test_more_workers_than_physical_cores_is_warned(suite):
     result.stdout.fnmatch_lines([
         f"*{workers} xdist workers run perf tests on {workers - 1} physical cores*",
     ])
+
+
+def test_failed_test_gets_flamegraphs_and_a_diff_against_the_baseline(suite):
+    suite.makepyfile(test_a="""
+        import os, pytest
+        from workloads import hashing
+        LIMIT = float(os.environ.get("LIMIT", "1000"))
+        @pytest.mark.perf(latency_p50_ms_max=LIMIT, warmup=1, repeat=3, tolerance=5.0)
+        def test_hash(pmu_profile):
+            pmu_profile(hashing)
+    """)
+    run(suite, "--inferperf", "--update-baselines").assert_outcomes(passed=1)
+    baseline = json.loads(next(Path(suite.path, "baselines").rglob("*.json")).read_text())
+    assert baseline["stacks"]["view"] in ("native", "python")
+    assert sum(baseline["stacks"]["folded"].values()) > 0
+    import os
+
+    os.environ["LIMIT"] = "0.000001"
+    try:
+        result = run(suite, "--inferperf")
+    finally:
+        del os.environ["LIMIT"]
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*flamegraph *.svg: inferperf-report/flamegraphs/*.svg",
+                                 "*Flamegraphs:*"])
+    svgs = sorted(Path(suite.path, "inferperf-report", "flamegraphs").glob("*.svg"))
+    kinds = {p.name.split(".")[-2] for p in svgs}
+    assert "diff" in kinds and ({"native", "python"} & kinds)
+    assert any("hashing" in p.read_text() for p in svgs)
+
+
+def test_flamegraphs_none_writes_nothing(suite):
+    suite.makepyfile(test_a=f"""
+        import pytest
+        @pytest.mark.perf(latency_p50_ms_max=0.000001, {FAST})
+        def test_x(pmu_profile):
+            pmu_profile(lambda: None)
+    """)
+    result = run(suite, "--inferperf", "--inferperf-flamegraphs", "none")
+    result.assert_outcomes(failed=1)
+    assert not Path(suite.path, "inferperf-report").exists()
+    assert "flamegraph " not in result.stdout.str() and "Flamegraphs:" not in result.stdout.str()
+
+
+def test_without_perf_the_python_and_operator_views_still_come(suite, monkeypatch, tmp_path):
+    suite.makepyfile(tiny_model=SPINNING_MODEL)
+    suite.makepyfile(test_a="""
+        import numpy as np, pytest
+        from tiny_model import build
+        from pytest_inferperf.onnx import SessionSettings, make_session
+
+        @pytest.mark.perf(latency_p50_ms_max=0.000001, warmup=1, repeat=3)
+        def test_model(pmu_profile, tmp_path):
+            build(tmp_path / "m.onnx")
+            session = make_session(tmp_path / "m.onnx", SessionSettings())
+            pmu_profile(session.run, None, {"x": np.ones((32, 128), np.float32)})
+    """)
+    empty = tmp_path / "no-perf-here"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    result = run(suite, "--inferperf")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*flamegraph python.svg: inferperf-report/flamegraphs/*.python.svg",
+        "*flamegraph operators.svg: inferperf-report/flamegraphs/*.operators.svg",
+        "*flamegraph native: not available: perf not installed*",
+    ])
+    operators = next(Path(suite.path, "inferperf-report").rglob("*.operators.svg")).read_text()
+    assert "MatMul" in operators

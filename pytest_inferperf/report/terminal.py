@@ -60,6 +60,12 @@ def render_summary(records: Sequence[dict], written: Sequence[str], errors: Sequ
     headers = ["test", *(title for _, title in COLUMNS), "vs baseline", "verdict", "diagnosis"]
     lines = [tabulate(summary_rows(records), headers=headers, tablefmt="simple",
                       disable_numparse=True)]
+    graphs = [f"  {r['key']}: {path}" for r in sorted(records, key=lambda r: r["key"])
+              for path in r.get("artifacts", {}).values()]
+    if graphs:
+        lines.append("")
+        lines.append("Flamegraphs:")
+        lines.extend(graphs)
     missing = not_counted_line(records)
     if missing:
         lines.append("")
