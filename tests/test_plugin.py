@@ -432,3 +432,27 @@ def test_without_perf_the_python_and_operator_views_still_come(suite, monkeypatc
     ])
     operators = next(Path(suite.path, "inferperf-report").rglob("*.operators.svg")).read_text()
     assert "MatMul" in operators
+
+
+def test_update_writes_only_tests_that_met_their_budgets_and_keeps_others(suite):
+    keep = Path(suite.path, "baselines", "other-machine", "kept.json")
+    keep.parent.mkdir(parents=True)
+    keep.write_text("{}")
+    suite.makepyfile(test_a=f"""
+        import pytest
+        from workloads import hashing
+        @pytest.mark.perf({FAST})
+        def test_ok(pmu_profile):
+            pmu_profile(hashing)
+        @pytest.mark.perf(latency_p50_ms_max=0.000001, {FAST})
+        def test_over_budget(pmu_profile):
+            pmu_profile(hashing)
+        def test_functional_failure(pmu_profile):
+            pmu_profile(hashing)
+            assert False
+    """)
+    result = run(suite, "--inferperf", "--update-baselines", "--inferperf-flamegraphs", "none")
+    result.assert_outcomes(passed=1, failed=2)
+    names = sorted(p.name for p in Path(suite.path, "baselines").rglob("*.json"))
+    assert names == ["kept.json", "test_ok.json"]
+    assert keep.read_text() == "{}"
