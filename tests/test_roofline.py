@@ -1,0 +1,519 @@
+"""Tests for pytest_inferperf.roofline: FLOP/byte counting, ceilings, the join, the SVG."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from pytest_inferperf.onnx import InputSpecError, ModelError, OperatorStat, profile_operators
+from pytest_inferperf.roofline import (
+    Ceilings,
+    OpCost,
+    RooflinePoint,
+    measure_ceilings,
+    op_costs,
+    render_roofline_svg,
+    roofline_from_dict,
+    roofline_points,
+    roofline_to_dict,
+    unmatched_operators,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+BUILD_SCRIPT = REPO / "examples" / "build_models.py"
+SVG_NS = "{http://www.w3.org/2000/svg}"
+CEILINGS = Ceilings(peak_gflops=100.0, bandwidth_gbs=10.0, threads=1, method="fixed for tests")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _model(
+    nodes: list[onnx.NodeProto],
+    inputs: list[onnx.ValueInfoProto],
+    outputs: list[onnx.ValueInfoProto],
+    initializers: list[onnx.TensorProto] | None = None,
+) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "test", inputs, outputs, initializers or [])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model)
+    return model
+
+
+def _f32(name: str, shape: list) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def _weight(name: str, shape: tuple[int, ...]) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.ones(shape, np.float32), name)
+
+
+def _load_build_models() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("inferperf_build_models_roofline", BUILD_SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def build_models() -> ModuleType:
+    return _load_build_models()
+
+
+@pytest.fixture(scope="module")
+def minilm(build_models: ModuleType) -> onnx.ModelProto:
+    return build_models.make_minilm()
+
+
+@pytest.fixture(scope="module")
+def mobilenet_path(build_models: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("mobilenet") / "mobilenet_v2_64.onnx"
+    return build_models.build_mobilenet_v2(out, image_size=64)
+
+
+# --------------------------------------------------------------------------- FLOP counts
+
+
+def test_matmul_2x3_by_3x4_is_48_flops() -> None:
+    # out [2,4] = 8 elements, each a dot product of length K=3: 8 * 3 multiply-adds * 2.
+    model = _model(
+        [helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")],
+        [_f32("a", [2, 3]), _f32("b", [3, 4])],
+        [_f32("y", [2, 4])],
+    )
+    cost = op_costs(model, {})["mm"]
+    assert cost == OpCost("mm", "MatMul", 48, (6 + 12 + 8) * 4)
+    assert cost.intensity == pytest.approx(48 / 104)
+
+
+def test_matmul_broadcasts_batch_dims() -> None:
+    # [5,2,3] x [3,4] -> [5,2,4]: 40 outputs * K=3 * 2 = 240.
+    model = _model(
+        [helper.make_node("MatMul", ["a", "w"], ["y"], name="mm")],
+        [_f32("a", [5, 2, 3])],
+        [_f32("y", [5, 2, 4])],
+        [_weight("w", (3, 4))],
+    )
+    cost = op_costs(model, {})["mm"]
+    assert cost.flops == 240
+    assert cost.bytes == (30 + 12 + 40) * 4  # the weight is read once
+
+
+@pytest.mark.parametrize("trans_a", [0, 1])
+def test_gemm_with_bias(trans_a: int) -> None:
+    # A [2,3] (or [3,2] transposed), B [4,3] with transB: M=2, N=4, K=3.
+    # 2*M*N*K = 48, plus the bias add M*N = 8 -> 56.
+    a_shape = [3, 2] if trans_a else [2, 3]
+    model = _model(
+        [helper.make_node("Gemm", ["a", "b", "c"], ["y"], name="fc", transA=trans_a, transB=1)],
+        [_f32("a", a_shape)],
+        [_f32("y", [2, 4])],
+        [_weight("b", (4, 3)), _weight("c", (4,))],
+    )
+    cost = op_costs(model, {})["fc"]
+    assert cost.flops == 56
+    assert cost.bytes == (6 + 12 + 4 + 8) * 4
+
+
+def test_gemm_without_bias() -> None:
+    model = _model(
+        [helper.make_node("Gemm", ["a", "b"], ["y"], name="fc")],
+        [_f32("a", [2, 3])],
+        [_f32("y", [2, 4])],
+        [_weight("b", (3, 4))],
+    )
+    assert op_costs(model, {})["fc"].flops == 48
+
+
+def test_conv_3x3_with_bias() -> None:
+    # X [1,3,8,8], W [16,3,3,3], pads 1, stride 1 -> Y [1,16,8,8].
+    # 2 * Cout*Hout*Wout * (Cin/group)*kH*kW = 2 * 16*8*8 * 3*3*3 = 2 * 1024 * 27 = 55296,
+    # plus the bias: Cout*Hout*Wout = 1024 -> 56320.
+    model = _model(
+        [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv", kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1])],
+        [_f32("x", [1, 3, 8, 8])],
+        [_f32("y", [1, 16, 8, 8])],
+        [_weight("w", (16, 3, 3, 3)), _weight("b", (16,))],
+    )
+    cost = op_costs(model, {})["conv"]
+    assert cost.flops == 56320
+    assert cost.bytes == (192 + 432 + 16 + 1024) * 4
+
+
+def test_depthwise_conv_strided() -> None:
+    # Depthwise: group == Cin == 8, W [8,1,3,3]; stride 2 on 8x8 with pads 1 -> 4x4.
+    # 2 * Cout*Hout*Wout * (Cin/group)*kH*kW = 2 * 8*4*4 * 1*3*3 = 2304 (no bias).
+    model = _model(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="dw", kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1], strides=[2, 2], group=8)],
+        [_f32("x", [2, 8, 8, 8])],
+        [_f32("y", [2, 8, 4, 4])],
+        [_weight("w", (8, 1, 3, 3))],
+    )
+    assert op_costs(model, {})["dw"].flops == 2 * 2304  # batch 2
+
+
+def test_tiny_attention_block() -> None:
+    # q, k, v [1, heads=2, seq=4, d=8].
+    # QK^T: [1,2,4,8] x [1,2,8,4] -> [1,2,4,4] = 32 outputs * K=8 * 2 = 512
+    # Softmax: 5 per element * 32 = 160
+    # PV: [1,2,4,4] x [1,2,4,8] -> [1,2,4,8] = 64 outputs * K=4 * 2 = 512
+    shape = [1, 2, 4, 8]
+    model = _model(
+        [
+            helper.make_node("Transpose", ["k"], ["kt"], name="k_t", perm=[0, 1, 3, 2]),
+            helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+            helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+            helper.make_node("MatMul", ["p", "v"], ["y"], name="pv"),
+        ],
+        [_f32("q", shape), _f32("k", shape), _f32("v", shape)],
+        [_f32("y", shape)],
+    )
+    costs = op_costs(model, {})
+    assert {name: c.flops for name, c in costs.items()} == {
+        "k_t": 0, "qk": 512, "softmax": 160, "pv": 512,
+    }
+    assert costs["k_t"].bytes == 2 * 64 * 4  # data movement: bytes only
+    assert costs["softmax"].bytes == 2 * 32 * 4
+
+
+def test_elementwise_layernorm_reduce_and_gather() -> None:
+    model = _model(
+        [
+            helper.make_node("Gather", ["table", "ids"], ["e"], name="gather"),
+            helper.make_node("Relu", ["e"], ["r"], name="relu"),
+            helper.make_node("LayerNormalization", ["r", "g", "b"], ["n"], name="ln", axis=-1),
+            helper.make_node("ReduceMean", ["n"], ["y"], name="mean", axes=[-1], keepdims=0),
+        ],
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [3])],
+        [_f32("y", [3])],
+        [_weight("table", (100, 4)), _weight("g", (4,)), _weight("b", (4,))],
+    )
+    costs = op_costs(model, {})
+    assert costs["gather"].flops == 0
+    # the rows gathered (3 x 4 floats), not the 100-row table; plus the ids and the output
+    assert costs["gather"].bytes == 12 * 4 + 3 * 8 + 12 * 4
+    assert costs["relu"].flops == 12
+    assert costs["ln"].flops == 8 * 12
+    assert costs["mean"].flops == 12  # one per input element
+
+
+def test_symbolic_dims_are_substituted() -> None:
+    model = _model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+        [_f32("x", ["batch", 3])],
+        [_f32("y", ["batch", 4])],
+        [_weight("w", (3, 4))],
+    )
+    assert op_costs(model, {"batch": 5})["mm"].flops == 2 * 5 * 4 * 3
+    assert op_costs(model, {"batch": 1})["mm"].flops == 2 * 1 * 4 * 3
+    # the caller's model keeps its symbolic dim
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    with pytest.raises(InputSpecError, match="'batch'"):
+        op_costs(model, {})
+
+
+def test_unnamed_nodes_get_onnx_runtime_names(tmp_path: Path) -> None:
+    model = _model(
+        [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Sigmoid", ["a"], ["y"])],
+        [_f32("x", [64, 64])],
+        [_f32("y", [64, 64])],
+    )
+    costs = op_costs(model, {})
+    assert costs == {
+        "Relu_0": OpCost("Relu_0", "Relu", 4096, 2 * 4096 * 4),
+        "Sigmoid_1": OpCost("Sigmoid_1", "Sigmoid", 4096, 2 * 4096 * 4),
+    }
+    path = tmp_path / "unnamed.onnx"
+    onnx.save(model, str(path))
+    operators = profile_operators(path, {"x": np.ones((64, 64), np.float32)}, runs=2, warmup=0)
+    points = roofline_points(costs, operators, CEILINGS)
+    assert sorted((p.node, p.matched_by) for p in points) == [
+        ("Relu_0", "name"), ("Sigmoid_1", "name"),
+    ]
+    with pytest.raises(ModelError, match="does not exist"):
+        op_costs(tmp_path / "nope.onnx", {})
+
+
+def test_minilm_costs(minilm: onnx.ModelProto) -> None:
+    costs = op_costs(minilm, {"batch": 1, "sequence": 128})
+    assert all(c.bytes > 0 for c in costs.values())
+    by_op = Counter()
+    for c in costs.values():
+        by_op[c.op_type] += c.flops
+    # per layer, seq 128, hidden 384, 12 heads of 32, FFN 1536:
+    #   Q, K, V, output projections: 4 * 2*128*384*384  = 150,994,944
+    #   FFN in and out:              2 * 2*128*384*1536 = 301,989,888
+    #   QK^T and PV:                 2 * 2*12*128*128*32 = 25,165,824
+    # two layers: 2 * 478,150,656 = 956,301,312
+    assert by_op["MatMul"] == 956_301_312
+    assert by_op["MatMul"] / sum(by_op.values()) > 0.98
+    # the embedding sum broadcasts with position ids sliced by Shape -> Gather -> Slice;
+    # it has a known shape [1,128,384] only because that chain is folded
+    emb_adds = [c for name, c in costs.items() if name.startswith("emb_add")]
+    assert [c.flops for c in emb_adds] == [128 * 384, 128 * 384]
+    # Softmax over [1,12,128,128], 5 FLOPs per element, one per layer
+    assert by_op["Softmax"] == 2 * 5 * 12 * 128 * 128
+
+
+def test_mobilenet_costs(build_models: ModuleType) -> None:
+    costs = op_costs(build_models.make_mobilenet_v2(), {"batch": 1})
+    assert all(c.bytes > 0 for c in costs.values())
+    by_op = Counter()
+    for c in costs.values():
+        by_op[c.op_type] += c.flops
+    assert by_op["Conv"] / sum(by_op.values()) > 0.95
+    # the classifier: Gemm 1280 -> 1000 with bias: 2*1000*1280 + 1000
+    assert by_op["Gemm"] == 2_561_000
+    depthwise = [
+        c for c in costs.values()
+        if c.op_type == "Conv" and c.flops and c.flops / c.bytes < 1.5
+    ]
+    assert depthwise, "depthwise convs have low arithmetic intensity"
+
+
+def test_int8_models_count_integer_ops(build_models: ModuleType, tmp_path: Path) -> None:
+    float_path = build_models.build_mobilenet_v2(tmp_path / "m.onnx", image_size=32)
+    int8_path = build_models.quantize_int8(float_path, tmp_path / "m8.onnx")
+    float_costs = op_costs(float_path, {"batch": 1})
+    int8_costs = op_costs(int8_path, {"batch": 1})
+    conv = sum(c.flops for c in float_costs.values() if c.op_type == "Conv")
+    qconv = sum(c.flops for c in int8_costs.values() if c.op_type == "QLinearConv")
+    assert qconv == conv > 0
+    # QLinearAdd / QLinearGlobalAveragePool / QGemm are com.microsoft ops that onnx shape
+    # inference does not know; their shapes still propagate
+    assert all(c.bytes > 0 for c in int8_costs.values())
+    qgemm = [c for c in int8_costs.values() if c.op_type == "QGemm"]
+    assert [c.flops for c in qgemm] == [2 * 1000 * 1280 + 1000]
+    # int8 traffic is smaller than float traffic
+    assert sum(c.bytes for c in int8_costs.values()) < sum(c.bytes for c in float_costs.values())
+
+
+# --------------------------------------------------------------------------- ceilings
+
+
+def test_measured_ceilings_are_plausible() -> None:
+    ceilings = measure_ceilings(seconds=0.2)
+    assert 1 < ceilings.peak_gflops < 2000
+    assert 0.5 < ceilings.bandwidth_gbs < 1000
+    assert ceilings.threads == 1
+    assert "matmul" in ceilings.method and "copy" in ceilings.method
+    assert ceilings.ridge_intensity == pytest.approx(
+        ceilings.peak_gflops / ceilings.bandwidth_gbs
+    )
+    assert Ceilings.from_dict(ceilings.to_dict()) == ceilings
+
+
+def test_ceilings_validate() -> None:
+    with pytest.raises(ValueError, match="peak_gflops"):
+        Ceilings(0.0, 10.0, 1, "x")
+    with pytest.raises(ValueError, match="bandwidth_gbs"):
+        Ceilings(10.0, math.nan, 1, "x")
+    with pytest.raises(ValueError, match="threads"):
+        measure_ceilings(threads=0)
+    assert CEILINGS.attainable_gflops(2.0) == 20.0
+    assert CEILINGS.attainable_gflops(50.0) == 100.0
+
+
+# --------------------------------------------------------------------------- the join
+
+
+def _op(node: str, op_type: str, mean_us: float = 10.0, **extra: object) -> OperatorStat:
+    return OperatorStat(node=node, op_type=op_type, calls=1, total_us=mean_us, mean_us=mean_us,
+                        share=0.0, **extra)
+
+
+def test_points_from_a_real_profile(tmp_path: Path) -> None:
+    # y = relu(x @ w + b) with x [64,256], w [256,256]
+    model = _model(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["h"], name="matmul"),
+            helper.make_node("Add", ["h", "b"], ["z"], name="bias"),
+            helper.make_node("Relu", ["z"], ["y"], name="relu"),
+        ],
+        [_f32("x", ["batch", 256])],
+        [_f32("y", ["batch", 256])],
+        [_weight("w", (256, 256)), _weight("b", (256,))],
+    )
+    path = tmp_path / "mlp.onnx"
+    onnx.save(model, str(path))
+    feeds = {"x": np.ones((64, 256), np.float32)}
+    operators = profile_operators(path, feeds, runs=5, warmup=1)
+    costs = op_costs(path, {"batch": 64})
+    points = roofline_points(costs, operators, CEILINGS)
+    assert unmatched_operators(costs, operators) == []
+    assert len(points) == len(operators)
+    by_flops = max(points, key=lambda p: p.flops)
+    assert by_flops.flops == 2 * 64 * 256 * 256
+    # ORT 1.32 fuses all three into FusedGemm "fused matmul/MatMulAddFusion", which is
+    # matched back to the MatMul node (its Add and Relu are no longer timed on their own)
+    assert by_flops.op_type in ("MatMul", "FusedMatMul", "Gemm", "FusedGemm")
+    assert by_flops.matched_by == "name"
+    assert by_flops.bytes == costs["matmul"].bytes == (64 * 256 * 2 + 256 * 256) * 4
+    for p in points:
+        assert p.time_us > 0
+        assert p.intensity == pytest.approx(p.flops / p.bytes)
+        assert p.achieved_gflops == pytest.approx(p.flops / (p.time_us * 1e3))
+        assert p.attainable_gflops == pytest.approx(min(100.0, 10.0 * p.intensity))
+        assert p.bound == ("memory" if p.intensity < 10.0 else "compute")
+    data = roofline_to_dict(CEILINGS, points)
+    json.dumps(data, allow_nan=False)
+    assert data["summary"]["operators"] == len(points)
+    assert data["summary"]["unmatched"] == 0
+    assert roofline_from_dict(json.loads(json.dumps(data))) == (CEILINGS, points)
+
+
+def test_points_on_mobilenet_with_fused_and_renamed_nodes(mobilenet_path: Path) -> None:
+    from pytest_inferperf.onnx import make_inputs
+
+    costs = op_costs(mobilenet_path, {"batch": 1})
+    operators = profile_operators(mobilenet_path, make_inputs(mobilenet_path, {"batch": 1}),
+                                  runs=2, warmup=1)
+    points = roofline_points(costs, operators, CEILINGS)
+    assert unmatched_operators(costs, operators) == []
+    assert len(points) == len(operators)
+    # ORT fuses Conv + Clip and renames the node after the Clip with "_nchwc": those are
+    # costed from their own shapes in the trace, and the conv FLOPs add up exactly
+    assert any(p.matched_by == "shapes" and p.node.endswith("_nchwc") for p in points)
+    model_conv = sum(c.flops for c in costs.values() if c.op_type == "Conv")
+    profiled_conv = sum(p.flops for p in points if p.op_type == "Conv")
+    assert profiled_conv == model_conv
+
+
+def test_join_by_derived_names_and_trace_shapes() -> None:
+    costs = {
+        "conv_6_quant": OpCost("conv_6_quant", "QLinearConv", 1000, 100),
+        "attn_qk_74": OpCost("attn_qk_74", "MatMul", 4000, 200),
+        "relu6_7": OpCost("relu6_7", "Clip", 10, 80),
+        "mm_quant": OpCost("mm_quant", "MatMulInteger", 5000, 100),
+    }
+    operators = [
+        _op("conv_6_quant_token_1", "QLinearConv"),
+        _op("attn_qk_74/MatMulScaleFusion/", "FusedMatMul"),
+        _op("mm_quant", "DynamicQuantizeMatMul"),
+        # fused Conv + Clip named after the Clip: the op types disagree, so the trace's
+        # shapes are used: 2 * (16*4*4 outputs) * (3*3*3) + bias 256 = 14080
+        _op("relu6_7_nchwc", "Conv",
+            input_shapes=("float[1,3,8,8]", "float[16,3,3,3]", "float[16]"),
+            output_shapes=("float[1,16,4,4]",)),
+        _op("Gelu_token_0", "Gelu", input_shapes=("float[1,8,16]",),
+            output_shapes=("float[1,8,16]",)),
+        _op("Mystery", "SomeCustomOp", input_shapes=("float[4]",), output_shapes=("float[4]",)),
+        _op("NoShapes", "Conv"),
+    ]
+    points = {p.node: p for p in roofline_points(costs, operators, CEILINGS)}
+    assert points["conv_6_quant_token_1"].flops == 1000
+    assert points["attn_qk_74/MatMulScaleFusion/"].flops == 4000
+    assert points["mm_quant"].matched_by == "name"
+    fused = points["relu6_7_nchwc"]
+    assert (fused.flops, fused.matched_by) == (14080, "shapes")
+    assert fused.bytes == (192 + 432 + 16 + 256) * 4
+    assert points["Gelu_token_0"].flops == 5 * 128
+    assert set(points) == {
+        "conv_6_quant_token_1", "attn_qk_74/MatMulScaleFusion/", "mm_quant",
+        "relu6_7_nchwc", "Gelu_token_0",
+    }
+    assert unmatched_operators(costs, operators) == ["Mystery", "NoShapes"]
+    summary = roofline_to_dict(CEILINGS, list(points.values()),
+                               unmatched=unmatched_operators(costs, operators))["summary"]
+    assert summary["unmatched"] == 2
+    assert summary["matched_by_shapes"] == 2
+
+
+def test_join_accepts_dicts_and_never_crashes() -> None:
+    costs = {"mm": OpCost("mm", "MatMul", 2000, 100)}
+    operators = [
+        {"node": "mm", "op_type": "MatMul", "total_us": 20.0, "calls": 2},  # no mean_us
+        {"node": "mm", "op_type": "MatMul", "mean_us": 0.0},  # timed at 0 µs
+        {"node": "x", "op_type": "Conv", "mean_us": 5.0, "input_shapes": ["garbage"],
+         "output_shapes": ["float[a,b]"]},
+        {"op_type": "MatMul"},
+        {},
+        {"node": "mm", "op_type": "MatMul", "mean_us": "fast"},
+    ]
+    points = roofline_points(costs, operators, CEILINGS)
+    assert [(p.time_us, p.achieved_gflops) for p in points] == [(10.0, 0.2), (0.0, None)]
+    assert len(unmatched_operators(costs, operators)) == 4
+    json.dumps(roofline_to_dict(CEILINGS, points), allow_nan=False)
+
+
+# --------------------------------------------------------------------------- SVG
+
+
+def _point(node: str, op_type: str, intensity: float, achieved: float, time_us: float
+           ) -> RooflinePoint:
+    flops = int(achieved * time_us * 1e3)
+    return RooflinePoint(
+        node=node, op_type=op_type, flops=flops,
+        bytes=int(flops / intensity) if intensity else 4096,
+        intensity=intensity, time_us=time_us, achieved_gflops=achieved,
+        attainable_gflops=CEILINGS.attainable_gflops(intensity),
+        bound="memory" if intensity < CEILINGS.ridge_intensity else "compute",
+    )
+
+
+def test_svg_is_self_contained_and_escapes_names() -> None:
+    evil = "<script>alert(1)</script>"
+    points = [
+        _point(evil, "MatMul", 40.0, 60.0, 900.0),
+        _point("conv & co", '<b onload="x()">Conv</b>', 2.0, 8.0, 300.0),
+        _point("gather", "Gather", 0.0, 0.0, 5.0),  # no FLOPs: not drawn, counted in a note
+    ]
+    svg = render_roofline_svg(CEILINGS, points, title=f"roofline of {evil}")
+    root = ET.fromstring(svg.split("?>", 1)[1])  # well-formed XML
+    assert root.tag == f"{SVG_NS}svg"
+    assert not list(root.iter(f"{SVG_NS}script"))
+    assert "<script" not in svg and "<b " not in svg
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in svg
+    for attr in ("href", "xlink", "@import", "http://www.w3.org/1999"):
+        assert attr not in svg
+    assert svg.count("url(") == svg.count("url(#")  # only references inside the document
+    assert "\x00" not in svg
+    circles = list(root.iter(f"{SVG_NS}circle"))
+    assert len(circles) == 2
+    hovers = [c.find(f"{SVG_NS}title").text for c in circles]
+    assert any(h.startswith(evil + " (MatMul)") and "60 GFLOP/s" in h and "40 FLOP/byte" in h
+               for h in hovers)
+    texts = " ".join(t.text or "" for t in root.iter(f"{SVG_NS}text"))
+    assert "peak 100 GFLOP/s" in texts and "10 GB/s" in texts
+    assert "1 operator(s) not drawn" in texts
+    # the larger operator (time) gets the larger dot
+    radii = {c.find(f"{SVG_NS}title").text.split(" (")[0]: float(c.get("r")) for c in circles}
+    assert radii[evil] > radii["conv & co"]
+
+
+def test_svg_with_no_points() -> None:
+    svg = render_roofline_svg(CEILINGS, [], title="empty")
+    root = ET.fromstring(svg.split("?>", 1)[1])
+    assert not list(root.iter(f"{SVG_NS}circle"))
+    assert "no operators to draw" in svg
+
+
+def test_svg_axes() -> None:
+    from pytest_inferperf.svgplot import Axis, category_colours
+
+    log = Axis.fit("x", [0.03, 45.0, -1.0, math.inf], log=True)
+    assert (log.lo, log.hi) == (0.01, 100.0)
+    assert [label for _, label in log.ticks()] == ["0.01", "0.1", "1", "10", "100"]
+    assert log.fraction(1.0) == pytest.approx(0.5)
+    linear = Axis.fit("ms", [16.8, 20.1, 25.0], log=False, zero=True)
+    assert linear.lo == 0.0 and linear.hi >= 25.0
+    assert [v for v, _ in linear.ticks()] == [0.0, 10.0, 20.0, 30.0]
+    with pytest.raises(ValueError, match="lo > 0"):
+        Axis("y", 0.0, 1.0, log=True)
+    colours = category_colours(["Conv", "MatMul", "Conv"])
+    assert list(colours) == ["Conv", "MatMul"] and colours["Conv"] != colours["MatMul"]
