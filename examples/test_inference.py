@@ -30,7 +30,10 @@ def test_minilm_encoder(pmu_profile, session_for, tokens, variant):
     assert profile.outputs_ok
 
 
-@pytest.mark.perf(threads=2, cpu_utilisation_max=2.5, latency_p50_ms_max=120)
+# Two threads on a small shared runner compete with everything else on it: CPU time
+# and latency move more between runs, so this test loosens its baseline tolerance.
+@pytest.mark.perf(threads=2, cpu_utilisation_max=2.5, latency_p50_ms_max=120,
+                  tolerance={"cpu_ms_per_call": 0.6, "latency_mean_ms": 0.6})
 def test_minilm_two_threads(pmu_profile, session_for, tokens):
     """Two intra-op threads: the pool threads are counted, so CPU time covers both."""
     session = session_for("minilm")
