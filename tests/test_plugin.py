@@ -102,6 +102,16 @@ def test_budget_on_uncountable_events_is_skipped_with_the_reason(suite):
     result = run(suite, "--inferperf", "--inferperf-require-pmu")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*--inferperf-require-pmu*no PMU exposed*"])
+    # One unmeasurable budget next to a met one: skipped quietly, failed under require-pmu.
+    suite.makepyfile(test_a=f"""
+        import pytest
+        from workloads import hashing
+        @pytest.mark.perf(ipc_min=1.0, latency_p50_ms_max=1000, {FAST})
+        def test_ipc(pmu_profile):
+            pmu_profile(hashing)
+    """)
+    run(suite, "--inferperf").assert_outcomes(passed=1)
+    run(suite, "--inferperf", "--inferperf-require-pmu").assert_outcomes(failed=1)
 
 
 def test_unknown_marker_keyword_is_a_collection_error_with_did_you_mean(suite):
