@@ -9,8 +9,10 @@ Must not: measure or compute anything itself.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -116,6 +118,303 @@ def _metrics(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+
+# -- analyse | validate | compare --------------------------------------------------------
+class _ProgressLine:
+    """One line on stderr saying what is being measured; rewritten in place on a terminal."""
+
+    def __init__(self, stream=None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.label = ""
+        self._phase = ""
+        self._shown = False
+
+    def for_target(self, label: str) -> Callable[[str], None]:
+        self.label, self._phase = label, ""
+        return self.update
+
+    def update(self, text: str) -> None:
+        line = f"measuring {self.label}: {text}"
+        if self.tty:
+            self.stream.write(f"\r\x1b[K{line}")
+            self._shown = True
+        else:  # a log, not a terminal: one line per phase, not per repeat
+            phase = text.split(" ", 1)[0]
+            if phase == self._phase:
+                return
+            self._phase = phase
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        if self.tty and self._shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._shown = False
+
+
+def _shape_arg(text: str) -> tuple[str, str]:
+    from .analyse import parse_shape_arg
+
+    try:
+        return parse_shape_arg(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _quality_arg(text: str) -> tuple[str, float]:
+    import math
+
+    name, sep, value = text.rpartition("=")
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not sep or not name or not math.isfinite(number):
+        raise argparse.ArgumentTypeError(
+            f"--quality {text!r}: write NAME=VALUE, e.g. mobilenet_v2=0.718 (NAME is a "
+            "compared variant, VALUE a finite number such as its accuracy)")
+    return name, number
+
+
+def _options(args: argparse.Namespace, **defaults: object) -> object:
+    from .analyse import Options
+
+    values = {k: getattr(args, k) for k in ("threads", "warmup", "repeat", "timeout", "backend")}
+    values = {k: (defaults[k] if v is None and k in defaults else v) for k, v in values.items()}
+    return Options(shapes=tuple(args.shape or ()), flamegraph=getattr(args, "flamegraph", False),
+                   **{k: v for k, v in values.items() if v is not None})
+
+
+def _cache(args: argparse.Namespace) -> object:
+    from .cache import ResultCache, cache_dir
+
+    return ResultCache(cache_dir(args.cache_dir))
+
+
+def _when(stored: str) -> str:
+    try:
+        return datetime.fromisoformat(stored).strftime("%Y-%m-%d %H:%M UTC")
+    except ValueError:
+        return stored or "an earlier run"
+
+
+def _usage(command: str, exc: Exception) -> int:
+    print(f"inferperf {command}: {exc}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _analyse_entry(target: str, options: object, args: argparse.Namespace, out: str,
+                   progress: _ProgressLine) -> object:
+    from .analyse import analyse_target
+
+    try:
+        result = analyse_target(target, options, out_dir=out, cache=_cache(args),
+                                force=args.force,
+                                progress=progress.for_target(os.path.basename(target)))
+    finally:
+        progress.clear()
+    if result.cached:
+        print(f"{target}: cached result from {_when(result.cached.stored)}; --force to measure "
+              "again", file=sys.stderr)
+    for note in result.notes:
+        print(f"{target}: {note}", file=sys.stderr)
+    return result
+
+
+def _analyse_cmd(args: argparse.Namespace) -> int:
+    from .analyse import UsageError, diagnosis_of, write_analysis
+    from .report import markdown, text
+
+    progress = _ProgressLine()
+    try:
+        options = _options(args, threads=1, warmup=3, repeat=30, timeout=60.0, backend="perf")
+        result = _analyse_entry(args.target, options, args, args.out, progress)
+        files = write_analysis(result.profile, args.out, title=f"inferperf: {args.target}")
+    except (UsageError, TimeoutError) as exc:
+        return _usage("analyse", exc)
+    profile = result.profile
+    diagnosis = diagnosis_of(profile)
+    if args.json:
+        print(profile.to_json())
+    else:
+        print(text.render_profile(profile, diagnosis))
+        print()
+        print(f"wrote {files['json']} and {files['html']}")
+    markdown.append_step_summary(markdown.render_profile(profile, diagnosis))
+    if not profile.outputs_ok:
+        print(f"inferperf analyse: {args.target} returned NaN or infinity", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _validate_cmd(args: argparse.Namespace) -> int:
+    from .analyse import UsageError, validate_target
+    from .report import markdown
+    from .verdict import change_summary, failure_text
+
+    progress = _ProgressLine()
+    overrides = {k: getattr(args, k) for k in ("threads", "warmup", "repeat", "timeout",
+                                               "backend")}
+    try:
+        result = validate_target(
+            args.target, args.baseline, tolerance=args.tolerance, overrides=overrides,
+            shapes=tuple(args.shape or ()),
+            progress=progress.for_target(os.path.basename(args.target)))
+    except (UsageError, TimeoutError) as exc:
+        return _usage("validate", exc)
+    finally:
+        progress.clear()
+    verdict = result.verdict
+    markdown.append_step_summary(
+        markdown.render_validation(result.label, result.baseline_path, verdict))
+    if verdict.failed:
+        print(failure_text(verdict))
+        return EXIT_FAILED
+    print(f"ok: {result.label} against {result.baseline_path}: {change_summary(verdict)}")
+    return EXIT_OK
+
+
+def _compare_cmd(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+    from pathlib import Path
+
+    from .analyse import (
+        Analysis,
+        UsageError,
+        entry_labels,
+        load_profile,
+        quantize_dynamic,
+        side_by_side,
+        write_comparison,
+    )
+    from .report import markdown, text
+
+    progress = _ProgressLine()
+    targets = list(args.targets)
+    try:
+        if args.quantize:
+            if len(targets) != 1 or targets[0].endswith(".json"):
+                raise UsageError("--quantize dynamic takes exactly one ONNX model: "
+                                 "`inferperf compare model.onnx --quantize dynamic`.")
+            source = Path(targets[0])
+            quantized = Path(args.out) / f"{source.stem}_int8_dynamic.onnx"
+            print(f"quantizing {source} -> {quantize_dynamic(source, quantized)}",
+                  file=sys.stderr)
+            targets.append(str(quantized))
+        if len(targets) < 2:
+            raise UsageError("compare needs at least two profiles or models, or one model "
+                             "with --quantize dynamic.")
+        options = _options(args, threads=1, warmup=3, repeat=30, timeout=60.0, backend="perf")
+        entries = []
+        for target in targets:
+            if target.endswith(".json"):
+                entries.append(Analysis(target, target, load_profile(target, "profile")))
+            else:
+                entries.append(_analyse_entry(target, options, args, args.out, progress))
+        labels = entry_labels(targets, [e.profile for e in entries])
+        entries = [replace(e, label=label) for e, label in zip(entries, labels, strict=True)]
+        side = side_by_side(entries, quality=args.quality or (),
+                            quality_higher_is_better=not args.quality_lower_is_better)
+        side, files = write_comparison(side, args.out,
+                                       title=f"inferperf compare: {', '.join(labels)}")
+    except (UsageError, TimeoutError) as exc:
+        return _usage("compare", exc)
+    print(text.render_comparison(side, args.out))
+    print()
+    print(f"wrote {files['json']} and {files['html']}")
+    markdown.append_step_summary(markdown.render_comparison(side))
+    return EXIT_FAILED if side.failed else EXIT_OK
+
+
+def _measure_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """Options of every command that measures; without defaults they follow the baseline."""
+    def shown(value: object) -> str:
+        return f" (default {value})" if defaults else " (default: as the baseline was)"
+
+    parser.add_argument("--shape", action="append", type=_shape_arg, metavar="NAME=DIMS",
+                        help="a symbolic dimension (sequence=128, batch=1) or a whole input "
+                             "(input_ids=1x128); repeatable. Default batch=1, sequence=128")
+    parser.add_argument("--warmup", type=int, metavar="N",
+                        help="warm-up calls before the steady-state check" + shown(3))
+    parser.add_argument("--repeat", type=int, metavar="N",
+                        help="measured repeats, each counted separately" + shown(30))
+    parser.add_argument("--timeout", type=float, metavar="S",
+                        help="seconds for warm-up and repeats; partial results after it"
+                             + shown(60))
+    parser.add_argument("--threads", type=int, metavar="N",
+                        help="ONNX Runtime intra-op threads" + shown(1))
+    parser.add_argument("--backend", choices=("perf", "none"),
+                        help="counters: perf (perf_event_open) or none (timing and memory "
+                             "only)" + shown("perf"))
+
+
+def _cache_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--force", action="store_true",
+                        help="measure again even when a cached result exists")
+    parser.add_argument("--cache-dir", metavar="DIR",
+                        help="result cache (default $INFERPERF_CACHE_DIR, else "
+                             "$XDG_CACHE_HOME/inferperf, else ~/.cache/inferperf)")
+
+
+def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
+    analyse = sub.add_parser(
+        "analyse", aliases=["analyze"],
+        help="measure an ONNX model or a Python callable; terminal, JSON and HTML report",
+        description="Measure MODEL.onnx (or MODULE:CALLABLE, called with no arguments) the "
+        "way `pytest --inferperf` does, then the operator table, roofline and energy in "
+        "separate passes. Writes DIR/report.json (the Profile) and DIR/report.html. Exit "
+        "status: 0 measured, 1 the outputs held NaN or infinity, 2 usage error.")
+    analyse.add_argument("target", metavar="MODEL.onnx|MODULE:CALLABLE")
+    _measure_options(analyse, defaults=True)
+    analyse.add_argument("--out", metavar="DIR", default="inferperf-report",
+                         help="report folder (default ./inferperf-report)")
+    analyse.add_argument("--flamegraph", action="store_true",
+                         help="also sample native and Python stacks (a separate pass) and "
+                              "write flamegraphs under DIR/flamegraphs")
+    analyse.add_argument("--json", action="store_true",
+                         help="print the Profile as JSON instead of the report")
+    _cache_options(analyse)
+    analyse.set_defaults(func=_analyse_cmd)
+
+    validate = sub.add_parser(
+        "validate", help="measure again (or load a report) and judge it against a baseline",
+        description="Judge TARGET against --baseline with the plugin's verdict (same "
+        "tolerances, statistics and gating). A model is measured again with the baseline's "
+        "settings; a .json is a saved Profile. Exit status: 0 ok, 1 regression, 2 usage "
+        "error (missing or unreadable file, another machine class or backend).")
+    validate.add_argument("target", metavar="MODEL.onnx|report.json|MODULE:CALLABLE")
+    validate.add_argument("--baseline", required=True, metavar="FILE",
+                          help="a saved Profile: report.json of `inferperf analyse`, or a "
+                               "baseline file of the plugin")
+    validate.add_argument("--tolerance", type=float, metavar="X",
+                          help="relative tolerance for every metric (0.1 = 10%%); default: "
+                               "each metric's own (`inferperf metrics`)")
+    _measure_options(validate, defaults=False)
+    validate.set_defaults(func=_validate_cmd)
+
+    compare = sub.add_parser(
+        "compare", help="profiles and models side by side, deltas against the first",
+        description="Compare report.json profiles and ONNX models (analysed, cached) with "
+        "the first: metrics, operator types, a differential operator flamegraph, and the "
+        "Pareto front with --quality. Writes DIR/compare.json and DIR/compare.html. Exit "
+        "status: 0 ok, 1 a credible regression against the first, 2 usage error.")
+    compare.add_argument("targets", nargs="+", metavar="A", help="report.json or MODEL.onnx")
+    compare.add_argument("--quantize", choices=("dynamic",),
+                         help="compare one model with its dynamically quantised int8 variant")
+    compare.add_argument("--quality", action="append", type=_quality_arg, metavar="NAME=VALUE",
+                         help="a quality score (accuracy, F1...) of a variant; marks the "
+                              "latency/quality Pareto front. Repeatable")
+    compare.add_argument("--quality-lower-is-better", action="store_true",
+                         help="the quality score is an error or a loss")
+    compare.add_argument("--out", metavar="DIR", default="inferperf-report",
+                         help="report folder (default ./inferperf-report)")
+    _measure_options(compare, defaults=True)
+    _cache_options(compare)
+    compare.set_defaults(func=_compare_cmd)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="inferperf",
@@ -150,6 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("-v", "--verbose", action="store_true",
                          help="every event, every finding and the full reasoning")
     explain.set_defaults(func=_explain)
+    _add_measuring_commands(sub)
     return parser
 
 

@@ -1,0 +1,249 @@
+"""The terminal report of ``inferperf analyse`` and ``inferperf compare``.
+
+Owns: the plain-text rendering (tabulate tables) of one Profile - what was counted and
+what was not (with the reasons), metrics, latency, peak memory, top operators, roofline,
+energy, diagnosis - and of a side-by-side comparison; also the small formatting helpers
+the HTML and Markdown reports share (:func:`fmt`, :func:`not_counted`, :func:`facts`).
+
+Must not: measure, judge, or write files. Pure functions of what they are given.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tabulate import tabulate
+
+from ..metrics import METRICS, profile_metrics
+
+if TYPE_CHECKING:
+    from ..analyse import SideBySide
+    from ..profile import Profile
+
+TOP_OPERATORS = 10
+LATENCY_FIELDS = (("mean", "mean_ms"), ("min", "min_ms"), ("max", "max_ms"), ("p50", "p50_ms"),
+                  ("p95", "p95_ms"), ("p99", "p99_ms"))
+
+
+# -- shared helpers ----------------------------------------------------------------------
+def fmt(value: float | None) -> str:
+    """A number for a table: 4 significant digits, thousands separated, ``-`` for none."""
+    if value is None:
+        return "-"
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if abs(value) >= 1e4:
+        return f"{value:,.0f}"
+    return f"{value:.4g}"
+
+
+def pct(delta: float | None) -> str:
+    if delta is None:
+        return ""
+    if math.isinf(delta):
+        return "from 0"
+    return f"{delta:+.1%}"
+
+
+def counted(profile: Profile) -> list[str]:
+    return [e.name for e in profile.events if e.available]
+
+
+def not_counted(profile: Profile) -> dict[str, list[str]]:
+    """Events not counted, grouped by reason (the part of it before any ``:``)."""
+    groups: dict[str, list[str]] = {}
+    for event, reason in profile.unavailable.items():
+        groups.setdefault(reason.split(":", 1)[0].strip(), []).append(event)
+    return groups
+
+
+def analyse_facts(profile: Profile) -> Mapping[str, Any]:
+    facts = profile.settings.get("analyse")
+    return facts if isinstance(facts, Mapping) else {}
+
+
+def notes(profile: Profile) -> dict[str, str]:
+    """What the analysis did not make, and why (``{"roofline": "not available: ..."}``)."""
+    found = analyse_facts(profile).get("notes")
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, Mapping) else {}
+
+
+def facts(profile: Profile) -> list[tuple[str, str]]:
+    """(label, text) lines saying what was measured, where and how."""
+    out = [("target", f"{analyse_facts(profile).get('target') or profile.name}"),
+           ("machine", f"{profile.machine_class} (backend {profile.backend})")]
+    dims = analyse_facts(profile).get("dims")
+    if isinstance(dims, Mapping) and dims:
+        out.append(("inputs", ", ".join(f"{k}={v}" for k, v in dims.items())))
+    session = profile.session
+    if session:
+        spin = "on" if session.get("allow_spinning") else "off"
+        out.append(("session", (
+            f"ONNX Runtime {session.get('onnxruntime', '?')}, "
+            f"{', '.join(session.get('providers') or []) or '?'}, "
+            f"{session.get('intra_op_threads')} intra-op / {session.get('inter_op_threads')} "
+            f"inter-op threads, {session.get('execution_mode')}, spinning {spin}, graph "
+            f"optimisation {session.get('graph_optimization_level')}")))
+    steady = profile.steady
+    state = (f"steady (spread {steady.spread:.1%} <= {steady.threshold:.0%})" if steady.reached
+             else "NOT steady (measured anyway)")
+    per = profile.settings.get("calls_per_repeat", "?")
+    out.append(("runner", f"{steady.warmup_calls} warm-up calls, {state}; {len(profile.repeats)} "
+                          f"repeats x {per} call{'' if per == 1 else 's'} = {profile.calls} "
+                          "calls"))
+    if profile.partial:
+        out.append(("partial", str(profile.partial_reason)))
+    if not profile.outputs_ok:
+        out.append(("outputs", "the last result held NaN or infinity"))
+    out.append(("created", profile.created or "?"))
+    return out
+
+
+def memory_text(profile: Profile) -> str:
+    mem = profile.memory
+    if mem.peak_rss_bytes is None:
+        return f"not measured ({mem.note or mem.method})"
+    scope = "region peak" if mem.method == "clear_refs" else "process-lifetime peak"
+    return f"{mem.peak_rss_bytes / 2**20:,.1f} MiB ({scope}, {mem.method})"
+
+
+def energy_text(profile: Profile) -> str:
+    energy = profile.energy
+    if not energy:
+        return "not measured"
+    joules = energy.get("joules_per_call")
+    if joules is None:
+        return str(energy.get("reason") or "not available")
+    watts = energy.get("watts")
+    text = f"{joules * 1e3:.4g} mJ per call from {energy.get('source')}"
+    return text + (f" ({watts:.3g} W average)" if watts else "")
+
+
+def roofline_text(profile: Profile) -> str:
+    roof = profile.roofline
+    if not roof or "ceilings" not in roof:
+        return notes(profile).get("roofline", "not measured")
+    c, s = roof["ceilings"], roof.get("summary") or {}
+    achieved = s.get("achieved_gflops")
+    share = s.get("memory_bound_time_share")
+    return (f"peak {c['peak_gflops']:.3g} GFLOP/s, bandwidth {c['bandwidth_gbs']:.3g} GB/s "
+            f"(ridge {c['peak_gflops'] / c['bandwidth_gbs']:.3g} FLOP/byte); "
+            f"{s.get('operators', 0)} operators placed: {s.get('memory_bound', 0)} "
+            f"memory-bound ({'-' if share is None else f'{share:.0%}'} of operator time), "
+            f"{s.get('compute_bound', 0)} compute-bound; "
+            f"{'-' if achieved is None else f'{achieved:.3g}'} GFLOP/s achieved overall")
+
+
+def top_operators(profile: Profile, limit: int = TOP_OPERATORS) -> list[Mapping[str, Any]]:
+    return sorted(profile.operators, key=lambda o: -float(o.get("total_us") or 0.0))[:limit]
+
+
+def shapes(op: Mapping[str, Any]) -> str:
+    return " ".join(str(s) for s in op.get("input_shapes") or [])
+
+
+# -- one profile -------------------------------------------------------------------------
+def _table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
+    return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+
+
+def not_counted_lines(profile: Profile) -> list[str]:
+    lines = [f"Counted: {', '.join(counted(profile)) or 'nothing (timing and memory only)'}"]
+    groups = not_counted(profile)
+    if groups:
+        parts = [f"{', '.join(events)} ({reason})" for reason, events in groups.items()]
+        lines.append("Not counted: " + "; ".join(parts) + ". Run `inferperf doctor` for "
+                     "the fixes.")
+    return lines
+
+
+def render_profile(profile: Profile, diagnosis: Any = None) -> str:
+    """The terminal report of one analysed Profile (``diagnosis``: classify.Diagnosis)."""
+    from ..classify import render
+
+    lines = [f"{label:<8} {text}" for label, text in facts(profile)]
+    lines += ["", *not_counted_lines(profile), ""]
+    metrics = profile_metrics(profile)
+    lines.append(_table([(n, fmt(v), METRICS[n].unit, METRICS[n].description)
+                         for n, v in metrics.items()], ("metric", "value", "unit", "what")))
+    lat = profile.latency
+    lines.append("")
+    lines.append(_table([[*(fmt(getattr(lat, f)) for _, f in LATENCY_FIELDS),
+                          fmt(lat.calls_per_second), str(lat.calls)]],
+                        [*(f"{h} ms" for h, _ in LATENCY_FIELDS), "calls/s", "calls"]))
+    lines += ["", f"peak memory  {memory_text(profile)}"]
+    ops = top_operators(profile)
+    if ops:
+        runs = max(int(o.get("calls") or 0) for o in profile.operators)
+        lines += ["", f"Top operators (ONNX Runtime profiler, a separate pass of {runs} runs; "
+                      f"{len(ops)} of {len(profile.operators)} nodes):"]
+        lines.append(_table([(o.get("node"), o.get("op_type"), o.get("calls"),
+                              fmt(o.get("mean_us")), f"{float(o.get('share') or 0):.1%}",
+                              shapes(o)) for o in ops],
+                            ("node", "op type", "runs", "µs/run", "share", "input shapes")))
+    lines += ["", f"roofline     {roofline_text(profile)}",
+              f"energy       {energy_text(profile)}"]
+    for kind, path in profile.artifacts.items():
+        lines.append(f"flamegraph   {kind}: {path}")
+    missing = {k: v for k, v in notes(profile).items() if k != "roofline"}
+    for kind, why in missing.items():
+        lines.append(f"not made     {kind}: {why}")
+    if diagnosis is not None:
+        lines += ["", render(diagnosis)]
+    return "\n".join(lines)
+
+
+# -- a comparison --------------------------------------------------------------------------
+def _cell(value: float | None, delta: float | None, status: str = "") -> str:
+    text = fmt(value)
+    extra = ", ".join(x for x in (pct(delta), status if status not in ("", "ok") else "") if x)
+    return f"{text} ({extra})" if extra and value is not None else text
+
+
+def render_comparison(side: SideBySide, out_dir: str = "") -> str:
+    """The terminal report of ``compare``: every metric and operator type against the first.
+
+    ``out_dir`` is put before the relative paths of the files the comparison wrote.
+    """
+    labels = side.labels
+    first = side.entries[0]
+    lines = [f"Compared with {labels[0]} ({first.profile.machine_class}, backend "
+             f"{first.profile.backend}):"]
+    for entry in side.entries:
+        cached = f" (cached result from {entry.cached.stored})" if entry.cached else ""
+        lines.append(f"  {entry.label}: {entry.source}{cached}")
+    lines.append("")
+    rows = [[r.metric, r.unit, *(_cell(v, d, s) for v, d, s in
+                                 zip(r.values, r.deltas, r.statuses, strict=True))]
+            for r in side.metrics]
+    if side.quality:
+        rows.append(["quality", "", *(fmt(side.quality.get(label)) for label in labels)])
+        rows.append(["pareto front", "", *("yes" if label in side.front else "no"
+                                           for label in labels)])
+    lines.append(_table(rows, ("metric", "unit", *labels)))
+    if side.op_types:
+        lines += ["", "Operator types (µs per inference, nodes):"]
+        lines.append(_table(
+            [[r.op_type, *(("-" if u is None else f"{_cell(u, d)} [{n}]")
+                           for u, d, n in zip(r.us_per_call, r.deltas, r.nodes, strict=True))]
+             for r in side.op_types],
+            ("op type", *labels)))
+    lines.append("")
+    for note in side.notes:
+        lines.append(f"note: {note}")
+    for entry, verdict in zip(side.entries[1:], side.verdicts[1:], strict=True):
+        if verdict is not None and verdict.diagnosis is not None and verdict.diagnosis.change:
+            lines.append(f"{entry.label} vs {labels[0]}: {verdict.diagnosis.change.summary}")
+    for label, change in side.regressions:
+        lines.append(f"REGRESSED {label}: {change.metric} {fmt(change.baseline)} -> "
+                     f"{fmt(change.current)} ({pct(change.delta)}; {change.detail})")
+    if side.quality:
+        better = "higher" if side.quality_higher_is_better else "lower"
+        lines.append(f"Pareto front (latency vs quality, {better} quality is better): "
+                     f"{', '.join(side.front) or 'none'}")
+    for name, path in side.artifacts.items():
+        lines.append(f"{name}: {os.path.join(out_dir, path)}")
+    return "\n".join(lines).rstrip()
