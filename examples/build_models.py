@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
+import importlib.util
 import math
 import os
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +36,10 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+if importlib.util.find_spec("pytest_inferperf") is None:
+    # running from a source checkout without installing the package
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 OPSET = 17
 IR_VERSION = 8  # loadable by onnxruntime 1.16 and later
@@ -430,20 +433,6 @@ def build_minilm(
 # --------------------------------------------------------------------------- quantisation
 
 
-@contextlib.contextmanager
-def _quiet_quantization() -> Iterator[None]:
-    """Silence the Python-side warnings and log lines quantize_dynamic emits."""
-    logger = logging.getLogger()
-    previous = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        logger.setLevel(previous)
-
-
 class _RandomCalibration:
     """Seeded standard-normal calibration batches for every float input (symbolic dims -> 1)."""
 
@@ -494,8 +483,10 @@ def quantize_int8(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> P
         quantize_static,
     )
 
+    from pytest_inferperf.quantize import quiet_quantization
+
     source, out = Path(src), Path(dst)
-    with _atomic_target(out) as tmp, _quiet_quantization():
+    with _atomic_target(out) as tmp, quiet_quantization():
         if _has_conv(source):
             quantize_static(
                 source,
@@ -543,11 +534,7 @@ def build_all(out_dir: str | os.PathLike[str], *, force: bool = False) -> dict[s
 
 def _time_one_inference(path: Path, dims: dict[str, int], repeats: int = 10) -> float:
     """Median seconds of one inference with pytest-inferperf's default session settings."""
-    try:
-        from pytest_inferperf.onnx import SessionSettings, make_inputs, make_session
-    except ImportError:  # running from a source checkout without installing the package
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-        from pytest_inferperf.onnx import SessionSettings, make_inputs, make_session
+    from pytest_inferperf.onnx import SessionSettings, make_inputs, make_session
 
     session = make_session(path, SessionSettings())
     feeds = make_inputs(path, dims)

@@ -224,8 +224,9 @@ def _analyse_entry(target: str, options: object, args: argparse.Namespace, out: 
 
 
 def _analyse_cmd(args: argparse.Namespace) -> int:
-    from .analyse import UsageError, diagnosis_of, write_analysis
+    from .analyse import UsageError, diagnosis_of
     from .report import markdown, text
+    from .report.files import write_analysis
 
     progress = _ProgressLine()
     try:
@@ -250,8 +251,9 @@ def _analyse_cmd(args: argparse.Namespace) -> int:
 
 
 def _validate_cmd(args: argparse.Namespace) -> int:
-    from .analyse import UsageError, validate_target
+    from .analyse import UsageError
     from .report import markdown
+    from .validate import validate_target
     from .verdict import change_summary, failure_text
 
     progress = _ProgressLine()
@@ -280,16 +282,11 @@ def _compare_cmd(args: argparse.Namespace) -> int:
     from dataclasses import replace
     from pathlib import Path
 
-    from .analyse import (
-        Analysis,
-        UsageError,
-        entry_labels,
-        load_profile,
-        quantize_dynamic,
-        side_by_side,
-        write_comparison,
-    )
+    from .analyse import Analysis, UsageError, load_profile
+    from .quantize import quantize_dynamic
     from .report import markdown, text
+    from .report.files import write_comparison
+    from .side_by_side import entry_labels, side_by_side
 
     progress = _ProgressLine()
     targets = list(args.targets)

@@ -28,8 +28,8 @@ from ..metrics import METRICS, profile_metrics
 from . import text as shared
 
 if TYPE_CHECKING:
-    from ..analyse import SideBySide
     from ..profile import Profile
+    from ..side_by_side import SideBySide
 
 MAX_OPERATOR_ROWS = 300
 _SCHEME = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*:")
@@ -301,7 +301,7 @@ def render_html(profiles_or_one: Profile | Sequence[Profile], *, title: str,
                 svgs: Mapping[str, str] | None = None) -> str:
     """One self-contained HTML page for one Profile or several (then compared).
 
-    ``comparison`` is :func:`analyse.side_by_side`'s result for the same Profiles;
+    ``comparison`` is :func:`side_by_side.side_by_side`'s result for the same Profiles;
     ``svgs`` maps an artifact's relative path to its SVG text, to embed it.
     """
     from ..profile import Profile as ProfileType

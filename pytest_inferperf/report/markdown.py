@@ -19,8 +19,8 @@ from ..metrics import METRICS, profile_metrics
 from . import text as shared
 
 if TYPE_CHECKING:
-    from ..analyse import SideBySide
     from ..profile import Profile
+    from ..side_by_side import SideBySide
 
 ENV_VAR = "GITHUB_STEP_SUMMARY"
 KEY_METRICS = ("latency_p50_ms", "latency_p99_ms", "latency_mean_ms", "cpu_ms_per_call", "ipc",

@@ -20,8 +20,8 @@ from tabulate import tabulate
 from ..metrics import METRICS, profile_metrics
 
 if TYPE_CHECKING:
-    from ..analyse import SideBySide
     from ..profile import Profile
+    from ..side_by_side import SideBySide
 
 TOP_OPERATORS = 10
 LATENCY_FIELDS = (("mean", "mean_ms"), ("min", "min_ms"), ("max", "max_ms"), ("p50", "p50_ms"),

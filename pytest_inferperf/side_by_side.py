@@ -1,0 +1,224 @@
+"""``inferperf compare``: several analysed targets side by side with the first.
+
+Owns: :func:`side_by_side` and its result :class:`SideBySide` (rows of
+:class:`MetricRow` and :class:`OpTypeRow`, the verdicts, the Pareto front) with its JSON
+form, and the helpers it is built from: :func:`entry_labels`, :func:`op_type_times`,
+:func:`match_quality`.
+
+Must not: measure (:mod:`.analyse`), write files (:mod:`.report.files`), format a
+report (``report``), parse arguments or print (``cli``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .analyse import Analysis, UsageError, is_callable_target
+from .compare import IncomparableError, check_comparable
+from .metrics import METRICS, profile_metrics
+from .profile import Profile
+
+# A credible change in a metric that does not gate (percentiles, memory, OS events) is
+# reported as worse / better: only gated metrics regress (verdict.GATED_METRICS).
+UNGATED_STATUS = {"regressed": "worse", "improved": "better"}
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One metric across the profiles; deltas and statuses against the first."""
+
+    metric: str
+    unit: str
+    better: str
+    values: tuple[float | None, ...]
+    deltas: tuple[float | None, ...]
+    statuses: tuple[str, ...]  # "" for the first; ok / regressed / improved / noise / ""
+
+
+@dataclass(frozen=True)
+class OpTypeRow:
+    """Time per inference of one operator type (sum of its nodes' mean times)."""
+
+    op_type: str
+    nodes: tuple[int, ...]
+    us_per_call: tuple[float | None, ...]
+    deltas: tuple[float | None, ...]
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    """Several analyses compared with the first: what ``compare`` prints and writes."""
+
+    entries: tuple[Analysis, ...]
+    metrics: tuple[MetricRow, ...]
+    op_types: tuple[OpTypeRow, ...]
+    verdicts: tuple[Any, ...]  # Verdict per entry against the first; None: first/incomparable
+    notes: tuple[str, ...] = ()
+    quality: Mapping[str, float] = field(default_factory=dict)
+    quality_higher_is_better: bool = True
+    front: tuple[str, ...] = ()
+    artifacts: Mapping[str, str] = field(default_factory=dict)  # name -> file (relative)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(e.label for e in self.entries)
+
+    @property
+    def regressions(self) -> list[tuple[str, Any]]:
+        """(label, MetricChange) of every credible, gated regression against the first."""
+        return [(e.label, c) for e, v in zip(self.entries, self.verdicts, strict=True)
+                if v is not None for c in v.regressions]
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.regressions)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": "pytest-inferperf/compare",
+            "schema_version": 1,
+            "reference": self.labels[0],
+            "entries": [{"label": e.label, "source": e.source,
+                         "cached_from": e.cached.stored if e.cached else None,
+                         "profile": e.profile.to_dict()} for e in self.entries],
+            "metrics": [{"metric": r.metric, "unit": r.unit, "better": r.better,
+                         "values": dict(zip(self.labels, r.values, strict=True)),
+                         "deltas": _json_numbers(self.labels, r.deltas),
+                         "statuses": dict(zip(self.labels, r.statuses, strict=True))}
+                        for r in self.metrics],
+            "operator_types": [{"op_type": r.op_type,
+                                "nodes": dict(zip(self.labels, r.nodes, strict=True)),
+                                "us_per_call": dict(zip(self.labels, r.us_per_call,
+                                                        strict=True)),
+                                "deltas": _json_numbers(self.labels, r.deltas)}
+                               for r in self.op_types],
+            "regressions": [{"label": label, "metric": c.metric, "baseline": c.baseline,
+                             "current": c.current, "delta": _json_number(c.delta),
+                             "detail": c.detail} for label, c in self.regressions],
+            "notes": list(self.notes),
+            "quality": dict(self.quality),
+            "quality_higher_is_better": self.quality_higher_is_better,
+            "pareto_front": list(self.front),
+            "artifacts": dict(self.artifacts),
+        }
+
+
+def _json_number(value: float | None) -> float | str | None:
+    """A relative change from a zero reference is infinite: JSON gets "inf" / "-inf"."""
+    if value is None or math.isfinite(value):
+        return value
+    return "inf" if value > 0 else "-inf"
+
+
+def _json_numbers(labels: Sequence[str], values: Sequence[float | None]) -> dict:
+    return {label: _json_number(v) for label, v in zip(labels, values, strict=True)}
+
+
+def entry_labels(sources: Sequence[str], profiles: Sequence[Profile]) -> list[str]:
+    """Short, unique labels: a model's stem or a profile's name; the path when they clash."""
+    names = [Path(s).stem if not s.endswith(".json") and not is_callable_target(s) else p.name
+             for s, p in zip(sources, profiles, strict=True)]
+    labels = [s if names.count(n) > 1 else n for n, s in zip(names, sources, strict=True)]
+    out: list[str] = []
+    for label in labels:
+        unique, i = label, 2
+        while unique in out:
+            unique, i = f"{label}#{i}", i + 1
+        out.append(unique)
+    return out
+
+
+def _delta(first: float | None, value: float | None) -> float | None:
+    if first is None or value is None:
+        return None
+    if first == 0:
+        return 0.0 if value == 0 else math.copysign(math.inf, value)
+    return (value - first) / abs(first)
+
+
+def op_type_times(profile: Profile) -> dict[str, tuple[int, float]]:
+    """Per operator type: (nodes, µs per inference), from ``Profile.operators``."""
+    out: dict[str, tuple[int, float]] = {}
+    for op in profile.operators:
+        op_type = str(op.get("op_type") or "?")
+        nodes, us = out.get(op_type, (0, 0.0))
+        out[op_type] = (nodes + 1, us + float(op.get("mean_us") or 0.0))
+    return out
+
+
+def match_quality(entries: Sequence[Analysis],
+                  quality: Sequence[tuple[str, float]]) -> dict[str, float]:
+    """``--quality NAME=VALUE`` by label, source as given, or source stem."""
+    out: dict[str, float] = {}
+    for name, value in quality:
+        match = next((e.label for e in entries if name in (e.label, e.source,
+                                                          Path(e.source).stem)), None)
+        if match is None:
+            raise UsageError(f"--quality {name}={value:g}: no compared variant is called "
+                             f"{name!r}; the variants are {', '.join(e.label for e in entries)}.")
+        out[match] = value
+    return out
+
+
+def side_by_side(entries: Sequence[Analysis], *,
+                 quality: Sequence[tuple[str, float]] = (),
+                 quality_higher_is_better: bool = True) -> SideBySide:
+    """Compare every entry with the first: metrics, operator types, verdicts, Pareto front."""
+    from .budgets import PerfSpec
+    from .pareto import Variant, pareto_front
+    from .verdict import judge
+
+    if len(entries) < 2:
+        raise UsageError("compare needs at least two profiles or models (or one model with "
+                         "--quantize dynamic).")
+    first = entries[0]
+    verdicts: list[Any] = [None]
+    notes: list[str] = []
+    for entry in entries[1:]:
+        try:
+            check_comparable(entry.profile, first.profile)
+        except IncomparableError:
+            verdicts.append(None)
+            notes.append(f"{entry.label} is not compared statistically with {first.label}: "
+                         f"measured on {entry.profile.machine_class} ({entry.profile.backend}) "
+                         f"against {first.profile.machine_class} ({first.profile.backend}); "
+                         "values are shown side by side only")
+            continue
+        verdicts.append(judge(entry.label, entry.profile, PerfSpec(), baseline=first.profile,
+                              baseline_note=f"against {first.label}"))
+    values = [profile_metrics(e.profile) for e in entries]
+    rows = []
+    for name, spec in METRICS.items():
+        column = tuple(v.get(name) for v in values)
+        if all(c is None for c in column):
+            continue
+        statuses = [""]
+        for verdict in verdicts[1:]:
+            change = verdict.comparison.get(name) if verdict and verdict.comparison else None
+            status = change.status if change else ""
+            if name not in (verdict.gated if verdict else ()):
+                status = UNGATED_STATUS.get(status, status)
+            statuses.append(status)
+        rows.append(MetricRow(name, spec.unit, spec.better, column,
+                              (None, *(_delta(column[0], c) for c in column[1:])),
+                              tuple(statuses)))
+    times = [op_type_times(e.profile) for e in entries]
+    op_rows = []
+    order = sorted({t for ts in times for t in ts},
+                   key=lambda t: (-max(ts.get(t, (0, 0.0))[1] for ts in times), t))
+    for op_type in order:
+        us = tuple(ts[op_type][1] if op_type in ts else None for ts in times)
+        op_rows.append(OpTypeRow(op_type, tuple(ts.get(op_type, (0, 0.0))[0] for ts in times),
+                                 us, (None, *(_delta(us[0], u) for u in us[1:]))))
+    scores = match_quality(entries, quality)
+    front: list[str] = []
+    if scores:
+        variants = [Variant(e.label, e.profile.latency.mean_ms, scores.get(e.label))
+                    for e in entries]
+        front = pareto_front(variants, quality_higher_is_better=quality_higher_is_better)
+    return SideBySide(tuple(entries), tuple(rows), tuple(op_rows), tuple(verdicts),
+                      tuple(notes), scores, quality_higher_is_better, tuple(front))

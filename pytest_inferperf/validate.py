@@ -1,0 +1,133 @@
+"""``inferperf validate``: one target measured again (or loaded) and judged against a baseline.
+
+Owns: :func:`validate_target` and its result :class:`Validation`, and
+:func:`options_like` - the measurement options that repeat how a baseline was measured.
+The verdict is :func:`verdict.judge`'s, with the plugin's own gating.
+
+Must not: measure by itself (:mod:`.analyse` does), compare more than one Profile with
+a reference (:mod:`.side_by_side`), write files, parse arguments or print (``cli``).
+A baseline that cannot be used raises :class:`analyse.UsageError`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .analyse import (
+    Options,
+    Progress,
+    UsageError,
+    analyse_callable,
+    analyse_model,
+    is_callable_target,
+    load_profile,
+    resolve_shapes,
+)
+from .compare import IncomparableError, check_comparable
+from .machine import this_cpu
+from .profile import Profile
+
+
+def options_like(baseline: Profile, overrides: Mapping[str, Any]) -> tuple[Options, dict]:
+    """Measurement options matching how ``baseline`` was measured, then ``overrides``.
+
+    Returns the options and the baseline's dims (already resolved).
+    """
+    facts = baseline.settings.get("analyse") or {}
+    session = facts.get("session_settings") or {}
+    base = {
+        "threads": int(session.get("intra_op_threads", 1) or 1),
+        "warmup": int(baseline.settings.get("warmup", 3)),
+        "repeat": int(baseline.settings.get("repeat", 30)),
+        "timeout": float(baseline.settings.get("timeout", 60.0)),
+        "backend": baseline.backend if baseline.backend in ("perf", "none") else "perf",
+    }
+    base.update({k: v for k, v in overrides.items() if v is not None})
+    dims = {str(k): int(v) for k, v in (facts.get("dims") or {}).items()}
+    return Options(details=False, **base), dims
+
+
+@dataclass(frozen=True)
+class Validation:
+    """A target judged against its baseline; ``verdict.failed`` is the exit status 1."""
+
+    label: str
+    baseline_path: str
+    verdict: Any  # verdict.Verdict
+
+
+def validate_target(
+    target: str,
+    baseline_file: str | os.PathLike[str],
+    *,
+    tolerance: float | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    shapes: Sequence[tuple[str, str]] = (),
+    progress: Progress | None = None,
+) -> Validation:
+    """Measure ``target`` again (or load it, a ``.json``) and judge it against the baseline.
+
+    The measurement repeats the baseline's settings (dims, threads, warm-up, repeats,
+    backend) unless ``overrides``/``shapes`` say otherwise. Same verdict as the plugin:
+    :func:`verdict.judge` with ``tolerance`` for every metric (None: the defaults) and
+    the default gating. Raises :class:`UsageError` for a missing or unreadable file, and
+    for a baseline from another machine class or backend.
+    """
+    from .budgets import PerfSpec
+    from .verdict import judge
+
+    if tolerance is not None and (not math.isfinite(tolerance) or tolerance < 0):
+        raise UsageError(f"--tolerance {tolerance}: a relative tolerance must be a finite "
+                         "number >= 0 (0.25 is 25%).")
+    baseline = load_profile(baseline_file, "baseline")
+    if target.endswith(".json"):
+        profile = load_profile(target, "report")
+        label = target
+    else:
+        here = this_cpu().machine_class
+        if baseline.machine_class != here:
+            raise UsageError(_incomparable(baseline_file, (
+                f"the baseline was measured on {baseline.machine_class}, this machine is "
+                f"{here}")))
+        options, dims = options_like(baseline, overrides or {})
+        if shapes:
+            options = replace(options, shapes=tuple(shapes))
+        if is_callable_target(target):
+            profile = analyse_callable(
+                target, warmup=options.warmup, repeat=options.repeat,
+                timeout=options.timeout, backend=options.backend, details=False,
+                progress=progress)
+        else:
+            model = Path(target)
+            if not model.is_file():
+                raise UsageError(f"{target} does not exist (or is not a file). Pass an ONNX "
+                                 "model, a report.json, or MODULE:CALLABLE.")
+            dims = {**dims, **resolve_shapes(model, options.shapes)}
+            profile = analyse_model(
+                model, dims=dims, settings=options.session_settings(), warmup=options.warmup,
+                repeat=options.repeat, timeout=options.timeout, backend=options.backend,
+                details=False, progress=progress)
+        label = target
+    try:
+        check_comparable(profile, baseline)
+    except IncomparableError:
+        raise UsageError(_incomparable(baseline_file, (
+            f"{label} is from {profile.machine_class} with the {profile.backend} backend, "
+            f"the baseline from {baseline.machine_class} with the {baseline.backend} "
+            "backend"))) from None
+    spec = PerfSpec(tolerance=tolerance)
+    verdict = judge(label, profile, spec, baseline=baseline,
+                    baseline_note=f"baseline {baseline_file}")
+    return Validation(label, os.fspath(baseline_file), verdict)
+
+
+def _incomparable(baseline_file: str | os.PathLike[str], why: str) -> str:
+    return (f"baseline {os.fspath(baseline_file)} cannot be compared: {why}. Profiles from "
+            "another machine class or counter backend are never compared; record a baseline "
+            "on this machine with `inferperf analyse MODEL --out DIR` and pass "
+            "DIR/report.json to --baseline.")
