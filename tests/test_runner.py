@@ -77,13 +77,13 @@ def test_profile_keeps_every_repeat_and_counts_each():
     p = profile(busy, 2, warmup=2, repeat=5, min_time=0.005)
     assert len(p.repeats) == 5
     per_repeat = p.settings["calls_per_repeat"]
-    assert 1 <= per_repeat <= 3  # 5 ms / ~2 ms per call, rounded up (fewer if slowed down)
+    assert 1 <= per_repeat <= 3  # 5 ms / >= 2 ms per call, rounded up
     assert all(r.calls == per_repeat for r in p.repeats)
     assert p.latency.calls == 5 * per_repeat
     assert 1.9 < p.latency.p50_ms < 20.0  # a 2 ms spin; preemption only adds
     per_call_cpu = p.per_repeat("task_clock")
     assert len(per_call_cpu) == 5
-    assert all(0.5e6 < v < 4e6 for v in per_call_cpu)  # CPU time <= the 2 ms of wall time
+    assert all(0 < v < 4e6 for v in per_call_cpu)  # at most the 2 ms of wall time
     assert p.steady.warmup_calls >= 2
     assert not p.partial
     assert p.status("task_clock").available
