@@ -23,12 +23,19 @@ from typing import Any
 
 import pytest
 
-from .baseline import BaselineError, baseline_path, load_baseline, save_baseline
+from .baseline import (
+    BaselineError,
+    baseline_path,
+    class_folder,
+    load_baseline,
+    save_baseline,
+)
 from .budgets import MarkerError, PerfSpec, parse_marker
+from .pmu import simulate
 from .profile import Profile
 from .verdict import Verdict, failure_text, judge
 
-BACKEND_CHOICES = ("auto", "perf", "none")
+BACKEND_CHOICES = ("auto", "perf", "simulate", "none")
 FLAMEGRAPH_CHOICES = ("failed", "all", "none")
 STACKS_IN_BASELINE_BYTES = 256 << 10  # folded stacks kept with a baseline, for diffs
 # (variant name, profile, the workload as a no-argument callable for the sampling pass)
@@ -52,8 +59,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     option("--inferperf-baselines", "inferperf_baselines", metavar="DIR", default=None,
            help="baseline folder (default: baselines/ under the rootdir)")
     option("--inferperf-backend", "inferperf_backend", choices=BACKEND_CHOICES, default=None,
-           help="counter backend: perf (perf_event_open), none (timing and memory only), "
-                "auto (perf where perf_event_open works, else none); default auto")
+           help="counter backend: perf (perf_event_open on every thread), simulate "
+                "(deterministic counts from valgrind's callgrind, for machines without a "
+                "PMU), none (timing and memory only), auto (perf; simulate instead where "
+                "the machine has no hardware counters and inferperf_simulate_without_pmu "
+                "is set); default auto")
+    parser.addini("inferperf_simulate_without_pmu", type="bool", default=False,
+                  help="let --inferperf-backend auto use the simulate backend on machines "
+                       "without hardware counters (never chosen without this)")
     option("--inferperf-require-pmu", "inferperf_require_pmu", action="store_true",
            default=None,
            help="fail, instead of skip, a budget that needs counters this machine cannot count")
@@ -156,7 +169,7 @@ class InferperfPlugin:
     def pytest_runtest_call(self, item: pytest.Item):
         result = yield
         profiles = item.stash.get(PROFILES, [])
-        if not profiles or not self.settings.enabled:
+        if not profiles or not self.settings.enabled or simulate.in_child():
             return result
         verdicts = []
         for name, profile, call in profiles:
@@ -227,7 +240,7 @@ class InferperfPlugin:
         try:
             baseline = load_baseline(path)
             note = (f"baseline {_relative(path, self.config)}" if baseline is not None
-                    else f"no baseline for {profile.machine_class}")
+                    else f"no baseline for {class_folder(profile.machine_class, profile.backend)}")
         except BaselineError as exc:
             note, error = "baseline unreadable", str(exc)
         if self.settings.update:
@@ -437,6 +450,10 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
     def run(fn: Callable[..., Any], *args: Any, name: str | None = None,
             **kwargs: Any) -> Profile:
         variant = name or ""
+        call = functools.partial(fn, *args, **kwargs)
+        if simulate.in_child():  # re-run of this test under valgrind: measure, judge nothing
+            return simulate.child_measure(call, name=variant or None,
+                                          settings=_run_settings(spec))
         if any(existing == variant for existing, *_ in recorded):
             raise pytest.UsageError(
                 f"{request.node.nodeid}: pmu_profile was called twice with "
@@ -449,9 +466,20 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
         if "pin" not in options and settings.worker_index is not None:
             cpus = sorted(os.sched_getaffinity(0))
             options["pin"] = cpus[settings.worker_index % len(cpus)]
-        result = profile(fn, *args, name=variant or request.node.name,
-                         backend=_backend(settings.backend), **options, **kwargs)
-        recorded.append((variant, result, functools.partial(fn, *args, **kwargs)))
+        backend = _backend(settings.backend, request.config)
+        if backend == "simulate":
+            reason = simulate.available()
+            if reason:
+                pytest.skip(f"inferperf: the simulate backend is {reason}")
+            result = simulate.profile_via_child(
+                request.node.nodeid, variant or None, rootdir=request.config.rootpath,
+                settings=_run_settings(spec), native=call,
+                name=variant or request.node.name,
+            )
+        else:
+            result = profile(fn, *args, name=variant or request.node.name,
+                             backend=backend, **options, **kwargs)
+        recorded.append((variant, result, call))
         return result
 
     return run
@@ -510,16 +538,41 @@ def _html_extras(item: pytest.Item, report: pytest.TestReport, verdicts: list[Ve
     report.extras = extras
 
 
-def _backend(choice: str) -> str:
-    if choice == "auto":
-        from .pmu.perf_event import syscall_number
+def _run_settings(spec: PerfSpec) -> Any:
+    """The marker's runner overrides as the runner's settings (threads is the session's)."""
+    from .runner import RunSettings, normalise_pin
 
-        try:
-            syscall_number()
-        except OSError:
-            return "none"
-        return "perf"
-    return choice
+    options = {k: v for k, v in spec.runner.items() if k not in ("threads", "pin")}
+    options.setdefault("warmup_max", max(RunSettings.warmup_max, options.get("warmup", 0)))
+    return RunSettings(**options, pin=normalise_pin(spec.runner.get("pin")))
+
+
+def _backend(choice: str, config: pytest.Config) -> str:
+    """The backend ``auto`` stands for: perf, or simulate only where the ini asks for it."""
+    if choice != "auto":
+        return choice
+    from .pmu.perf_event import syscall_number
+
+    try:
+        syscall_number()
+    except OSError:
+        return "none"
+    if config.getini("inferperf_simulate_without_pmu") and not _has_hardware_counters():
+        return "simulate"
+    return "perf"
+
+
+@functools.lru_cache(maxsize=1)
+def _has_hardware_counters() -> bool:
+    from .machine import this_cpu
+    from .pmu.events import resolve
+    from .pmu.perf_backend import probe_event
+
+    cpu = this_cpu()
+    for event in resolve(["cycles", "instructions"], cpu).events.get("instructions", ()):
+        if probe_event(event, exclude_kernel=True, paranoid=cpu.paranoid) is None:
+            return True
+    return False
 
 
 @pytest.fixture

@@ -466,3 +466,35 @@ def test_update_writes_only_tests_that_met_their_budgets_and_keeps_others(suite)
     names = sorted(p.name for p in Path(suite.path, "baselines").rglob("*.json"))
     assert names == ["kept.json", "test_ok.json"]
     assert keep.read_text() == "{}"
+
+
+@pytest.mark.slow
+def test_simulate_backend_catches_three_percent_more_work(suite):
+    from pytest_inferperf.pmu import simulate
+
+    if simulate.available():
+        pytest.skip(simulate.available())
+    suite.makepyfile(test_a="""
+        import os, pytest
+        def work():
+            s = 0
+            for i in range(int(os.environ.get("ROUNDS", "20000"))):
+                s += i * i
+            return s
+        @pytest.mark.perf(warmup=1, repeat=3)
+        def test_loop(pmu_profile):
+            pmu_profile(work)
+    """)
+    run(suite, "--inferperf", "--inferperf-backend", "simulate", "--update-baselines",
+        "--inferperf-flamegraphs", "none").assert_outcomes(passed=1)
+    assert next(Path(suite.path, "baselines").glob("*+simulate"))
+    import os
+
+    os.environ["ROUNDS"] = "20600"  # 3% more work
+    try:
+        result = run(suite, "--inferperf", "--inferperf-backend", "simulate",
+                     "--inferperf-flamegraphs", "none")
+    finally:
+        del os.environ["ROUNDS"]
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*baseline instructions_per_call: * -> * (+3.0%*"])

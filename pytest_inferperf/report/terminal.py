@@ -39,12 +39,20 @@ def summary_rows(records: Sequence[dict]) -> list[list[str]]:
     return rows
 
 
+def headline(reason: str) -> str:
+    """The cause part of a reason: 'no PMU exposed (ENOENT)'; the fix is in the full text."""
+    head, _, rest = reason.partition(":")
+    if head.strip() == "not available" and rest:  # "not available: <cause>: <detail>"
+        return "not available: " + rest.split(":", 1)[0].split(" (")[0].strip()
+    return head
+
+
 def not_counted_line(records: Sequence[dict]) -> str | None:
     """What this machine could not count, grouped by reason."""
     by_reason: dict[str, list[str]] = {}
     for record in records:
         for event, reason in record["unavailable"].items():
-            names = by_reason.setdefault(reason.split(":", 1)[0], [])
+            names = by_reason.setdefault(headline(reason), [])
             if event not in names:
                 names.append(event)
     if not by_reason:
