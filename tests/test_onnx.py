@@ -671,3 +671,20 @@ def test_parse_trace_cut_anywhere_never_fails(minilm_trace: Path, fraction: floa
         assert 1 <= stat.calls <= full[stat.node]
     if stats:
         assert sum(s.share for s in stats) == pytest.approx(1.0)
+
+
+HF_EXPORT = Path(__file__).resolve().parent / "fixtures" / "hf" / "tiny_bert_hf.onnx"
+
+
+def test_a_real_hugging_face_export_runs_without_hand_written_inputs():
+    """A BertModel exported by torch.onnx.export (see fixtures/hf/export_tiny_bert.py)."""
+    dims = default_dims(HF_EXPORT)
+    assert dims == {"batch": 1, "sequence": 128}
+    feeds = make_inputs(HF_EXPORT, dims)
+    assert feeds["input_ids"].dtype == np.int64
+    assert feeds["input_ids"].min() >= 0 and feeds["input_ids"].max() < 1000  # vocab_size
+    assert (feeds["attention_mask"] == 1).all()
+    assert set(np.unique(feeds["token_type_ids"])) <= {0, 1}  # type_vocab_size 2
+    hidden, pooled = make_session(HF_EXPORT).run(None, feeds)
+    assert hidden.shape == (1, 128, 64) and pooled.shape == (1, 64)
+    assert np.isfinite(hidden).all() and np.isfinite(pooled).all()
