@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
+from onnx_graphs import make_model as _model
 
 from pytest_inferperf.onnx import (
     InputSpecError,
@@ -51,16 +52,6 @@ def _load_build_models() -> ModuleType:
     return module
 
 
-def _model(
-    nodes: list[onnx.NodeProto],
-    inputs: list[onnx.ValueInfoProto],
-    outputs: list[onnx.ValueInfoProto],
-    initializers: list[onnx.TensorProto] | None = None,
-) -> onnx.ModelProto:
-    graph = helper.make_graph(nodes, "test", inputs, outputs, initializers or [])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    onnx.checker.check_model(model)
-    return model
 
 
 def _tiny_model() -> onnx.ModelProto:

@@ -15,6 +15,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx_graphs import make_model as _model
 
 from pytest_inferperf.onnx import InputSpecError, ModelError, OperatorStat, profile_operators
 from pytest_inferperf.roofline import (
@@ -39,16 +40,6 @@ CEILINGS = Ceilings(peak_gflops=100.0, bandwidth_gbs=10.0, threads=1, method="fi
 # --------------------------------------------------------------------------- helpers
 
 
-def _model(
-    nodes: list[onnx.NodeProto],
-    inputs: list[onnx.ValueInfoProto],
-    outputs: list[onnx.ValueInfoProto],
-    initializers: list[onnx.TensorProto] | None = None,
-) -> onnx.ModelProto:
-    graph = helper.make_graph(nodes, "test", inputs, outputs, initializers or [])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    onnx.checker.check_model(model)
-    return model
 
 
 def _f32(name: str, shape: list) -> onnx.ValueInfoProto:

@@ -50,7 +50,7 @@ def callable_label(call: Callable[..., object]) -> str:
     return sanitize_frame(f"{module}:{name}")
 
 
-def _run_window(call: Callable[[], object], seconds: float) -> int:
+def run_window(call: Callable[[], object], seconds: float) -> int:
     """Call ``call`` until ``seconds`` have passed (at least once); the number of calls."""
     deadline = time.perf_counter() + seconds
     calls = 0
@@ -61,7 +61,7 @@ def _run_window(call: Callable[[], object], seconds: float) -> int:
             return calls
 
 
-_RUNNER_CODE = _run_window.__code__
+_RUNNER_CODE = run_window.__code__
 
 
 def _caller_stack(frame: FrameType | None) -> list[str] | None:
@@ -134,7 +134,7 @@ def sample_python(
     try:
         thread.start()
         started.wait(5.0)
-        _run_window(call, seconds)
+        run_window(call, seconds)
     finally:
         stop.set()
         thread.join(5.0)

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .fold import FoldedStacks, fold_perf_script
+from .pysampler import run_window
 
 __all__ = [
     "NOT_INSTALLED",
@@ -211,14 +212,6 @@ def _trampoline(enabled: bool) -> Iterator[Path | None]:
         sys.deactivate_stack_trampoline()  # type: ignore[attr-defined]
 
 
-def _run_window(call: Callable[[], object], seconds: float) -> int:
-    deadline = time.perf_counter() + seconds
-    calls = 0
-    while True:
-        call()
-        calls += 1
-        if time.perf_counter() >= deadline:
-            return calls
 
 
 def sample_native(
@@ -301,7 +294,7 @@ def sample_native(
                 if map_file is not None:
                     stack.callback(_unlink, map_file)
                 _send(ctl_fd, ack_fd, proc, "enable", attach_timeout, stderr_path)
-                calls = _run_window(call, seconds)
+                calls = run_window(call, seconds)
                 with contextlib.suppress(_Stopped):
                     _send(ctl_fd, ack_fd, proc, "disable", stop_timeout, stderr_path)
         except _Stopped as stopped:
