@@ -785,3 +785,41 @@ def test_svg_script_hover_zoom_and_search(tmp_path):
     assert fallback["matched"] == "matched 0.00%"  # invalid regex -> plain substring
     assert cleared["matched"] == " " and all(
         fr["fill"] != "rgb(230,0,230)" for fr in cleared["frames"].values())
+
+
+@needs_perf
+def test_perf_killed_mid_record_is_reported_and_cleaned_up(tmp_path):
+    import os
+    import signal
+
+    def perf_children() -> list[int]:
+        found = []
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read().split(b"\0")
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == os.getpid() and b"record" in cmd:
+                found.append(int(pid))
+        return found
+
+    killed = []
+
+    def workload():
+        if not killed:
+            for pid in perf_children():
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+        sum(range(10_000))
+
+    workdir = tmp_path / "w"
+    started = time.monotonic()
+    result = sample_native(workload, seconds=0.5, workdir=workdir)
+    assert killed, "perf record was running during the window"
+    assert time.monotonic() - started < 60
+    assert result.folded == {} and result.reason
+    assert perf_children() == []
+    assert not workdir.exists() or list(workdir.iterdir()) == []
