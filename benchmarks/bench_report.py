@@ -1,0 +1,523 @@
+"""Summary and Markdown rendering of the measurement-quality results (pure functions)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+DETECT = 0.80  # detection rate a level must reach
+FALSE_ALARMS = 0.05  # most false alarms allowed at 0% slowdown
+TIMING_METRICS = ("cpu_ms_per_call", "latency_mean_ms")
+SIM_METRIC = "instructions_per_call"
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a rate k/n."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _level_value(label: str) -> float:
+    return float(label.rstrip("%")) / 100
+
+
+def _detector(did: str, tool: str, backend: str, metric: str, tolerance: str,
+              flags: Mapping[str, list[bool]], deltas: Mapping[str, list[float]],
+              labels: Sequence[str]) -> dict[str, Any]:
+    rates: dict[str, dict[str, Any]] = {}
+    for label in labels:
+        got = flags.get(label, [])
+        k, n = sum(got), len(got)
+        lo, hi = wilson(k, n)
+        d = [x for x in deltas.get(label, []) if x is not None and math.isfinite(x)]
+        q = statistics.quantiles(d, n=4) if len(d) >= 2 else [None, None, None]
+        rates[label] = {"flagged": k, "trials": n, "rate": k / n if n else None,
+                        "ci95": [lo, hi],
+                        "median_delta": statistics.median(d) if d else None,
+                        "iqr_delta": [q[0], q[2]]}
+    zero = labels[0] if labels else None
+    fa = rates[zero]["rate"] if zero and rates[zero]["trials"] else None
+    minimum, why = None, None
+    if fa is None:
+        why = "no trials"
+    elif fa > FALSE_ALARMS:
+        why = f"false alarms {fa:.0%} > {FALSE_ALARMS:.0%}"
+    else:
+        for label in labels[1:]:
+            r = rates[label]["rate"]
+            if r is not None and r >= DETECT:
+                minimum = label
+                break
+        if minimum is None:
+            why = f"no level detected in >= {DETECT:.0%} of trials"
+    raw = next((lb for lb in labels[1:] if (rates[lb]["rate"] or 0) >= DETECT), None)
+    return {"id": did, "tool": tool, "backend": backend, "metric": metric,
+            "tolerance": tolerance, "false_alarm_rate": fa, "rates": rates,
+            "min_detectable": minimum, "min_detectable_text": minimum or "none",
+            "why_none": why, "detects_80pct_from": raw or "none"}
+
+
+def detectors(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    sens = data.get("sensitivity") or {}
+    labels = list((data.get("parameters") or {}).get("levels") or [])
+    tols = (data.get("parameters") or {}).get("default_tolerances") or {}
+    out: list[dict[str, Any]] = []
+    ours = sens.get("ours") or []
+    if ours:
+        for metric in TIMING_METRICS:
+            for mode in ("default", "zero"):
+                flags: dict[str, list[bool]] = {}
+                deltas: dict[str, list[float]] = {}
+                for trial in ours:
+                    for label, rec in trial.items():
+                        change = rec[mode].get(metric)
+                        flags.setdefault(label, []).append(bool(change and change["regressed"]))
+                        deltas.setdefault(label, []).append(change["delta"] if change else None)
+                tol = f"{tols.get(metric, 0):.0%} (default)" if mode == "default" else "0"
+                out.append(_detector(f"inferperf/perf/{metric}/{mode}", "pytest-inferperf",
+                                     "perf", metric, tol, flags, deltas, labels))
+        flags = {}
+        for trial in ours:
+            for label, rec in trial.items():
+                flags.setdefault(label, []).append(bool(rec["verdict_failed"]))
+        out.append(_detector("inferperf/perf/verdict/default", "pytest-inferperf", "perf",
+                             "test verdict (all gated metrics)", "defaults", flags, {}, labels))
+    sim = sens.get("simulate") or []
+    if sim:
+        for mode in ("default", "zero"):
+            flags, deltas = {}, {}
+            for trial in sim:
+                for label, rec in trial["levels"].items():
+                    change = rec[mode].get(SIM_METRIC)
+                    flags.setdefault(label, []).append(bool(change and change["regressed"]))
+                    deltas.setdefault(label, []).append(change["delta"] if change else None)
+            tol = f"{tols.get(SIM_METRIC, 0):.0%} (default)" if mode == "default" else "0"
+            out.append(_detector(f"inferperf/simulate/{SIM_METRIC}/{mode}", "pytest-inferperf",
+                                 "simulate", SIM_METRIC, tol, flags, deltas, labels))
+    peer = sens.get("peer") or []
+    if peer:
+        thresholds = list(peer[0]["levels"][labels[0]]["flagged"]) if labels else []
+        for t in thresholds:
+            flags, deltas = {}, {}
+            for trial in peer:
+                for label, rec in trial["levels"].items():
+                    flags.setdefault(label, []).append(bool(rec["flagged"][t]))
+                    deltas.setdefault(label, []).append(rec["delta"])
+            out.append(_detector(f"pytest-benchmark/mean/{t}%", "pytest-benchmark", "timer",
+                                 "mean", f"--benchmark-compare-fail=mean:{t}%", flags, deltas,
+                                 labels))
+    return out
+
+
+def _rank(det: Mapping[str, Any]) -> float:
+    m = det.get("min_detectable")
+    return _level_value(m) if m else math.inf
+
+
+def _rate_txt(det: Mapping[str, Any], label: str) -> str:
+    r = det["rates"].get(label) or {}
+    return f"{r.get('flagged', 0)}/{r.get('trials', 0)}"
+
+
+def _better(ours: float, peer: float, lower_is_better: bool = True) -> str:
+    if ours == peer:
+        return "same"
+    return "better" if (ours < peer) == lower_is_better else "**WORSE**"
+
+
+def peer_for(det: Mapping[str, Any], peers: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The peer setting to hold a detector against: tolerance 0 against the tightest
+    threshold, the shipped tolerances against the loosest (25%, the same number)."""
+    by_threshold = sorted(peers, key=lambda d: float(d["id"].rsplit("/", 1)[1].rstrip("%")))
+    return by_threshold[0] if det["tolerance"] == "0" else by_threshold[-1]
+
+
+def comparisons(data: Mapping[str, Any], dets: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Plain sentences: where pytest-inferperf is worse (or not) than its peers."""
+    lines: list[str] = []
+    peers = [d for d in dets if d["tool"] == "pytest-benchmark"]
+    ours = [d for d in dets if d["tool"] == "pytest-inferperf"]
+    labels = list((data.get("parameters") or {}).get("levels") or [])
+    if peers and ours and len(labels) > 1:
+        zero, top = labels[0], labels[-1]
+        for d in ours:
+            p = peer_for(d, peers)
+            fa = _better(d["rates"][zero]["rate"] or 0.0, p["rates"][zero]["rate"] or 0.0)
+            det = _better(d["rates"][top]["rate"] or 0.0, p["rates"][top]["rate"] or 0.0,
+                          lower_is_better=False)
+            raw = _better(_rank_text(d["detects_80pct_from"]), _rank_text(p["detects_80pct_from"]))
+            md = _better(_rank(d), _rank(p))
+            worse = [what for what, v in (("false alarms", fa), (f"detection at {top}", det),
+                                          ("80% detection", raw), ("minimum detectable", md))
+                     if v == "**WORSE**"]
+            head = (f"**Worse than pytest-benchmark** ({', '.join(worse)})" if worse
+                    else "Not worse than pytest-benchmark")
+            lines.append(
+                f"{head}: pytest-inferperf `{d['metric']}` ({d['backend']}, tolerance "
+                f"{d['tolerance']}) vs `{p['tolerance']}`: false alarms {_rate_txt(d, zero)} vs "
+                f"{_rate_txt(p, zero)} ({fa}); detection at {top} {_rate_txt(d, top)} vs "
+                f"{_rate_txt(p, top)} ({det}); detected in >= 80% of trials from "
+                f"{d['detects_80pct_from']} vs {p['detects_80pct_from']} ({raw}); minimum "
+                f"detectable at <= 5% false alarms {d['min_detectable_text']} vs "
+                f"{p['min_detectable_text']} ({md}).")
+    cost = check_cost(data)
+    if cost.get("ours_s_per_check") and cost.get("peer_s_per_check"):
+        o, p_s = cost["ours_s_per_check"], cost["peer_s_per_check"]
+        verdict = "**WORSE** (slower)" if o > p_s else "better (faster)"
+        lines.append(f"Time per check: pytest-inferperf {o:.2f} s per profile (warm-up + 30 "
+                     f"repeats), pytest-benchmark {p_s:.2f} s per benchmark (its process "
+                     f"start shared by the levels): pytest-inferperf is {verdict}.")
+    stat = ((data.get("overhead") or {}).get("perf_stat") or {})
+    if "perf_stat_ratio" in stat:
+        a, b = stat["inferperf_ratio"] - 1, stat["perf_stat_ratio"] - 1
+        spread = stat.get("plain_spread")
+        word = "**WORSE than**" if a > b else "no worse than"
+        noise = (f"; the plain loop itself varied by {spread:.0%} between rounds, so both are "
+                 "noise unless they exceed that" if spread is not None else "")
+        lines.append(f"Counting one whole loop: pytest-inferperf's in-process counters {a:+.1%} "
+                     f"wall time, `perf stat -p` attached {b:+.1%}: pytest-inferperf is {word} "
+                     f"perf stat by the median{noise}.")
+    return lines
+
+
+def _rank_text(label: str) -> float:
+    return _level_value(label) if label and label != "none" else math.inf
+
+
+def check_cost(data: Mapping[str, Any]) -> dict[str, float | None]:
+    sens = data.get("sensitivity") or {}
+    ours = [s for trial in sens.get("ours") or [] for rec in trial.values()
+            for s in rec["profile_s"].values()]
+    peer = []
+    for trial in sens.get("peer") or []:
+        n = len(trial["levels"]) or 1
+        peer.extend(w / n for w in trial["wall_s"])
+    sim = []
+    for trial in sens.get("simulate") or []:
+        walls = trial["wall_s"]
+        sim.append(walls[0])  # the baseline run: one profile
+        n = len(trial["levels"]) or 1
+        sim.append(walls[1] / n)
+    return {"ours_s_per_check": statistics.median(ours) if ours else None,
+            "peer_s_per_check": statistics.median(peer) if peer else None,
+            "simulate_s_per_check": statistics.median(sim) if sim else None}
+
+
+def summarise(data: Mapping[str, Any]) -> dict[str, Any]:
+    dets = detectors(data)
+    over = data.get("overhead") or {}
+    suite = data.get("suite") or {}
+    head: dict[str, Any] = {}
+    if isinstance(over.get("start_stop"), list):
+        head["start_stop_median_us"] = {str(r["threads_alive"]): round(r["median_us"], 1)
+                                        for r in over["start_stop"]}
+    pvn = over.get("profile_vs_none") or {}
+    if "latency_mean_ratio" in pvn:
+        head["profile_perf_over_none_latency"] = round(pvn["latency_mean_ratio"], 4)
+    stat = over.get("perf_stat") or {}
+    if "perf_stat_ratio" in stat:
+        head["loop_perf_stat_ratio"] = round(stat["perf_stat_ratio"], 4)
+        head["loop_inferperf_ratio"] = round(stat["inferperf_ratio"], 4)
+    elif "skipped" in stat:
+        head["perf_stat"] = f"skipped: {stat['skipped']}"
+    head["min_detectable"] = {d["id"]: d["min_detectable_text"] for d in dets}
+    head["false_alarm_rate"] = {d["id"]: d["false_alarm_rate"] for d in dets}
+    if "ratio_n2_over_n0" in suite:
+        head["suite_wall_s"] = {k: round(v, 1) for k, v in suite["wall_s"].items()}
+        head["suite_n2_over_n0"] = round(suite["ratio_n2_over_n0"], 3)
+        head["suite_verdicts_identical"] = suite["verdicts_identical"]
+    return {"detectors": dets, "headline": head, "comparisons": comparisons(data, dets),
+            "check_cost": check_cost(data)}
+
+
+# -- Markdown ------------------------------------------------------------------------
+def _f(value: Any, fmt: str = "{:.3g}") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return fmt.format(value)
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def render_markdown(data: Mapping[str, Any]) -> str:
+    s = data.get("summary") or summarise(data)
+    m = data.get("machine") or {}
+    params = data.get("parameters") or {}
+    labels = list(params.get("levels") or [])
+    lines = ["# Measurement quality: results", ""]
+    lines.append("Generated by `benchmarks/measurement_quality.py` (see "
+                 "[benchmarks/README.md](../../benchmarks/README.md)); do not edit by hand.")
+    lines.append("")
+    lines.append(f"Command: `{data.get('command', '')}`  ")
+    lines.append(f"Started {data.get('started', '?')}, took {_f(data.get('duration_s'), '{:.0f}')}"
+                 f" s. {'Complete.' if data.get('complete') else 'INCOMPLETE (partial run).'}  ")
+    sens = data.get("sensitivity") or {}
+    lines.append(f"Trials per level: {sens.get('trials_done', 0)} of "
+                 f"{sens.get('trials_planned', params.get('trials'))} planned"
+                 + (" (--quick)" if params.get("quick") else "") + ".")
+    lines.append("")
+    lines.append("## Machine")
+    lines.append("")
+    pmu = m.get("pmu") or {}
+    why = str(pmu.get("cycles") or pmu.get("error") or "?").split(":")[0]
+    pmu_txt = "yes" if pmu.get("exists") else f"no: {why}"
+    rows = [
+        ("machine class", m.get("machine_class")), ("CPU", m.get("cpu_model")),
+        ("CPUs (usable)", f"{m.get('cpus')} ({m.get('cpus_usable')})"),
+        ("virtualised", m.get("virtualised")), ("kernel", m.get("kernel")),
+        ("Python", m.get("python")), ("ONNX Runtime", m.get("onnxruntime")),
+        ("numpy", m.get("numpy")), ("pytest-benchmark", m.get("pytest_benchmark")),
+        ("hardware PMU", pmu_txt), ("perf_event_paranoid", m.get("perf_event_paranoid")),
+        ("load average at start (1/5/15 min)", _loads(m.get("load_avg_start"))),
+        ("load average at end", _loads(m.get("load_avg_end"))),
+    ]
+    lines += _table(("", ""), rows)
+    lines.append("")
+    lines.append("## Headline")
+    lines.append("")
+    lines += [f"- {c}" for c in _key_numbers(data, s)]
+    lines += [f"- {c}" for c in s.get("comparisons", [])]
+    lines.append("")
+    lines += _overhead_md(data)
+    lines += _sensitivity_md(data, s, labels)
+    lines += _suite_md(data)
+    errors = (sens.get("errors") or [])
+    if errors:
+        lines += ["## Errors during the run", ""] + [f"- {e.splitlines()[0]}" for e in errors]
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _key_numbers(data: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
+    """The numbers a reader wants first, and the conditions they were measured in."""
+    out: list[str] = []
+    m = data.get("machine") or {}
+    loads = [x[0] for x in (m.get("load_avg_start"), m.get("load_avg_end")) if x]
+    cpus = m.get("cpus") or 1
+    if loads and max(loads) >= 0.5 * cpus:
+        out.append(f"Conditions: 1-minute load average {min(loads):.2f} to {max(loads):.2f} on "
+                   f"{cpus} CPUs: other work competed for the CPUs during the run, and every "
+                   "timing number below includes that contention. A quiet or dedicated runner "
+                   "will do better.")
+    over = data.get("overhead") or {}
+    ss = over.get("start_stop")
+    if isinstance(ss, list) and ss:
+        cells = ", ".join(f"{r['median_us']:.0f} µs with {r['threads_alive']} threads"
+                          for r in ss)
+        per = [r["median_us"] / r["threads_alive"] for r in ss if r["threads_alive"]]
+        out.append(f"Fixed cost of one counted repeat (start + stop + read of every group, "
+                   f"median): {cells}, about {min(per):.0f}-{max(per):.0f} µs per thread. "
+                   "Against a 10 ms repeat that is "
+                   f"{ss[0]['median_us'] / 1e4:.1%} to {ss[-1]['median_us'] / 1e4:.1%}.")
+    pvn = over.get("profile_vs_none") or {}
+    if "latency_mean_ratio" in pvn:
+        out.append(f"A measured call with counting vs without (`backend=\"perf\"` / "
+                   f"`\"none\"`): per-call latency ratio {pvn['latency_mean_ratio']:.3f}.")
+    dets = {d["id"]: d for d in s.get("detectors") or []}
+    best = [d for d in dets.values() if d["tool"] == "pytest-inferperf"]
+    if best:
+        out.append("Smallest injected slowdown detected in >= 80% of trials at <= 5% false "
+                   "alarms (the minimum detectable regression): " + "; ".join(
+                       f"{d['metric']} ({d['backend']}, tolerance {d['tolerance']}): "
+                       f"**{d['min_detectable_text']}**" for d in best) + ".")
+    suite = data.get("suite") or {}
+    if "ratio_n2_over_n0" in suite:
+        word = "slower" if suite["ratio_n2_over_n0"] > 1 else "faster"
+        out.append(f"Example suite: -n 2 takes {suite['ratio_n2_over_n0']:.2f}x the wall time of "
+                   f"-n 0 ({word}); verdicts identical: "
+                   f"{'yes' if suite['verdicts_identical'] else '**NO**'}.")
+    return out
+
+
+def _loads(v: Any) -> str:
+    return " / ".join(f"{x:.2f}" for x in v) if v else "-"
+
+
+def _overhead_md(data: Mapping[str, Any]) -> list[str]:
+    over = data.get("overhead") or {}
+    lines = ["## 1. Overhead", ""]
+    if "skipped" in over:
+        lines += [f"Skipped: {over['skipped']}.", ""]
+    ss = over.get("start_stop")
+    if isinstance(ss, list):
+        lines.append("(a) `PerfEventCounters.start()` + `stop()` (stop reads every group), "
+                     "default events, timed with `time.perf_counter_ns`:")
+        lines.append("")
+        lines += _table(("threads alive", "threads counted", "open fds", "samples",
+                         "p10 µs", "median µs", "p90 µs", "start µs", "stop+read µs"),
+                        [(r["threads_alive"], r["counted_threads"], r["open_fds"], r["samples"],
+                          _f(r.get("p10_us"), "{:.1f}"),
+                          _f(r["median_us"], "{:.1f}"), _f(r["p90_us"], "{:.1f}"),
+                          _f(r["start_median_us"], "{:.1f}"),
+                          _f(r["stop_read_median_us"], "{:.1f}")) for r in ss])
+        lines.append("")
+    elif isinstance(ss, dict) and "error" in ss:
+        lines += [f"(a) error: {ss['error']}", ""]
+    pvn = over.get("profile_vs_none") or {}
+    if "latency_mean_ratio" in pvn:
+        lines.append(
+            f"(b) `profile(call, backend=\"perf\")` vs `backend=\"none\"` on the workload, "
+            f"{pvn['pairs']} alternating pairs: per-call latency ratio (median of pairs) "
+            f"**{pvn['latency_mean_ratio']:.4f}** (mean), {pvn['latency_p50_ratio']:.4f} (p50); "
+            f"{_f(pvn['perf_mean_ms'])} ms vs {_f(pvn['none_mean_ms'])} ms per call, "
+            f"{_f(pvn['calls_per_repeat'], '{:.0f}')} calls per repeat. An empty start/stop "
+            f"counts {_f(pvn['empty_start_stop_task_clock_us'])} µs of task-clock.")
+        lines.append("")
+    elif "error" in pvn:
+        lines += [f"(b) error: {pvn['error']}", ""]
+    st = over.get("perf_stat") or {}
+    if "perf_stat_ratio" in st:
+        lines.append(
+            f"(c) The same loop of {st['loop_calls']} calls ({_f(st['plain_s'])} s), "
+            f"{st['rounds']} rounds in rotating order: wall time with `{st['command']}` "
+            f"attached / without = **{st['perf_stat_ratio']:.4f}**; with pytest-inferperf's "
+            f"in-process counters around the loop = **{st['inferperf_ratio']:.4f}**.")
+        lines.append("")
+    elif "skipped" in st:
+        lines += [f"(c) perf stat: skipped: {st['skipped']}", ""]
+    elif "error" in st:
+        lines += [f"(c) perf stat: error: {st['error']}", ""]
+    return lines
+
+
+def _sensitivity_md(data: Mapping[str, Any], s: Mapping[str, Any],
+                    labels: Sequence[str]) -> list[str]:
+    wl = data.get("workload") or {}
+    sens = data.get("sensitivity") or {}
+    lines = ["## 2. Sensitivity", ""]
+    if wl:
+        lines.append(f"Workload: {wl.get('model')}; {_f(wl.get('base_ms'))} ms per call at "
+                     f"calibration. Injected slowdown: {wl.get('extra_work')}.")
+        lines.append("")
+        lines += _table(("level", "extra iterations", "calibrated slowdown",
+                         "re-measured slowdown"),
+                        [(lb, (wl.get("iterations") or {}).get(lb),
+                          _f((wl.get("intended_slowdown") or {}).get(lb), "{:.2%}"),
+                          _f((wl.get("realised_slowdown") or {}).get(lb), "{:+.2%}"))
+                         for lb in labels])
+        lines.append("")
+    lines.append(
+        "Per trial and level: a baseline profile (no slowdown) and a current profile, "
+        "measured back to back in alternating order, levels shuffled; then the verdict. "
+        "Rate = flagged trials / trials: at 0% it is the false-alarm rate, above 0% the "
+        "detection rate. Minimum detectable = the smallest level flagged in >= 80% of "
+        "trials while false alarms stay <= 5%; \">= 80% from\" is the smallest level "
+        "flagged in >= 80% of trials whatever the false alarms.")
+    lines.append("")
+    dets = s.get("detectors") or []
+    if dets:
+        head = ["tool / metric", "backend", "tolerance", *labels, ">= 80% from",
+                "min detectable (<= 5% false alarms)"]
+        rows = []
+        for d in dets:
+            cells = []
+            for lb in labels:
+                r = d["rates"].get(lb) or {}
+                cells.append(f"{r.get('flagged', 0)}/{r.get('trials', 0)}")
+            md = d["min_detectable_text"] + (f" ({d['why_none']})" if d["why_none"] else "")
+            rows.append((f"{d['tool']} {d['metric']}", d["backend"], d["tolerance"], *cells,
+                         d.get("detects_80pct_from", "-"), md))
+        lines += _table(head, rows)
+        lines.append("")
+        lines.append("Measured change (current / baseline - 1) per level: median, and in "
+                     "brackets the interquartile range over the trials (the noise):")
+        lines.append("")
+        seen = set()
+        rows = []
+        for d in dets:
+            key = (d["tool"], d["backend"], d["metric"])
+            if key in seen or all((d["rates"].get(lb) or {}).get("median_delta") is None
+                                  for lb in labels):
+                continue
+            seen.add(key)
+            rows.append((f"{d['tool']} {d['metric']}", d["backend"],
+                         *[_delta_cell(d["rates"].get(lb) or {}) for lb in labels]))
+        lines += _table(["tool / metric", "backend", *labels], rows)
+        lines.append("")
+        cost = s.get("check_cost") or {}
+        lines.append(f"Time per check (median): pytest-inferperf "
+                     f"{_f(cost.get('ours_s_per_check'), '{:.2f}')} s per profile; "
+                     f"pytest-benchmark {_f(cost.get('peer_s_per_check'), '{:.2f}')} s per "
+                     "benchmark including its share of the process start.")
+        lines.append("")
+    ps = sens.get("peer_status") or {}
+    if ps and not ps.get("available"):
+        lines += [f"pytest-benchmark: not run: {ps.get('reason')}.", ""]
+    elif ps:
+        lines += [f"pytest-benchmark settings: {ps.get('settings')}.", ""]
+    ss = sens.get("simulate_status") or {}
+    if ss:
+        if ss.get("available"):
+            cost = (s.get("check_cost") or {}).get("simulate_s_per_check")
+            lines += [
+                f"simulate backend (`--inferperf-backend simulate`, through the plugin and "
+                f"its `--inferperf-report`): {len(sens.get('simulate') or [])} trials only, "
+                f"not {sens.get('trials_planned')}: each simulated profile re-runs the test "
+                f"under valgrind ({_f(cost, '{:.0f}')} s each here), so one trial of "
+                f"{len(labels)} levels costs minutes. Its counts are deterministic, so a few "
+                "trials show what more would. It measures 3 repeats per profile, fewer than "
+                "the 5 the rank test needs, so its verdict is the point change against the "
+                "tolerance alone: at tolerance 0 any change, however small, is a "
+                "regression. The slowdown is calibrated in time; the instruction change it "
+                "causes is in the \"measured change\" table.", ""]
+        else:
+            lines += ["simulate backend: **not usable here**, so it is not in the tables:", ""]
+            lines += [f"- {x}" for x in ss.get("missing") or []]
+            lines.append("")
+    return lines
+
+
+def _delta_cell(rate: Mapping[str, Any]) -> str:
+    med = rate.get("median_delta")
+    if med is None:
+        return "-"
+    lo, hi = rate.get("iqr_delta") or (None, None)
+    if lo is None or hi is None:
+        return f"{med:+.1%}"
+    return f"{med:+.1%} [{lo:+.1%}, {hi:+.1%}]"
+
+
+def _suite_md(data: Mapping[str, Any]) -> list[str]:
+    suite = data.get("suite") or {}
+    lines = ["## 3. Suite cost", ""]
+    if "skipped" in suite:
+        return [*lines, f"Skipped: {suite['skipped']}.", ""]
+    if "error" in suite:
+        return [*lines, f"Error: {suite['error']}", ""]
+    if "wall_s" not in suite:
+        return [*lines, "Not run yet.", ""]
+    lines.append(f"`{suite['command']}`, {suite['rounds']} run(s) each, alternating; median "
+                 f"wall time: -n 0 **{suite['wall_s']['n0']:.1f} s**, -n 2 "
+                 f"**{suite['wall_s']['n2']:.1f} s**, ratio -n 2 / -n 0 = "
+                 f"**{suite['ratio_n2_over_n0']:.3f}**. Verdicts (pass/fail per test) identical "
+                 f"across all runs: **{'yes' if suite['verdicts_identical'] else 'NO'}**.")
+    lines.append("")
+    first = (suite.get("runs") or {}).get("n0") or []
+    second = (suite.get("runs") or {}).get("n2") or []
+    if first and second:
+        rows = []
+        for key, v in first[0]["verdicts"].items():
+            w = second[0]["verdicts"].get(key, {})
+            rows.append((key, v["status"], w.get("status", "-"), _f(v.get("cpu_ms_per_call")),
+                         _f(w.get("cpu_ms_per_call")), _f(v.get("latency_mean_ms")),
+                         _f(w.get("latency_mean_ms"))))
+        lines += _table(("test", "-n 0 verdict", "-n 2 verdict", "-n 0 CPU ms/call",
+                         "-n 2 CPU ms/call", "-n 0 mean ms", "-n 2 mean ms"), rows)
+        lines.append("")
+        lines.append("(From the first run of each mode. Under -n 2 each worker is pinned to "
+                     "its own CPU.)")
+        lines.append("")
+    return lines
