@@ -10,8 +10,8 @@ This module owns everything pytest-inferperf does with ONNX Runtime itself:
 * :class:`OperatorStat`, :func:`parse_ort_profile` and :func:`profile_operators` - per-node
   time from ONNX Runtime's own profiler trace, with warm-up runs excluded.
 
-It never imports pytest. ``onnx`` (the model format package) is needed only by
-:func:`make_inputs` and :func:`default_dims` and is imported lazily there.
+It never imports pytest. ``onnx`` (the model format package, a dependency) reads
+the graph for :func:`make_inputs` and :func:`default_dims`.
 """
 
 from __future__ import annotations
@@ -23,13 +23,12 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import onnx  # a dependency: the graph decides valid inputs
+import onnx as onnx_pkg  # the name the annotations use
 import onnxruntime as ort
-
-if TYPE_CHECKING:
-    import onnx as onnx_pkg
 
 ModelSource = str | os.PathLike | bytes
 """A model as a file path or serialized ``ModelProto`` bytes."""
@@ -232,18 +231,8 @@ def make_session(
 # --------------------------------------------------------------------------- inputs
 
 
-def _import_onnx() -> Any:
-    try:
-        import onnx
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "building model inputs needs the 'onnx' package: pip install onnx"
-        ) from exc
-    return onnx
-
 
 def _load_graph(model: ModelSource | onnx_pkg.ModelProto) -> onnx_pkg.GraphProto:
-    onnx = _import_onnx()
     if isinstance(model, onnx.ModelProto):
         return model.graph
     if isinstance(model, bytes):
@@ -388,7 +377,6 @@ def _gather_bound(index: _GraphIndex, start: str) -> int | None:
 
 
 def _numpy_dtype(vi: onnx_pkg.ValueInfoProto) -> np.dtype:
-    onnx = _import_onnx()
     elem_type = vi.type.tensor_type.elem_type
     try:
         dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))

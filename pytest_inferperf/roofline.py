@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 
 from .onnx import InputSpecError, ModelError, OperatorStat
 from .svgplot import Axis, Chart, category_colours
@@ -304,18 +305,8 @@ def _flops(
     return 0
 
 
-def _import_onnx() -> Any:
-    try:
-        import onnx
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "counting model FLOPs needs the 'onnx' package: pip install onnx"
-        ) from exc
-    return onnx
-
 
 def _load_model(model: str | os.PathLike[str] | Any) -> Any:
-    onnx = _import_onnx()
     if isinstance(model, onnx.ModelProto):
         return model
     path = Path(model)
@@ -337,7 +328,6 @@ def _skeleton(model: Any) -> Any:
     Shape inference serialises the whole model; with the weights left out it takes
     milliseconds instead of a second, and the caller's model is never modified.
     """
-    onnx = _import_onnx()
     source = model.graph
     work = onnx.ModelProto()
     work.ir_version = max(model.ir_version, 4)
@@ -446,7 +436,6 @@ def _tensor_table(model: Any, weights: Iterable[Any]) -> dict[str, _Tensor]:
 
 
 def _constants(model: Any) -> dict[str, np.ndarray]:
-    onnx = _import_onnx()
     values: dict[str, np.ndarray] = {}
     for t in model.graph.initializer:
         if math.prod(t.dims) <= _FOLD_LIMIT:
@@ -457,7 +446,6 @@ def _constants(model: Any) -> dict[str, np.ndarray]:
 
 def _evaluate(node: Any, inputs: list[np.ndarray], opsets: Any) -> list[np.ndarray] | None:
     """Run one node on constant inputs with onnx's reference evaluator; None on failure."""
-    onnx = _import_onnx()
     from onnx.reference import ReferenceEvaluator
 
     names = [f"in{i}" for i in range(len(inputs))]
@@ -487,7 +475,6 @@ def _evaluate(node: Any, inputs: list[np.ndarray], opsets: Any) -> list[np.ndarr
 
 
 def _attrs(node: Any) -> dict[str, Any]:
-    onnx = _import_onnx()
     return {
         a.name: onnx.helper.get_attribute_value(a)
         for a in node.attribute
@@ -587,7 +574,6 @@ def _shape_round(
     Folded nodes become ``Constant`` nodes in ``work`` (so the next inference round sees
     their values); contrib outputs are declared as ``value_info``.
     """
-    onnx = _import_onnx()
     changed = False
     nodes = []
     for node in work.graph.node:
@@ -632,7 +618,6 @@ def _infer(model: Any) -> dict[str, _Tensor]:
     evaluated with onnx's reference evaluator and turned into ``Constant`` nodes, and
     contrib ops get their output shapes declared; then inference runs again.
     """
-    onnx = _import_onnx()
     work = _skeleton(model)
     values = _constants(work)
     tensors: dict[str, _Tensor] = {}
