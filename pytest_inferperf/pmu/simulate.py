@@ -121,9 +121,13 @@ REPEAT_SPREAD_WARN = 0.01
 MIN_LINE = 16  # callgrind refuses cache lines below 16 bytes (cachegrind's cg_arch.c)
 
 #: Environment of the child: spinning off and one thread where a variable can say so,
-#: because callgrind counts only the thread that runs the callback.
+#: because callgrind counts only the thread that runs the callback. Python objects are
+#: allocated with the C allocator: pymalloc's pool bookkeeping depends on what start-up
+#: left in its pools (-0.2% to -0.37% for an allocation-heavy loop after extra imports),
+#: glibc's per-size caches do not (0.0007% for the same pair; docs/simulate.md).
 CHILD_ENV = {
     "PYTHONHASHSEED": HASH_SEED,
+    "PYTHONMALLOC": "malloc",
     "OMP_WAIT_POLICY": "PASSIVE",
     "OMP_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
