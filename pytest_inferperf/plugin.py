@@ -31,7 +31,8 @@ from .baseline import (
     save_baseline,
 )
 from .budgets import MarkerError, PerfSpec, parse_marker
-from .pmu import simulate
+from .pmu import simulate, simulate_shared
+from .pmu.simulate_shared import SharedChild
 from .profile import Profile
 from .verdict import Verdict, failure_text, judge
 
@@ -67,6 +68,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("inferperf_simulate_without_pmu", type="bool", default=False,
                   help="let --inferperf-backend auto use the simulate backend on machines "
                        "without hardware counters (never chosen without this)")
+    parser.addini("inferperf_simulate_shared", type="bool", default=True,
+                  help="simulate backend: run every simulated test in one valgrind child "
+                       "(its start-up paid once); false: one child per test")
     option("--inferperf-require-pmu", "inferperf_require_pmu", action="store_true",
            default=None,
            help="fail, instead of skip, a budget that needs counters this machine cannot count")
@@ -150,6 +154,7 @@ class InferperfPlugin:
     written: list[str] = field(default_factory=list)
     write_errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    shared: SharedChild | None = None  # the simulate backend's child for many tests
 
     # -- collection ------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -163,6 +168,35 @@ class InferperfPlugin:
                 except MarkerError as exc:
                     raise collector.CollectError(f"{item.nodeid}: {exc}") from None
         return result
+
+    # -- the simulate backend's child for many tests --------------------------
+    def shared_child(self, item: pytest.Item) -> SharedChild | None:
+        """The valgrind child that runs ``item`` among the session's next tests; None: alone.
+
+        Started for every later test that uses ``pmu_profile``. A child that failed
+        before it served a region is not replaced: the rest run one child per test.
+        """
+        if not self.config.getini("inferperf_simulate_shared") or _is_worker(self.config):
+            return None
+        current = self.shared
+        if current is not None and current.serves(item.nodeid):
+            return current
+        if current is not None:
+            current.close()
+            if current.served == 0:
+                return None
+        items = item.session.items
+        later = items[items.index(item):] if item in items else [item]
+        nodeids = [i.nodeid for i in later if "pmu_profile" in getattr(i, "fixturenames", ())]
+        self.shared = SharedChild(nodeids or [item.nodeid], rootdir=self.config.rootpath)
+        return self.shared
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if simulate_shared.is_shared_child():  # run only what the parent waits for
+            why = simulate_shared.child_test_starting(item.nodeid)
+            if why:
+                pytest.skip(why)
 
     # -- running ---------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -277,6 +311,8 @@ class InferperfPlugin:
 
     # -- controller ------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown" and simulate_shared.is_shared_child():
+            simulate_shared.child_test_finished(report.nodeid)
         entries = getattr(report, "inferperf", None)
         if report.when != "call" or not entries:
             return
@@ -285,6 +321,10 @@ class InferperfPlugin:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if simulate_shared.is_shared_child():
+            simulate_shared.child_session_finished()
+        if self.shared is not None:
+            self.shared.close()
         if _is_worker(self.config) or not self.records:
             return
         if self.settings.report_dir is not None:
@@ -453,7 +493,8 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
         call = functools.partial(fn, *args, **kwargs)
         if simulate.in_child():  # re-run of this test under valgrind: measure, judge nothing
             return simulate.child_measure(call, name=variant or None,
-                                          settings=_run_settings(spec))
+                                          settings=_run_settings(spec),
+                                          nodeid=request.node.nodeid)
         if any(existing == variant for existing, *_ in recorded):
             raise pytest.UsageError(
                 f"{request.node.nodeid}: pmu_profile was called twice with "
@@ -474,7 +515,7 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
             result = simulate.profile_via_child(
                 request.node.nodeid, variant or None, rootdir=request.config.rootpath,
                 settings=_run_settings(spec), native=call,
-                name=variant or request.node.name,
+                name=variant or request.node.name, shared=plugin.shared_child(request.node),
             )
         else:
             result = profile(fn, *args, name=variant or request.node.name,

@@ -53,10 +53,10 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..machine import machine_facts, this_cpu
 from ..profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
@@ -72,6 +72,9 @@ from .base import Count, CounterSample, EventStatus
 from .callgrind import CallgrindDump, CallgrindFormatError, parse_callgrind, read_dumps
 from .cpu import SystemPaths
 from .events import DEFAULT_EVENTS, check_names
+
+if TYPE_CHECKING:
+    from .simulate_shared import SharedChild
 
 __all__ = [
     "CallgrindFormatError",
@@ -453,6 +456,14 @@ class ChildRequest:
     trigger: str = "start"  # "vgdb": switch instrumentation on after warm-up; "start": it is on
     vgdb: str | None = None
     vgdb_prefix: str | None = None
+    #: Sends the result to the parent (a shared child's reply pipe); None: the JSON file.
+    respond: Callable[[Mapping[str, Any]], None] | None = None
+
+    def send(self, record: Mapping[str, Any]) -> None:
+        if self.respond is not None:
+            self.respond(record)
+        else:
+            _write_json(self.result_path, record)
 
 
 def child_request() -> ChildRequest | None:
@@ -472,6 +483,32 @@ def child_request() -> ChildRequest | None:
 
 
 _measured_variants: set[str] = set()
+
+
+def _request_here(nodeid: str | None, variant: str) -> ChildRequest | None:
+    """The parent's request if it is for this region (``nodeid``, ``variant``), else None.
+
+    A child for one test measures the variant named in its environment, once; a
+    shared child (:mod:`.simulate_shared`) the region the parent is waiting for.
+    """
+    from . import simulate_shared
+
+    request = child_request()
+    if request is None:
+        raise SimulateError(f"child_measure runs only in a simulation child ({ENV_CHILD} is "
+                            "not set); use profile_via_child in the test process")
+    if simulate_shared.is_shared_child():
+        here = nodeid or os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
+        wanted = simulate_shared.child_request_for(here, variant)
+        if wanted is None:
+            return None
+        return replace(request, variant=variant, repeats=int(wanted["repeats"]),
+                                   calls=int(wanted["calls"]),
+                                   respond=simulate_shared.child_reply)
+    if variant != request.variant or variant in _measured_variants:
+        return None
+    _measured_variants.add(variant)
+    return request
 
 
 def _thread_cpu_ns() -> dict[int, int]:
@@ -561,7 +598,7 @@ def _session_of(call: Callable[..., Any]) -> dict | None:
 
 
 def child_measure(call: Callable[[], Any], *, name: str | None = None,
-                  settings: RunSettings | None = None) -> Profile:
+                  settings: RunSettings | None = None, nodeid: str | None = None) -> Profile:
     """In the simulation child: measure ``call`` if it is the requested variant.
 
     The requested variant: warm-up calls through the callback, uninstrumented
@@ -572,21 +609,18 @@ def child_measure(call: Callable[[], Any], *, name: str | None = None,
     callback (the region's own overhead), instrumentation off. Writes the JSON
     result for the parent. Any other variant runs once, uncounted. Returns a
     smoke-like Profile (backend ``simulate-child``, no counts): the test body
-    goes on; the caller must not judge it or write it as a baseline.
+    goes on; the caller must not judge it or write it as a baseline. ``nodeid``:
+    the running test (a shared child serves many; default ``PYTEST_CURRENT_TEST``).
     """
-    request = child_request()
-    if request is None:
-        raise SimulateError(f"child_measure runs only in a simulation child ({ENV_CHILD} is "
-                            "not set); use profile_via_child in the test process")
     settings = settings or RunSettings()
     variant = name or ""
     label = name or _name_of(call)
-    if variant != request.variant or variant in _measured_variants:
+    request = _request_here(nodeid, variant)
+    if request is None:
         begin = time.perf_counter_ns()
         result = call()
         return _child_profile(label, [time.perf_counter_ns() - begin], result,
                               {"simulate_child": True, "measured": False})
-    _measured_variants.add(variant)
     record: dict[str, Any] = {"variant": variant, "pid": os.getpid(), "repeats": request.repeats,
                               "calls": request.calls, "plan": [], "session": _session_of(call)}
     warm: list[int] = []
@@ -620,9 +654,9 @@ def child_measure(call: Callable[[], Any], *, name: str | None = None,
                 record["outputs_ok"] = outputs_finite(last)
     except BaseException as exc:
         record["error"] = f"{type(exc).__name__}: {exc}"
-        _write_json(request.result_path, record)
+        request.send(record)
         raise
-    _write_json(request.result_path, record)
+    request.send(record)
     return _child_profile(label, warm, last, {"simulate_child": True, "measured": True})
 
 
@@ -675,11 +709,12 @@ class ChildRun:
 
     record: dict[str, Any]
     dumps: list[CallgrindDump]
-    returncode: int
+    returncode: int | None  # None: a shared child, still running
     output: str
     wall_s: float
     valgrind_options: list[str]
     cache_notes: dict[str, str] = field(default_factory=dict)
+    child: dict[str, Any] = field(default_factory=lambda: {"mode": "one child for this test"})
 
 
 def _child_env(result: Path, variant: str, options: Mapping[str, Any],
@@ -698,10 +733,24 @@ def _tail(text: str, lines: int = 30) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
-def _run_child(nodeid: str, variant: str, *, rootdir: Path, python: str, timeout: float,
-               repeats: int, calls: int, instrument_from_start: bool,
-               extra_args: Sequence[str], env: Mapping[str, str] | None,
-               block_plugins: Sequence[str], workdir: Path) -> ChildRun:
+@dataclass(frozen=True)
+class ChildCommand:
+    """The valgrind command line that runs ``pytest <nodeids>`` as a simulation child."""
+
+    command: list[str]
+    valgrind_options: list[str]
+    cache_notes: dict[str, str]
+    request: dict[str, Any]  # how the child switches instrumentation (ENV_OPTIONS)
+
+    @property
+    def from_start(self) -> bool:
+        return self.request["trigger"] == "start"
+
+
+def child_command(nodeids: Sequence[str], *, rootdir: Path, python: str,
+                  instrument_from_start: bool, extra_args: Sequence[str],
+                  block_plugins: Sequence[str], workdir: Path) -> ChildCommand:
+    """``[setarch -R] valgrind --tool=callgrind ... python -m pytest ... <nodeids>``."""
     valgrind = shutil.which("valgrind") or "valgrind"
     vgdb = shutil.which("vgdb")
     from_start = instrument_from_start or vgdb is None
@@ -713,7 +762,6 @@ def _run_child(nodeid: str, variant: str, *, rootdir: Path, python: str, timeout
         f"--toggle-collect={REGION_FUNCTION}", f"--dump-after={REGION_FUNCTION}",
         *cache_options(config),
     ]
-    result = workdir / "child.json"
     command = [
         *no_aslr_prefix(), valgrind, *options, "--vgdb=yes", f"--vgdb-prefix={prefix}",
         f"--log-file={workdir / 'valgrind.log'}",
@@ -725,10 +773,22 @@ def _run_child(nodeid: str, variant: str, *, rootdir: Path, python: str, timeout
         command += ["-p", f"no:{plugin}"]
     if os.environ.get("PYTEST_XDIST_WORKER"):
         command += ["-n", "0"]  # the child is one process: valgrind follows no workers
-    command += [*extra_args, nodeid]
-    request = {"repeats": repeats, "calls": calls,
-               "trigger": "start" if from_start else "vgdb", "vgdb": vgdb,
+    command += [*extra_args, *nodeids]
+    request = {"trigger": "start" if from_start else "vgdb", "vgdb": vgdb,
                "vgdb_prefix": str(prefix)}
+    return ChildCommand(command, options, notes, request)
+
+
+def _run_child(nodeid: str, variant: str, *, rootdir: Path, python: str, timeout: float,
+               repeats: int, calls: int, instrument_from_start: bool,
+               extra_args: Sequence[str], env: Mapping[str, str] | None,
+               block_plugins: Sequence[str], workdir: Path) -> ChildRun:
+    built = child_command([nodeid], rootdir=rootdir, python=python,
+                          instrument_from_start=instrument_from_start, extra_args=extra_args,
+                          block_plugins=block_plugins, workdir=workdir)
+    command, options, from_start = built.command, built.valgrind_options, built.from_start
+    result = workdir / "child.json"
+    request = {"repeats": repeats, "calls": calls, **built.request}
     begin = time.monotonic()
     proc = subprocess.Popen(command, cwd=rootdir, env=_child_env(result, variant, request, env),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -758,7 +818,7 @@ def _run_child(nodeid: str, variant: str, *, rootdir: Path, python: str, timeout
     record = json.loads(result.read_text())
     return ChildRun(record=record, dumps=read_dumps(workdir, proc.pid, OUT_STEM),
                     returncode=proc.returncode, output=output, wall_s=wall,
-                    valgrind_options=options, cache_notes=notes)
+                    valgrind_options=options, cache_notes=built.cache_notes)
 
 
 def profile_via_child(
@@ -780,6 +840,7 @@ def profile_via_child(
     block_plugins: Sequence[str] = BLOCK_PLUGINS,
     instrument_from_start: bool = False,
     workdir: str | os.PathLike[str] | None = None,
+    shared: SharedChild | None = None,
 ) -> Profile:
     """Count test ``nodeid``'s ``pmu_profile(..., name=variant)`` region under callgrind.
 
@@ -795,7 +856,10 @@ def profile_via_child(
 
     ``repeat`` measured repeats (default: ``settings.repeat`` capped at
     :data:`DEFAULT_REPEATS`) of ``calls`` calls each. ``workdir`` keeps the
-    callgrind files there (default: a temporary folder, removed).
+    callgrind files there (default: a temporary folder, removed). ``shared``: a
+    :class:`~.simulate_shared.SharedChild` that runs this test among others in
+    one valgrind process; where it cannot serve this region, a child for this test
+    alone does.
 
     Raises :class:`SimulateUnavailable` without valgrind, :class:`SimulateError` when
     the child fails or its dumps do not match the plan.
@@ -824,10 +888,17 @@ def profile_via_child(
         args = dict(rootdir=root, python=python or sys.executable, timeout=timeout,
                     repeats=repeats, calls=calls, extra_args=extra_args, env=env,
                     block_plugins=block_plugins, workdir=folder)
-        run = _run_child(nodeid, variant, instrument_from_start=instrument_from_start, **args)
+        run = None
+        if shared is not None and not instrument_from_start:
+            run = shared.measure(nodeid, variant, repeats=repeats, calls=calls, timeout=timeout)
+        if run is None:
+            run = _run_child(nodeid, variant, instrument_from_start=instrument_from_start,
+                             **args)
         retried = None
         if not run.record.get("instrumentation", {}).get("ok", True):
             retried = run.record["instrumentation"].get("detail", "")
+            if shared is not None:
+                shared.close(f"vgdb could not switch instrumentation on: {retried}")
             for stale in folder.glob(f"{OUT_STEM}.*"):
                 stale.unlink()
             run = _run_child(nodeid, variant, instrument_from_start=True, **args)
@@ -925,6 +996,7 @@ def _build_profile(name: str, nodeid: str, events: Sequence[str], settings: RunS
             statistics.median(warm[-3:]) / native_per_call if warm and native_per_call
             else None),
         "child_wall_s": round(run.wall_s, 2),
+        "child": run.child,
         "child_exit_status": run.returncode,
         "repeat_wall_ns": ("calls x native median latency" if native_per_call
                            else "wall time under valgrind"),

@@ -1,0 +1,333 @@
+"""One valgrind child for many tests: the simulate backend's shared child.
+
+Owns: starting ``valgrind ... python -m pytest <every test that profiles>`` once
+and asking it for one region at a time (parent side, :class:`SharedChild`), and
+the child's side of that conversation (:func:`child_request_for`,
+:func:`child_reply`, and the test start/finish calls the plugin makes in the
+child). A child's fixed cost (valgrind start-up, imports and collection under
+valgrind, ~15-20 s for an ONNX Runtime suite) is paid once per session instead
+of once per test.
+
+The conversation, one JSON line each way over two pipes (``ENV_SHARED`` names
+their descriptors in the child):
+
+* parent -> child: ``{"nodeid", "variant", "repeats", "calls"}``, sent after the
+  parent's own native run of that region, so the two never compete for a CPU;
+* child -> parent: ``{"nodeid", "variant", "record"}`` when the region was
+  measured (callgrind's dumps for it are on disk before the line is written),
+  or ``{"nodeid", "variant", "missed": why}`` when the child finished that test,
+  or all its tests, without reaching the region.
+
+The child runs a test only once the parent asked for it (the tests before it are
+skipped, not run), so it never runs ahead of the parent. A region the shared
+child missed (another test order, a test that behaves differently in the child)
+or a shared child that died is not an error here: :meth:`SharedChild.measure`
+returns None and the caller falls back to a child for that one test, which
+reports whatever went wrong in full.
+
+Must not: measure or build Profiles (:mod:`.simulate`), or know about pytest's
+objects (the plugin passes node ids).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from .callgrind import dump_files, read_dump
+from .simulate import (
+    BLOCK_PLUGINS,
+    OUT_STEM,
+    ChildRun,
+    SimulateError,
+    _child_env,
+    _tail,
+    child_command,
+)
+
+ENV_SHARED = "INFERPERF_SIMULATE_SHARED"  # "<request fd>,<reply fd>" in the shared child
+
+
+# -- the parent ------------------------------------------------------------------
+class SharedChild:
+    """A simulation child that runs ``nodeids`` in one valgrind process, region by region.
+
+    Started on the first :meth:`measure`; :meth:`close` ends it (also on failure).
+    ``failed`` says why it no longer serves, once it does not.
+    """
+
+    def __init__(self, nodeids: Sequence[str], *, rootdir: str | os.PathLike[str],
+                 python: str | None = None, extra_args: Sequence[str] = (),
+                 env: Mapping[str, str] | None = None,
+                 block_plugins: Sequence[str] = BLOCK_PLUGINS) -> None:
+        self.nodeids = tuple(dict.fromkeys(nodeids))
+        self.rootdir = Path(rootdir)
+        self.python = python or sys.executable
+        self.extra_args = tuple(extra_args)
+        self.env = dict(env or {})
+        self.block_plugins = tuple(block_plugins)
+        self.failed: str | None = None
+        self.served = 0
+        self._reachable = list(self.nodeids)  # tests the child has not gone past
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._workdir: Path | None = None
+        self._requests: IO[str] | None = None
+        self._replies: int | None = None
+        self._buffer = b""
+        self._built: Any = None
+
+    def serves(self, nodeid: str) -> bool:
+        return self.failed is None and nodeid in self._reachable
+
+    def measure(self, nodeid: str, variant: str, *, repeats: int, calls: int,
+                timeout: float) -> ChildRun | None:
+        """The child's run of region (``nodeid``, ``variant``); None: measure it on its own.
+
+        Raises :class:`SimulateError` only when the child ran past ``timeout``
+        seconds (a fresh child would too); it is then ended.
+        """
+        if not self.serves(nodeid):
+            return None
+        try:
+            self._start()
+        except (OSError, SimulateError) as exc:
+            self.close(f"the shared simulation child could not start: {exc}")
+            return None
+        del self._reachable[:self._reachable.index(nodeid)]  # the child skips those
+        begin = time.monotonic()
+        try:
+            self._send({"nodeid": nodeid, "variant": variant, "repeats": repeats,
+                        "calls": calls})
+            message = self._receive(nodeid, timeout)
+        except OSError as exc:
+            self.close(f"the shared simulation child stopped answering: {exc}")
+            return None
+        if message is None:
+            self.close(f"the shared simulation child exited (status {self._status()})")
+            return None
+        if (message.get("nodeid"), message.get("variant")) != (nodeid, variant):
+            self.close(f"the shared simulation child answered for {message.get('nodeid')!r} "
+                       f"{message.get('variant')!r}, not {nodeid!r} {variant!r}")
+            return None
+        if "missed" in message:
+            with contextlib.suppress(ValueError):
+                self._reachable.remove(nodeid)
+            return None
+        self.served += 1
+        assert self._proc is not None and self._built is not None
+        return ChildRun(
+            record=message["record"], dumps=self._take_dumps(), returncode=None,
+            output=self.output_tail(), wall_s=time.monotonic() - begin,
+            valgrind_options=self._built.valgrind_options,
+            cache_notes=self._built.cache_notes,
+            child={"mode": "shared", "pid": self._proc.pid, "tests": len(self.nodeids),
+                   "region_index": self.served,
+                   "includes_start_up": self.served == 1},
+        )
+
+    def output_tail(self, lines: int = 30) -> str:
+        log = self._workdir / "child-output.txt" if self._workdir else None
+        if log is None or not log.is_file():
+            return ""
+        return _tail(log.read_text(errors="replace"), lines)
+
+    def close(self, why: str | None = None) -> None:
+        """End the child (its work is done or it failed) and remove its files."""
+        if why and self.failed is None:
+            self.failed = why
+        elif self.failed is None:
+            self.failed = "closed"
+        if self._requests is not None:
+            with contextlib.suppress(OSError):
+                self._requests.close()
+            self._requests = None
+        if self._replies is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._replies)
+            self._replies = None
+        if self._proc is not None and self._proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, signal.SIGKILL)  # valgrind and any vgdb
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=30)
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    # -- internals -----------------------------------------------------------
+    def _start(self) -> None:
+        if self._proc is not None:
+            return
+        self._workdir = Path(tempfile.mkdtemp(prefix="inferperf-simulate-shared-"))
+        built = child_command(self.nodeids, rootdir=self.rootdir, python=self.python,
+                              instrument_from_start=False, extra_args=self.extra_args,
+                              block_plugins=self.block_plugins, workdir=self._workdir)
+        if built.from_start:
+            raise SimulateError("vgdb is not installed, and a shared child must switch "
+                                "instrumentation on and off per region")
+        self._built = built
+        request_r, request_w = os.pipe()
+        reply_r, reply_w = os.pipe()
+        env = _child_env(self._workdir / "unused.json", "", built.request, self.env)
+        env[ENV_SHARED] = f"{request_r},{reply_w}"
+        with open(self._workdir / "child-output.txt", "wb") as output:
+            try:
+                self._proc = subprocess.Popen(
+                    built.command, cwd=self.rootdir, env=env, stdin=subprocess.DEVNULL,
+                    stdout=output, stderr=subprocess.STDOUT, pass_fds=(request_r, reply_w),
+                    start_new_session=True)
+            finally:
+                os.close(request_r)
+                os.close(reply_w)
+        self._requests = os.fdopen(request_w, "w", encoding="utf-8")
+        self._replies = reply_r
+
+    def _send(self, message: Mapping[str, Any]) -> None:
+        assert self._requests is not None
+        self._requests.write(json.dumps(dict(message)) + "\n")
+        self._requests.flush()
+
+    def _receive(self, nodeid: str, timeout: float) -> dict[str, Any] | None:
+        """The child's next line; None when it closed the pipe (it exited)."""
+        assert self._replies is not None
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([self._replies], [], [], max(0.0, min(left, 5.0)))
+            if not ready:
+                if time.monotonic() >= deadline:
+                    tail = self.output_tail()
+                    self.close(f"no answer within timeout={timeout:g}s")
+                    raise SimulateError(
+                        f"{nodeid}: the shared simulation child gave no result within "
+                        f"timeout={timeout:g}s under valgrind. Raise the timeout or make the "
+                        f"workload smaller.\n{tail}")
+                continue
+            chunk = os.read(self._replies, 1 << 16)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return json.loads(line)
+
+    def _take_dumps(self) -> list:
+        """The dumps written since the last region (read, then removed), in order."""
+        assert self._proc is not None and self._workdir is not None
+        dumps = []
+        at_exit = f"{OUT_STEM}.{self._proc.pid}"  # written when the child exits, not yet
+        for path in dump_files(self._workdir, self._proc.pid, OUT_STEM):
+            if path.name == at_exit:
+                continue
+            dump = read_dump(path.read_text(encoding="utf-8", errors="replace"),
+                             source=path.name)
+            path.unlink()
+            if not dump.at_exit:
+                dumps.append(dump)
+        return sorted(dumps, key=lambda d: (d.part is None, d.part or 0))
+
+    def _status(self) -> str:
+        if self._proc is None:
+            return "never started"
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=5)
+        return str(self._proc.returncode)
+
+
+# -- the child -------------------------------------------------------------------
+class _Link:
+    """The child's end: the parent's requests in, results out."""
+
+    def __init__(self, spec: str) -> None:
+        request_fd, reply_fd = (int(x) for x in spec.split(","))
+        self.requests = os.fdopen(request_fd, "r", encoding="utf-8")
+        self.replies = os.fdopen(reply_fd, "w", encoding="utf-8")
+        self.pending: dict[str, Any] | None = None
+        self.closed = False
+
+    def next(self) -> dict[str, Any] | None:
+        """The request the parent waits on (blocks until there is one); None: no more."""
+        if self.pending is None and not self.closed:
+            line = self.requests.readline()
+            if line:
+                self.pending = json.loads(line)
+            else:
+                self.closed = True
+        return self.pending
+
+    def answer(self, **fields: Any) -> None:
+        assert self.pending is not None
+        message = {"nodeid": self.pending["nodeid"], "variant": self.pending["variant"],
+                   **fields}
+        self.pending = None
+        with contextlib.suppress(OSError):  # the parent is gone: nothing to tell
+            self.replies.write(json.dumps(message, default=str) + "\n")
+            self.replies.flush()
+
+
+_link: _Link | None = None
+
+
+def is_shared_child() -> bool:
+    """True in a shared simulation child."""
+    return bool(os.environ.get(ENV_SHARED))
+
+
+def _child_link() -> _Link:
+    global _link
+    if _link is None:
+        spec = os.environ.get(ENV_SHARED)
+        if not spec:
+            raise SimulateError(f"not a shared simulation child ({ENV_SHARED} is not set)")
+        _link = _Link(spec)
+    return _link
+
+
+def child_request_for(nodeid: str, variant: str) -> dict[str, Any] | None:
+    """The parent's request if it is for this region, else None (run it uncounted)."""
+    request = _child_link().next()
+    if request and (request["nodeid"], request["variant"]) == (nodeid, variant):
+        return request
+    return None
+
+
+def child_reply(record: Mapping[str, Any]) -> None:
+    """Send the measured region's record (its dumps are already on disk)."""
+    _child_link().answer(record=dict(record))
+
+
+def child_test_starting(nodeid: str) -> str | None:
+    """Before a test runs in the child: None to run it, or why to skip it."""
+    request = _child_link().next()
+    if request is None:
+        return "inferperf: the parent needs no more simulations"
+    if request["nodeid"] != nodeid:
+        return f"inferperf: not requested (the parent waits for {request['nodeid']})"
+    return None
+
+
+def child_test_finished(nodeid: str) -> None:
+    """After a test ran in the child: a request for it that is still open was missed."""
+    link = _child_link()
+    if link.pending is not None and link.pending["nodeid"] == nodeid:
+        variant = link.pending["variant"]
+        link.answer(missed=f"{nodeid} ran in the simulation child without calling "
+                           f"pmu_profile{f'(name={variant!r})' if variant else ''}")
+
+
+def child_session_finished() -> None:
+    """At the end of the child's session: a request still open was missed."""
+    link = _child_link()
+    if link.pending is not None:
+        link.answer(missed=f"the simulation child finished its tests without reaching "
+                           f"{link.pending['nodeid']}")
