@@ -284,16 +284,61 @@ def test_report_dir_gets_one_json_per_profile(suite):
 
 
 def test_examples_run_under_inferperf(pytester):
-    examples = Path(__file__).resolve().parent.parent / "examples"
-    for name in ("conftest.py", "test_inference.py", "build_models.py"):
-        shutil.copy(examples / name, pytester.path / name)
-    models = examples / "models"
-    if models.is_dir():  # reuse models built earlier in this checkout
-        shutil.copytree(models, pytester.path / "models")
+    _copy_examples(pytester, "test_inference.py")
     result = run(pytester, "--inferperf", "-k", "mobilenet or pipeline")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_inference.py::test_mobilenet_v2*",
                                  "*Not counted here:*"])
+
+
+def _copy_examples(pytester, *tests: str) -> None:
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    for name in ("conftest.py", "build_models.py", *tests):
+        shutil.copy(examples / name, pytester.path / name)
+    models = examples / "models"
+    if models.is_dir():  # reuse models built earlier in this checkout
+        shutil.copytree(models, pytester.path / "models", dirs_exist_ok=True)
+
+
+@pytest.mark.slow
+def test_simulated_example_counts_the_same_twice(pytester):
+    """The README's simulate example, run twice: work counts within 0.1%, misses within 1%.
+
+    Instructions, data accesses and branches are the work done. Cache and branch
+    misses also depend on addresses (which cache set, which predictor entry), and
+    the heap is laid out a little differently in each process: measured 0.01-0.7%.
+    """
+    from pytest_inferperf.pmu import simulate
+
+    if simulate.available():
+        pytest.skip(simulate.available())
+    _copy_examples(pytester, "test_simulated.py")
+    runs = []
+    for report in ("first", "second"):
+        result = run(pytester, "-p", "no:randomly", "--inferperf", "--inferperf-backend",
+                     "simulate", "--inferperf-report", report, "test_simulated.py")
+        result.assert_outcomes(passed=2)
+        result.stdout.fnmatch_lines([
+            "Simulated under valgrind's callgrind*",
+            "  test_simulated.py::test_minilm_int8_short: *x slower than native per call*",
+        ])
+        records = {}
+        for path in Path(pytester.path, report).glob("*.json"):
+            record = json.loads(path.read_text())
+            records[record["key"]] = record["profile"]
+        assert len(records) == 2
+        assert len({p["settings"]["simulation"]["child"]["pid"] for p in records.values()}) == 1
+        runs.append(records)
+    first, second = runs
+    for key, profile in first.items():
+        raw_a = profile["settings"]["simulation"]["raw"]
+        raw_b = second[key]["settings"]["simulation"]["raw"]
+        for events, within in ((("Ir", "Dr", "Dw", "Bc", "Bi"), 0.001),
+                               (("D1mr", "D1mw", "I1mr", "Bcm"), 0.01)):
+            for event in events:
+                a = sorted(r[event] for r in raw_a)[1]  # the median of 3 repeats
+                b = sorted(r[event] for r in raw_b)[1]
+                assert abs(a - b) <= within * max(a, b), (key, event, a, b)
 
 
 SPINNING_MODEL = '''

@@ -13,28 +13,42 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
+#: (metric, title, scale): shown for every run.
 COLUMNS = (
-    ("latency_p50_ms", "p50 ms"),
-    ("latency_p99_ms", "p99 ms"),
-    ("cpu_ms_per_call", "CPU ms/call"),
-    ("ipc", "IPC"),
-    ("l1_miss", "L1D miss"),
-    ("peak_rss_mb", "peak MiB"),
+    ("latency_p50_ms", "p50 ms", 1.0),
+    ("latency_p99_ms", "p99 ms", 1.0),
+    ("cpu_ms_per_call", "CPU ms/call", 1.0),
+    ("ipc", "IPC", 1.0),
+    ("l1_miss", "L1D miss", 1.0),
+    ("peak_rss_mb", "peak MiB", 1.0),
+)
+#: Shown only where some test has a value (a PMU, or the simulate backend).
+OPTIONAL_COLUMNS = (
+    ("instructions_per_call", "M instr/call", 1e-6),
 )
 
 
-def _cell(value: float | None) -> str:
+def _cell(value: float | None, scale: float = 1.0) -> str:
     if value is None:
         return "-"
+    value *= scale
     return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+
+
+def columns(records: Sequence[dict]) -> tuple[tuple[str, str, float], ...]:
+    """The table's metric columns for these records."""
+    extra = tuple(c for c in OPTIONAL_COLUMNS
+                  if any(r["metrics"].get(c[0]) is not None for r in records))
+    return COLUMNS[:3] + extra + COLUMNS[3:]
 
 
 def summary_rows(records: Sequence[dict]) -> list[list[str]]:
     rows = []
+    shown = columns(records)
     for record in sorted(records, key=lambda r: r["key"]):
         metrics = record["metrics"]
         status = record["status"] if record["outcome"] != "failed" or record["failed"] else "FAILED"
-        rows.append([record["key"], *(_cell(metrics.get(k)) for k, _ in COLUMNS),
+        rows.append([record["key"], *(_cell(metrics.get(k), scale) for k, _, scale in shown),
                      record["change"], status, record.get("diagnosis", "")])
     return rows
 
@@ -61,11 +75,37 @@ def not_counted_line(records: Sequence[dict]) -> str | None:
     return "Not counted here: " + "; ".join(parts) + ". Run `inferperf doctor` for the fixes."
 
 
+def simulated_lines(records: Sequence[dict]) -> list[str]:
+    """What the simulate backend cost against native execution, and its warnings."""
+    lines = []
+    for record in sorted(records, key=lambda r: r["key"]):
+        sim = (record.get("profile") or {}).get("settings", {}).get("simulation")
+        if not sim:
+            continue
+        parts = []
+        if sim.get("slowdown_vs_native"):
+            parts.append(f"{sim['slowdown_vs_native']:.0f}x slower than native per call "
+                         "instrumented")
+        if sim.get("uninstrumented_slowdown_vs_native"):
+            parts.append(f"{sim['uninstrumented_slowdown_vs_native']:.0f}x uninstrumented")
+        if sim.get("child_wall_s") is not None:
+            child = sim.get("child") or {}
+            start = " (with its start-up)" if child.get("includes_start_up") else ""
+            parts.append(f"{sim['child_wall_s']:.1f} s in valgrind{start}")
+        lines.append(f"  {record['key']}: {', '.join(parts) or 'no timing recorded'}")
+        lines.extend(f"    warning: {w}" for w in sim.get("warnings") or ())
+    if lines:
+        lines.insert(0, "Simulated under valgrind's callgrind (instruction, cache and branch "
+                        "counts; no cycles):")
+    return lines
+
+
 def render_summary(records: Sequence[dict], written: Sequence[str], errors: Sequence[str],
                    warnings: Sequence[str], *, update: bool) -> str:
     if not records:
         return ""
-    headers = ["test", *(title for _, title in COLUMNS), "vs baseline", "verdict", "diagnosis"]
+    headers = ["test", *(title for _, title, _ in columns(records)), "vs baseline", "verdict",
+               "diagnosis"]
     lines = [tabulate(summary_rows(records), headers=headers, tablefmt="simple",
                       disable_numparse=True)]
     graphs = [f"  {r['key']}: {path}" for r in sorted(records, key=lambda r: r["key"])
@@ -74,6 +114,10 @@ def render_summary(records: Sequence[dict], written: Sequence[str], errors: Sequ
         lines.append("")
         lines.append("Flamegraphs:")
         lines.extend(graphs)
+    simulated = simulated_lines(records)
+    if simulated:
+        lines.append("")
+        lines.extend(simulated)
     missing = not_counted_line(records)
     if missing:
         lines.append("")
