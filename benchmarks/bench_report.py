@@ -199,15 +199,23 @@ def check_cost(data: Mapping[str, Any]) -> dict[str, float | None]:
     for trial in sens.get("peer") or []:
         n = len(trial["levels"]) or 1
         peer.extend(w / n for w in trial["wall_s"])
-    sim = []
-    for trial in sens.get("simulate") or []:
-        walls = trial["wall_s"]
-        sim.append(walls[0])  # the baseline run: one profile
-        n = len(trial["levels"]) or 1
-        sim.append(walls[1] / n)
+    sim = simulate_seconds(sens.get("simulate") or [])
     return {"ours_s_per_check": statistics.median(ours) if ours else None,
             "peer_s_per_check": statistics.median(peer) if peer else None,
             "simulate_s_per_check": statistics.median(sim) if sim else None}
+
+
+def simulate_seconds(trials: Sequence[Mapping[str, Any]]) -> list[float]:
+    """Wall seconds per simulated profile: each trial's run time / its profiles."""
+    out: list[float] = []
+    for trial in trials:
+        walls = trial.get("wall_s")
+        if isinstance(walls, list):  # older results: a baseline run, then a run of all levels
+            out.append(walls[0])
+            out.append(walls[1] / (len(trial["levels"]) or 1))
+        elif walls is not None:
+            out.append(walls / (trial.get("profiles") or len(trial["levels"]) + 1))
+    return out
 
 
 def summarise(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -265,8 +273,15 @@ def render_markdown(data: Mapping[str, Any]) -> str:
     lines.append(f"Started {data.get('started', '?')}, took {_f(data.get('duration_s'), '{:.0f}')}"
                  f" s. {'Complete.' if data.get('complete') else 'INCOMPLETE (partial run).'}  ")
     sens = data.get("sensitivity") or {}
-    lines.append(f"Trials per level: {sens.get('trials_done', 0)} of "
-                 f"{sens.get('trials_planned', params.get('trials'))} planned"
+    sim_planned = sens.get("simulate_trials_planned", params.get("simulate_trials"))
+    sim_txt = ""
+    if (sens.get("simulate_status") or {}).get("available") and sim_planned is not None:
+        sim_txt = (f"; simulate backend: {len(sens.get('simulate') or [])} of "
+                   f"{sim_planned} planned")
+    timed_planned = sens.get("trials_planned", params.get("trials"))
+    timed_txt = (f"{sens.get('trials_done', 0)} of {timed_planned} planned" if timed_planned
+                 else "none (timed detectors skipped)")
+    lines.append(f"Trials per level: {timed_txt}" + sim_txt
                  + (" (--quick)" if params.get("quick") else "") + ".")
     lines.append("")
     lines.append("## Machine")
@@ -448,10 +463,18 @@ def _sensitivity_md(data: Mapping[str, Any], s: Mapping[str, Any],
         lines += _table(["tool / metric", "backend", *labels], rows)
         lines.append("")
         cost = s.get("check_cost") or {}
-        lines.append(f"Time per check (median): pytest-inferperf "
-                     f"{_f(cost.get('ours_s_per_check'), '{:.2f}')} s per profile; "
-                     f"pytest-benchmark {_f(cost.get('peer_s_per_check'), '{:.2f}')} s per "
-                     "benchmark including its share of the process start.")
+        parts = []
+        if cost.get("ours_s_per_check"):
+            parts.append(f"pytest-inferperf {cost['ours_s_per_check']:.2f} s per profile "
+                         "(perf backend)")
+        if cost.get("peer_s_per_check"):
+            parts.append(f"pytest-benchmark {cost['peer_s_per_check']:.2f} s per benchmark "
+                         "including its share of the process start")
+        if cost.get("simulate_s_per_check"):
+            parts.append(f"pytest-inferperf {cost['simulate_s_per_check']:.1f} s per simulated "
+                         "profile (simulate backend) including its share of its pytest run")
+        if parts:
+            lines.append(f"Time per check (median): {'; '.join(parts)}.")
         lines.append("")
     ps = sens.get("peer_status") or {}
     if ps and not ps.get("available"):
@@ -461,23 +484,72 @@ def _sensitivity_md(data: Mapping[str, Any], s: Mapping[str, Any],
     ss = sens.get("simulate_status") or {}
     if ss:
         if ss.get("available"):
-            cost = (s.get("check_cost") or {}).get("simulate_s_per_check")
-            lines += [
-                f"simulate backend (`--inferperf-backend simulate`, through the plugin and "
-                f"its `--inferperf-report`): {len(sens.get('simulate') or [])} trials only, "
-                f"not {sens.get('trials_planned')}: each simulated profile re-runs the test "
-                f"under valgrind ({_f(cost, '{:.0f}')} s each here), so one trial of "
-                f"{len(labels)} levels costs minutes. Its counts are deterministic, so a few "
-                "trials show what more would. It measures 3 repeats per profile, fewer than "
-                "the 5 the rank test needs, so its verdict is the point change against the "
-                "tolerance alone: at tolerance 0 any change, however small, is a "
-                "regression. The slowdown is calibrated in time; the instruction change it "
-                "causes is in the \"measured change\" table.", ""]
+            planned = sens.get("simulate_trials_planned",
+                               (data.get("parameters") or {}).get("simulate_trials"))
+            lines += [_simulate_md(sens, labels, planned), ""]
         else:
             lines += ["simulate backend: **not usable here**, so it is not in the tables:", ""]
             lines += [f"- {x}" for x in ss.get("missing") or []]
             lines.append("")
     return lines
+
+
+def _simulate_md(sens: Mapping[str, Any], labels: Sequence[str], planned: int | None) -> str:
+    """What the simulate arm did, from the data: trials, cost, parallelism, verdict rule."""
+    trials = sens.get("simulate") or []
+    done = len(trials)
+    errors = [e for e in sens.get("errors") or [] if e.startswith("simulate trial")]
+    text = ("simulate backend (`--inferperf-backend simulate`, through the plugin and its "
+            f"`--inferperf-report`): {done} of {planned} planned trials done")
+    if planned is not None and done < planned:
+        why = []
+        if errors:
+            why.append(f"{len(errors)} failed (see the errors below)")
+        if done + len(errors) < planned:
+            why.append(f"{planned - done - len(errors)} not run (the run was interrupted)")
+        text += f" ({'; '.join(why)})" if why else ""
+    text += "."
+    per_profile = simulate_seconds(trials)
+    walls = [t["wall_s"] for t in trials if isinstance(t.get("wall_s"), int | float)]
+    if trials and per_profile:
+        profiles = [t.get("profiles") or len(t["levels"]) + 1 for t in trials]
+        if walls:
+            text += (f" Each trial is one pytest run of {max(profiles)} simulated profiles: "
+                     "its baseline (test id `base`, the plain call, a test of its own) and "
+                     f"one per level ({len(labels)})")
+        else:  # results of an older version of this script
+            text += (" Each trial was two pytest runs: its baseline, then one profile per "
+                     f"level ({len(labels)})")
+        lo, hi = min(per_profile), max(per_profile)
+        spread = f"; {lo:.0f}-{hi:.0f} s" if round(lo) != round(hi) else ""
+        text += (f"; each profile re-runs its test under valgrind: "
+                 f"{statistics.median(per_profile):.0f} s per simulated profile here "
+                 f"(median{spread})")
+        if walls:
+            text += f", {statistics.median(walls):.0f} s per trial"
+        text += "."
+    jobs = sens.get("simulate_jobs")
+    if walls and jobs:
+        section = sens.get("simulate_wall_s")
+        took = f", {section / 60:.1f} minutes in all" if section else ""
+        if jobs > 1:
+            text += (f" {jobs} trials ran at once, in parallel pytest processes{took}, after "
+                     "every timed section: the counts are deterministic instruction counts, "
+                     "not times, so parallel runs do not disturb them, and they never "
+                     "competed with a timing.")
+        else:
+            text += (f" The trials ran one at a time{took}, after every timed section, so "
+                     "they never competed with a timing.")
+    repeats = sorted({t["repeats"] for t in trials if t.get("repeats")})
+    need = sens.get("rank_test_min_repeats")
+    if repeats and need and max(repeats) < need:
+        text += (f" It measures {'/'.join(map(str, repeats))} repeats per profile, fewer than "
+                 f"the {need} the rank test needs, so its verdict is the point change "
+                 "against the tolerance alone: at tolerance 0 any change, however small, is "
+                 "a regression.")
+    text += (" The slowdown is calibrated in time; the instruction change it causes is in "
+             "the \"measured change\" table.")
+    return text
 
 
 def _delta_cell(rate: Mapping[str, Any]) -> str:

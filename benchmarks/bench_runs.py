@@ -186,10 +186,12 @@ def workload():
     return Workload(CONFIG["model"])
 
 
+# "base" is the trial's baseline: the plain call, like "0pct", but its own test and profile.
 @pytest.mark.parametrize("level", CONFIG["ids"])
 def test_workload(pmu_profile, workload, level):
     pmu_profile(workload.call(CONFIG["iterations"][level]))
 '''
+SIM_BASELINE = "baseline"  # the label of a simulate trial's baseline profile (test id "base")
 
 
 def simulate_status(scratch: Path) -> dict[str, Any]:
@@ -240,34 +242,53 @@ def simulate_status(scratch: Path) -> dict[str, Any]:
 
 
 class SimulateRunner:
-    """The workload under ``pytest --inferperf --inferperf-backend simulate``, via reports."""
+    """The workload under ``pytest --inferperf --inferperf-backend simulate``, via reports.
+
+    One :meth:`run` is one pytest process measuring a trial's baseline (test id ``base``:
+    the plain call, no extra work) and every level (``0pct``: the same plain call, as a
+    test of its own). Runs share nothing but the read-only model and test file, so
+    several can run at once (each simulated profile uses its own valgrind work folder).
+    """
 
     def __init__(self, scratch: Path, model: Path, counts: Mapping[str, int]) -> None:
         self.scratch = scratch
         scratch.mkdir(parents=True, exist_ok=True)
         (scratch / "pytest.ini").write_text("[pytest]\n")
         (scratch / "test_simulate.py").write_text(SIMULATE_TEST)
-        self.ids = {label: level_id(label) for label in counts}
+        self.ids = {SIM_BASELINE: "base", **{label: level_id(label) for label in counts}}
+        iterations = {SIM_BASELINE: 0, **counts}
         self.config = scratch / "config.json"
         self.config.write_text(json.dumps({
             "model": str(model), "ids": list(self.ids.values()),
-            "iterations": {self.ids[label]: n for label, n in counts.items()},
+            "iterations": {self.ids[label]: n for label, n in iterations.items()},
         }))
 
-    def run(self, index: int, labels: Sequence[str]) -> tuple[dict[str, dict], float]:
-        """One simulate profile per label (as a dict), and the run's wall seconds."""
+    @property
+    def labels(self) -> list[str]:
+        """The baseline label first, then the levels."""
+        return list(self.ids)
+
+    def run(self, index: int, labels: Sequence[str] | None = None,
+            ) -> tuple[dict[str, dict], float]:
+        """One simulate profile per label (as a dict), and the run's wall seconds.
+
+        ``labels``: default every label (:data:`SIM_BASELINE` and the levels), all in one
+        pytest process.
+        """
+        labels = list(labels) if labels is not None else self.labels
         report = self.scratch / f"report-{index}"
         shutil.rmtree(report, ignore_errors=True)
         selected = [f"test_simulate.py::test_workload[{self.ids[label]}]" for label in labels]
         cmd = [sys.executable, "-m", "pytest", *selected, "-q", "-p", "no:cacheprovider",
-               "-p", "no:benchmark", "-p", "no:xdist", "--inferperf",
+               "-p", "no:benchmark", "-p", "no:xdist", "-p", "no:randomly", "--inferperf",
                "--inferperf-backend", "simulate", "--inferperf-flamegraphs", "none",
                "--inferperf-baselines", str(self.scratch / "no-baselines"),
-               "--inferperf-report", str(report)]
+               "--inferperf-report", str(report),
+               f"--basetemp={self.scratch / f'basetemp-{index}'}"]
         env = clean_env({"MQ_BENCH_DIR": str(HERE), "MQ_CONFIG": str(self.config)})
         begin = time.perf_counter()
         proc = subprocess.run(cmd, cwd=self.scratch, env=env, capture_output=True, text=True,
-                              timeout=1800, check=False)
+                              timeout=3600, check=False)
         wall = time.perf_counter() - begin
         profiles: dict[str, dict] = {}
         by_id = {pid: label for label, pid in self.ids.items()}
@@ -276,6 +297,8 @@ class SimulateRunner:
             m = re.search(r"\[([^\]]+)\]", record.get("key", ""))
             if m and m.group(1) in by_id and "profile" in record:
                 profiles[by_id[m.group(1)]] = record["profile"]
+        shutil.rmtree(report, ignore_errors=True)
+        shutil.rmtree(self.scratch / f"basetemp-{index}", ignore_errors=True)
         if set(profiles) != set(labels):
             raise RuntimeError(f"simulate run gave profiles for {sorted(profiles)}, wanted "
                                f"{sorted(labels)} (rc {proc.returncode}):\n"

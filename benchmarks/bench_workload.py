@@ -1,17 +1,30 @@
 """The workload the measurement-quality benchmark measures, shared by every tool it compares.
 
-A small CNN built with ``onnx.helper`` (three 3x3 convolutions, global pooling, a Gemm),
-run by ONNX Runtime with one intra-op thread and spinning off: about 2 ms per call on
-a 2-vCPU cloud VM. A synthetic slowdown is *extra real work* inside the call: a
-pure-Python integer loop of ``n`` iterations after the inference (the kind of cost Python
-pre- and post-processing adds), ``n`` calibrated once so that it costs the wanted share
-of a call. Nothing sleeps. Numpy work was tried first and rejected: right after an
-inference has filled the caches, even one small numpy call costs about 20 µs (1% of a
-call) before doing anything, so levels below 1% could not be set; the interpreter loop
-has no such fixed cost (its code stays hot), and its cost grows linearly with ``n``.
+A small int8 CNN: three 3x3 convolutions, global pooling and a Gemm, built in float32
+with ``onnx.helper`` and then statically quantised (``quantize_static``, QOperator
+format: ``QLinearConv``, per-channel int8 weights, uint8 activations, calibrated on
+seeded random inputs). ONNX Runtime runs it with one intra-op thread and spinning off:
+about 2 ms per call on a 2-vCPU cloud VM.
 
-This module is imported by ``measurement_quality.py`` and by the pytest-benchmark test
-file it generates, so that every tool measures exactly the same code.
+Why int8: the simulate backend re-runs the test under valgrind, and ONNX Runtime's
+float32 kernels use AVX2 FMA, which valgrind 3.19 executes about 1000x slower than
+native even without instrumentation (the float32 CNN: 3 ms per call natively, 4 s per
+call under ``valgrind --tool=none``), so a simulated profile took about a minute. The
+int8 kernels (integer SIMD) run about 55 ms per call under valgrind, which makes 20
+simulated trials affordable. Every tool measures this same int8 model, so all detectors
+see exactly the same code.
+
+A synthetic slowdown is *extra real work* inside the call: a pure-Python integer loop
+of ``n`` iterations after the inference (the kind of cost Python pre- and
+post-processing adds), ``n`` calibrated once so that it costs the wanted share of a
+call. Nothing sleeps. Numpy work was tried first and rejected: right after an inference
+has filled the caches, even one small numpy call costs about 20 µs (1% of a call)
+before doing anything, so levels below 1% could not be set; the interpreter loop has no
+such fixed cost (its code stays hot), and its cost grows linearly with ``n``.
+
+This module is imported by ``measurement_quality.py`` and by the test files it
+generates (pytest-benchmark, simulate), so that every tool measures exactly the same
+code.
 """
 
 from __future__ import annotations
@@ -31,13 +44,15 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-IMAGE = 160  # input side: about 2 ms per call on the project's CI VM
+IMAGE = 168  # input side: about 2 ms per int8 call on the project's CI VM
 EXTRA_MAX = 10_000_000  # most extra iterations
 CAL_QUANTILE = 0.10  # the statistic calibration uses (see interleaved_quantiles)
+CALIBRATION_SAMPLES = 2  # seeded random inputs the static quantiser calibrates on
 
 
-def build_model(path: str | os.PathLike[str], *, image: int = IMAGE, seed: int = 0) -> Path:
-    """Write the benchmark CNN to ``path``; input ``image`` float32 [1, 3, S, S]."""
+def build_float_model(path: str | os.PathLike[str], *, image: int = IMAGE,
+                      seed: int = 0) -> Path:
+    """Write the float32 benchmark CNN to ``path``; input ``image`` float32 [1, 3, S, S]."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -80,10 +95,58 @@ def build_model(path: str | os.PathLike[str], *, image: int = IMAGE, seed: int =
     return out
 
 
+class RandomCalibration:
+    """The static quantiser's calibration data: seeded standard-normal images."""
+
+    def __init__(self, image: int, *, samples: int = CALIBRATION_SAMPLES, seed: int = 0) -> None:
+        rng = np.random.default_rng(seed)
+        self._batches = iter([{"image": rng.standard_normal((1, 3, image, image))
+                               .astype(np.float32)} for _ in range(samples)])
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self._batches, None)
+
+
+def quantize_int8(source: str | os.PathLike[str], target: str | os.PathLike[str], *,
+                  image: int = IMAGE, seed: int = 0) -> Path:
+    """Write the statically quantised int8 copy of the float CNN ``source`` to ``target``.
+
+    ``quantize_static`` in QOperator format (``QLinearConv``, ``QLinearGlobalAveragePool``,
+    ``QGemm``), per-channel ``QInt8`` weights, ``QUInt8`` activations, calibrated on
+    :data:`CALIBRATION_SAMPLES` seeded random inputs: the way a CNN is shipped in int8.
+    """
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    from pytest_inferperf.quantize import quiet_quantization
+
+    out = Path(target)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with quiet_quantization():
+        quantize_static(str(source), str(out), RandomCalibration(image, seed=seed),
+                        quant_format=QuantFormat.QOperator, per_channel=True,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    return out
+
+
+def build_model(path: str | os.PathLike[str], *, image: int = IMAGE, seed: int = 0) -> Path:
+    """Write the benchmark model, the int8 CNN, to ``path`` (the float32 one beside it).
+
+    Input ``image`` float32 [1, 3, S, S] (quantised inside the model), output float32
+    logits [1, 10].
+    """
+    out = Path(path)
+    source = build_float_model(out.with_name(f"{out.stem}_float32{out.suffix}"), image=image,
+                               seed=seed)
+    return quantize_int8(source, out, image=image, seed=seed)
+
+
 def describe_model(image: int = IMAGE) -> str:
-    return (f"CNN: 3x3 conv 3->16, 3x3/2 conv 16->32, 3x3/2 conv 32->64 (ReLU after each), "
-            f"global average pool, Gemm 64->10; input 1x3x{image}x{image} float32; "
-            "ONNX Runtime CPU, 1 intra-op thread, spinning off")
+    return (f"int8 CNN (float32 model statically quantised: QOperator, QLinearConv, "
+            f"per-channel int8 weights, uint8 activations, {CALIBRATION_SAMPLES} seeded random "
+            f"calibration inputs): 3x3 conv 3->16, 3x3/2 conv 16->32, 3x3/2 conv 32->64 "
+            f"(each with a ReLU, fused into the QLinearConv), global average pool, Gemm "
+            f"64->10; input 1x3x{image}x{image} "
+            "float32; ONNX Runtime CPU, 1 intra-op thread, spinning off")
 
 
 def spin(n: int) -> int:

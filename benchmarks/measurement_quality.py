@@ -4,13 +4,16 @@
    and 16 threads alive); a profiled call with counting (``backend="perf"``) against
    without (``backend="none"``); and ``perf stat`` attached to this process for the same
    loop, against in-process counting of that loop.
-2. Sensitivity: a small ONNX Runtime CNN (about 2 ms per call) with injected slowdowns of
-   0, 0.5, 1, 2, 5 and 10% (extra real work, calibrated once), a baseline and a current
-   profile per trial and level, judged by pytest-inferperf (per metric, default
-   tolerances and tolerance 0) and by pytest-benchmark's ``--benchmark-compare-fail``.
-   Detection and false-alarm rates, and the smallest slowdown detected in >= 80% of
-   trials while false alarms stay <= 5%.
+2. Sensitivity: a small int8 ONNX Runtime CNN (about 2 ms per call) with injected
+   slowdowns of 0, 0.5, 1, 2, 5 and 10% (extra real work, calibrated once), a baseline
+   and a current profile per trial and level, judged by pytest-inferperf (per metric,
+   default tolerances and tolerance 0; backends perf and simulate) and by
+   pytest-benchmark's ``--benchmark-compare-fail``. Detection and false-alarm rates, and
+   the smallest slowdown detected in >= 80% of trials while false alarms stay <= 5%.
 3. Suite cost: ``pytest --inferperf examples/`` with ``-n 0`` and ``-n 2``.
+
+The simulate backend's trials (valgrind, deterministic counts) run last, after every
+timed section, several at once (``--simulate-jobs``).
 
 Usage::
 
@@ -23,6 +26,7 @@ interrupted run leaves its completed trials behind (``"complete": false``).
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import json
 import math
@@ -46,6 +50,7 @@ from typing import Any
 import bench_workload as bw  # first: it pins BLAS to one thread before numpy loads
 from bench_report import render_markdown, summarise
 from bench_runs import (
+    SIM_BASELINE,
     PeerRunner,
     SimulateRunner,
     peer_available,
@@ -56,7 +61,7 @@ from bench_runs import (
 
 from pytest_inferperf import profile
 from pytest_inferperf.budgets import PerfSpec
-from pytest_inferperf.compare import DEFAULT_TOLERANCES
+from pytest_inferperf.compare import DEFAULT_TOLERANCES, MIN_REPEATS
 from pytest_inferperf.profile import Profile
 from pytest_inferperf.verdict import judge
 
@@ -372,14 +377,17 @@ def ours_trial(workload: bw.Workload, counts: Mapping[str, int], trial: int,
 
 
 def simulate_trial(runner: SimulateRunner, labels: Sequence[str], trial: int) -> dict[str, Any]:
-    """One simulate baseline (no slowdown) and one simulate current profile per level."""
-    base_label = labels[0]
-    base, wall_b = runner.run(trial * 2, [base_label])
-    cur, wall_c = runner.run(trial * 2 + 1, list(labels))
-    baseline = Profile.from_dict(base[base_label])
-    out: dict[str, Any] = {"wall_s": [wall_b, wall_c], "levels": {}}
+    """One pytest run: a simulate baseline (test id ``base``) and a profile per level.
+
+    The baseline is a test of its own measuring the plain call, like the 0% level: the
+    0% level's verdict is the false alarm.
+    """
+    profiles, wall = runner.run(trial, [SIM_BASELINE, *labels])
+    baseline = Profile.from_dict(profiles[SIM_BASELINE])
+    out: dict[str, Any] = {"trial": trial, "wall_s": wall, "profiles": len(profiles),
+                           "repeats": len(baseline.repeats), "levels": {}}
     for label in labels:
-        record = judge_pair(Profile.from_dict(cur[label]), baseline, (SIM_METRIC,))
+        record = judge_pair(Profile.from_dict(profiles[label]), baseline, (SIM_METRIC,))
         out["levels"][label] = record
     return out
 
@@ -398,9 +406,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--skip", default="",
                    help=f"sections to leave out, comma-separated: {', '.join(SECTIONS)}")
     p.add_argument("--simulate-trials", type=int, default=None,
-                   help="trials with the simulate backend, where it is usable: each profile "
-                        "runs under valgrind (about a minute), so a trial of 6 levels costs "
-                        "about 6 minutes (default 2; 0 with --quick)")
+                   help="trials with the simulate backend, where it is usable: one pytest "
+                        "run per trial, each of its profiles (a baseline and one per level) "
+                        "re-running its test under valgrind (default: --trials; 0 with "
+                        "--quick)")
+    p.add_argument("--simulate-jobs", type=int, default=2,
+                   help="simulate trials run at once, in parallel pytest processes (default "
+                        "2): the counts are instruction counts, not times, so parallel runs "
+                        "do not disturb them")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rerender", action="store_true",
                    help="measure nothing: recompute the summary and results.md from the "
@@ -408,9 +421,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.trials = args.trials if args.trials is not None else (2 if args.quick else 20)
     if args.simulate_trials is None:
-        args.simulate_trials = 0 if args.quick else 2
+        args.simulate_trials = 0 if args.quick else args.trials
     if args.trials < 1:
         p.error("--trials must be >= 1")
+    if args.simulate_trials < 0:
+        p.error("--simulate-trials must be >= 0")
+    if args.simulate_jobs < 1:
+        p.error("--simulate-jobs must be >= 1")
     if args.levels:
         args.level_values = sorted({float(x) / 100 for x in args.levels.split(",") if x.strip()})
     else:
@@ -475,6 +492,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "command": shlex.join(["python", "benchmarks/measurement_quality.py", *argv]),
         "parameters": {"trials": args.trials, "quick": quick, "levels": labels,
                        "skipped": sorted(args.skipped), "simulate_trials": args.simulate_trials,
+                       "simulate_jobs": args.simulate_jobs,
                        "seed": args.seed, "peer_thresholds_pct": list(PEER_THRESHOLDS),
                        "default_tolerances": {m: DEFAULT_TOLERANCES[m]
                                               for m in (*TIMING_METRICS, SIM_METRIC)}},
@@ -546,6 +564,8 @@ def run_all(args: argparse.Namespace, labels: list[str], results: Results, scrat
     results.save()
 
     sensitivity_section(args, labels, results, scratch, model, workload, cal, quick)
+    # Last: valgrind runs in parallel processes, which would compete with any timing.
+    simulate_section(args, labels, results, scratch, model, cal)
 
 
 def suite_section(scratch: Path, rounds: int) -> dict[str, Any]:
@@ -584,6 +604,7 @@ def suite_section(scratch: Path, rounds: int) -> dict[str, Any]:
 def sensitivity_section(args: argparse.Namespace, labels: list[str], results: Results,
                         scratch: Path, model: Path, workload: bw.Workload,
                         cal: bw.Calibration, quick: bool) -> None:
+    """The timed detectors (our perf backend, pytest-benchmark), trial by trial."""
     data = results.data
     sens: dict[str, Any] = {"trials_planned": args.trials, "trials_done": 0, "ours": [],
                             "peer": [], "simulate": []}
@@ -602,21 +623,11 @@ def sensitivity_section(args: argparse.Namespace, labels: list[str], results: Re
                                            "autosaved baseline and one for the compare run"
                                            + ("; --quick: max_time 0.1 s, machine info "
                                               "not collected" if quick else "")}
-    sim = None
-    if "simulate" in args.skipped:
-        sens["simulate_status"] = {"available": False, "missing": ["--skip simulate"]}
-    elif args.simulate_trials < 1:
-        sens["simulate_status"] = {"available": False, "missing": [
-            "--simulate-trials 0 (the default with --quick: each simulated profile runs "
-            "under valgrind for about a minute)"]}
-    else:
-        status = simulate_status(scratch / "simulate-probe")
-        sens["simulate_status"] = status
-        log(f"simulate backend: {'usable' if status['available'] else 'not usable'}"
-            + ("" if status["available"] else f": {'; '.join(status['missing'])}"))
-        if status["available"]:
-            sim = SimulateRunner(scratch / "simulate", model, cal.counts)
     results.save()
+    if not run_ours and peer is None:
+        sens["trials_planned"] = 0
+        log("sensitivity: no timed detector to run (perf backend and pytest-benchmark skipped)")
+        return
     for trial in range(args.trials):
         t0 = time.perf_counter()
         if run_ours:
@@ -631,15 +642,62 @@ def sensitivity_section(args: argparse.Namespace, labels: list[str], results: Re
             except Exception as exc:
                 sens.setdefault("errors", []).append(f"peer trial {trial}: {exc}")
                 log(f"peer trial {trial}: ERROR {exc}")
-        if sim is not None and trial < args.simulate_trials:
-            try:
-                sens["simulate"].append(simulate_trial(sim, labels, trial))
-            except Exception as exc:
-                sens.setdefault("errors", []).append(f"simulate trial {trial}: {exc}")
-                log(f"simulate trial {trial}: ERROR {exc}")
         sens["trials_done"] = trial + 1
         results.save()
         log(f"trial {trial + 1}/{args.trials} done in {time.perf_counter() - t0:.1f} s")
+
+
+def simulate_section(args: argparse.Namespace, labels: list[str], results: Results,
+                     scratch: Path, model: Path, cal: bw.Calibration) -> None:
+    """The simulate backend's trials, ``--simulate-jobs`` pytest processes at a time.
+
+    Run after every timed section: valgrind keeps CPUs busy for minutes. Parallel runs
+    are safe for what this measures: callgrind counts instructions, which do not depend
+    on what else runs. Trials are stored in trial order as they finish.
+    """
+    sens = results.data["sensitivity"]
+    planned = args.simulate_trials
+    sens.update({"simulate_trials_planned": planned, "simulate_trials_done": 0,
+                 "simulate_jobs": args.simulate_jobs, "rank_test_min_repeats": MIN_REPEATS,
+                 "simulate": []})
+    if "simulate" in args.skipped:
+        sens["simulate_status"] = {"available": False, "missing": ["--skip simulate"]}
+    elif planned < 1:
+        sens["simulate_status"] = {"available": False, "missing": [
+            "--simulate-trials 0 (the default with --quick: each simulated profile re-runs "
+            "its test under valgrind)"]}
+    else:
+        status = simulate_status(scratch / "simulate-probe")
+        sens["simulate_status"] = status
+        log(f"simulate backend: {'usable' if status['available'] else 'not usable'}"
+            + ("" if status["available"] else f": {'; '.join(status['missing'])}"))
+    results.save()
+    if not sens["simulate_status"].get("available"):
+        return
+    runner = SimulateRunner(scratch / "simulate", model, cal.counts)
+    jobs = min(args.simulate_jobs, planned)
+    sens["simulate_jobs"] = jobs  # at once, in fact
+    begin = time.perf_counter()
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mq-sim")
+    try:
+        futures = {pool.submit(simulate_trial, runner, labels, t): t for t in range(planned)}
+        for future in concurrent.futures.as_completed(futures):
+            trial = futures[future]
+            try:
+                record = future.result()
+            except Exception as exc:
+                sens.setdefault("errors", []).append(f"simulate trial {trial}: {exc}")
+                log(f"simulate trial {trial}: ERROR {str(exc).splitlines()[0]}")
+            else:
+                sens["simulate"].append(record)
+                sens["simulate"].sort(key=lambda r: r["trial"])
+                log(f"simulate trial {trial + 1}/{planned}: {record['profiles']} profiles in "
+                    f"{record['wall_s']:.1f} s")
+            sens["simulate_trials_done"] = len(sens["simulate"])
+            sens["simulate_wall_s"] = time.perf_counter() - begin
+            results.save()
+    finally:  # interrupted: start no further trial (the running ones finish or die)
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 if __name__ == "__main__":

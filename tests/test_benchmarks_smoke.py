@@ -1,5 +1,7 @@
 """The measurement-quality benchmark still runs: a --quick, one-trial run into tmp_path.
 
+The simulate arm (valgrind) has its own, slow test: one trial of 0% and 10%.
+
 Checks the structure of results.json and that its values are sane (finite, in range,
 the injected slowdown measured as a slowdown), not how good the numbers are: that is
 what docs/benchmarks/results.md reports from a full run.
@@ -10,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -135,3 +138,38 @@ def test_pytest_benchmark_ran_on_the_same_workload(results):
         assert rec["flagged"] == rec["flagged_by_delta"]
     ids = {d["id"] for d in results["summary"]["detectors"]}
     assert {"pytest-benchmark/mean/5%", "pytest-benchmark/mean/25%"} <= ids
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None,
+                    reason="the simulate backend needs valgrind (apt install valgrind)")
+def test_simulate_arm_counts_the_injected_slowdown(tmp_path: Path):
+    """The simulate arm for real: one trial of 0% and 10% under valgrind (about 30-60 s)."""
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--trials", "1", "--simulate-trials", "1",
+         "--levels", "0,10", "--skip", "overhead,perf_stat,suite,sensitivity,peer",
+         "--out", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    data = json.loads((tmp_path / "results.json").read_text())
+    s = data["sensitivity"]
+    if not s["simulate_status"]["available"]:
+        pytest.skip(f"simulate backend not usable: {s['simulate_status']['missing']}")
+    assert not s.get("errors"), s.get("errors")
+    assert s["simulate_trials_planned"] == 1 and s["simulate_trials_done"] == 1
+    (trial,) = s["simulate"]
+    assert trial["profiles"] == 3  # the baseline ("base") and the two levels, one pytest run
+    assert _finite(trial["wall_s"]) and trial["wall_s"] > 0
+    deltas = {label: trial["levels"][label]["zero"]["instructions_per_call"]["delta"]
+              for label in ("0%", "10%")}
+    assert all(_finite(d) for d in deltas.values())
+    # deterministic counts: the plain call against itself barely moves, 10% more work shows
+    assert deltas["10%"] > 0
+    assert deltas["10%"] > abs(deltas["0%"])
+    assert abs(deltas["0%"]) < 0.01
+    assert trial["levels"]["10%"]["default"]["instructions_per_call"]["regressed"] is True
+    dets = {d["id"]: d for d in data["summary"]["detectors"]}
+    assert "inferperf/simulate/instructions_per_call/default" in dets
+    md = (tmp_path / "results.md").read_text()
+    assert "1 of 1 planned trials done" in md and "per simulated profile" in md
