@@ -304,7 +304,8 @@ def _copy_examples(pytester, *tests: str) -> None:
 def test_simulated_example_counts_the_same_twice(pytester):
     """The README's simulate example, run twice: work counts within 0.1%, misses within 1%.
 
-    Instructions, data accesses and branches are the work done. Cache and branch
+    Instructions, data reads and branches are the work done (data writes moved up
+    to 0.1%: memset and copy lengths that follow alignment). Cache and branch
     misses also depend on addresses (which cache set, which predictor entry) and
     on what other threads ran through the one simulated cache meanwhile: measured
     0.01-0.7% for data and branch misses; instruction-cache misses are few (0.05%
@@ -335,8 +336,8 @@ def test_simulated_example_counts_the_same_twice(pytester):
     for key, profile in first.items():
         raw_a = profile["settings"]["simulation"]["raw"]
         raw_b = second[key]["settings"]["simulation"]["raw"]
-        for events, within in ((("Ir", "Dr", "Dw", "Bc", "Bi"), 0.001),
-                               (("D1mr", "D1mw", "Bcm"), 0.01), (("I1mr",), 0.10)):
+        for events, within in ((("Ir", "Dr", "Bc", "Bi"), 0.001),
+                               (("Dw", "D1mr", "D1mw", "Bcm"), 0.01), (("I1mr",), 0.10)):
             for event in events:
                 a = sorted(r[event] for r in raw_a)[1]  # the median of 3 repeats
                 b = sorted(r[event] for r in raw_b)[1]
