@@ -117,8 +117,9 @@ TRIGGER_TIMEOUT = 120.0  # seconds the child waits for vgdb to switch instrument
 OUT_STEM = "callgrind.out"
 #: pytest plugins the child blocks by default: hypothesis's plugin alone costs the
 #: child ~10 s under valgrind (its lazy imports at session end), for nothing a perf
-#: test needs. Pass ``block_plugins=()`` where a suite's options need it.
-BLOCK_PLUGINS = ("hypothesispytest",)
+#: test needs; pytest-randomly would reorder the tests the parent hands over in its
+#: own order. Pass ``block_plugins=()`` where a suite's options need them.
+BLOCK_PLUGINS = ("hypothesispytest", "randomly")
 #: Relative spread of the repeats' instructions per call above which the Profile warns.
 REPEAT_SPREAD_WARN = 0.01
 MIN_LINE = 16  # callgrind refuses cache lines below 16 bytes (cachegrind's cg_arch.c)
