@@ -214,6 +214,19 @@ def test_tests_it_was_not_started_for_are_not_its_business(scripted):
     shared.close()
 
 
+def test_the_child_runs_exactly_the_given_tests(tmp_path):
+    built = simulate.child_command(["t.py::a", "t.py::b"], rootdir=tmp_path, python="python",
+                                   instrument_from_start=False, extra_args=(),
+                                   block_plugins=simulate.BLOCK_PLUGINS, workdir=tmp_path)
+    command = built.command
+    assert command[-2:] == ["t.py::a", "t.py::b"]
+    pytest_args = command[command.index("pytest"):]
+    # an addopts -m or -k cannot deselect what the parent asked for
+    assert pytest_args[pytest_args.index("-m") + 1] == ""
+    assert pytest_args[pytest_args.index("-k") + 1] == ""
+    assert "no:randomly" in pytest_args and "no:hypothesispytest" in pytest_args
+
+
 # -- for real, through the plugin ----------------------------------------------------
 needs_valgrind = pytest.mark.skipif(simulate.available() is not None,
                                     reason=str(simulate.available()))
@@ -262,7 +275,9 @@ def _reports(folder: Path) -> dict[str, dict]:
 @pytest.mark.slow
 def test_one_child_serves_the_session_with_the_counts_of_a_child_per_test(pytester):
     pytester.makepyfile(test_suite=textwrap.dedent(SUITE))
-    args = ("-p", "no:cacheprovider", "-p", "no:randomly", "--inferperf",
+    # The parent selects test_variants against the project's addopts; so must the child.
+    pytester.makeini("[pytest]\naddopts = -k 'not variants'\n")
+    args = ("-p", "no:cacheprovider", "-p", "no:randomly", "-k", "", "--inferperf",
             "--inferperf-backend", "simulate", "--inferperf-flamegraphs", "none")
     shared = pytester.runpytest_subprocess(*args, "--inferperf-report", "shared")
     shared.assert_outcomes(passed=3, failed=1)

@@ -769,6 +769,9 @@ def child_command(nodeids: Sequence[str], *, rootdir: Path, python: str,
         f"--callgrind-out-file={workdir / OUT_STEM}.%p",
         python, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--rootdir={rootdir}",
         f"--basetemp={workdir / 'basetemp'}",
+        # the node ids are the selection: a -m or -k in the project's addopts must not
+        # deselect a test the parent runs (pytest -m slow against addopts -m "not slow")
+        "-m", "", "-k", "",
     ]
     for plugin in block_plugins:
         command += ["-p", f"no:{plugin}"]
