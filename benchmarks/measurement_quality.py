@@ -564,6 +564,8 @@ def run_all(args: argparse.Namespace, labels: list[str], results: Results, scrat
     results.save()
 
     sensitivity_section(args, labels, results, scratch, model, workload, cal, quick)
+    # The conditions every timing number was measured in end here.
+    data["machine"]["load_avg_timed_end"] = list(os.getloadavg())
     # Last: valgrind runs in parallel processes, which would compete with any timing.
     simulate_section(args, labels, results, scratch, model, cal)
 
