@@ -42,6 +42,7 @@ STACKS_IN_BASELINE_BYTES = 256 << 10  # folded stacks kept with a baseline, for 
 # (variant name, profile, the workload as a no-argument callable for the sampling pass)
 PROFILES = pytest.StashKey[list[tuple[str, Profile, Callable[[], Any]]]]()
 VERDICTS = pytest.StashKey[list[Verdict]]()
+EARLY_WARNINGS = pytest.StashKey[list[str]]()  # found before pytest_configure
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -446,6 +447,22 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hooks)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
+                                  args: list[str]) -> None:
+    """Before any conftest imports ONNX Runtime: its telemetry threads out of the counts."""
+    from .telemetry import keep_out_of_measurements
+
+    options = early_config.known_args_namespace
+    names = ("inferperf", "inferperf_update_baselines")
+    enabled = any(getattr(options, name, None) for name in names) or any(
+        early_config.getini(name) for name in names)
+    if enabled:
+        warning = keep_out_of_measurements()
+        if warning:
+            early_config.stash[EARLY_WARNINGS] = [warning]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
@@ -455,6 +472,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     settings = Settings.from_config(config)
     plugin = InferperfPlugin(config, settings)
+    plugin.warnings.extend(config.stash.get(EARLY_WARNINGS, []))
     if settings.enabled and not _is_worker(config) and settings.workers > 1:
         cores = physical_cores()
         if settings.workers > cores:
