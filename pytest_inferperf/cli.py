@@ -450,12 +450,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Commands that run a model (ONNX Runtime's telemetry is kept out of their counts).
+MEASURING_COMMANDS = ("analyse", "validate", "compare")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    if args.command in MEASURING_COMMANDS:  # before ONNX Runtime is imported
+        from .telemetry import keep_out_of_measurements
+
+        keep_out_of_measurements()
     return int(args.func(args))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -64,3 +65,23 @@ def test_plugin_switches_it_off_before_conftests_import_onnx_runtime(pytester, m
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([f"*telemetry variable: {seen}"])
     result.stdout.no_fnmatch_line("*imported before pytest-inferperf*")
+
+
+@pytest.mark.parametrize(("command", "switched_off"), [("analyse", True), ("metrics", False)])
+def test_cli_commands_that_run_a_model_switch_it_off(monkeypatch, command, switched_off):
+    from pytest_inferperf import cli
+
+    seen = {}
+
+    def record(args):
+        seen["value"] = os.environ.get(ENV)
+        return 0
+
+    monkeypatch.setenv(ENV, "restored afterwards")  # records the original state
+    monkeypatch.delenv(ENV)
+    monkeypatch.delitem(sys.modules, "onnxruntime", raising=False)  # as in a fresh process
+    monkeypatch.setattr(cli, "_analyse_cmd", record)
+    monkeypatch.setattr(cli, "_metrics", record)
+    argv = ["analyse", "model.onnx"] if command == "analyse" else ["metrics"]
+    assert cli.main(argv) == 0
+    assert seen["value"] == ("1" if switched_off else None)
