@@ -35,6 +35,9 @@ import os
 # is counted, and the overhead benchmark counts the threads alive).
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+# ONNX Runtime's telemetry upload threads would be counted too; `pytest --inferperf`
+# switches them off the same way (pytest_inferperf/telemetry.py).
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 import time  # noqa: E402
 from collections.abc import Callable, Mapping, Sequence  # noqa: E402

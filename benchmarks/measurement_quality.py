@@ -547,7 +547,7 @@ def run_all(args: argparse.Namespace, labels: list[str], results: Results, scrat
         overhead["start_stop"] = _section(results, "start/stop", lambda: start_stop_cost(
             (1, 4, 16), 100 if quick else 2000))
         overhead["profile_vs_none"] = _section(results, "perf vs none", lambda: profile_vs_none(
-            plain, 1 if quick else 10))
+            plain, 1 if quick else 20))
     if "perf_stat" in skipped:
         overhead["perf_stat"] = {"skipped": "--skip perf_stat"}
     else:
