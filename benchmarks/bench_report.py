@@ -341,7 +341,8 @@ def _key_numbers(data: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
     over = data.get("overhead") or {}
     ss = over.get("start_stop")
     if isinstance(ss, list) and ss:
-        cells = ", ".join(f"{r['median_us']:.0f} µs with {r['threads_alive']} threads"
+        cells = ", ".join(f"{r['median_us']:.0f} µs with {r['threads_alive']} "
+                          f"thread{'' if r['threads_alive'] == 1 else 's'}"
                           for r in ss)
         per = [r["median_us"] / r["threads_alive"] for r in ss if r["threads_alive"]]
         out.append(f"Fixed cost of one counted repeat (start + stop + read of every group, "
