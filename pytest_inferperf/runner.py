@@ -20,7 +20,7 @@ import random
 import resource
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -298,20 +298,32 @@ def smoke(fn: Callable[..., Any], *args: Any, name: str | None = None, **kwargs:
     begin = time.perf_counter_ns()
     result = fn(*args, **kwargs)
     wall = time.perf_counter_ns() - begin
+    return uncounted_profile(name or _name_of(fn), "smoke", [wall], result,
+                             settings={"smoke": True}, warmup_calls=0,
+                             memory_note="not measured in a smoke run (no --inferperf)")
+
+
+def stamped_profile(**fields: Any) -> Profile:
+    """A Profile of this machine made now: machine class, machine facts and time filled in."""
     cpu = this_cpu()
-    return Profile(
-        name=name or _name_of(fn),
-        machine_class=cpu.machine_class,
-        backend="smoke",
-        machine=machine_facts(cpu),
+    return Profile(machine_class=cpu.machine_class, machine=machine_facts(cpu),
+                   created=datetime.now(timezone.utc).isoformat(timespec="seconds"), **fields)
+
+
+def uncounted_profile(name: str, backend: str, durations_ns: Sequence[int], result: Any, *,
+                      settings: Mapping[str, Any], warmup_calls: int,
+                      memory_note: str) -> Profile:
+    """A Profile of calls that were timed but not counted (the last one is its repeat)."""
+    return stamped_profile(
+        name=name,
+        backend=backend,
         events=(),
-        repeats=(Repeat(1, wall, CounterSample(counts={})),),
-        latency=LatencyStats.from_durations_ns([wall]),
-        memory=MemoryStats(None, "none", "not measured in a smoke run (no --inferperf)"),
-        steady=Steadiness(False, 0, -1.0, 0.0, 0),
-        settings={"smoke": True},
+        repeats=(Repeat(1, int(durations_ns[-1]), CounterSample(counts={})),),
+        latency=LatencyStats.from_durations_ns(list(durations_ns)),
+        memory=MemoryStats(None, "none", memory_note),
+        steady=Steadiness(False, warmup_calls, -1.0, 0.0, 0),
+        settings=dict(settings),
         outputs_ok=outputs_finite(result),
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
 
 

@@ -54,11 +54,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..machine import machine_facts, this_cpu
 from ..profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
 from ..runner import (
     Runner,
@@ -67,7 +65,10 @@ from ..runner import (
     _session_facts,
     measurement_environment,
     outputs_finite,
+    stamped_profile,
+    uncounted_profile,
 )
+from ..telemetry import ENV as TELEMETRY_ENV
 from .base import Count, CounterSample, EventStatus
 from .callgrind import CallgrindDump, CallgrindFormatError, parse_callgrind, read_dumps
 from .cpu import SystemPaths
@@ -135,7 +136,7 @@ CHILD_ENV = {
     # ONNX Runtime 1.29+ uploads telemetry from background threads some seconds after
     # import (DNS lookups, HTTP): under valgrind that lands inside regions and, through
     # the one simulated cache and branch predictor, moved their miss counts by up to 40%.
-    "ORT_DISABLE_TELEMETRY": "1",
+    TELEMETRY_ENV: "1",
     "OMP_WAIT_POLICY": "PASSIVE",
     "OMP_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
@@ -508,8 +509,7 @@ def _request_here(nodeid: str | None, variant: str) -> ChildRequest | None:
         if wanted is None:
             return None
         return replace(request, variant=variant, repeats=int(wanted["repeats"]),
-                                   calls=int(wanted["calls"]),
-                                   respond=simulate_shared.child_reply)
+                       calls=int(wanted["calls"]), respond=simulate_shared.child_reply)
     if variant != request.variant or variant in _measured_variants:
         return None
     _measured_variants.add(variant)
@@ -690,21 +690,9 @@ def _name_of(call: Callable[..., Any]) -> str:
 
 def _child_profile(name: str, durations: Sequence[int], result: Any,
                    settings: Mapping[str, Any]) -> Profile:
-    cpu = this_cpu()
-    return Profile(
-        name=name,
-        machine_class=cpu.machine_class,
-        backend=CHILD_BACKEND,
-        machine=machine_facts(cpu),
-        events=(),
-        repeats=(Repeat(1, int(durations[-1]), CounterSample(counts={})),),
-        latency=LatencyStats.from_durations_ns(list(durations)),
-        memory=MemoryStats(None, "none", "not measured in the simulation child"),
-        steady=Steadiness(False, len(durations), -1.0, 0.0, 0),
-        settings=dict(settings),
-        outputs_ok=outputs_finite(result),
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    )
+    return uncounted_profile(name, CHILD_BACKEND, durations, result, settings=settings,
+                             warmup_calls=len(durations),
+                             memory_note="not measured in the simulation child")
 
 
 # -- the parent ------------------------------------------------------------------
@@ -1031,12 +1019,9 @@ def _build_profile(name: str, nodeid: str, events: Sequence[str], settings: RunS
     run_settings = {**settings.to_dict(), "repeat": len(repeats),
                     "repeat_requested": settings.repeat, "calls_per_repeat": calls,
                     "latency_source": latency_source, "simulation": simulation}
-    cpu = this_cpu()
-    return Profile(
+    return stamped_profile(
         name=name,
-        machine_class=cpu.machine_class,
         backend=BACKEND,
-        machine=machine_facts(cpu),
         events=tuple(statuses[e] for e in events),
         repeats=tuple(repeats),
         latency=latency,
@@ -1048,7 +1033,6 @@ def _build_profile(name: str, nodeid: str, events: Sequence[str], settings: RunS
         overhead=overhead,
         outputs_ok=bool(record.get("outputs_ok", True))
         and (native.outputs_ok if native else True),
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
 
 
