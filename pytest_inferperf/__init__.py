@@ -1,22 +1,53 @@
 """pytest-inferperf: why your CPU inference got slower, from the CPU's counters.
 
-The public API; everything else may move.
+The public API; everything else may move. Names are imported on first use
+(PEP 562), so that pytest loading the plugin in a suite that never asks for
+``--inferperf`` pays for nothing but the plugin's hooks.
 """
 
-from .pmu.base import Count, CounterSample, EventStatus
-from .profile import Profile, ProfileFormatError
-from .runner import MeasurementTimeout, RunnerConfigError, profile
-from .stages import region
+from __future__ import annotations
 
-__all__ = [
-    "Count",
-    "CounterSample",
-    "EventStatus",
-    "MeasurementTimeout",
-    "Profile",
-    "ProfileFormatError",
-    "RunnerConfigError",
-    "profile",
-    "region",
-]
-__version__ = "0.1.0"
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .pmu.base import Count as Count
+    from .pmu.base import CounterSample as CounterSample
+    from .pmu.base import EventStatus as EventStatus
+    from .profile import Profile as Profile
+    from .profile import ProfileFormatError as ProfileFormatError
+    from .runner import MeasurementTimeout as MeasurementTimeout
+    from .runner import RunnerConfigError as RunnerConfigError
+    from .runner import profile as profile
+    from .stages import region as region
+
+_PUBLIC = {
+    "Count": ".pmu.base",
+    "CounterSample": ".pmu.base",
+    "EventStatus": ".pmu.base",
+    "MeasurementTimeout": ".runner",
+    "Profile": ".profile",
+    "ProfileFormatError": ".profile",
+    "RunnerConfigError": ".runner",
+    "profile": ".runner",
+    "region": ".stages",
+}
+
+__all__ = [*sorted(_PUBLIC), "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from .version import version
+
+        return version()
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -74,36 +74,41 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def parse_marker(args: tuple, kwargs: Mapping[str, Any]) -> PerfSpec:
-    """Validate one ``perf`` marker's arguments; raise :class:`MarkerError` on anything wrong."""
+def parse_marker(args: tuple, kwargs: Mapping[str, Any], *, marker: str = "perf") -> PerfSpec:
+    """Validate one ``perf`` (or ``inferperf``) marker's arguments.
+
+    Raises :class:`MarkerError` on anything wrong, naming the marker as written.
+    """
     if args:
         raise MarkerError(
-            f"@pytest.mark.perf takes keywords only, got positional {args!r}: "
-            "write e.g. @pytest.mark.perf(ipc_min=1.2, latency_p99_max_ms=8)"
+            f"@pytest.mark.{marker} takes keywords only, got positional {args!r}: "
+            f"write e.g. @pytest.mark.{marker}(ipc_min=1.2, latency_p99_max_ms=8). If this "
+            "suite has a perf marker of its own, write the budgets as "
+            "@pytest.mark.inferperf(...) instead"
         )
     budgets: list[Budget] = []
     runner: dict[str, Any] = {}
     tolerance: float | dict[str, float] | None = None
     for key, value in kwargs.items():
         if key == "tolerance":
-            tolerance = _parse_tolerance(value)
+            tolerance = _parse_tolerance(value, marker)
         elif key in RUNNER_KEYWORDS:
-            runner[key] = _parse_runner_value(key, value)
+            runner[key] = _parse_runner_value(key, value, marker)
         elif budget_target(key) is not None:
             if not _is_number(value):
                 raise MarkerError(
-                    f"@pytest.mark.perf({key}={value!r}): a budget must be a finite number"
+                    f"@pytest.mark.{marker}({key}={value!r}): a budget must be a finite number"
                 )
             metric, kind = budget_target(key)  # type: ignore[misc]
             budgets.append(Budget(metric, kind, float(value)))
         else:
-            raise MarkerError(_unknown_keyword(key))
+            raise MarkerError(_unknown_keyword(key, marker))
     for metric in {b.metric for b in budgets}:
         lo = next((b.limit for b in budgets if b.metric == metric and b.kind == "min"), None)
         hi = next((b.limit for b in budgets if b.metric == metric and b.kind == "max"), None)
         if lo is not None and hi is not None and lo > hi:
             raise MarkerError(
-                f"@pytest.mark.perf: {metric}_min={lo:g} is above {metric}_max={hi:g}; "
+                f"@pytest.mark.{marker}: {metric}_min={lo:g} is above {metric}_max={hi:g}; "
                 "no value can meet both"
             )
     return PerfSpec(tuple(budgets), tolerance, runner)
@@ -122,21 +127,21 @@ def budget_target(key: str) -> tuple[str, str] | None:
 _UNIT_LAST = re.compile(r"(.+)_(min|max)_(ms|mb)")
 
 
-def _unknown_keyword(key: str) -> str:
+def _unknown_keyword(key: str, marker: str) -> str:
     guesses = difflib.get_close_matches(key, all_keywords(), n=3, cutoff=0.6)
     hint = f" Did you mean {' or '.join(guesses)}?" if guesses else ""
     return (
-        f"@pytest.mark.perf: unknown keyword {key!r}.{hint} Budgets are <metric>_min / "
-        f"<metric>_max for the metrics listed by `inferperf metrics` (docs/budgets.md); "
+        f"@pytest.mark.{marker}: unknown keyword {key!r}.{hint} Budgets are <metric>_min / "
+        "<metric>_max for the metrics listed by `inferperf metrics` (docs/plugin.md, Metrics); "
         f"other keywords: {', '.join([*RUNNER_KEYWORDS, *OTHER_KEYWORDS])}."
     )
 
 
-def _parse_tolerance(value: Any) -> float | dict[str, float]:
+def _parse_tolerance(value: Any, marker: str) -> float | dict[str, float]:
     def check(name: str, v: Any) -> float:
         if not _is_number(v) or v < 0:
             raise MarkerError(
-                f"@pytest.mark.perf(tolerance{name}={v!r}): a tolerance is a relative change "
+                f"@pytest.mark.{marker}(tolerance{name}={v!r}): a tolerance is a relative change "
                 "such as 0.05 (5%), a finite number >= 0"
             )
         return float(v)
@@ -147,32 +152,33 @@ def _parse_tolerance(value: Any) -> float | dict[str, float]:
             if metric not in METRICS:
                 guesses = difflib.get_close_matches(str(metric), METRICS, n=2)
                 hint = f" Did you mean {' or '.join(guesses)}?" if guesses else ""
-                raise MarkerError(f"@pytest.mark.perf(tolerance=...): unknown metric "
+                raise MarkerError(f"@pytest.mark.{marker}(tolerance=...): unknown metric "
                                   f"{metric!r}.{hint}")
             out[metric] = check(f"[{metric!r}]", v)
         return out
     return check("", value)
 
 
-def _parse_runner_value(key: str, value: Any) -> Any:
+def _parse_runner_value(key: str, value: Any, marker: str) -> Any:
     kind = RUNNER_KEYWORDS[key]
     if kind == "int":
         low = 0 if key == "warmup" else 1
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise MarkerError(f"@pytest.mark.perf({key}={value!r}): must be an integer >= {low}")
+            raise MarkerError(
+                f"@pytest.mark.{marker}({key}={value!r}): must be an integer >= {low}")
         return value
     if kind == "number":
         low_ok = value >= 0 if key == "min_time" else value > 0  # min_time=0: one call/repeat
         if not _is_number(value) or not low_ok:
             bound = ">= 0" if key == "min_time" else "> 0"
-            raise MarkerError(f"@pytest.mark.perf({key}={value!r}): must be a number {bound} "
+            raise MarkerError(f"@pytest.mark.{marker}({key}={value!r}): must be a number {bound} "
                               "(seconds)")
         return float(value)
     cpus = (value,) if isinstance(value, int) and not isinstance(value, bool) else value
     if not isinstance(cpus, list | tuple) or not all(
         isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus
     ):
-        raise MarkerError(f"@pytest.mark.perf(pin={value!r}): a CPU number or a list of them")
+        raise MarkerError(f"@pytest.mark.{marker}(pin={value!r}): a CPU number or a list of them")
     return tuple(cpus)
 
 

@@ -85,7 +85,8 @@ DEFAULT_TOLERANCES: dict[str, float] = {
     "cycles_per_call": 0.05,
     # CPU time follows the clock frequency (turbo, thermal limits) and, on shared VMs,
     # the neighbours: 10-15% between runs, and once 30%, was seen on a 2-vCPU cloud VM
-    # (docs/baselines.md). 25% keeps false alarms rare there; tighten on dedicated runners.
+    # (docs/plugin.md, "Baselines"). 25% keeps false alarms rare there; tighten on
+    # dedicated runners.
     "cpu_ms_per_call": 0.25,
     # Busy CPUs during the region: thread-pool spinning varies with scheduling.
     "cpu_utilisation": 0.15,

@@ -19,30 +19,33 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .baseline import (
-    BaselineError,
-    baseline_path,
-    class_folder,
-    load_baseline,
-    save_baseline,
-)
-from .budgets import MarkerError, PerfSpec, parse_marker
-from .pmu import simulate, simulate_shared
-from .pmu.simulate_shared import SharedChild
-from .profile import Profile
-from .verdict import Verdict, failure_text, judge
+from . import child_process
+
+# Loading this module is what every pytest run pays once the package is installed,
+# with or without --inferperf: it imports pytest and the standard library only. The
+# engine (numpy, ONNX Runtime, counters, judging) is imported inside the hooks that
+# need it, and only when --inferperf asks for it or a test uses pmu_profile.
+if TYPE_CHECKING:
+    from .budgets import PerfSpec
+    from .pmu.simulate_shared import SharedChild
+    from .profile import Profile
+    from .verdict import Verdict
 
 BACKEND_CHOICES = ("auto", "perf", "simulate", "none")
 FLAMEGRAPH_CHOICES = ("failed", "all", "none")
 STACKS_IN_BASELINE_BYTES = 256 << 10  # folded stacks kept with a baseline, for diffs
+MARKERS = ("inferperf", "perf")  # the unambiguous name first; "perf" is the short one
+FIXTURES = ("pmu_profile",)  # a test that uses one of these is an inferperf test
+SHORT_UPDATE = "--update-baselines"
 # (variant name, profile, the workload as a no-argument callable for the sampling pass)
-PROFILES = pytest.StashKey[list[tuple[str, Profile, Callable[[], Any]]]]()
-VERDICTS = pytest.StashKey[list[Verdict]]()
+PROFILES = pytest.StashKey["list[tuple[str, Profile, Callable[[], Any]]]"]()
+VERDICTS = pytest.StashKey["list[Verdict]"]()
 EARLY_WARNINGS = pytest.StashKey[list[str]]()  # found before pytest_configure
+SHORT_UPDATE_TAKEN = pytest.StashKey[bool]()  # another plugin owns --update-baselines
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -56,8 +59,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
     option("--inferperf", "inferperf", action="store_true", default=None,
            help="measure tests that use pmu_profile and check their perf budgets and baselines")
-    option("--update-baselines", "inferperf_update_baselines", action="store_true",
-           default=None, help="write this run's profiles as the new baselines")
+    option("--inferperf-update-baselines", "inferperf_update_baselines", action="store_true",
+           default=None, help="write this run's profiles as the new baselines (also "
+                              f"{SHORT_UPDATE} where no other plugin or conftest defines it)")
     option("--inferperf-baselines", "inferperf_baselines", metavar="DIR", default=None,
            help="baseline folder (default: baselines/ under the rootdir)")
     option("--inferperf-backend", "inferperf_backend", choices=BACKEND_CHOICES, default=None,
@@ -163,7 +167,9 @@ class InferperfPlugin:
         result = yield
         items = result if isinstance(result, list) else [result] if result is not None else []
         for item in items:
-            if isinstance(item, pytest.Function):
+            if isinstance(item, pytest.Function) and uses_inferperf(item):
+                from .budgets import MarkerError
+
                 try:
                     spec_for(item)
                 except MarkerError as exc:
@@ -189,12 +195,16 @@ class InferperfPlugin:
         items = item.session.items
         later = items[items.index(item):] if item in items else [item]
         nodeids = [i.nodeid for i in later if "pmu_profile" in getattr(i, "fixturenames", ())]
+        from .pmu.simulate_shared import SharedChild
+
         self.shared = SharedChild(nodeids or [item.nodeid], rootdir=self.config.rootpath)
         return self.shared
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        if simulate_shared.is_shared_child():  # run only what the parent waits for
+        if child_process.is_shared_child():  # run only what the parent waits for
+            from .pmu import simulate_shared
+
             why = simulate_shared.child_test_starting(item.nodeid)
             if why:
                 pytest.skip(why)
@@ -204,7 +214,7 @@ class InferperfPlugin:
     def pytest_runtest_call(self, item: pytest.Item):
         result = yield
         profiles = item.stash.get(PROFILES, [])
-        if not profiles or not self.settings.enabled or simulate.in_child():
+        if not profiles or not self.settings.enabled or child_process.in_child():
             return result
         verdicts = []
         for name, profile, call in profiles:
@@ -218,6 +228,8 @@ class InferperfPlugin:
                 item.user_properties.append((f"inferperf.{_suffix(verdict, item)}{metric}", value))
         failed = [v for v in verdicts if v.failed]
         if failed:
+            from .verdict import failure_text
+
             pytest.fail("\n\n".join(failure_text(v) for v in failed), pytrace=False)
         unchecked = [b.describe() for v in verdicts for b in v.unchecked]
         if unchecked and self.settings.require_pmu:
@@ -268,6 +280,9 @@ class InferperfPlugin:
 
     def _judge(self, item: pytest.Item, name: str,
                profile: Profile) -> tuple[Verdict, Profile | None]:
+        from .baseline import BaselineError, baseline_path, class_folder, load_baseline
+        from .verdict import judge
+
         key = item.nodeid if not name else f"{item.nodeid}@{name}"
         spec = spec_for(item)
         path = baseline_path(self.settings.baselines, profile.machine_class, profile.backend, key)
@@ -312,7 +327,9 @@ class InferperfPlugin:
 
     # -- controller ------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "teardown" and simulate_shared.is_shared_child():
+        if report.when == "teardown" and child_process.is_shared_child():
+            from .pmu import simulate_shared
+
             simulate_shared.child_test_finished(report.nodeid)
         entries = getattr(report, "inferperf", None)
         if report.when != "call" or not entries:
@@ -322,7 +339,9 @@ class InferperfPlugin:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if simulate_shared.is_shared_child():
+        if child_process.is_shared_child():
+            from .pmu import simulate_shared
+
             simulate_shared.child_session_finished()
         if self.shared is not None:
             self.shared.close()
@@ -347,6 +366,9 @@ class InferperfPlugin:
             path.write_text(json.dumps(record, indent=1))
 
     def _update_baselines(self) -> None:
+        from .baseline import BaselineError, baseline_path, load_baseline, save_baseline
+        from .profile import Profile
+
         for record in sorted(self.records, key=lambda r: r["key"]):
             ran_clean = record["outcome"] == "passed" or (
                 record["outcome"] == "skipped" and record["nothing_checked"]
@@ -375,6 +397,9 @@ class InferperfPlugin:
         cpu = this_cpu()
         lines = [f"inferperf: backend {self.settings.backend}, machine class "
                  f"{cpu.machine_class}, baselines {_relative(self.settings.baselines, config)}"]
+        if config.stash.get(SHORT_UPDATE_TAKEN, False):
+            lines.append(f"inferperf: {SHORT_UPDATE} belongs to another plugin or conftest here; "
+                         "use --inferperf-update-baselines to write inferperf baselines")
         lines.extend(f"inferperf: WARNING {w}" for w in self.warnings)
         return lines
 
@@ -418,14 +443,29 @@ def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+def uses_inferperf(item: pytest.Item) -> bool:
+    """Whether ``item`` is an inferperf test: it uses ``pmu_profile`` or an ``inferperf`` marker.
+
+    Another suite's own ``perf`` marker on tests that never measure is not ours.
+    """
+    names = getattr(item, "fixturenames", ())
+    return any(f in names for f in FIXTURES) or item.get_closest_marker("inferperf") is not None
+
+
 def spec_for(item: pytest.Item) -> PerfSpec:
-    """The merged ``perf`` markers of an item (closest first wins per keyword)."""
+    """The merged budget markers of an item (closest first wins per keyword).
+
+    ``inferperf`` markers when the item has any (the unambiguous name), else ``perf``.
+    """
+    from .budgets import parse_marker
+
+    name = "inferperf" if item.get_closest_marker("inferperf") is not None else "perf"
     kwargs: dict[str, Any] = {}
-    for mark in reversed(list(item.iter_markers("perf"))):
+    for mark in reversed(list(item.iter_markers(name))):
         if mark.args:
-            parse_marker(mark.args, {})
+            parse_marker(mark.args, {}, marker=name)
         kwargs.update(mark.kwargs)
-    return parse_marker((), kwargs)
+    return parse_marker((), kwargs, marker=name)
 
 
 def physical_cores() -> int:
@@ -447,29 +487,52 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hooks)
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
-                                  args: list[str]) -> None:
-    """Before any conftest imports ONNX Runtime: its telemetry threads out of the counts."""
-    from .telemetry import keep_out_of_measurements
+                                  args: list[str]):
+    """Around loading the conftests: telemetry off first, ``--update-baselines`` after.
 
+    Before any conftest imports ONNX Runtime, its telemetry threads are kept out of
+    the counts. Once the conftests (and every installed plugin) have added their
+    options, the short ``--update-baselines`` is added only if nobody else has it
+    (snapshot tools define one); ``--inferperf-update-baselines`` always works.
+    """
     options = early_config.known_args_namespace
     names = ("inferperf", "inferperf_update_baselines")
-    enabled = any(getattr(options, name, None) for name in names) or any(
-        early_config.getini(name) for name in names)
+    enabled = (any(getattr(options, name, None) for name in names)
+               or any(early_config.getini(name) for name in names)
+               or SHORT_UPDATE in args)
     if enabled:
+        from .telemetry import keep_out_of_measurements
+
         warning = keep_out_of_measurements()
         if warning:
-            early_config.stash[EARLY_WARNINGS] = [warning]
+            early_config.stash.setdefault(EARLY_WARNINGS, []).append(warning)
+    result = yield
+    if option_taken(parser, SHORT_UPDATE):
+        early_config.stash[SHORT_UPDATE_TAKEN] = True
+    else:
+        parser.getgroup("inferperf").addoption(
+            SHORT_UPDATE, dest="inferperf_update_baselines", action="store_true", default=None,
+            help="same as --inferperf-update-baselines")
+    return result
+
+
+def option_taken(parser: pytest.Parser, name: str) -> bool:
+    """Whether some plugin or conftest already defined the command-line option ``name``."""
+    groups = [getattr(parser, "_anonymous", None), *getattr(parser, "_groups", ())]
+    return any(name in option.names() for group in groups if group is not None
+               for option in group.options)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "perf(**budgets): perf budgets (<metric>_min / <metric>_max), tolerance= for the "
-        "baseline comparison, and runner overrides (warmup, repeat, timeout, threads, pin) "
-        "for tests that use the pmu_profile fixture",
-    )
+    for name in MARKERS:
+        config.addinivalue_line(
+            "markers",
+            f"{name}(**budgets): inferperf budgets (<metric>_min / <metric>_max), tolerance= "
+            "for the baseline comparison, and runner overrides (warmup, repeat, timeout, "
+            "threads, pin) for tests that use the pmu_profile fixture",
+        )
     settings = Settings.from_config(config)
     plugin = InferperfPlugin(config, settings)
     plugin.warnings.extend(config.stash.get(EARLY_WARNINGS, []))
@@ -509,7 +572,9 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
             **kwargs: Any) -> Profile:
         variant = name or ""
         call = functools.partial(fn, *args, **kwargs)
-        if simulate.in_child():  # re-run of this test under valgrind: measure, judge nothing
+        if child_process.in_child():  # re-run of this test under valgrind: judge nothing
+            from .pmu import simulate
+
             return simulate.child_measure(call, name=variant or None,
                                           settings=_run_settings(spec),
                                           nodeid=request.node.nodeid)

@@ -295,12 +295,17 @@ def outputs_finite(result: Any) -> bool:
 
 def smoke(fn: Callable[..., Any], *args: Any, name: str | None = None, **kwargs: Any) -> Profile:
     """Run ``fn`` once, uncounted: what ``pmu_profile`` does without ``--inferperf``."""
-    begin = time.perf_counter_ns()
-    result = fn(*args, **kwargs)
-    wall = time.perf_counter_ns() - begin
-    return uncounted_profile(name or _name_of(fn), "smoke", [wall], result,
-                             settings={"smoke": True}, warmup_calls=0,
-                             memory_note="not measured in a smoke run (no --inferperf)")
+    from .pmu.null_backend import NullCounters
+
+    recorder = StageRecorder(NullCounters(events=()))
+    with recording(recorder):  # region() times its stages here too: tests may read them
+        begin = time.perf_counter_ns()
+        result = fn(*args, **kwargs)
+        wall = time.perf_counter_ns() - begin
+    profile = uncounted_profile(name or _name_of(fn), "smoke", [wall], result,
+                                settings={"smoke": True}, warmup_calls=0,
+                                memory_note="not measured in a smoke run (no --inferperf)")
+    return profile.with_(stages=_stage_stats(recorder, profile.repeats))
 
 
 def stamped_profile(**fields: Any) -> Profile:

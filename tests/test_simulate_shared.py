@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_inferperf import child_process
 from pytest_inferperf.pmu import simulate, simulate_shared
 from pytest_inferperf.pmu.simulate import ChildCommand, SimulateError
 from pytest_inferperf.pmu.simulate_shared import ENV_SHARED, SharedChild
@@ -59,7 +60,7 @@ def parent(monkeypatch):
 
 
 def test_child_runs_only_what_the_parent_waits_for(parent):
-    assert simulate_shared.is_shared_child()
+    assert child_process.is_shared_child()
     parent.ask("t.py::test_b", "fp32", repeats=5, calls=2)
     why = simulate_shared.child_test_starting("t.py::test_a")
     assert why == "inferperf: not requested (the parent waits for t.py::test_b)"

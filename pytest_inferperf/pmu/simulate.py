@@ -57,6 +57,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..child_process import ENV_CHILD, in_child, is_shared_child
 from ..profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
 from ..runner import (
     Runner,
@@ -93,7 +94,6 @@ __all__ = [
 BACKEND = "simulate"
 CHILD_BACKEND = "simulate-child"
 
-ENV_CHILD = "INFERPERF_SIMULATE_CHILD"  # path of the JSON result the child writes
 ENV_VARIANT = "INFERPERF_SIMULATE_VARIANT"  # the pmu_profile name= to measure ("" = none)
 ENV_OPTIONS = "INFERPERF_SIMULATE_OPTIONS"  # JSON: repeats, calls, instrumentation trigger
 
@@ -446,11 +446,6 @@ def _nothing() -> None:
 
 
 # -- the child -------------------------------------------------------------------
-def in_child() -> bool:
-    """True inside the pytest process that valgrind runs for a simulation."""
-    return bool(os.environ.get(ENV_CHILD))
-
-
 @dataclass(frozen=True)
 class ChildRequest:
     """What the parent asked the child for (from the environment)."""
@@ -503,7 +498,7 @@ def _request_here(nodeid: str | None, variant: str) -> ChildRequest | None:
     if request is None:
         raise SimulateError(f"child_measure runs only in a simulation child ({ENV_CHILD} is "
                             "not set); use profile_via_child in the test process")
-    if simulate_shared.is_shared_child():
+    if is_shared_child():
         here = nodeid or os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
         wanted = simulate_shared.child_request_for(here, variant)
         if wanted is None:

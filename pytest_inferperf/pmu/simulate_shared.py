@@ -45,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from ..child_process import ENV_SHARED
 from .callgrind import dump_files, read_dump
 from .simulate import (
     BLOCK_PLUGINS,
@@ -55,8 +56,6 @@ from .simulate import (
     _tail,
     child_command,
 )
-
-ENV_SHARED = "INFERPERF_SIMULATE_SHARED"  # "<request fd>,<reply fd>" in the shared child
 
 
 # -- the parent ------------------------------------------------------------------
@@ -276,11 +275,6 @@ class _Link:
 
 
 _link: _Link | None = None
-
-
-def is_shared_child() -> bool:
-    """True in a shared simulation child."""
-    return bool(os.environ.get(ENV_SHARED))
 
 
 def _child_link() -> _Link:

@@ -1,0 +1,228 @@
+"""Installed into someone else's suite: no collisions, no cost when off, smoke mode works.
+
+Real pytest runs (pytester, in a subprocess where the process's imports are the point).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parent.parent
+FAST = "warmup=1, repeat=3, tolerance=0.5"
+
+
+def run(pytester, *args):
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", *args)
+
+
+# -- --update-baselines belongs to whoever defined it first -------------------------
+
+SNAPSHOT_CONFTEST = """
+def pytest_addoption(parser):
+    parser.addoption("--update-baselines", action="store_true", dest="snap_update",
+                     help="a snapshot tool's own option")
+"""
+
+
+def test_a_conftest_that_owns_update_baselines_keeps_it(pytester):
+    pytester.makeconftest(SNAPSHOT_CONFTEST)
+    pytester.makepyfile(test_a="""
+        def test_snap(request):
+            assert request.config.getoption("snap_update") is True
+            assert not request.config.getoption("inferperf_update_baselines")
+    """)
+    result = run(pytester, "--update-baselines")
+    result.assert_outcomes(passed=1)
+    assert "ArgumentError" not in result.stderr.str()
+
+
+def test_the_long_option_updates_when_the_short_one_is_taken(pytester):
+    pytester.makeconftest(SNAPSHOT_CONFTEST)
+    pytester.makepyfile(test_a=f"""
+        import pytest
+        @pytest.mark.perf({FAST})
+        def test_x(pmu_profile):
+            pmu_profile(sum, range(100))
+    """)
+    result = run(pytester, "--inferperf-update-baselines", "--inferperf-backend", "none")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "*--update-baselines belongs to another plugin or conftest here*"
+        "--inferperf-update-baselines*",
+        "created baselines/*test_a.py*",
+    ])
+
+
+def test_the_short_option_works_where_nobody_else_has_it(pytester):
+    pytester.makepyfile(test_a=f"""
+        import pytest
+        @pytest.mark.perf({FAST})
+        def test_x(pmu_profile):
+            pmu_profile(sum, range(100))
+    """)
+    result = run(pytester, "--update-baselines", "--inferperf-backend", "none")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["created baselines/*test_a.py*"])
+    assert "belongs to another plugin" not in result.stdout.str()
+
+
+# -- markers: a suite's own "perf" is left alone; "inferperf" is ours ------------------
+
+def test_a_foreign_perf_marker_on_tests_that_do_not_measure_is_left_alone(pytester):
+    pytester.makeini("""
+        [pytest]
+        markers =
+            perf(kind): this suite's own nightly performance tests
+    """)
+    pytester.makepyfile(test_a="""
+        import pytest
+        @pytest.mark.perf("nightly")
+        def test_nightly():
+            pass
+        @pytest.mark.perf(budget_seconds=3)
+        def test_other():
+            pass
+    """)
+    result = run(pytester, "--strict-markers")
+    result.assert_outcomes(passed=2)
+    result = run(pytester, "--strict-markers", "--inferperf")
+    result.assert_outcomes(passed=2)
+
+
+def test_the_inferperf_marker_is_an_unambiguous_alias(pytester):
+    pytester.makepyfile(test_a=f"""
+        import pytest
+        @pytest.mark.perf("nightly")  # the suite's own marker, beside ours
+        @pytest.mark.inferperf(latency_p50_ms_max=0.000001, {FAST})
+        def test_x(pmu_profile):
+            pmu_profile(sum, range(1000))
+    """)
+    result = run(pytester, "--strict-markers", "--inferperf", "--inferperf-backend", "none")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*budget   latency_p50_ms = *budget <= 1e-06*FAILED*"])
+
+
+def test_a_typo_in_the_inferperf_marker_names_it_and_docs_that_exist(pytester):
+    pytester.makepyfile(test_a="""
+        import pytest
+        @pytest.mark.inferperf(ipc_mni=1.0)
+        def test_x(pmu_profile):
+            pmu_profile(sum, range(10))
+    """)
+    result = run(pytester)
+    result.assert_outcomes(errors=1)
+    out = result.stdout.str()
+    assert "@pytest.mark.inferperf: unknown keyword 'ipc_mni'. Did you mean ipc_min" in out
+    assert "docs/plugin.md" in out
+
+
+def test_every_docs_file_the_package_names_exists():
+    named = set()
+    for path in (ROOT / "pytest_inferperf").rglob("*.py"):
+        named.update(re.findall(r"docs/[A-Za-z0-9_./-]+\.md", path.read_text()))
+    assert named, "the package names no docs at all?"
+    missing = sorted(n for n in named if not (ROOT / n).is_file())
+    assert missing == []
+
+
+# -- smoke mode: without --inferperf every shipped example and documented pattern runs --
+
+def test_the_shipped_examples_pass_without_inferperf():
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+         "examples/"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert re.search(r"\b7 passed\b", done.stdout), done.stdout[-1000:]
+
+
+def test_documented_patterns_run_in_smoke_mode(pytester):
+    pytester.makepyfile(test_patterns="""
+        import pytest
+        from pytest_inferperf import region
+
+        def work(n=1000):
+            return sum(range(n))
+
+        @pytest.mark.perf(latency_p99_ms_max=100, threads=2)
+        def test_stages(pmu_profile, perf_threads):
+            assert perf_threads == 2
+            def pipeline():
+                with region("preprocess"):
+                    data = list(range(100))
+                with region("inference"):
+                    out = work()
+                return out
+            profile = pmu_profile(pipeline)
+            stages = {s.name: s for s in profile.stages}
+            assert stages["inference"].calls == 1 and stages["preprocess"].calls == 1
+            assert profile.outputs_ok
+
+        @pytest.mark.inferperf(tolerance={"cpu_ms_per_call": 0.5})
+        def test_named_variants(pmu_profile):
+            small = pmu_profile(work, 10, name="small")
+            big = pmu_profile(work, n=10000, name="big")
+            assert small.name == "small" and big.name == "big"
+
+        def test_wrapped_callable(pmu_profile):
+            def wrapped():
+                return work()
+            assert pmu_profile(wrapped).latency.p50_ms >= 0
+    """)
+    result = run(pytester)
+    result.assert_outcomes(passed=3)
+
+
+# -- the plugin costs nothing where --inferperf is not asked for -----------------------
+
+HEAVY = ("numpy", "onnxruntime", "onnx", "tabulate")
+
+
+def test_importing_the_plugin_loads_no_engine():
+    code = ("import sys, json, pytest\nbefore = set(sys.modules)\n"
+            "import pytest_inferperf.plugin\n"
+            "print(json.dumps(sorted(set(sys.modules) - before)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    added = json.loads(done.stdout)
+    assert sorted(added) == ["pytest_inferperf", "pytest_inferperf.child_process",
+                             "pytest_inferperf.plugin"]
+
+
+def test_a_plain_run_loads_none_of_the_engine(pytester):
+    pytester.makepyfile(test_a=f"""
+        import sys, json
+        def test_a():
+            pass
+        def test_zz_modules():
+            mods = sorted(m for m in sys.modules
+                          if m.startswith({HEAVY!r}) or m.startswith("pytest_inferperf."))
+            print("MODULES " + json.dumps(mods))
+    """)
+    result = run(pytester, "-s")
+    result.assert_outcomes(passed=2)
+    line = next(x for x in result.outlines if "MODULES " in x)
+    mods = json.loads(line.split("MODULES ", 1)[1])
+    assert mods == ["pytest_inferperf.child_process", "pytest_inferperf.hooks",
+                    "pytest_inferperf.plugin"]
+
+
+@pytest.mark.parametrize("args", [(), ("--inferperf",)])
+def test_nothing_imports_xdist_for_the_plugin(pytester, args):
+    """pytest-xdist loads itself as a plugin; ours never imports it (``-p no:xdist`` works)."""
+    pytester.makepyfile(test_a="""
+        import sys
+        def test_a():
+            assert not any(m == "xdist" or m.startswith("xdist.") for m in sys.modules)
+    """)
+    result = run(pytester, "-p", "no:xdist", "-p", "no:xdist.looponfail", *args)
+    result.assert_outcomes(passed=1)
