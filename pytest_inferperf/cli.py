@@ -417,6 +417,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="inferperf",
         description="Explain why CPU inference got slower, from the CPU's performance counters.",
     )
+    from .version import version
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     doctor = sub.add_parser(
         "doctor", help="what this machine can count, what it cannot and why; the machine class"

@@ -81,6 +81,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
            help="fail, instead of skip, a budget that needs counters this machine cannot count")
     option("--inferperf-report", "inferperf_report", metavar="DIR", default=None,
            help="write each profile and verdict as JSON under DIR")
+    option("--inferperf-json", "inferperf_json", metavar="PATH", default=None,
+           help="write the whole run as one JSON document (commit, machine, every test's "
+                "verdict and metrics, a github-action-benchmark list)")
     option("--inferperf-explain", "inferperf_explain", action="store_true", default=None,
            help="show the diagnosis's full reasoning for failed tests (also with -v)")
     option("--inferperf-flamegraphs", "inferperf_flamegraphs", choices=FLAMEGRAPH_CHOICES,
@@ -114,6 +117,7 @@ class Settings:
     backend: str
     require_pmu: bool
     report_dir: Path | None
+    run_json: Path | None
     fail_stale: bool
     explain: bool
     flamegraphs: str
@@ -125,6 +129,7 @@ class Settings:
         root = Path(config.rootpath)
         baselines = _get(config, "inferperf_baselines")
         report = _get(config, "inferperf_report")
+        run_json = _get(config, "inferperf_json")
         backend = _choice(config, "inferperf_backend", BACKEND_CHOICES, "auto")
         workerinput = getattr(config, "workerinput", None)
         worker_index = None
@@ -141,6 +146,7 @@ class Settings:
             backend=backend,
             require_pmu=bool(_get(config, "inferperf_require_pmu")),
             report_dir=(root / report) if report else None,
+            run_json=Path(config.invocation_params.dir, run_json) if run_json else None,
             fail_stale=bool(_get(config, "inferperf_fail_stale")),
             explain=bool(_get(config, "inferperf_explain")) or config.option.verbose > 0,
             flamegraphs=_choice(config, "inferperf_flamegraphs", FLAMEGRAPH_CHOICES, "failed"),
@@ -158,6 +164,7 @@ class InferperfPlugin:
     records: list[dict] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
     write_errors: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)  # run-level files written
     warnings: list[str] = field(default_factory=list)
     shared: SharedChild | None = None  # the simulate backend's child for many tests
 
@@ -321,7 +328,11 @@ class InferperfPlugin:
         report = yield
         if report.when == "call" and VERDICTS in item.stash:
             verdicts = item.stash[VERDICTS]
-            report.inferperf = [v.summary_dict() for v in verdicts]
+            from .verdict import failure_text
+
+            report.inferperf = [{**v.summary_dict(),
+                                 "failure": failure_text(v) if v.failed else None}
+                                for v in verdicts]
             _html_extras(item, report, verdicts)
         return report
 
@@ -347,14 +358,39 @@ class InferperfPlugin:
             self.shared.close()
         if _is_worker(self.config) or not self.records:
             return
-        if self.settings.report_dir is not None:
-            self._write_reports()
+        # Baselines first: no report output may decide whether a passing run is kept.
         if self.settings.update:
             self._update_baselines()
-            if self.write_errors and session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        outputs = [self._write_run_outputs]
+        if self.settings.report_dir is not None:
+            outputs.insert(0, self._write_reports)
+        for write in outputs:
+            try:
+                write(session)
+            except OSError as exc:
+                self.write_errors.append(
+                    f"could not write {exc.filename or 'a report file'}: {exc.strerror or exc}; "
+                    "check the path given to --inferperf-report / --inferperf-json")
+        if self.write_errors and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def _write_reports(self) -> None:
+    def _write_run_outputs(self, session: pytest.Session) -> None:
+        """The run-level JSON (``--inferperf-json``) and the GitHub job summary."""
+        from .report.markdown import append_step_summary
+        from .report.run import commit_of, run_document, run_markdown
+
+        if self.settings.run_json is not None:
+            document = run_document(self.records, commit=commit_of(self.config.rootpath),
+                                    written=self.written, exit_status=int(session.exitstatus))
+            path = self.settings.run_json
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_text(json.dumps(document, indent=1, allow_nan=False) + "\n")
+            os.replace(tmp, path)
+            self.outputs.append(f"wrote {_relative(path, self.config)}")
+        append_step_summary(run_markdown(self.records, written=self.written))
+
+    def _write_reports(self, session: pytest.Session) -> None:
         from .baseline import short_hash
 
         folder = self.settings.report_dir
@@ -409,7 +445,7 @@ class InferperfPlugin:
         from .report.terminal import render_summary
 
         text = render_summary(self.records, self.written, self.write_errors, self.warnings,
-                              update=self.settings.update)
+                              update=self.settings.update, outputs=self.outputs)
         if text:
             terminalreporter.section("inferperf")
             terminalreporter.write_line(text)

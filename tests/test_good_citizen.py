@@ -226,3 +226,66 @@ def test_nothing_imports_xdist_for_the_plugin(pytester, args):
     """)
     result = run(pytester, "-p", "no:xdist", "-p", "no:xdist.looponfail", *args)
     result.assert_outcomes(passed=1)
+
+
+# -- CI outputs: a job summary, one run-level JSON -----------------------------------
+
+def test_step_summary_and_run_json(pytester, monkeypatch):
+    pytester.makepyfile(test_a=f"""
+        import pytest
+        @pytest.mark.perf({FAST})
+        def test_ok(pmu_profile):
+            pmu_profile(sum, range(1000))
+        @pytest.mark.perf(latency_p50_ms_max=0.000001, {FAST})
+        def test_slow(pmu_profile):
+            pmu_profile(sum, range(1000))
+    """)
+    summary = pytester.path / "summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_SHA", "0123abcd")
+    result = run(pytester, "--inferperf", "--inferperf-backend", "none",
+                 "--inferperf-json", "out/run.json")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["wrote out/run.json"])
+    text = summary.read_text()
+    assert text.startswith("earlier step\n")  # appended, never overwritten
+    assert "### pytest --inferperf: 2 profiled, 1 failed" in text
+    assert "| test_a.py::test_ok |" in text
+    assert "<details><summary>FAILED test_a.py::test_slow</summary>" in text
+    assert "budget   latency_p50_ms = " in text
+    doc = json.loads((pytester.path / "out" / "run.json").read_text())
+    assert doc["schema"] == "pytest-inferperf/run" and doc["schema_version"] == 1
+    assert doc["commit"] == "0123abcd" and doc["exit_status"] == 1
+    by_key = {t["key"]: t for t in doc["tests"]}
+    assert set(by_key) == {"test_a.py::test_ok", "test_a.py::test_slow"}
+    assert by_key["test_a.py::test_slow"]["failed"] is True
+    assert "latency_p50_ms" in by_key["test_a.py::test_slow"]["failure"]
+    assert by_key["test_a.py::test_ok"]["metrics"]["latency_p50_ms"] > 0
+    names = {b["name"] for b in doc["benchmarks"]}
+    assert "test_a.py::test_ok latency_p50_ms" in names
+    assert all(b["unit"] and b["value"] >= 0 for b in doc["benchmarks"])
+
+
+def test_an_unwritable_run_json_is_one_error_line_and_baselines_are_still_written(pytester):
+    pytester.makepyfile(test_a=f"""
+        import pytest
+        @pytest.mark.perf({FAST})
+        def test_ok(pmu_profile):
+            pmu_profile(sum, range(1000))
+    """)
+    (pytester.path / "blocker").write_text("a file, not a folder")
+    result = run(pytester, "--inferperf-update-baselines", "--inferperf-backend", "none",
+                 "--inferperf-json", "blocker/run.json")
+    result.stdout.fnmatch_lines(["created baselines/*", "ERROR could not write *blocker*"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert result.ret == 1
+
+
+def test_inferperf_version():
+    from pytest_inferperf.version import version
+
+    done = subprocess.run([sys.executable, "-m", "pytest_inferperf", "--version"],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == f"inferperf {version()}"
+    assert re.fullmatch(r"\d+\.\d+\.\d+.*", version())

@@ -101,7 +101,8 @@ def simulated_lines(records: Sequence[dict]) -> list[str]:
 
 
 def render_summary(records: Sequence[dict], written: Sequence[str], errors: Sequence[str],
-                   warnings: Sequence[str], *, update: bool) -> str:
+                   warnings: Sequence[str], *, update: bool,
+                   outputs: Sequence[str] = ()) -> str:
     if not records:
         return ""
     headers = ["test", *(title for _, title, _ in columns(records)), "vs baseline", "verdict",
@@ -122,11 +123,12 @@ def render_summary(records: Sequence[dict], written: Sequence[str], errors: Sequ
     if missing:
         lines.append("")
         lines.append(missing)
-    if update:
+    if update or errors or outputs:
         lines.append("")
-        if not written and not errors:
-            lines.append("no baseline written (no test ran cleanly)")
-        lines.extend(written)
-        lines.extend(f"ERROR {e}" for e in errors)
+    if update and not written and not errors:
+        lines.append("no baseline written (no test ran cleanly)")
+    lines.extend(written)
+    lines.extend(outputs)
+    lines.extend(f"ERROR {e}" for e in errors)
     lines.extend(f"WARNING {w}" for w in warnings)
     return "\n".join(lines)
