@@ -34,7 +34,7 @@ import json
 import re
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .metrics import MetricContext, compute
@@ -255,6 +255,9 @@ class PerfStatEntry:
     unit: str
     status: str  # "counted" | NOT_SUPPORTED | NOT_COUNTED
     running_pct: float | None = None  # share of the time the event had a counter
+    # A text line repeating an event of the same run (perf -M prints an event once per
+    # metric group that needs it): the copies count one thing, so they are averaged.
+    repeated: bool = False
 
     @property
     def value_in_base_units(self) -> float | None:
@@ -387,13 +390,17 @@ def _collect(fmt: str, entries: list[PerfStatEntry], arch: str | None,
         names = list(by_name.values())
         use = next((g for g in names if any(e.status == "counted" for e in g)), names[0])
         superseded.extend(e.event.text for g in names if g is not use for e in g)
+        values = []
         for entry in use:
             if entry.status != "counted":
                 missing.setdefault(logical, REASONS[entry.status])
                 continue
-            counted[logical] = counted.get(logical, 0.0) + float(entry.value_in_base_units or 0)
+            values.append(float(entry.value_in_base_units or 0))
             if entry.running_pct is not None and entry.running_pct < 100.0:
                 running[logical] = min(running.get(logical, 100.0), entry.running_pct)
+        if values:
+            repeated = any(e.repeated for e in use)
+            counted[logical] = statistics.fmean(values) if repeated else sum(values)
     for name, value in _topdown_fractions(topdown).items():
         perf_metrics.setdefault(name, value)
     unavailable = {k: v for k, v in missing.items() if k not in counted}
@@ -610,20 +617,23 @@ def _text_decimal(lines: Iterable[str]) -> str | None:
     return None
 
 
-def _counter_line(line: str) -> re.Match[str] | None:
-    """The counter part of a text line; with ``-I`` a timestamp comes first."""
+def _counter_line(line: str) -> tuple[re.Match[str], bool] | None:
+    """The counter part of a text line, and whether a ``-I`` timestamp came first."""
     match = _LINE.match(line)
+    interval = False
     if match and not _looks_like_event(match.group("event")) and match.group("unit") is None:
-        match = _LINE.match(line[match.start("event"):])
+        match, interval = _LINE.match(line[match.start("event"):]), True
     if match is None or not _looks_like_event(match.group("event")):
         return None
-    return match
+    return match, interval
 
 
-def _text_entry(line: str, decimal: str | None) -> PerfStatEntry | None:
-    match = _counter_line(line)
-    if match is None:
+def _text_entry(line: str, decimal: str | None) -> tuple[PerfStatEntry, bool] | None:
+    """A counter line as an entry, and whether it was an interval (-I) line."""
+    found = _counter_line(line)
+    if found is None:
         return None
+    match, interval = found
     raw, unit, rest = match.group("value"), match.group("unit") or "", match.group("rest")
     after = _UNIT_AFTER.match(rest)
     if after and not unit:
@@ -638,12 +648,12 @@ def _text_entry(line: str, decimal: str | None) -> PerfStatEntry | None:
     comment = rest.find("#")
     running = _RUNNING.search(rest if comment < 0 else rest[comment:])
     pct = float(running.group("pct").replace(",", ".")) if running else None
-    return PerfStatEntry(split_event(match.group("event")), value, unit, status, pct)
+    return PerfStatEntry(split_event(match.group("event")), value, unit, status, pct), interval
 
 
 def _text_block(lines: Sequence[str], arch: str | None, decimal: str | None) -> PerfStat:
     times: dict[str, float] = {}
-    entries: list[PerfStatEntry] = []
+    entries: list[tuple[PerfStatEntry, bool]] = []
     title = ""
     for line in lines:
         stripped = line.strip()
@@ -657,12 +667,23 @@ def _text_block(lines: Sequence[str], arch: str | None, decimal: str | None) -> 
             what = "time elapsed" if what.startswith("time") else what
             times[what] = parse_number(times_match.group("value"), decimal)
             continue
-        entry = _text_entry(line, decimal)
-        if entry is not None:
-            entries.append(entry)
-    return _collect("text", entries, arch, topdown_from_text(lines),
+        found = _text_entry(line, decimal)
+        if found is not None:
+            entries.append(found)
+    return _collect("text", _mark_repeats(entries), arch, topdown_from_text(lines),
                     elapsed_s=times.get("time elapsed"), user_s=times.get("user"),
                     sys_s=times.get("sys"), title=title)
+
+
+def _mark_repeats(entries: list[tuple[PerfStatEntry, bool]]) -> list[PerfStatEntry]:
+    """Flag events printed more than once in one run outside interval mode (-I lines of
+    one event are summed: each counts its own interval)."""
+    seen: dict[str, int] = {}
+    for entry, interval in entries:
+        if not interval:
+            seen[entry.event.text] = seen.get(entry.event.text, 0) + 1
+    return [replace(e, repeated=not interval and seen.get(e.event.text, 0) > 1)
+            for e, interval in entries]
 
 
 def _blocks(lines: Sequence[str]) -> list[list[str]]:
@@ -681,7 +702,8 @@ def _text_runs(text: str, arch: str | None) -> list[PerfStat]:
     lines = text.splitlines()
     decimal = _text_decimal(lines)
     if arch is None:
-        arch = _arch_of(e for line in lines if (e := _text_entry(line, decimal)) is not None)
+        arch = _arch_of(found[0] for line in lines
+                        if (found := _text_entry(line, decimal)) is not None)
     runs = []
     for block in _blocks(lines):
         try:
