@@ -3,7 +3,7 @@
 Owns: the judging rules (which thresholds of :mod:`thresholds` crossed, how confident
 that makes us, which category wins), what could not be judged and why, the
 explanation of a change against a baseline, the recommendations for CPU inference
-with ONNX Runtime, and rendering a :class:`Diagnosis` as text.
+with ONNX Runtime, and rendering a :class:`Diagnosis` as text or plain data.
 
 Must not: read counters or files, compute metrics (``metrics`` does), or import pytest.
 Pure functions over mappings: the plugin, the CLI and hook implementations call them.
@@ -59,6 +59,8 @@ from .thresholds import (
 
 KEY_WEIGHT, SUPPORT_WEIGHT, SIGNAL_CEILING = 1.0, 0.5, 0.85
 CHANGE_MIN_RELATIVE = 0.10  # a metric must move by 10% to count as moved (judgement)
+
+_CACHE_MPKI = ("l1d_mpki", "l2_mpki", "llc_mpki")
 
 # Metrics that are symptoms, not causes: reported when they move, never a pointer.
 _SYMPTOMS = ("cycles_per_call", "cpu_ms_per_call", "latency_mean_ms", "latency_p50_ms",
@@ -367,7 +369,7 @@ def _recommend(category: str, evidence: tuple[Evidence, ...], ctx: RuleContext) 
             "multiply-accumulates per instruction.")
     recs: list[str] = []
     if category == "retiring":
-        recs += ["Do less work: " + int8.rstrip("."),
+        recs += ["Do less work: q" + int8[1:],
                  opt_all,
                  "Use a smaller or distilled model, or a shorter input, if the accuracy "
                  "budget allows: the core is already near its peak rate."]
@@ -533,13 +535,18 @@ def diagnose(
                              s.evidence.value, s.evidence.threshold, s.evidence.comparison),
                              s.row.metric))
         evidence = tuple(s.evidence for s in crossed if s.evidence is not None)
+        explanation = _explanation(category, crossed, children)
+        if category == "backend_bound" and not any(m in metrics for m in _CACHE_MPKI):
+            explanation += (" No cache refills were counted: waiting on memory and busy "
+                            "execution units both look like this; count L1D/L2/LL refills "
+                            "to tell them apart.")
         findings.append(Finding(
             category=category,
             title=CATEGORIES[category],
             confidence=round(confidence, 3),
             evidence=evidence,
             recommendations=tuple(_recommend(category, evidence, ctx)),
-            explanation=_explanation(category, crossed, children),
+            explanation=explanation,
         ))
     findings.extend(extra_findings)
     findings.sort(key=lambda f: (-f.confidence, f.category))
@@ -635,6 +642,33 @@ def explain_change(metrics: Mapping[str, float],
 
 
 # -- rendering --------------------------------------------------------------------------
+
+
+def _finding_as_dict(finding: Finding) -> dict[str, Any]:
+    return {
+        "category": finding.category,
+        "title": finding.title,
+        "confidence": finding.confidence,
+        "evidence": [{"metric": e.metric, "value": e.value, "threshold": e.threshold,
+                      "comparison": e.comparison, "crossed": e.crossed, "source": e.source}
+                     for e in finding.evidence],
+        "recommendations": list(finding.recommendations),
+        "explanation": finding.explanation,
+    }
+
+
+def diagnosis_as_dict(diagnosis: Diagnosis) -> dict[str, Any]:
+    """The diagnosis as plain data (``inferperf explain --json``)."""
+    out: dict[str, Any] = {
+        "core": diagnosis.core,
+        "primary": None if diagnosis.primary is None else _finding_as_dict(diagnosis.primary),
+        "secondary": [_finding_as_dict(f) for f in diagnosis.secondary],
+        "not_judged": dict(diagnosis.not_judged),
+        "notes": list(diagnosis.notes),
+    }
+    if diagnosis.change is not None:
+        out["change"] = {"summary": diagnosis.change.summary}
+    return out
 
 
 def _short_source(source: str) -> str:
