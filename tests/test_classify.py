@@ -644,7 +644,7 @@ def _check_parse(data: dict, expected: dict) -> None:
 
 
 def test_corpus_is_large_enough_and_documented():
-    assert len(CORPUS_CASES) >= 14
+    assert len(CORPUS_CASES) >= 15
     for name, case in CORPUS_CASES:
         assert (CORPUS / f"{name}.txt").exists(), name
         assert case["source"].startswith("http") and case["author"] and case["machine"], name
