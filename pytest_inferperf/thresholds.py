@@ -172,8 +172,8 @@ THRESHOLDS: tuple[Threshold, ...] = (
               "AWS notes any data-TLB walk (> 0); one walk per 1000 instructions costs "
               "several percent at tens of cycles per walk"),
     Threshold("l1d_tlb_mpki", ">", 5.0, "tlb_churn", "key", JUDGEMENT, True,
-              "Cortex-A72 has no DTLB_WALK: L1 DTLB refills stand in for walks "
-              "(AWS: data-tlb-mpki > 0 worth noting)", families=("arm-basic",)),
+              "Cortex-A15/A53/A72 have no DTLB_WALK: L1 DTLB refills stand in for "
+              "walks (AWS: data-tlb-mpki > 0 worth noting)", families=("arm-basic",)),
     Threshold("l1d_tlb_mpki", ">", 5.0, "tlb_churn", "support", JUDGEMENT, True,
               "L1 DTLB refills (many hit the L2 TLB) agree with walks",
               families=("arm-cycles", "arm-topdown")),
