@@ -3,7 +3,7 @@
 Owns: the judging rules (which thresholds of :mod:`thresholds` crossed, how confident
 that makes us, which category wins), what could not be judged and why, the
 explanation of a change against a baseline, the recommendations for CPU inference
-with ONNX Runtime, and rendering a :class:`Diagnosis` as text.
+with ONNX Runtime, and rendering a :class:`Diagnosis` as text or plain data.
 
 Must not: read counters or files, compute metrics (``metrics`` does), or import pytest.
 Pure functions over mappings: the plugin, the CLI and hook implementations call them.
@@ -22,9 +22,17 @@ How a category is judged:
 * A level-1 category whose more specific child also fired (Arm's top-down decision
   tree: backend -> L1D / L2 / LLC / DTLB; frontend -> branch; IPC collapse -> any)
   has its confidence halved (:data:`thresholds.CHILD_DISCOUNT`).
+* Low IPC alone is never a diagnosis: IPC collapse (ILP-limited compute) stands only
+  when memory/backend metrics (:data:`thresholds.MEMORY_EVIDENCE`) were measured and
+  none of the memory or backend categories fired; when one fired it explains the low
+  IPC and IPC collapse is dropped; when none was measured IPC collapse goes to
+  ``not_judged`` saying what to count.
+* IPC near the core's width (or top-down retiring) is its own finding, ``retiring``:
+  the core is busy with useful work and the fix is less work.
 * The primary finding is the most confident one. A category none of whose key
   signals could be evaluated goes to ``not_judged`` with the reason (missing events,
-  unknown core width, no session settings).
+  unknown core width, no session settings). A core not on record is judged with every
+  row (the generic fallback) and the diagnosis says so in ``notes``.
 """
 
 from __future__ import annotations
@@ -40,6 +48,8 @@ from .thresholds import (
     CATEGORIES,
     CHILD_DISCOUNT,
     CHILDREN,
+    MEMORY_CATEGORIES,
+    MEMORY_EVIDENCE,
     METRIC_CATEGORY,
     THRESHOLDS,
     CoreFacts,
@@ -49,6 +59,8 @@ from .thresholds import (
 
 KEY_WEIGHT, SUPPORT_WEIGHT, SIGNAL_CEILING = 1.0, 0.5, 0.85
 CHANGE_MIN_RELATIVE = 0.10  # a metric must move by 10% to count as moved (judgement)
+
+_CACHE_MPKI = ("l1d_mpki", "l2_mpki", "llc_mpki")
 
 # Metrics that are symptoms, not causes: reported when they move, never a pointer.
 _SYMPTOMS = ("cycles_per_call", "cpu_ms_per_call", "latency_mean_ms", "latency_p50_ms",
@@ -120,6 +132,7 @@ class Diagnosis:
     not_judged: Mapping[str, str] = field(default_factory=dict)
     change: ChangeExplanation | None = None
     core: str = ""
+    notes: tuple[str, ...] = ()  # what the reader must know about how it was judged
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -308,6 +321,9 @@ def _signal(row: Threshold, metrics: Mapping[str, float], ctx: RuleContext) -> _
 # -- explanations and recommendations ------------------------------------------------
 
 _EXPLAIN: dict[str, str] = {
+    "retiring": "The core retires close to its issue width every cycle: nothing stalls it, "
+    "the instructions themselves are the cost. Memory, threading or layout tuning will not "
+    "help; only doing less work will.",
     "ipc_collapse": "The core retires few instructions per cycle for its width. With no "
     "cache, TLB, branch or frontend signal to explain it, the likely cause is long "
     "dependency chains: scalar or reference kernels, reductions, operators without a "
@@ -352,7 +368,12 @@ def _recommend(category: str, evidence: tuple[Evidence, ...], ctx: RuleContext) 
             "weights and activations shrink 4x, and int8 dot-product kernels do 4x the "
             "multiply-accumulates per instruction.")
     recs: list[str] = []
-    if category == "ipc_collapse":
+    if category == "retiring":
+        recs += ["Do less work: q" + int8[1:],
+                 opt_all,
+                 "Use a smaller or distilled model, or a shorter input, if the accuracy "
+                 "budget allows: the core is already near its peak rate."]
+    elif category == "ipc_collapse":
         recs += ["Profile operators (SessionOptions.enable_profiling) and find the ones that "
                  "take the time at low throughput: they are likely scalar/reference kernels; "
                  "replace, fuse or quantise them.",
@@ -492,7 +513,14 @@ def diagnose(
     judged = {c: _judge(c, metrics, ctx) for c in CATEGORIES if c != "extra_work"}
     findings: list[Finding] = []
     not_judged: dict[str, str] = {}
+    ipc_gate = _ipc_collapse_gate(judged, metrics)
+    if ipc_gate is not None:
+        judged["ipc_collapse"].fired = False
+        if ipc_gate:
+            not_judged["ipc_collapse"] = ipc_gate
     for category, j in judged.items():
+        if category in not_judged:
+            continue
         if not j.evaluable:
             reasons = [s.missing for s in j.signals if s.row.role == "key" and s.missing]
             not_judged[category] = "; ".join(dict.fromkeys(reasons)) or (
@@ -507,13 +535,18 @@ def diagnose(
                              s.evidence.value, s.evidence.threshold, s.evidence.comparison),
                              s.row.metric))
         evidence = tuple(s.evidence for s in crossed if s.evidence is not None)
+        explanation = _explanation(category, crossed, children)
+        if category == "backend_bound" and not any(m in metrics for m in _CACHE_MPKI):
+            explanation += (" No cache refills were counted: waiting on memory and busy "
+                            "execution units both look like this; count L1D/L2/LL refills "
+                            "to tell them apart.")
         findings.append(Finding(
             category=category,
             title=CATEGORIES[category],
             confidence=round(confidence, 3),
             evidence=evidence,
             recommendations=tuple(_recommend(category, evidence, ctx)),
-            explanation=_explanation(category, crossed, children),
+            explanation=explanation,
         ))
     findings.extend(extra_findings)
     findings.sort(key=lambda f: (-f.confidence, f.category))
@@ -526,7 +559,35 @@ def diagnose(
         not_judged=not_judged,
         change=change,
         core=core,
+        notes=_notes(ctx),
     )
+
+
+def _ipc_collapse_gate(judged: Mapping[str, _Judged], metrics: Mapping[str, float]) -> str | None:
+    """Why IPC collapse may not be named here: None when it may, "" when a memory or
+    backend category explains the low IPC, else the not-judged reason."""
+    j = judged.get("ipc_collapse")
+    if j is None or not j.fired:
+        return None
+    if any(judged[c].fired for c in MEMORY_CATEGORIES if c in judged):
+        return ""  # the memory/backend finding is the explanation
+    if any(m in metrics for m in MEMORY_EVIDENCE):
+        return None  # memory was measured and is fine: ILP-limited compute
+    ipc = next((s.evidence for s in j.signals if s.crossed and s.evidence), None)
+    low = f"IPC {ipc.line()}" if ipc else "low IPC"
+    return (f"{low}, but nothing was counted that tells memory stalls from ILP-limited "
+            "compute (low IPC alone is not enough): count stall_backend "
+            "(stalled-cycles-backend), L1D/L2/LLC refills or top-down slots too")
+
+
+def _notes(ctx: RuleContext) -> tuple[str, ...]:
+    if ctx.facts.family != "unknown":
+        return ()
+    if not ctx.core:
+        return ("no core named: judged with the generic rules (every threshold whose "
+                "metric was counted; no issue width, so IPC is not judged); pass --cpu",)
+    return (f"core '{ctx.core}' is not on record: judged with the generic rules (every "
+            "threshold whose metric was counted; no issue width, so IPC is not judged)",)
 
 
 # -- change against a baseline ----------------------------------------------------
@@ -583,6 +644,33 @@ def explain_change(metrics: Mapping[str, float],
 # -- rendering --------------------------------------------------------------------------
 
 
+def _finding_as_dict(finding: Finding) -> dict[str, Any]:
+    return {
+        "category": finding.category,
+        "title": finding.title,
+        "confidence": finding.confidence,
+        "evidence": [{"metric": e.metric, "value": e.value, "threshold": e.threshold,
+                      "comparison": e.comparison, "crossed": e.crossed, "source": e.source}
+                     for e in finding.evidence],
+        "recommendations": list(finding.recommendations),
+        "explanation": finding.explanation,
+    }
+
+
+def diagnosis_as_dict(diagnosis: Diagnosis) -> dict[str, Any]:
+    """The diagnosis as plain data (``inferperf explain --json``)."""
+    out: dict[str, Any] = {
+        "core": diagnosis.core,
+        "primary": None if diagnosis.primary is None else _finding_as_dict(diagnosis.primary),
+        "secondary": [_finding_as_dict(f) for f in diagnosis.secondary],
+        "not_judged": dict(diagnosis.not_judged),
+        "notes": list(diagnosis.notes),
+    }
+    if diagnosis.change is not None:
+        out["change"] = {"summary": diagnosis.change.summary}
+    return out
+
+
 def _short_source(source: str) -> str:
     return source.split(":", 1)[0].split(" (", 1)[0]
 
@@ -608,6 +696,7 @@ def render(diagnosis: Diagnosis, verbose: bool = False) -> str:
             lines.append(f"  {'try' if i == 1 else '   '} {i}. {rec}")
     if diagnosis.change is not None:
         lines.append(f"  change vs baseline: {diagnosis.change.summary}")
+    lines.extend(f"  note: {note}" for note in diagnosis.notes)
     if not verbose:
         if diagnosis.secondary:
             others = ", ".join(f"{f.category} {f.confidence:.2f}" for f in diagnosis.secondary)

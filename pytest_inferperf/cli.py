@@ -26,24 +26,25 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from tabulate import tabulate
-
     from .classify import diagnose, render
-    from .metrics import METRICS, compute
-    from .perfstat import PerfStatError, load
-    from .thresholds import core_facts
+    from .perfstat import PerfStatError, load_report
+    from .thresholds import check_core, core_facts
 
     arch = None
     if args.cpu:
+        problem = check_core(args.cpu)
+        if problem:
+            print(f"inferperf explain: {problem}", file=sys.stderr)
+            return EXIT_USAGE
         family = core_facts(args.cpu).family
         arch = "x86" if family == "x86" else ("arm" if family.startswith("arm") else None)
     try:
-        stat = load(args.file, arch=arch)
+        report = load_report(args.file, arch=arch)
     except PerfStatError as exc:
         print(f"inferperf explain: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    core = args.cpu or stat.core_hint or ""
-    metrics = compute(stat.counts, stat.context(core, calls=args.calls or 1))
+    core = args.cpu or report.core_hint or ""
+    metrics = report.metrics(core, calls=args.calls or 1)
     if not args.calls:  # a perf stat run does not know its calls: per-call values are totals
         metrics = {k: v for k, v in metrics.items() if not k.endswith("_per_call")}
     session: dict[str, object] | None = None
@@ -53,35 +54,96 @@ def _explain(args: argparse.Namespace) -> int:
             session["intra_op_threads"] = args.intra_op_threads
         if args.spinning is not None:
             session["allow_spinning"] = args.spinning == "on"
-    diagnosis = diagnose(metrics, core=core, unavailable=stat.unavailable, session=session,
+    diagnosis = diagnose(metrics, core=core, unavailable=report.unavailable, session=session,
                          cpu_count=args.cpus)
+    if args.json:
+        import json
 
-    where = f"{args.file} ({stat.format}"
-    where += f", {stat.elapsed_s:.3f} s elapsed)" if stat.elapsed_s else ")"
-    print(f"perf stat: {where}; core: {core or 'unknown (pass --cpu)'}")
-    if args.verbose:
-        rows = [(e.event.text, "-" if (n := _logical(e, stat.arch)) is None else n,
-                 e.status if e.value is None else f"{e.value:,.2f}".rstrip("0").rstrip("."),
-                 e.unit, "" if e.running_pct is None else f"{e.running_pct:.2f}%")
-                for e in stat.entries]
-        print(tabulate(rows, headers=("perf event", "logical", "value", "unit", "running"),
-                       disable_numparse=True))
-        print()
-    rows = []
-    for name, value in metrics.items():
-        spec = METRICS[name]
-        mux = [stat.multiplexed[i] for i in spec.inputs if i in stat.multiplexed]
-        rows.append((name, _value(value), spec.unit, spec.description,
-                     f"{min(mux):.0f}%" if mux else ""))
-    print(tabulate(rows, headers=("metric", "value", "unit", "what", "running"),
-                   disable_numparse=True))
-    if stat.unavailable:
-        print("not counted: " + "; ".join(f"{k} ({v})" for k, v in stat.unavailable.items()))
-    if stat.unmapped:
-        print("ignored (no logical name): " + ", ".join(stat.unmapped))
+        print(json.dumps(_explain_json(args, report, core, metrics, diagnosis), indent=2))
+        return EXIT_OK
+    print(_explain_text(args, report, core, metrics))
     print()
     print(render(diagnosis, verbose=args.verbose))
     return EXIT_OK
+
+
+def _explain_text(args: argparse.Namespace, report, core: str,
+                  metrics: dict[str, float]) -> str:
+    from tabulate import tabulate
+
+    from .metrics import METRICS
+
+    runs = len(report.runs)
+    where = f"{args.file} ({report.format}"
+    where += f", {report.elapsed_s:.3f} s elapsed" if report.elapsed_s else ""
+    where += f", {runs} runs kept apart: metrics are the median over the runs" if runs > 1 \
+        else ""
+    lines = [f"perf stat: {where}); core: {core or 'unknown (pass --cpu)'}"]
+    if args.verbose:
+        for i, run in enumerate(report.runs, 1):
+            if runs > 1:
+                lines.append(f"run {i}: {run.title or 'perf stat'}")
+            rows = [(e.event.text, "-" if (n := _logical(e, run.arch)) is None else n,
+                     e.status if e.value is None else f"{e.value:,.2f}".rstrip("0").rstrip("."),
+                     e.unit, "" if e.running_pct is None else f"{e.running_pct:.2f}%")
+                    for e in run.entries]
+            if rows:
+                lines.append(tabulate(rows, headers=("perf event", "logical", "value", "unit",
+                                                     "running"), disable_numparse=True))
+            if run.perf_metrics:
+                lines.append("perf's own top-down level 1: " + ", ".join(
+                    f"{k} {v:.3f}" for k, v in run.perf_metrics.items()))
+            lines.append("")
+    multiplexed = report.multiplexed
+    rows = []
+    for name, value in metrics.items():
+        spec = METRICS.get(name)
+        if spec is None:
+            continue
+        mux = [multiplexed[i] for i in spec.inputs if i in multiplexed]
+        rows.append((name, _value(value), spec.unit, spec.description,
+                     f"{min(mux):.0f}%" if mux else ""))
+    lines.append(tabulate(rows, headers=("metric", "value", "unit", "what", "running"),
+                          disable_numparse=True))
+    if report.unavailable:
+        lines.append("not counted: " + "; ".join(f"{k} ({v})"
+                                                 for k, v in report.unavailable.items()))
+    if report.unmapped:
+        lines.append("ignored (no logical name): " + ", ".join(report.unmapped))
+    return "\n".join(lines)
+
+
+def _explain_json(args: argparse.Namespace, report, core: str, metrics: dict[str, float],
+                  diagnosis) -> dict[str, object]:
+    """``inferperf explain --json``: docs/diagnosis.md describes every field."""
+    from .classify import diagnosis_as_dict
+
+    runs = []
+    for run in report.runs:
+        runs.append({
+            "title": run.title,
+            "elapsed_s": run.elapsed_s,
+            "counts": run.counts,
+            "perf_metrics": run.perf_metrics,
+            "unavailable": run.unavailable,
+            "unmapped": list(run.unmapped),
+            "multiplexed": run.multiplexed,
+            "events": [{"event": e.event.text, "logical": _logical(e, run.arch),
+                        "value": e.value, "unit": e.unit, "status": e.status,
+                        "running_pct": e.running_pct} for e in run.entries],
+        })
+    return {
+        "schema": "inferperf-explain/1",
+        "file": str(args.file),
+        "format": report.format,
+        "arch": report.arch,
+        "core": core,
+        "core_from": "--cpu" if args.cpu else ("file" if report.core_hint else "none"),
+        "runs": runs,
+        "metrics": metrics,
+        "metrics_combined": "per-run metrics; median over the runs that have each",
+        "diagnosis": diagnosis_as_dict(diagnosis),
+    }
 
 
 def _logical(entry, arch: str) -> str | None:
@@ -433,7 +495,8 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser(
         "explain", help="diagnose a saved 'perf stat' output (text, -x, CSV or -j JSON)",
         description="Read perf stat output, compute the metrics and explain why the run is "
-        "slow. Exit status: 0 explained, 2 unreadable or not perf stat output.",
+        "slow. Several runs in one file are kept apart. Exit status: 0 explained, 2 "
+        "unreadable or not perf stat output, or an unknown --cpu.",
     )
     explain.add_argument("file", metavar="FILE", help="perf stat output (text, -x, CSV, -j)")
     explain.add_argument("--cpu", metavar="CORE",
@@ -448,6 +511,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="whether ORT's session.intra_op.allow_spinning was on")
     explain.add_argument("-v", "--verbose", action="store_true",
                          help="every event, every finding and the full reasoning")
+    explain.add_argument("--json", action="store_true",
+                         help="the parsed runs, metrics and diagnosis as JSON (for scripts)")
     explain.set_defaults(func=_explain)
     _add_measuring_commands(sub)
     return parser

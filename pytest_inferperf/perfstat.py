@@ -6,8 +6,13 @@ lines and the plain text report (locale digit grouping ``1,234`` / ``1.234`` /
 ``<not supported>`` / ``<not counted>``, ``# ...`` shadow comments, ``seconds time
 elapsed``); mapping perf's event names (generic names, Arm sysfs names,
 ``pmu/event/`` and ``pmu/event=0x11/`` forms, raw ``r11`` codes, ``:u``-style
-modifiers) to the logical names of :mod:`pmu.events`; and turning a report into
-counts, unavailable reasons and a :class:`metrics.MetricContext`.
+modifiers, LL/L3 names) to the logical names of :mod:`pmu.events`; the level-1
+top-down fractions perf prints itself (``--topdown`` tables, ``-M TopdownL1`` and
+perf 6.x ``TopdownL1`` shadow comments, Intel ``topdown-*``/``slots`` events); keeping
+several runs of one file apart (one :class:`PerfStat` per ``Performance counter stats
+for`` block, never summed); and turning a run into counts, unavailable reasons, a
+:class:`metrics.MetricContext` and its metrics, and several runs into one set of
+metrics (each metric derived within a run, then the median over the runs that have it).
 
 Must not: run perf, or judge anything.
 
@@ -17,17 +22,22 @@ Facts used: on Arm, Linux maps the generic events onto PMUv3 events as
 ``branch-misses`` = BR_MIS_PRED, ``dTLB-load-misses`` = L1D_TLB_REFILL); on x86
 ``cache-*`` count the LLC and ``dTLB-load-misses`` the walks. perf prints counts
 already scaled by time_enabled/time_running, with the running percentage beside them.
+perf stat has always printed task-clock / cpu-clock in milliseconds: as ``msec
+task-clock`` (perf 4.14+), ``task-clock (msec)`` (perf 3.13-4.13) and a bare
+``task-clock`` (perf 3.x and older) - a value without a unit is read as ms.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .metrics import MetricContext
+from .metrics import MetricContext, compute
 from .pmu.events import CATALOGUE
 
 NOT_SUPPORTED = "<not supported>"
@@ -61,6 +71,19 @@ _GENERIC: dict[str, str] = {
     "major-faults": "major_faults",
     "context-switches": "context_switches", "cs": "context_switches",
     "cpu-migrations": "cpu_migrations", "migrations": "cpu_migrations",
+    "task-clock-msecs": "task_clock",  # perf 2.6.3x printed the unit in the name
+    # Arm PMUv3 LL/L3 names that are not in the catalogue's preferred list: L3D_CACHE
+    # (0x2B) and L3D_CACHE_REFILL (0x2A) count the L3 of cores with one, LL_CACHE (0x32) /
+    # LL_CACHE_MISS (0x33) the last level (Linux common-and-microarch.json); perf lists
+    # them as l3d_cache, l3d_cache_refill, ll_cache, ll_cache_miss.
+    "l3d_cache": "llc_read", "l3d_cache_rd": "llc_read", "ll_cache": "llc_read",
+    "l3d_cache_refill": "llc_miss", "l3d_cache_refill_rd": "llc_miss",
+    "ll_cache_miss": "llc_miss", "l3d_cache_lmiss_rd": "llc_miss",
+    # Intel named events that are the generic counts (Intel SDM vol. 3B: CPU_CLK_UNHALTED
+    # .THREAD, INST_RETIRED.ANY; RESOURCE_STALLS.ANY counts "resource-related stall
+    # cycles" at allocation, i.e. cycles the backend refused new uops).
+    "cpu_clk_unhalted.thread": "cycles", "cpu_clk_unhalted.core": "cycles",
+    "inst_retired.any": "instructions", "resource_stalls.any": "stall_backend",
 }
 _GENERIC_BY_ARCH: dict[str, dict[str, str]] = {
     # drivers/perf/arm_pmuv3.c armv8_pmuv3_perf_map / armv8_pmuv3_perf_cache_map
@@ -76,6 +99,22 @@ for _logical, _spec in CATALOGUE.items():
     for _name, _code in _spec.arm:
         _ARM_NAMES.setdefault(_name, _logical)
         _ARM_CODES.setdefault(_code, _logical)
+# Raw codes of the LL/L3 names above (Arm ARM PMUv3 common events).
+for _code, _logical in ((0x2B, "llc_read"), (0x2A, "llc_miss"), (0x32, "llc_read"),
+                        (0x33, "llc_miss")):
+    _ARM_CODES.setdefault(_code, _logical)
+
+# Intel top-down level-1 events. Ice Lake and later: slots and the topdown-* fractions of
+# it (Linux tools/perf/Documentation/topdown.txt). Sandy Bridge to Skylake: the generic
+# topdown-* slot counts of perf 4.6+ (Andi Kleen, "perf stat: Add computation of TopDown
+# formulas", lkml 2016-01): FrontendBound = fetch-bubbles / total-slots, BadSpeculation =
+# (slots-issued - slots-retired + recovery-bubbles) / total-slots, Retiring =
+# slots-retired / total-slots, BackendBound = 1 - the other three.
+_TOPDOWN_EVENTS = frozenset((
+    "slots", "topdown-retiring", "topdown-bad-spec", "topdown-fe-bound", "topdown-be-bound",
+    "topdown-total-slots", "topdown-slots-issued", "topdown-slots-retired",
+    "topdown-fetch-bubbles", "topdown-recovery-bubbles",
+))
 
 _PMU_EVENT = re.compile(r"(?P<pmu>[A-Za-z0-9_.\-]+)/(?P<terms>[^/]*)/(?P<mods>[A-Za-z]*)")
 _RAW = re.compile(r"r(?P<code>[0-9a-fA-F]{1,4})")
@@ -95,12 +134,14 @@ class EventName:
 
     @property
     def arch_hint(self) -> str | None:
-        if self.pmu and (self.pmu.startswith(("armv8_", "armv9_", "arm_"))):
+        if self.pmu and (self.pmu.startswith(("armv8_", "armv9_", "arm_", "apple_"))):
             return "arm"
         if self.pmu in _X86_PMUS:
             return "x86"
         if self.pmu is None and self.base in _ARM_NAMES:
             return "arm"
+        if self.base in _TOPDOWN_EVENTS or re.fullmatch(r"[a-z0-9_]+\.[a-z0-9_.]+", self.base):
+            return "x86"  # Intel's EVENT.UMASK names (uops_issued.any) and topdown events
         return None
 
     @property
@@ -200,6 +241,10 @@ def _looks_like_event(token: str) -> bool:
 
 # -- records ------------------------------------------------------------------------------
 
+_MS_EVENTS = ("task-clock", "cpu-clock", "task-clock-msecs")
+_TIME_SCALE = {"msec": 1e6, "ms": 1e6, "us": 1e3, "usec": 1e3, "ns": 1.0, "nsec": 1.0,
+               "s": 1e9, "sec": 1e9, "seconds": 1e9}
+
 
 @dataclass(frozen=True)
 class PerfStatEntry:
@@ -210,20 +255,28 @@ class PerfStatEntry:
     unit: str
     status: str  # "counted" | NOT_SUPPORTED | NOT_COUNTED
     running_pct: float | None = None  # share of the time the event had a counter
+    # A text line repeating an event of the same run (perf -M prints an event once per
+    # metric group that needs it): the copies count one thing, so they are averaged.
+    repeated: bool = False
 
     @property
     def value_in_base_units(self) -> float | None:
-        """Times in ns (task-clock is printed in msec), everything else as printed."""
+        """Times in ns, everything else as printed.
+
+        perf prints task-clock / cpu-clock in ms; old perf printed no unit at all (see the
+        module docstring), so a bare task-clock is ms too.
+        """
         if self.value is None:
             return None
-        scale = {"msec": 1e6, "ms": 1e6, "us": 1e3, "usec": 1e3, "ns": 1.0, "nsec": 1.0,
-                 "s": 1e9, "sec": 1e9, "seconds": 1e9}.get(self.unit.strip().lower(), 1.0)
-        return self.value * scale
+        unit = self.unit.strip().lower()
+        if not unit and self.event.base in _MS_EVENTS:
+            unit = "msec"
+        return self.value * _TIME_SCALE.get(unit, 1.0)
 
 
 @dataclass(frozen=True)
 class PerfStat:
-    """A parsed perf stat report, and its counts under our logical names."""
+    """One parsed perf stat run, and its counts under our logical names."""
 
     format: str  # "csv" | "json" | "text"
     entries: tuple[PerfStatEntry, ...]
@@ -237,6 +290,10 @@ class PerfStat:
     multiplexed: dict[str, float] = field(default_factory=dict)  # logical -> running %
     unmapped: tuple[str, ...] = ()
     superseded: tuple[str, ...] = ()  # events whose logical name another event gave first
+    # Level-1 top-down fractions (0..1) perf computed itself, or derived from Intel's
+    # topdown-* events: frontend_bound, backend_bound, retiring, bad_speculation.
+    perf_metrics: dict[str, float] = field(default_factory=dict)
+    title: str = ""  # "Performance counter stats for './stride'"
 
     @property
     def core_hint(self) -> str | None:
@@ -259,21 +316,65 @@ class PerfStat:
         return MetricContext(calls=calls, wall_ns=self.wall_ns,
                              core=core or self.core_hint or "")
 
+    def metrics(self, core: str = "", calls: int = 1) -> dict[str, float]:
+        """Every metric of this run; perf's own top-down fractions fill what the counts
+        cannot give (our formulas from the counts win where both exist)."""
+        out = compute(self.counts, self.context(core, calls))
+        for name, value in self.perf_metrics.items():
+            out.setdefault(name, value)
+        return out
 
-def _collect(fmt: str, entries: list[PerfStatEntry], arch: str | None, **extra) -> PerfStat:
-    if not entries:
+
+def _topdown_fractions(raw: dict[str, float]) -> dict[str, float]:
+    """Level-1 fractions from Intel's topdown events (formulas: see _TOPDOWN_EVENTS)."""
+    out: dict[str, float] = {}
+    slots = raw.get("slots", 0.0)
+    if slots > 0:
+        for event, metric in (("topdown-retiring", "retiring"),
+                              ("topdown-bad-spec", "bad_speculation"),
+                              ("topdown-fe-bound", "frontend_bound"),
+                              ("topdown-be-bound", "backend_bound")):
+            if event in raw:
+                out[metric] = raw[event] / slots
+        return out
+    total = raw.get("topdown-total-slots", 0.0)
+    need = ("topdown-slots-issued", "topdown-slots-retired", "topdown-fetch-bubbles",
+            "topdown-recovery-bubbles")
+    if total > 0 and all(n in raw for n in need):
+        out["frontend_bound"] = raw["topdown-fetch-bubbles"] / total
+        out["bad_speculation"] = (raw["topdown-slots-issued"] - raw["topdown-slots-retired"]
+                                  + raw["topdown-recovery-bubbles"]) / total
+        out["retiring"] = raw["topdown-slots-retired"] / total
+        out["backend_bound"] = 1.0 - out["frontend_bound"] - out["bad_speculation"] \
+            - out["retiring"]
+    return out
+
+
+def _arch_of(entries: Iterable[PerfStatEntry]) -> str:
+    hints = {e.event.arch_hint for e in entries} - {None}
+    return "x86" if hints == {"x86"} else "arm"
+
+
+def _collect(fmt: str, entries: list[PerfStatEntry], arch: str | None,
+             perf_metrics: dict[str, float] | None = None, **extra) -> PerfStat:
+    perf_metrics = dict(perf_metrics or {})
+    if not entries and not perf_metrics:
         raise PerfStatError(
             "no perf stat counter lines found (expected 'perf stat' text output, "
             "'perf stat -x,' CSV or 'perf stat -j' JSON)")
     if arch is None:
-        hints = {e.event.arch_hint for e in entries} - {None}
-        arch = "x86" if hints == {"x86"} else "arm"
+        arch = _arch_of(entries)
     # Several perf names can give one logical event (branches and br_pred, cycles:u and
     # cycles:k). Lines of the same name are summed (one per PMU on big.LITTLE, per CPU with
     # -A, per interval with -I); of different names, the first that was counted is used.
     groups: dict[str, dict[tuple[str, str], list[PerfStatEntry]]] = {}
     unmapped: list[str] = []
+    topdown: dict[str, float] = {}
     for entry in entries:
+        if entry.event.base in _TOPDOWN_EVENTS:
+            if entry.value is not None:
+                topdown[entry.event.base] = topdown.get(entry.event.base, 0.0) + entry.value
+            continue
         logical = logical_name(entry.event, arch)
         if logical is None:
             if entry.event.base != "duration_time":
@@ -289,17 +390,84 @@ def _collect(fmt: str, entries: list[PerfStatEntry], arch: str | None, **extra) 
         names = list(by_name.values())
         use = next((g for g in names if any(e.status == "counted" for e in g)), names[0])
         superseded.extend(e.event.text for g in names if g is not use for e in g)
+        values = []
         for entry in use:
             if entry.status != "counted":
                 missing.setdefault(logical, REASONS[entry.status])
                 continue
-            counted[logical] = counted.get(logical, 0.0) + float(entry.value_in_base_units or 0)
+            values.append(float(entry.value_in_base_units or 0))
             if entry.running_pct is not None and entry.running_pct < 100.0:
                 running[logical] = min(running.get(logical, 100.0), entry.running_pct)
+        if values:
+            repeated = any(e.repeated for e in use)
+            counted[logical] = statistics.fmean(values) if repeated else sum(values)
+    for name, value in _topdown_fractions(topdown).items():
+        perf_metrics.setdefault(name, value)
     unavailable = {k: v for k, v in missing.items() if k not in counted}
     return PerfStat(fmt, tuple(entries), arch, counts=counted, unavailable=unavailable,
                     multiplexed=running, unmapped=tuple(dict.fromkeys(unmapped)),
-                    superseded=tuple(dict.fromkeys(superseded)), **extra)
+                    superseded=tuple(dict.fromkeys(superseded)),
+                    perf_metrics=perf_metrics, **extra)
+
+
+# -- perf's own top-down metrics --------------------------------------------------------
+
+_TOPDOWN_NAMES = {"retiring": "retiring", "bad_speculation": "bad_speculation",
+                  "frontend_bound": "frontend_bound", "backend_bound": "backend_bound",
+                  "bad speculation": "bad_speculation", "frontend bound": "frontend_bound",
+                  "backend bound": "backend_bound"}
+# "# 0.91 Backend_Bound" (-M TopdownL1, perf 5.x) and "# 53.4 % tma_backend_bound"
+# (perf 6.x default and --topdown output).
+_SHADOW_TOPDOWN = re.compile(
+    r"#\s*(?P<value>-?\d+(?:[.,]\d+)?)\s*(?P<pct>%)?\s*(?:tma_)?"
+    r"(?P<name>retiring|bad_speculation|frontend_bound|backend_bound)\b", re.IGNORECASE)
+_PERCENT = re.compile(r"(-?\d+(?:[.,]\d+)?)\s*%")
+
+
+def _fraction(value: str, percent: bool) -> float:
+    number = float(value.replace(",", "."))
+    return number / 100.0 if percent else number
+
+
+def _table_columns(header: str) -> list[str]:
+    """The level-1 names of a --topdown table header, in column order."""
+    found = [(m.start(), _TOPDOWN_NAMES[m.group(0).lower().replace("tma_", "")])
+             for m in re.finditer(r"(?:tma_)?(?:retiring|bad[ _]speculation|frontend[ _]bound"
+                                  r"|backend[ _]bound)", header, re.IGNORECASE)]
+    return [name for _, name in sorted(found)]
+
+
+def topdown_from_text(lines: Sequence[str]) -> dict[str, float]:
+    """Level-1 fractions perf printed in a text report, whatever its version.
+
+    ``perf stat --topdown`` tables (a header naming the four columns, then one line of
+    percentages per CPU or core, or per interval with ``-I``: the mean of the lines is
+    used) and ``#`` shadow comments naming a level-1 metric.
+    """
+    out: dict[str, float] = {}
+    rows: dict[str, list[float]] = {}
+    columns: list[str] = []
+    header_pct = False
+    for line in lines:
+        if columns:
+            numbers = _PERCENT.findall(line) or re.findall(r"(?<![\w.])-?\d+[.,]\d+", line)
+            if len(numbers) >= len(columns):
+                percent = header_pct or "%" in line
+                for name, value in zip(columns, numbers[-len(columns):], strict=True):
+                    rows.setdefault(name, []).append(_fraction(value, percent))
+                continue
+            if line.strip():
+                columns = []
+        header = _table_columns(line)
+        if len(header) == 4 and not _SHADOW_TOPDOWN.search(line):
+            columns, header_pct = header, "%" in line
+            continue
+        for match in _SHADOW_TOPDOWN.finditer(line):
+            out[match.group("name").lower()] = _fraction(match.group("value"),
+                                                         bool(match.group("pct")))
+    for name, values in rows.items():
+        out[name] = statistics.fmean(values)
+    return out
 
 
 # -- CSV ----------------------------------------------------------------------------------
@@ -343,8 +511,11 @@ def parse_csv(text: str, sep: str | None = None, *, arch: str | None = None) -> 
         if scores[sep] == 0:
             raise PerfStatError("no perf stat CSV lines found")
     entries: list[PerfStatEntry] = []
+    perf_metrics: dict[str, float] = {}
     for line in lines:
         fields = _csv_fields(line, sep)
+        if len(fields) > 6:
+            perf_metrics.update(_csv_topdown(fields[5], fields[6], sep))
         if len(fields) < 3 or not _looks_like_event(fields[2]) or not fields[0]:
             continue  # metric-only lines (",,,,,1.23,insn per cycle") and noise
         raw = fields[0]
@@ -362,7 +533,20 @@ def parse_csv(text: str, sep: str | None = None, *, arch: str | None = None) -> 
             except ValueError:
                 pct = None
         entries.append(PerfStatEntry(split_event(fields[2]), value, fields[1], status, pct))
-    return _collect("csv", entries, arch, separator=sep)
+    return _collect("csv", entries, arch, perf_metrics, separator=sep)
+
+
+def _csv_topdown(value: str, unit: str, sep: str) -> dict[str, float]:
+    """A level-1 metric in the metric columns of a CSV line ("53.4", "%  tma_retiring")."""
+    match = re.fullmatch(r"\s*(%)?\s*(?:tma_)?(retiring|bad_speculation|frontend_bound"
+                         r"|backend_bound)\s*", unit, re.IGNORECASE)
+    if not match or not value.strip():
+        return {}
+    try:
+        number = _csv_value(value, sep)
+    except ValueError:
+        return {}
+    return {match.group(2).lower(): number / 100.0 if match.group(1) else number}
 
 
 # -- JSON lines (perf stat -j) ------------------------------------------------------------
@@ -371,6 +555,7 @@ def parse_csv(text: str, sep: str | None = None, *, arch: str | None = None) -> 
 def parse_json_lines(text: str, *, arch: str | None = None) -> PerfStat:
     """``perf stat -j``: one JSON object per counter."""
     entries: list[PerfStatEntry] = []
+    perf_metrics: dict[str, float] = {}
     for line in text.splitlines():
         line = line.strip()
         if not line.startswith("{"):
@@ -379,7 +564,13 @@ def parse_json_lines(text: str, *, arch: str | None = None) -> PerfStat:
             obj = json.loads(line)
         except ValueError:
             continue
-        if not isinstance(obj, dict) or "event" not in obj or "counter-value" not in obj:
+        if not isinstance(obj, dict):
+            continue
+        metric = obj.get("metric-value")
+        if isinstance(metric, (int, float)) or (isinstance(metric, str) and metric.strip()):
+            perf_metrics.update(_csv_topdown(str(metric), str(obj.get("metric-unit", "")),
+                                             ","))
+        if "event" not in obj or "counter-value" not in obj:
             continue
         raw = str(obj["counter-value"]).strip()
         if raw in (NOT_SUPPORTED, NOT_COUNTED):
@@ -393,7 +584,7 @@ def parse_json_lines(text: str, *, arch: str | None = None) -> PerfStat:
         entries.append(PerfStatEntry(split_event(str(obj["event"])), value,
                                      str(obj.get("unit", "")), status,
                                      float(pct) if isinstance(pct, (int, float)) else None))
-    return _collect("json", entries, arch)
+    return _collect("json", entries, arch, perf_metrics)
 
 
 # -- plain text ---------------------------------------------------------------------------
@@ -407,9 +598,11 @@ _LINE = re.compile(
     r"(?P<event>[^\s#(]+)(?P<rest>.*)$"
 )
 _TIMES = re.compile(
-    rf"^\s*(?P<value>{_NUM})\s+(?:\+-\s+\S+\s+)?seconds\s+(?P<what>time elapsed|user|sys)\b"
+    rf"^\s*(?P<value>{_NUM})\s+(?:\+-\s+\S+\s+)?seconds\s+(?P<what>time elapsed?|user|sys)\b"
 )
 _RUNNING = re.compile(r"\((?P<pct>\d+(?:[.,]\d+)?)\s*%\)")
+_TITLE = re.compile(r"Performance counter stats for")
+_UNIT_AFTER = re.compile(r"^\s*\((?P<unit>msec|ms|usec|us|nsec|ns)\)")  # perf 3.13-4.13
 
 
 def _text_decimal(lines: Iterable[str]) -> str | None:
@@ -424,80 +617,256 @@ def _text_decimal(lines: Iterable[str]) -> str | None:
     return None
 
 
-def parse_text(text: str, *, arch: str | None = None) -> PerfStat:
-    """The plain ``perf stat`` report, in any locale."""
-    lines = text.splitlines()
-    decimal = _text_decimal(lines)
+def _counter_line(line: str) -> tuple[re.Match[str], bool] | None:
+    """The counter part of a text line, and whether a ``-I`` timestamp came first."""
+    match = _LINE.match(line)
+    interval = False
+    if match and not _looks_like_event(match.group("event")) and match.group("unit") is None:
+        match, interval = _LINE.match(line[match.start("event"):]), True
+    if match is None or not _looks_like_event(match.group("event")):
+        return None
+    return match, interval
+
+
+def _text_entry(line: str, decimal: str | None) -> tuple[PerfStatEntry, bool] | None:
+    """A counter line as an entry, and whether it was an interval (-I) line."""
+    found = _counter_line(line)
+    if found is None:
+        return None
+    match, interval = found
+    raw, unit, rest = match.group("value"), match.group("unit") or "", match.group("rest")
+    after = _UNIT_AFTER.match(rest)
+    if after and not unit:
+        unit = after.group("unit")
+    if raw in (NOT_SUPPORTED, NOT_COUNTED):
+        value, status = None, raw
+    else:
+        try:
+            value, status = parse_number(raw, decimal), "counted"
+        except ValueError:
+            return None
+    comment = rest.find("#")
+    running = _RUNNING.search(rest if comment < 0 else rest[comment:])
+    pct = float(running.group("pct").replace(",", ".")) if running else None
+    return PerfStatEntry(split_event(match.group("event")), value, unit, status, pct), interval
+
+
+def _text_block(lines: Sequence[str], arch: str | None, decimal: str | None) -> PerfStat:
     times: dict[str, float] = {}
-    entries: list[PerfStatEntry] = []
+    entries: list[tuple[PerfStatEntry, bool]] = []
+    title = ""
     for line in lines:
         stripped = line.strip()
+        if _TITLE.search(line) and not title:
+            title = stripped.rstrip(":")
         if not stripped or stripped.startswith("#"):
             continue
         times_match = _TIMES.match(line)
         if times_match:
-            times[times_match.group("what")] = parse_number(times_match.group("value"), decimal)
+            what = times_match.group("what")
+            what = "time elapsed" if what.startswith("time") else what
+            times[what] = parse_number(times_match.group("value"), decimal)
             continue
-        match = _LINE.match(line)
-        if match and not _looks_like_event(match.group("event")):
-            # perf stat -I: a timestamp, then the counter line
-            match = _LINE.match(line[match.start("event"):]) if match.group("unit") is None \
-                else None
-        if not match:
-            continue
-        raw, unit = match.group("value"), match.group("unit") or ""
-        if raw in (NOT_SUPPORTED, NOT_COUNTED):
-            value, status = None, raw
-        else:
-            try:
-                value, status = parse_number(raw, decimal), "counted"
-            except ValueError:
-                continue
-        rest = match.group("rest")
-        comment = rest.find("#")
-        tail = rest if comment < 0 else rest[comment:]
-        running = _RUNNING.search(tail)
-        pct = float(running.group("pct").replace(",", ".")) if running else None
-        entries.append(PerfStatEntry(split_event(match.group("event")), value, unit, status, pct))
-    return _collect("text", entries, arch, elapsed_s=times.get("time elapsed"),
-                    user_s=times.get("user"), sys_s=times.get("sys"))
+        found = _text_entry(line, decimal)
+        if found is not None:
+            entries.append(found)
+    return _collect("text", _mark_repeats(entries), arch, topdown_from_text(lines),
+                    elapsed_s=times.get("time elapsed"), user_s=times.get("user"),
+                    sys_s=times.get("sys"), title=title)
+
+
+def _mark_repeats(entries: list[tuple[PerfStatEntry, bool]]) -> list[PerfStatEntry]:
+    """Flag events printed more than once in one run outside interval mode (-I lines of
+    one event are summed: each counts its own interval)."""
+    seen: dict[str, int] = {}
+    for entry, interval in entries:
+        if not interval:
+            seen[entry.event.text] = seen.get(entry.event.text, 0) + 1
+    return [replace(e, repeated=not interval and seen.get(e.event.text, 0) > 1)
+            for e, interval in entries]
+
+
+def _blocks(lines: Sequence[str]) -> list[list[str]]:
+    """The file cut at each ``Performance counter stats for`` line: one block per run.
+
+    Text before the first title (the program's own output) goes with the first run.
+    """
+    starts = [i for i, line in enumerate(lines) if _TITLE.search(line)]
+    if len(starts) < 2:
+        return [list(lines)]
+    cuts = [0, *starts[1:], len(lines)]
+    return [list(lines[a:b]) for a, b in itertools.pairwise(cuts)]
+
+
+def _text_runs(text: str, arch: str | None) -> list[PerfStat]:
+    lines = text.splitlines()
+    decimal = _text_decimal(lines)
+    if arch is None:
+        arch = _arch_of(found[0] for line in lines
+                        if (found := _text_entry(line, decimal)) is not None)
+    runs = []
+    for block in _blocks(lines):
+        try:
+            runs.append(_text_block(block, arch, decimal))
+        except PerfStatError:
+            continue  # a title with nothing under it (a run that printed no counters)
+    if not runs:
+        raise PerfStatError(
+            "no perf stat counter lines found (expected 'perf stat' text output, "
+            "'perf stat -x,' CSV or 'perf stat -j' JSON)")
+    return runs
+
+
+def parse_text(text: str, *, arch: str | None = None) -> PerfStat:
+    """The plain ``perf stat`` report of one run, in any locale."""
+    return _single(_text_runs(text, arch))
+
+
+# -- several runs ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PerfStatReport:
+    """Every run of one perf stat file, kept apart.
+
+    Counts are never added across runs: each run's metrics are derived from its own
+    counts, and :meth:`metrics` combines them as the median over the runs that have the
+    metric (for two runs, their mean).
+    """
+
+    runs: tuple[PerfStat, ...]
+
+    @property
+    def format(self) -> str:
+        return self.runs[0].format
+
+    @property
+    def arch(self) -> str:
+        return self.runs[0].arch
+
+    @property
+    def elapsed_s(self) -> float | None:
+        times = [r.elapsed_s for r in self.runs if r.elapsed_s is not None]
+        return sum(times) if times else None
+
+    @property
+    def core_hint(self) -> str | None:
+        hints = [h for r in self.runs if (h := r.core_hint)]
+        return "+".join(dict.fromkeys(hints)) if hints else None
+
+    @property
+    def entries(self) -> tuple[PerfStatEntry, ...]:
+        return tuple(e for r in self.runs for e in r.entries)
+
+    @property
+    def unavailable(self) -> dict[str, str]:
+        """Events not counted in any run, with perf's reason."""
+        counted = {name for r in self.runs for name in r.counts}
+        out: dict[str, str] = {}
+        for run in self.runs:
+            for name, why in run.unavailable.items():
+                if name not in counted:
+                    out.setdefault(name, why)
+        return out
+
+    @property
+    def multiplexed(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for run in self.runs:
+            for name, pct in run.multiplexed.items():
+                out[name] = min(out.get(name, 100.0), pct)
+        return out
+
+    @property
+    def unmapped(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(u for r in self.runs for u in r.unmapped))
+
+    def per_run_metrics(self, core: str = "", calls: int = 1) -> list[dict[str, float]]:
+        return [run.metrics(core, calls) for run in self.runs]
+
+    def metrics(self, core: str = "", calls: int = 1) -> dict[str, float]:
+        """Each metric derived within each run, then the median over the runs that have it.
+
+        ``calls`` is the calls of each run.
+        """
+        per_run = self.per_run_metrics(core, calls)
+        names = dict.fromkeys(n for m in per_run for n in m)
+        return {n: float(statistics.median(m[n] for m in per_run if n in m)) for n in names}
+
+
+def _single(runs: Sequence[PerfStat]) -> PerfStat:
+    if len(runs) > 1:
+        raise PerfStatError(
+            f"the text holds {len(runs)} separate perf stat runs; read it with parse_report, "
+            "which keeps the runs apart")
+    return runs[0]
 
 
 # -- entry points ------------------------------------------------------------------------
 
 
-def parse(text: str, *, arch: str | None = None) -> PerfStat:
-    """Parse perf stat output in whichever format it is (CSV, JSON lines, text).
-
-    ``arch`` (``"arm"`` / ``"x86"``) decides the arch-specific generic names and raw codes;
-    by default it is read from the PMU names in the file, else Arm.
-    """
-    if not text.strip():
-        raise PerfStatError("empty file: no perf stat output")
+def _format(text: str) -> str:
     body = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if body and sum(ln.lstrip().startswith("{") for ln in body) * 2 > len(body):
-        return parse_json_lines(text, arch=arch)
-    text_score = sum(1 for ln in body if _TIMES.match(ln) or (
-        (m := _LINE.match(ln)) is not None and _looks_like_event(m.group("event"))))
+        return "json"
+    text_score = sum(1 for ln in body if _TIMES.match(ln) or _counter_line(ln) is not None)
     csv_scores = {s: _csv_score(body, s) for s in _CSV_SEPARATORS}
     sep = max(csv_scores, key=lambda s: csv_scores[s])
     if csv_scores[sep] > 0 and csv_scores[sep] >= text_score:
-        return parse_csv(text, sep, arch=arch)
-    return parse_text(text, arch=arch)
+        return "csv"
+    return "text"
 
 
-def load(path: str | Path, *, arch: str | None = None) -> PerfStat:
-    """Read and parse a perf stat output file; :class:`PerfStatError` says what is wrong."""
-    path = Path(path)
+def parse_report(text: str, *, arch: str | None = None) -> PerfStatReport:
+    """Every run of a perf stat output, in whichever format it is (CSV, JSON lines, text).
+
+    ``arch`` (``"arm"`` / ``"x86"``) decides the arch-specific generic names and raw codes;
+    by default it is read from the event names in the file, else Arm. Text files are cut
+    into runs at each ``Performance counter stats for`` title; CSV and JSON output (which
+    print no title) are one run.
+    """
+    if not text.strip():
+        raise PerfStatError("empty file: no perf stat output")
+    fmt = _format(text)
+    if fmt == "json":
+        return PerfStatReport((parse_json_lines(text, arch=arch),))
+    if fmt == "csv":
+        return PerfStatReport((parse_csv(text, arch=arch),))
+    return PerfStatReport(tuple(_text_runs(text, arch)))
+
+
+def parse(text: str, *, arch: str | None = None) -> PerfStat:
+    """Parse the perf stat output of one run (see :func:`parse_report` for several)."""
+    return _single(parse_report(text, arch=arch).runs)
+
+
+def _read(path: Path) -> str:
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise PerfStatError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
-        text = data.decode("latin-1")  # old locales' no-break space is 0xA0
+        return data.decode("latin-1")  # old locales' no-break space is 0xA0
+
+
+def load_report(path: str | Path, *, arch: str | None = None) -> PerfStatReport:
+    """Read and parse a perf stat output file, every run of it."""
+    path = Path(path)
+    text = _read(path)
     try:
-        return parse(text, arch=arch)
+        return parse_report(text, arch=arch)
     except PerfStatError as exc:
+        raise PerfStatError(f"{path}: {exc}") from None
+
+
+def load(path: str | Path, *, arch: str | None = None) -> PerfStat:
+    """Read and parse a perf stat output file of one run."""
+    path = Path(path)
+    try:
+        return _single(load_report(path, arch=arch).runs)
+    except PerfStatError as exc:
+        if str(exc).startswith(str(path)) or str(exc).startswith("cannot read"):
+            raise
         raise PerfStatError(f"{path}: {exc}") from None

@@ -3,8 +3,10 @@
 Owns: :data:`THRESHOLDS` (which metric, which way, how far, for which category, for
 which core families, and where the number comes from), :data:`CORES` (per-core facts
 the rules need: issue width and its source, the logical events the core does not
-implement), the category names and titles, and which category a moving metric points
-to (:data:`METRIC_CATEGORY`).
+implement), the core slugs a user may name (:func:`check_core`), the evidence that
+separates memory stalls from ILP-limited compute (:data:`MEMORY_EVIDENCE`), the
+category names and titles, and which category a moving metric points to
+(:data:`METRIC_CATEGORY`).
 
 Must not: compute metrics (``metrics``) or judge (``classify``). Changing a number
 here changes every diagnosis; a number that is engineering judgement says so
@@ -20,7 +22,9 @@ Sources (quoted in each row):
   (red/magenta/yellow). We use the middle ("magenta") level.
 * Intel top-down (TMA) level-1 thresholds as shipped in Linux perf
   ``tools/perf/pmu-events/arch/x86/*/*metrics.json`` ``MetricThreshold``:
-  frontend_bound > 0.15, backend_bound > 0.2, bad_speculation > 0.15. Arm's Neoverse
+  frontend_bound > 0.15, backend_bound > 0.2, bad_speculation > 0.15, retiring > 0.7.
+  They apply wherever the level-1 fractions exist (Arm slot formulas, or perf's own
+  ``--topdown`` / ``TopdownL1`` output on x86). Arm's Neoverse
   telemetry specifications give the level-1 formulas and the decision tree but no
   numeric thresholds, so these are borrowed for the same four level-1 fractions.
 * Issue widths: ``product_configuration.num_slots`` of Arm's telemetry specifications
@@ -31,12 +35,15 @@ Sources (quoted in each row):
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 # -- categories -------------------------------------------------------------
 
 CATEGORIES: dict[str, str] = {
+    "retiring": "compute-bound, retiring near the core's width (less work is the fix)",
     "ipc_collapse": "IPC collapse (ILP-limited compute)",
     "l1d_residency": "L1D residency (working set spills L1 data cache)",
     "l2_llc_residency": "L2/LLC residency (memory-bound)",
@@ -65,11 +72,24 @@ CHILDREN: dict[str, tuple[str, ...]] = {
 }
 CHILD_DISCOUNT = 0.5  # engineering judgement: a fired child halves its parent's confidence
 
+# Low IPC alone never says why: a core waiting on memory and a core starved of
+# independent instructions both retire little. IPC collapse (ILP-limited compute) may be
+# named only when at least one of these memory/backend metrics was measured and none of
+# the categories they feed fired (engineering judgement, after the top-down method's
+# order: rule out backend memory stalls before calling a core-bound dependency chain).
+MEMORY_EVIDENCE: tuple[str, ...] = (
+    "l1d_mpki", "l2_mpki", "llc_mpki", "llc_miss", "backend_stalled", "backend_bound",
+    "backend_mem_stalled", "dtlb_mpki", "l1d_tlb_mpki",
+)
+MEMORY_CATEGORIES: tuple[str, ...] = ("l1d_residency", "l2_llc_residency", "tlb_churn",
+                                      "backend_bound")
+
 # -- sources ------------------------------------------------------------------
 
 AWS = "AWS Graviton perfrunbook (debug_hw_perf.md)"
 PERF_GRC = "Linux perf stat-shadow.c get_ratio_color, 'magenta' level"
-TMA = "Intel TMA level-1 MetricThreshold (Linux perf x86 metrics.json), applied to Arm top-down"
+TMA_RAW = "Intel TMA level-1 MetricThreshold (Linux perf x86 metrics.json)"
+TMA = f"{TMA_RAW}, applied to any level-1 top-down"
 ORT_THREADS = ("ONNX Runtime threading docs (session.intra_op.allow_spinning; "
                "spinning is on by default)")
 ORT_ARENA = "ONNX Runtime SessionOptions.enable_cpu_mem_arena"
@@ -99,7 +119,9 @@ class Threshold:
     families: tuple[str, ...] = ("*",)
 
     def applies_to(self, family: str) -> bool:
-        return "*" in self.families or family in self.families
+        # An unknown core gets every row: a row whose metric was not counted simply
+        # cannot be evaluated (the generic fallback).
+        return "*" in self.families or family in self.families or family == "unknown"
 
     def describe(self) -> str:
         scale = f" x {self.relative_to}" if self.relative_to else ""
@@ -111,9 +133,16 @@ _ARM = ("arm-basic", "arm-cycles", "arm-topdown")
 _STALLS = ("arm-cycles", "arm-topdown", "x86")  # STALL_FRONTEND/BACKEND or generic stalls
 
 THRESHOLDS: tuple[Threshold, ...] = (
+    # --- retiring near the width: compute-bound ---------------------------------
+    Threshold("ipc", ">", 0.75, "retiring", "key", JUDGEMENT, True,
+              "three quarters of the core's issue width retire every cycle: the pipeline "
+              "is near its peak, so only less work makes the run faster", "width"),
+    Threshold("retiring", ">", 0.70, "retiring", "key", f"{TMA_RAW}: tma_retiring > 0.7"),
     # --- IPC relative to the core's width -----------------------------------
     Threshold("ipc", "<", 0.25, "ipc_collapse", "key", JUDGEMENT, True,
-              "retiring under a quarter of the core's issue width per cycle", "width"),
+              "retiring under a quarter of the core's issue width per cycle; named only "
+              "when memory/backend metrics were measured and none fired (MEMORY_EVIDENCE)",
+              "width"),
     # --- L1D ------------------------------------------------------------------
     Threshold("l1d_mpki", ">", 20.0, "l1d_residency", "key", f"{AWS}: data-l1-mpki > 20"),
     Threshold("l1_miss", ">", 0.10, "l1d_residency", "support",
@@ -123,7 +152,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
     Threshold("backend_stalled", ">", 0.50, "l1d_residency", "support",
               f"{PERF_GRC}: stalled-cycles-backend > 50%", families=_STALLS),
     Threshold("backend_bound", ">", 0.20, "l1d_residency", "support",
-              f"{TMA}: backend_bound > 0.2", families=("arm-topdown",)),
+              f"{TMA}: backend_bound > 0.2"),
     # --- L2 / LLC -------------------------------------------------------------
     Threshold("l2_mpki", ">", 10.0, "l2_llc_residency", "key", f"{AWS}: l2-mpki > 10"),
     Threshold("llc_mpki", ">", 10.0, "l2_llc_residency", "key", f"{AWS}: l3-mpki > 10"),
@@ -132,7 +161,9 @@ THRESHOLDS: tuple[Threshold, ...] = (
     Threshold("backend_stalled", ">", 0.50, "l2_llc_residency", "support",
               f"{PERF_GRC}: stalled-cycles-backend > 50%", families=_STALLS),
     Threshold("backend_bound", ">", 0.20, "l2_llc_residency", "support",
-              f"{TMA}: backend_bound > 0.2", families=("arm-topdown",)),
+              f"{TMA}: backend_bound > 0.2"),
+    Threshold("llc_miss", ">", 0.10, "l2_llc_residency", "support",
+              f"{PERF_GRC}: LLC-load-misses > 10% of LLC loads"),
     Threshold("backend_mem_stalled", ">", 0.20, "l2_llc_residency", "support", JUDGEMENT, True,
               "a fifth of all cycles stalled on memory (STALL_BACKEND_MEM, V1/N2/V2)",
               families=("arm-topdown",)),
@@ -141,22 +172,22 @@ THRESHOLDS: tuple[Threshold, ...] = (
               "AWS notes any data-TLB walk (> 0); one walk per 1000 instructions costs "
               "several percent at tens of cycles per walk"),
     Threshold("l1d_tlb_mpki", ">", 5.0, "tlb_churn", "key", JUDGEMENT, True,
-              "Cortex-A72 has no DTLB_WALK: L1 DTLB refills stand in for walks "
-              "(AWS: data-tlb-mpki > 0 worth noting)", families=("arm-basic",)),
+              "Cortex-A15/A53/A72 have no DTLB_WALK: L1 DTLB refills stand in for "
+              "walks (AWS: data-tlb-mpki > 0 worth noting)", families=("arm-basic",)),
     Threshold("l1d_tlb_mpki", ">", 5.0, "tlb_churn", "support", JUDGEMENT, True,
               "L1 DTLB refills (many hit the L2 TLB) agree with walks",
               families=("arm-cycles", "arm-topdown")),
     Threshold("backend_stalled", ">", 0.50, "tlb_churn", "support",
               f"{PERF_GRC}: stalled-cycles-backend > 50%", families=_STALLS),
     Threshold("backend_bound", ">", 0.20, "tlb_churn", "support",
-              f"{TMA}: backend_bound > 0.2", families=("arm-topdown",)),
+              f"{TMA}: backend_bound > 0.2"),
     # --- branches -----------------------------------------------------------------
     Threshold("branch_mpki", ">", 10.0, "branch_misprediction", "key",
               f"{AWS}: branch-mpki > 10"),
-    Threshold("branch_miss", ">", 0.10, "branch_misprediction", "support",
+    Threshold("branch_miss", ">", 0.10, "branch_misprediction", "key",
               f"{PERF_GRC}: branch-misses > 10% of branches"),
-    Threshold("bad_speculation", ">", 0.15, "branch_misprediction", "support",
-              f"{TMA}: bad_speculation > 0.15", families=("arm-topdown",)),
+    Threshold("bad_speculation", ">", 0.15, "branch_misprediction", "key",
+              f"{TMA}: bad_speculation > 0.15"),
     # --- frontend -----------------------------------------------------------------
     Threshold("l1i_mpki", ">", 20.0, "frontend_bound", "key", f"{AWS}: inst-l1-mpki > 20"),
     Threshold("itlb_mpki", ">", 1.0, "frontend_bound", "key", JUDGEMENT, True,
@@ -165,14 +196,14 @@ THRESHOLDS: tuple[Threshold, ...] = (
     Threshold("frontend_stalled", ">", 0.30, "frontend_bound", "key",
               f"{PERF_GRC}: stalled-cycles-frontend > 30%", families=_STALLS),
     Threshold("frontend_bound", ">", 0.15, "frontend_bound", "key",
-              f"{TMA}: frontend_bound > 0.15", families=("arm-topdown",)),
+              f"{TMA}: frontend_bound > 0.15"),
     Threshold("ipc", "<", 0.25, "frontend_bound", "support", JUDGEMENT, True,
               "low IPC agrees with a starved frontend", "width"),
     # --- backend (core-bound) ---------------------------------------------------
     Threshold("backend_stalled", ">", 0.50, "backend_bound", "key",
               f"{PERF_GRC}: stalled-cycles-backend > 50%", families=_STALLS),
     Threshold("backend_bound", ">", 0.20, "backend_bound", "key",
-              f"{TMA}: backend_bound > 0.2", families=("arm-topdown",)),
+              f"{TMA}: backend_bound > 0.2"),
     # --- threads ----------------------------------------------------------------------
     Threshold("session.allow_spinning", ">", 0.5, "thread_spinning", "key",
               f"{ORT_THREADS}: pool threads busy-wait between parallel sections"),
@@ -187,8 +218,9 @@ THRESHOLDS: tuple[Threshold, ...] = (
     Threshold("page_faults_per_call", ">", 10.0, "page_faults", "key", JUDGEMENT, True,
               "a steady-state call with an arena should fault ~0 times; 10 faults is "
               "40 KiB of freshly mapped 4 KiB pages every call"),
-    Threshold("page_faults_per_sec", ">", 10000.0, "page_faults", "key", JUDGEMENT, True,
-              "at ~1 us per minor fault (zeroing a 4 KiB page) this is >= 1% of CPU time"),
+    Threshold("page_faults_per_sec", ">", 50000.0, "page_faults", "key", JUDGEMENT, True,
+              "at ~1 us per minor fault (trap plus zeroing a 4 KiB page) this is >= 5% of "
+              "CPU time; fewer faults cannot explain a slow run"),
     Threshold("session.enable_mem_arena", "<", 0.5, "page_faults", "support",
               f"{ORT_ARENA}: without the arena every call allocates from the system"),
     # --- noise -------------------------------------------------------------------------
@@ -233,8 +265,9 @@ class CoreFacts:
 
 def _arm(slug: str, name: str, family: str, width: float, width_source: str,
          lacks: tuple[str, ...] = ()) -> CoreFacts:
-    return CoreFacts(slug, name, family, width, width_source, lacks,
-                     f"ARM-software/data pmu/{slug}.json" if lacks else "")
+    source = "Arm Cortex-A15 TRM PMU event list (ARMv7)" if slug == "cortex-a15" \
+        else f"ARM-software/data pmu/{slug}.json"
+    return CoreFacts(slug, name, family, width, width_source, lacks, source if lacks else "")
 
 
 _TS = "telemetry-solution neoverse-{}.json product_configuration.num_slots"
@@ -242,6 +275,9 @@ _TS = "telemetry-solution neoverse-{}.json product_configuration.num_slots"
 CORES: dict[str, CoreFacts] = {
     c.slug: c
     for c in (
+        # ARMv7 Cortex-A15 (Tegra K1, Exynos 5): no stall, walk or LL events in its PMU.
+        _arm("cortex-a15", "Cortex-A15", "arm-basic", 3,
+             "Cortex-A15 MPCore TRM: decodes up to three instructions per cycle", _NO_BASIC),
         _arm("cortex-a53", "Cortex-A53", "arm-basic", 2, "Cortex-A53 TRM: dual-issue, in order",
              _NO_BASIC),
         _arm("cortex-a55", "Cortex-A55", "arm-cycles", 2, "Cortex-A55 TRM: dual-issue, in order",
@@ -292,6 +328,36 @@ def core_facts(slug: str) -> CoreFacts:
         return CoreFacts(slug, slug, "x86", width, source)
     return CoreFacts(slug, slug or "unknown core", "unknown", None,
                      "unknown core: no issue width on record")
+
+
+# -- naming a core -------------------------------------------------------------------
+
+# x86 slugs as pmu.cpu.x86_core_name makes them: intel-<line>-<uarch>, amd-<line>-<uarch>.
+_X86_SLUG = re.compile(r"(?:intel|amd)-[a-z0-9]+-[a-z0-9][a-z0-9.-]*")
+X86_EXAMPLES = ("intel-core-skylake", "intel-xeon-icelake-x", "amd-epyc-zen4")
+
+
+def known_core(slug: str) -> bool:
+    """Whether ``slug`` names a core on record (``a+b`` for big.LITTLE: each part)."""
+    parts = (slug or "").strip().lower().split("+")
+    return all(p in CORES or _X86_SLUG.fullmatch(p) for p in parts)
+
+
+def check_core(slug: str) -> str | None:
+    """None when ``slug`` is a known core; else a one-paragraph message with the fix."""
+    if known_core(slug):
+        return None
+    bad = [p for p in slug.strip().lower().split("+") if not known_core(p)]
+    names = [*CORES, *X86_EXAMPLES]
+    # Swapped characters (a27 for a72) first, then difflib's closest spellings.
+    swapped = [n for n in names if sorted(n) == sorted(bad[0])]
+    close = difflib.get_close_matches(bad[0], names, n=3, cutoff=0.6)
+    guesses = list(dict.fromkeys([*swapped, *close]))[:3]
+    hint = f" Did you mean {' or '.join(guesses)}?" if guesses else ""
+    return (f"unknown core '{slug}'.{hint} Known cores: {', '.join(CORES)}; x86 cores are "
+            f"named intel-<line>-<uarch> or amd-<line>-<uarch> (e.g. "
+            f"{', '.join(X86_EXAMPLES)}). Pass one of them to --cpu, or leave --cpu out to "
+            "use the core named in the file or the generic rules.")
 
 
 # -- what a moving metric points to -----------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from pytest_inferperf.perfstat import (
     parse,
     parse_csv,
     parse_number,
+    parse_report,
     parse_text,
     split_event,
 )
@@ -376,3 +378,214 @@ def test_doctor_is_still_there():
     parser = build_parser()
     assert parser.parse_args(["doctor", "--json"]).json is True
     assert parser.parse_args(["explain", "f", "--cpu", "neoverse-v2", "-v"]).cpu == "neoverse-v2"
+
+
+# -- perf versions, LL/L3 names, several runs, top-down (issue #14) ---------------------
+
+
+@pytest.mark.parametrize("line", [
+    "       8,812.34 msec task-clock                #    0.998 CPUs utilized",  # perf 4.14+
+    "       8812.340000 task-clock (msec)         #    0.998 CPUs utilized",  # 3.13-4.13
+    "       8812.340000 task-clock                #    0.998 CPUs utilized",  # 3.x
+    "       8812.340000 task-clock-msecs         #      0.998 CPUs",  # 2.6.3x
+])
+def test_task_clock_is_milliseconds_in_every_perf_version(line):
+    text = f"{line}\n                37      page-faults\n\n  8.830 seconds time elapsed\n"
+    stat = parse(text)
+    assert stat.counts["task_clock"] == pytest.approx(8_812.34e6)  # ns
+    metrics = stat.metrics("cortex-a72")
+    assert metrics["cpu_utilisation"] == pytest.approx(8.81234 / 8.830)
+    assert metrics["page_faults_per_sec"] == pytest.approx(37 / 8.81234)  # not millions
+
+
+@pytest.mark.parametrize(("name", "logical"), [
+    ("l3d_cache", "llc_read"), ("l3d_cache_refill", "llc_miss"), ("ll_cache_rd", "llc_read"),
+    ("ll_cache_miss_rd", "llc_miss"), ("LLC-loads", "llc_read"),
+    ("LLC-load-misses", "llc_miss"), ("armv8_pmuv3_0/l3d_cache_refill/", "llc_miss"),
+    ("r2a", "llc_miss"), ("r2b", "llc_read"), ("ll_cache_miss:u", "llc_miss"),
+])
+def test_ll_and_l3_events_have_logical_names(name, logical):
+    assert logical_name(name, "arm") == logical
+
+
+def test_l3_refills_give_llc_mpki():
+    text = ("  1,000,000,000      instructions:u\n     20,000,000      l3d_cache_refill:u\n"
+            "     25,000,000      l3d_cache:u\n")
+    stat = parse(text)
+    assert stat.unmapped == ()
+    metrics = stat.metrics("neoverse-n1")
+    assert metrics["llc_mpki"] == pytest.approx(20.0)
+    assert metrics["llc_miss"] == pytest.approx(0.8)
+
+
+TWO_RUNS = """\
+ Performance counter stats for './stride':
+
+    10,000,000,000      instructions:u            #    0.20  insn per cycle
+    50,000,000,000      cycles:u
+
+      20.0 seconds time elapsed
+
+ Performance counter stats for './stride':
+
+    40,000,000,000      cycles:u
+    34,000,000,000      stalled-cycles-backend:u  #   85.00% backend cycles idle
+"""
+
+
+def test_two_runs_are_kept_apart_and_metrics_combined_per_run():
+    report = parse_report(TWO_RUNS)
+    assert [r.counts["cycles"] for r in report.runs] == [50e9, 40e9]  # never 90e9
+    metrics = report.metrics("cortex-a76")
+    assert metrics["ipc"] == pytest.approx(0.2)  # from run 1 only
+    assert metrics["backend_stalled"] == pytest.approx(0.85)  # 34/40, not 34/90
+    assert metrics["cycles_per_call"] == pytest.approx(45e9)  # median of 50e9 and 40e9
+    with pytest.raises(PerfStatError, match="2 separate perf stat runs"):
+        parse(TWO_RUNS)
+
+
+def test_median_of_three_runs():
+    block = " Performance counter stats for 'x':\n\n  {c:,}  cycles\n  {i:,}  instructions\n\n"
+    text = "".join(block.format(c=10**9, i=i) for i in (1 * 10**9, 3 * 10**9, 2 * 10**9))
+    assert parse_report(text).metrics()["ipc"] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # perf 4.x --topdown (per core)
+    ("        retiring      bad speculation       frontend bound        backend bound\n"
+     "S0-C0    2     23.8%       11.6%            28.3%           36.3%\n",
+     {"retiring": 0.238, "bad_speculation": 0.116, "frontend_bound": 0.283,
+      "backend_bound": 0.363}),
+    # perf 6.x default output on a hybrid Intel core
+    ("  TopdownL1 (cpu_core)  #  53.4 %  tma_backend_bound\n"
+     "                        #   0.2 %  tma_bad_speculation\n"
+     "                        #  13.8 %  tma_frontend_bound\n"
+     "                        #  32.5 %  tma_retiring\n",
+     {"backend_bound": 0.534, "bad_speculation": 0.002, "frontend_bound": 0.138,
+      "retiring": 0.325}),
+    # -M TopdownL1 (fractions in the shadow comments)
+    ("  7,017,115,812  uops_issued.any  #  0.91 Backend_Bound  (14.33%)\n"
+     " 19,206,823,557  cpu_clk_unhalted.thread  #  0.09 Retiring  (14.30%)\n",
+     {"backend_bound": 0.91, "retiring": 0.09}),
+    # --topdown -I: the mean over the intervals
+    ("#   time   %  tma_retiring %  tma_backend_bound %  tma_frontend_bound %  "
+     "tma_bad_speculation\n"
+     "   1.001141351    11.5   34.9   46.9   6.7\n   2.006141972    13.5   28.1   50.3   8.1\n",
+     {"retiring": 0.125, "backend_bound": 0.315, "frontend_bound": 0.486,
+      "bad_speculation": 0.074}),
+])
+def test_perf_topdown_outputs(text, expected):
+    stat = parse(text)
+    assert stat.perf_metrics == pytest.approx(expected)
+    assert stat.metrics() == pytest.approx({**stat.metrics(), **expected})
+
+
+def test_intel_topdown_events_are_fractions_of_slots():
+    text = ("  10,000,000,000  slots\n   2,000,000,000  topdown-retiring\n"
+            "     500,000,000  topdown-bad-spec\n   1,500,000,000  topdown-fe-bound\n"
+            "   6,000,000,000  topdown-be-bound\n")
+    stat = parse(text)
+    assert stat.arch == "x86" and stat.unmapped == ()
+    assert stat.perf_metrics == pytest.approx({"retiring": 0.2, "bad_speculation": 0.05,
+                                               "frontend_bound": 0.15, "backend_bound": 0.6})
+
+
+def test_old_topdown_slot_events():
+    # perf 4.6+ generic topdown events: the level-1 formulas of the 2016 patch set.
+    text = ("  4,000  topdown-total-slots\n  2,000  topdown-slots-issued\n"
+            "  1,600  topdown-slots-retired\n    800  topdown-fetch-bubbles\n"
+            "    100  topdown-recovery-bubbles\n")
+    assert parse(text).perf_metrics == pytest.approx(
+        {"frontend_bound": 0.2, "bad_speculation": 0.125, "retiring": 0.4,
+         "backend_bound": 0.275})
+
+
+def test_csv_and_json_metric_columns_give_topdown():
+    csv = ("53.4,,TopdownL1,,,53.4,%  tma_backend_bound\n"
+           "1000,,cycles,1000,100.00,,\n")
+    assert parse(csv).perf_metrics == pytest.approx({"backend_bound": 0.534})
+    json_lines = ('{"counter-value" : "1000.0", "unit" : "", "event" : "cycles", '
+                  '"event-runtime" : 1, "pcnt-running" : 100.00}\n'
+                  '{"metric-value" : "32.5", "metric-unit" : "%  tma_retiring"}\n')
+    stat = parse(json_lines)
+    assert stat.format == "json" and stat.perf_metrics == pytest.approx({"retiring": 0.325})
+
+
+def test_metric_group_repeats_are_averaged_not_summed():
+    text = ("  100  cpu_clk_unhalted.thread  # 0.5 Retiring\n"
+            "  102  cpu_clk_unhalted.thread\n  <not counted>  cpu_clk_unhalted.thread\n")
+    assert parse(text).counts["cycles"] == pytest.approx(101)
+
+
+def test_interval_lines_are_still_summed():
+    text = "  1.000  100  cycles\n  2.000  150  cycles\n"
+    assert parse(text).counts["cycles"] == 250
+
+
+# -- properties ------------------------------------------------------------------------------
+
+counts_st = st.integers(min_value=1, max_value=10**13)
+
+
+def _grouped(n: int) -> str:
+    return f"{n:,}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs=st.lists(st.tuples(counts_st, counts_st), min_size=1, max_size=4))
+def test_property_runs_never_mix(runs):
+    text = "".join(f" Performance counter stats for 'x':\n\n  {_grouped(c)}  cycles\n"
+                   f"  {_grouped(i)}  instructions\n\n  1.0 seconds time elapsed\n\n"
+                   for c, i in runs)
+    report = parse_report(text)
+    assert [(r.counts["cycles"], r.counts["instructions"]) for r in report.runs] == runs
+    ipcs = sorted(i / c for c, i in runs)
+    assert min(ipcs) - 1e-9 <= report.metrics()["ipc"] <= max(ipcs) + 1e-9
+
+
+@settings(max_examples=60, deadline=None)
+@given(ms=st.decimals(min_value="0.01", max_value="999999.99", places=2),
+       style=st.sampled_from([("{v:,.2f} msec task-clock"),  # perf 4.14+: %'18.2f
+                              ("{v:.6f} task-clock (msec)"),  # perf 3.13-4.13: %18.6f
+                              ("{v:.6f} task-clock")]))
+def test_property_task_clock_forms_agree(ms, style):
+    stat = parse("   " + style.format(v=float(ms)) + "\n")
+    assert stat.counts["task_clock"] == pytest.approx(float(ms) * 1e6)
+
+
+# -- explain: --cpu and --json --------------------------------------------------------------
+
+
+def test_explain_unknown_cpu_is_a_usage_error_with_a_did_you_mean(capsys):
+    assert main(["explain", str(A72), "--cpu", "cortex-a27"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown core 'cortex-a27'. Did you mean cortex-a72" in err
+    assert err.count("\n") == 1  # one paragraph
+    assert main(["explain", str(A72), "--cpu", "intel-core-skylake"]) == 0
+
+
+def test_explain_json_is_the_diagnosis_as_data(capsys):
+    assert main(["explain", str(A72), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["schema"] == "inferperf-explain/1" and data["core"] == "cortex-a72"
+    assert data["core_from"] == "file"
+    primary = data["diagnosis"]["primary"]
+    assert primary["category"] == "l2_llc_residency"
+    l2 = next(e for e in primary["evidence"] if e["metric"] == "l2_mpki")
+    assert l2["value"] == pytest.approx(14.561, abs=1e-3) and l2["threshold"] == 10.0
+    assert l2["crossed"] and "AWS" in l2["source"]
+    assert "backend_bound" in data["diagnosis"]["not_judged"]
+    (run,) = data["runs"]
+    assert run["counts"]["l2_refill"] == 94_478_103
+    assert {"event": "r05:u", "logical": "l1d_tlb_refill", "value": 9_214_377.0,
+            "unit": "", "status": "counted", "running_pct": 42.85} in run["events"]
+
+
+def test_explain_keeps_two_runs_apart(tmp_path, capsys):
+    path = tmp_path / "two.txt"
+    path.write_text(TWO_RUNS)
+    assert main(["explain", str(path), "--cpu", "cortex-a76"]) == 0
+    out = capsys.readouterr().out
+    assert "2 runs kept apart" in out
+    assert "backend_stalled  0.850" in out
+    assert "[backend_bound]" in out
