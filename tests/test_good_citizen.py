@@ -289,3 +289,26 @@ def test_inferperf_version():
                           capture_output=True, text=True, check=True)
     assert done.stdout.strip() == f"inferperf {version()}"
     assert re.fullmatch(r"\d+\.\d+\.\d+.*", version())
+
+
+# -- pytest-html: columns, embedded flamegraphs, links relative to the report ---------
+
+def test_pytest_html_report_has_columns_embedded_svg_and_relative_links(pytester):
+    pytest.importorskip("pytest_html")
+    pytester.makepyfile(test_a=f"""
+        import pytest
+        @pytest.mark.perf(latency_p50_ms_max=0.000001, {FAST})
+        def test_slow(pmu_profile):
+            pmu_profile(sum, range(1000))
+        def test_plain():
+            pass
+    """)
+    result = run(pytester, "--inferperf", "--inferperf-backend", "none",
+                 "--html", "site/report.html", "--self-contained-html")
+    result.assert_outcomes(passed=1, failed=1)
+    page = (pytester.path / "site" / "report.html").read_text()
+    assert "p50 ms" in page and "CPU ms/call" in page and "vs baseline" in page
+    assert "data:image/svg+xml;base64," in page or "image/svg+xml" in page
+    assert "../inferperf-report/flamegraphs/test_a.py_test_slow-" in page
+    assert str(pytester.path) not in page.split("<body", 1)[-1].replace(
+        str(pytester.path / "site"), "")
