@@ -308,6 +308,28 @@ def _resolve_shape(vi: onnx_pkg.ValueInfoProto, dims: Mapping[str, int]) -> tupl
     return tuple(shape)
 
 
+def _check_dim_names(graph: onnx_pkg.GraphProto, dims: Mapping[str, int]) -> None:
+    """Refuse a dimension name the model does not have (a typo would be silently unused)."""
+    import difflib
+
+    known: list[str] = []
+    for vi in _graph_inputs(graph):
+        for axis, dim in enumerate(vi.type.tensor_type.shape.dim):
+            if dim.HasField("dim_value") and dim.dim_value > 0:
+                continue
+            known.append(dim.dim_param if dim.HasField("dim_param") and dim.dim_param
+                         else f"{vi.name}:{axis}")
+    unknown = [name for name in dims if name not in known]
+    if unknown:
+        name = unknown[0]
+        guesses = difflib.get_close_matches(str(name), list(dict.fromkeys(known)), n=2, cutoff=0.5)
+        hint = f" Did you mean {' or '.join(repr(g) for g in guesses)}?" if guesses else ""
+        raise InputSpecError(
+            f"dimension {name!r} is not a symbolic dimension of this model.{hint} Its "
+            f"symbolic dimensions are: {', '.join(dict.fromkeys(known)) or 'none (all fixed)'}."
+        )
+
+
 @dataclass(frozen=True)
 class _GraphIndex:
     """Producers/consumers and constant shapes of a graph, for tracing index inputs."""
@@ -455,6 +477,7 @@ def make_inputs(
     """
     graph = _load_graph(model)
     dims = dict(dims or {})
+    _check_dim_names(graph, dims)
     index = _index_graph(graph)
     rng = np.random.default_rng(seed)
     feeds: dict[str, np.ndarray] = {}

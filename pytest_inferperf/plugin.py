@@ -664,7 +664,13 @@ def _operator_table(call: Callable[[], Any]) -> tuple[list | None, str | None]:
     fn = getattr(call, "func", call)
     session = session_of(fn)
     if session is None:
-        return None, None  # not an ONNX Runtime workload: nothing to say
+        import sys
+
+        if "onnxruntime" not in sys.modules:
+            return None, None  # not an ONNX Runtime workload: nothing to say
+        return None, ("not available: the workload is not a session's run method itself "
+                      "(a wrapping function hides which ONNX Runtime session it calls); pass "
+                      "session.run and its arguments to pmu_profile for the operator table")
     args = getattr(call, "args", ())
     feeds = args[1] if len(args) > 1 else getattr(call, "keywords", {}).get("input_feed")
     model = getattr(session, "_model_path", None)

@@ -312,3 +312,18 @@ def test_pytest_html_report_has_columns_embedded_svg_and_relative_links(pytester
     assert "../inferperf-report/flamegraphs/test_a.py_test_slow-" in page
     assert str(pytester.path) not in page.split("<body", 1)[-1].replace(
         str(pytester.path / "site"), "")
+
+
+def test_make_inputs_refuses_a_dimension_the_model_does_not_have():
+    from onnx import TensorProto, helper
+
+    from pytest_inferperf.onnx import InputSpecError, make_inputs
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "sequence"])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph)
+    assert make_inputs(model, {"batch": 2, "sequence": 3})["x"].shape == (2, 3)
+    with pytest.raises(InputSpecError, match=r"'sequense' is not a symbolic dimension.*"
+                                             r"Did you mean 'sequence'\?.*batch, sequence"):
+        make_inputs(model, {"batch": 2, "sequence": 3, "sequense": 4})
