@@ -327,3 +327,32 @@ def test_make_inputs_refuses_a_dimension_the_model_does_not_have():
     with pytest.raises(InputSpecError, match=r"'sequense' is not a symbolic dimension.*"
                                              r"Did you mean 'sequence'\?.*batch, sequence"):
         make_inputs(model, {"batch": 2, "sequence": 3, "sequense": 4})
+
+
+def test_a_wrapped_session_run_says_why_it_has_no_operator_table(pytester):
+    pytester.makepyfile(test_a=f"""
+        import numpy as np, onnxruntime as ort, pytest
+        from onnx import TensorProto, helper
+
+        def session():
+            x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])
+            y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])
+            graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+            model.ir_version = 8
+            return ort.InferenceSession(model.SerializeToString(),
+                                        providers=["CPUExecutionProvider"])
+
+        @pytest.mark.perf(latency_p50_ms_max=0.000001, {FAST})
+        def test_wrapped(pmu_profile):
+            s = session()
+            feed = {{"x": np.ones((4, 4), np.float32)}}
+            def infer():
+                return s.run(None, feed)
+            pmu_profile(infer)
+    """)
+    result = run(pytester, "--inferperf", "--inferperf-backend", "none",
+                 "--inferperf-flamegraphs", "failed")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*operators*not available: the workload is not a session's "
+                                 "run method itself*"])
