@@ -541,8 +541,10 @@ def _what_moved(moved: Sequence[MetricChange], parts: Sequence[PartChange],
             tag = "within noise"
         elif c.share is not None:
             tag = f"at most {share_text(c.share)}"
+        elif c.metric in CHANGE_COSTS:
+            tag = "credible"  # nothing to weigh it against: no slowdown in its unit
         else:
-            tag = "no cost on record"
+            tag = "credible, no cost on record"
         items.append((0 if c.credible else 1, -abs(c.relative),
                       f"{c.metric} {pct(c.relative)} ({fmt(c.baseline)} -> {fmt(c.current)}; "
                       f"{tag})"))
