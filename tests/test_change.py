@@ -302,3 +302,37 @@ def test_the_explanation_as_plain_data():
     assert data["stages"][0]["name"] == "preprocess"
     migrations = next(m for m in data["moved"] if m["metric"] == "cpu_migrations_per_call")
     assert migrations["relative"] == "inf" and migrations["share"] < MATERIAL_SHARE
+
+
+# -- rendering -------------------------------------------------------------------------------
+
+
+def _stage_change() -> ChangeExplanation:
+    base = no_pmu_profile([1.31] * REPEATS, stages={"<pre>": [0.31] * REPEATS})
+    now = no_pmu_profile([99.5] * REPEATS, stages={"<pre>": [98.5] * REPEATS})
+    return explain(now, base)
+
+
+def test_html_shows_the_summary_and_the_stage_table_escaped():
+    from pytest_inferperf.report.html import change_html
+
+    page = change_html(_stage_change(), "current vs baseline")
+    assert "<pre>" not in page and "&lt;pre&gt;" in page
+    assert "stage `&lt;pre&gt;` +98.2 ms per call (+31,674%, all of the slowdown)" in page
+    assert ("<tr><td>&lt;pre&gt;</td><td class=\"num\">0.31</td><td class=\"num\">98.5</td>"
+            "<td class=\"num\"><span class=\"bad\">+31,674%</span></td><td>yes</td>"
+            "<td class=\"num\">100%</td></tr>") in page
+
+
+def test_terminal_summary_says_why_each_slower_test_is_slower():
+    from pytest_inferperf.report.terminal import change_lines
+
+    change = _stage_change().to_dict()
+    records = [{"key": "t.py::test_slow", "change_explanation": change},
+               {"key": "t.py::test_same", "change_explanation": {
+                   "summary": "no metric moved", "slowdown": {"credible": False}}},
+               {"key": "t.py::test_new", "change_explanation": None}]
+    assert change_lines(records) == [
+        "Slower than the baseline, and why:",
+        f"  t.py::test_slow: {change['summary']}",
+    ]

@@ -218,15 +218,17 @@ def change_html(change: Any, heading: str) -> str:
                                ("op type", change.op_types, "ms per run")):
         if not parts:
             continue
+        nodes = title == "op type"
         rows = [(p.label, shared.fmt(p.baseline_ms), shared.fmt(p.current_ms),
                  _Raw(f'<span class="{"bad" if p.credible and p.delta_ms > 0 else "muted"}">'
                       f"{esc(pct(p.relative))}</span>"),
-                 f"{p.nodes[0]} -> {p.nodes[1]}" if p.kind == "op_type" else "",
+                 *((f"{p.nodes[0]} -> {p.nodes[1]}",) if nodes else ()),
                  "yes" if p.credible else "no (within noise)",
                  "" if p.share is None else f"{p.share:.0%}")
                 for p in parts]
-        out.append(_table((title, f"baseline ({unit})", f"now ({unit})", "change", "nodes",
-                           "credible", "share of slowdown"), rows, numeric=(1, 2, 3, 6)))
+        headers = (title, f"baseline ({unit})", f"now ({unit})", "change",
+                   *(("nodes",) if nodes else ()), "credible", "share of slowdown")
+        out.append(_table(headers, rows, numeric=(1, 2, 3, len(headers) - 1)))
     return "\n".join(out)
 
 
