@@ -498,16 +498,21 @@ def _material(share: float | None) -> bool:
     return share is not None and share >= MATERIAL_SHARE
 
 
-def _stage_cause(stage: PartChange, ops: Sequence[PartChange]) -> Cause:
+def _stage_cause(stage: PartChange, ops: Sequence[PartChange],
+                 slowdown_ms: float | None) -> Cause:
     text = (f"stage `{stage.label}` {stage.delta_ms:+.3g} ms per call "
             f"({pct(stage.relative)}, {share_text(stage.share)})")
     if ops:  # the model's own time is known: did it take part?
         before = sum(o.baseline_ms for o in ops)
         now = sum(o.current_ms for o in ops)
-        model_share = (now - before) / stage.delta_ms if stage.delta_ms > 0 else 1.0
-        if model_share < MATERIAL_SHARE:
+        rel = _relative(now, before)
+        model_share = _share(now - before, slowdown_ms)
+        if abs(rel) <= PART_TOLERANCE:
             text += (f": the regression is outside the model (ONNX Runtime's operators "
-                     f"{pct(_relative(now, before))} in total)")
+                     f"{pct(rel)} in total)")
+        elif model_share is not None and model_share < MATERIAL_SHARE:
+            text += (f": the regression is mostly outside the model (ONNX Runtime's "
+                     f"operators {pct(rel)} in total, {share_text(model_share)})")
     return Cause("stage", stage.name, stage.share or 0.0, text)
 
 
@@ -592,7 +597,7 @@ def explain_change(metrics: Mapping[str, float], baseline: Mapping[str, float], 
             causes.append(_op_cause(op, op_types))
     for stage in stages:
         if stage.credible and stage.delta_ms > 0 and _material(stage.share):
-            causes.append(_stage_cause(stage, op_types))
+            causes.append(_stage_cause(stage, op_types, slowdown.wall_ms))
     for c in moved:
         if (c.worse and c.credible and c.category and c.metric not in SYMPTOMS
                 and _material(c.share)):

@@ -336,3 +336,14 @@ def test_terminal_summary_says_why_each_slower_test_is_slower():
         "Slower than the baseline, and why:",
         f"  t.py::test_slow: {change['summary']}",
     ]
+
+
+def test_a_stage_named_while_the_model_also_moved_a_little_is_mostly_outside_it():
+    base = no_pmu_profile(spread(1.3, 0.05, 1), stages={"preprocess": spread(0.3, 0.05, 2)},
+                          op_types={"MatMul": (2, spread(400, 0.05, 3))})
+    now = no_pmu_profile(spread(8.0, 0.05, 4), stages={"preprocess": spread(6.6, 0.05, 5)},
+                         op_types={"MatMul": (4, spread(800, 0.05, 6))})
+    change = explain(now, base)
+    assert [c.name for c in change.causes] == ["preprocess"]  # MatMul: 6% of the slowdown
+    assert "the regression is mostly outside the model (ONNX Runtime's operators +100% in " \
+           "total, 6% of the slowdown)" in change.summary
