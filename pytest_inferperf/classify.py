@@ -2,8 +2,9 @@
 
 Owns: the judging rules (which thresholds of :mod:`thresholds` crossed, how confident
 that makes us, which category wins), what could not be judged and why, the
-explanation of a change against a baseline, the recommendations for CPU inference
-with ONNX Runtime, and rendering a :class:`Diagnosis` as text or plain data.
+recommendations for CPU inference with ONNX Runtime, and rendering a
+:class:`Diagnosis` as text or plain data. The explanation of a change against a
+baseline is :mod:`change`'s (re-exported here: ``explain_change``, ``ChangeExplanation``).
 
 Must not: read counters or files, compute metrics (``metrics`` does), or import pytest.
 Pure functions over mappings: the plugin, the CLI and hook implementations call them.
@@ -42,6 +43,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .change import (  # the explanation of a change lives there; re-exported here
+    CHANGE_MIN_RELATIVE,
+    ChangeExplanation,
+    MetricChange,
+    explain_change,
+    metric_lines,
+    part_lines,
+)
 from .metrics import METRICS
 from .pmu.events import CATALOGUE
 from .thresholds import (
@@ -50,21 +59,17 @@ from .thresholds import (
     CHILDREN,
     MEMORY_CATEGORIES,
     MEMORY_EVIDENCE,
-    METRIC_CATEGORY,
     THRESHOLDS,
     CoreFacts,
     Threshold,
     core_facts,
 )
 
+__all__ = ["CHANGE_MIN_RELATIVE", "ChangeExplanation", "Diagnosis", "Evidence", "Finding",
+           "MetricChange", "RuleContext", "diagnose", "explain_change", "render"]
+
 KEY_WEIGHT, SUPPORT_WEIGHT, SIGNAL_CEILING = 1.0, 0.5, 0.85
-CHANGE_MIN_RELATIVE = 0.10  # a metric must move by 10% to count as moved (judgement)
-
 _CACHE_MPKI = ("l1d_mpki", "l2_mpki", "llc_mpki")
-
-# Metrics that are symptoms, not causes: reported when they move, never a pointer.
-_SYMPTOMS = ("cycles_per_call", "cpu_ms_per_call", "latency_mean_ms", "latency_p50_ms",
-             "latency_p95_ms", "latency_p99_ms", "peak_rss_mb")
 
 
 # -- records ----------------------------------------------------------------------
@@ -100,27 +105,6 @@ class Finding:
     evidence: tuple[Evidence, ...] = ()
     recommendations: tuple[str, ...] = ()
     explanation: str = ""
-
-
-@dataclass(frozen=True)
-class MetricChange:
-    """One metric in the baseline and now."""
-
-    metric: str
-    baseline: float
-    current: float
-    relative: float  # (current - baseline) / |baseline|; inf when the baseline was 0
-    worse: bool | None  # None when the metric has no better direction on record
-    category: str | None
-
-
-@dataclass(frozen=True)
-class ChangeExplanation:
-    """What moved against the baseline, and which category the movement points to."""
-
-    moved: tuple[MetricChange, ...]
-    points_to: str | None
-    summary: str
 
 
 @dataclass(frozen=True)
@@ -590,57 +574,6 @@ def _notes(ctx: RuleContext) -> tuple[str, ...]:
             "threshold whose metric was counted; no issue width, so IPC is not judged)",)
 
 
-# -- change against a baseline ----------------------------------------------------
-
-
-def _relative(current: float, baseline: float) -> float:
-    if baseline == 0:
-        return 0.0 if current == 0 else math.copysign(math.inf, current)
-    return (current - baseline) / abs(baseline)
-
-
-def explain_change(metrics: Mapping[str, float],
-                   baseline: Mapping[str, float]) -> ChangeExplanation:
-    """Which metrics moved most (relative), and which category the worsening points to.
-
-    A category's score is the sum of ``|relative|`` (capped at 10x) of its metrics that
-    moved the worse way by at least :data:`CHANGE_MIN_RELATIVE`; the highest score wins.
-    """
-    changes: list[MetricChange] = []
-    for name in sorted(set(metrics) & set(baseline)):
-        cur, base = float(metrics[name]), float(baseline[name])
-        if any(math.isnan(v) for v in (cur, base)):
-            continue
-        rel = _relative(cur, base)
-        spec = METRICS.get(name)
-        worse: bool | None = None
-        if spec is not None and rel != 0:
-            worse = (rel > 0) == (spec.better == "lower")
-        changes.append(MetricChange(name, base, cur, rel, worse, METRIC_CATEGORY.get(name)))
-    moved = sorted((c for c in changes if abs(c.relative) >= CHANGE_MIN_RELATIVE),
-                   key=lambda c: (-abs(c.relative), c.metric))
-    scores: dict[str, float] = {}
-    for c in moved:
-        if c.worse and c.category and c.metric not in _SYMPTOMS:
-            scores[c.category] = scores.get(c.category, 0.0) + min(abs(c.relative), 10.0)
-    points_to = max(sorted(scores), key=lambda k: scores[k]) if scores else None
-
-    def pct(c: MetricChange) -> str:
-        if math.isinf(c.relative):
-            return "from 0"
-        return f"{c.relative * 100:+.0f}%"
-
-    if not moved:
-        summary = f"no metric moved by {CHANGE_MIN_RELATIVE:.0%} or more against the baseline"
-    else:
-        top = ", ".join(f"{c.metric} {pct(c)} ({_fmt(c.baseline)} -> {_fmt(c.current)})"
-                        for c in moved[:4])
-        summary = f"moved most: {top}"
-        if points_to:
-            summary += f"; points to {points_to} ({CATEGORIES[points_to]})"
-    return ChangeExplanation(tuple(moved), points_to, summary)
-
-
 # -- rendering --------------------------------------------------------------------------
 
 
@@ -696,6 +629,7 @@ def render(diagnosis: Diagnosis, verbose: bool = False) -> str:
             lines.append(f"  {'try' if i == 1 else '   '} {i}. {rec}")
     if diagnosis.change is not None:
         lines.append(f"  change vs baseline: {diagnosis.change.summary}")
+        lines.extend(f"    {line}" for line in part_lines(diagnosis.change))
     lines.extend(f"  note: {note}" for note in diagnosis.notes)
     if not verbose:
         if diagnosis.secondary:
@@ -724,11 +658,8 @@ def render(diagnosis: Diagnosis, verbose: bool = False) -> str:
             lines.append(f"  {category}: {why}")
     if diagnosis.change is not None and diagnosis.change.moved:
         lines.append("")
-        lines.append("Change against the baseline (largest relative moves):")
-        for c in diagnosis.change.moved[:10]:
-            tag = {True: "worse", False: "better", None: ""}[c.worse]
-            rel = "from 0" if math.isinf(c.relative) else f"{c.relative * 100:+.1f}%"
-            lines.append(f"  {c.metric:<26} {_fmt(c.baseline):>10} -> {_fmt(c.current):<10} "
-                         f"{rel:>8} {tag} {('-> ' + c.category) if c.category else ''}".rstrip())
+        lines.append("Change against the baseline (largest relative moves; noise: within "
+                     "the run-to-run spread; share: what the move can cost at most):")
+        lines.extend(f"  {line}" for line in metric_lines(diagnosis.change))
     return "\n".join(lines)
 

@@ -34,11 +34,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from . import metrics as metrics_mod
 from .profile import Profile
+
+if TYPE_CHECKING:  # numpy is imported where the rank test runs: importing the plugin stays light
+    import numpy as np
 
 #: Significance level of the rank test.
 ALPHA = 0.01
@@ -244,6 +246,8 @@ def judge_metric(
     worse = delta > 0 if better == "lower" else delta < 0
     p_value: float | None = None
     if len(baseline_repeats) >= MIN_REPEATS and len(current_repeats) >= MIN_REPEATS:
+        import numpy as np
+
         p_value = mann_whitney_u(current_repeats, baseline_repeats)
         med_move = float(np.median(current_repeats) - np.median(baseline_repeats))
         same_way = delta != 0 and med_move != 0 and (med_move > 0) == (delta > 0)
@@ -283,6 +287,8 @@ def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> float:
     ``scipy.stats.mannwhitneyu(x, y, method="asymptotic")``). 1.0 when every
     value is tied.
     """
+    import numpy as np
+
     a = np.asarray(x, dtype=float)
     b = np.asarray(y, dtype=float)
     n1, n2 = a.size, b.size
@@ -302,6 +308,8 @@ def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> float:
 
 def _rank(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Average ranks (1-based, ties share their mean rank) and the size of each tie group."""
+    import numpy as np
+
     _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
     ends = np.cumsum(counts)
     mean_rank = ends - (counts - 1) / 2.0

@@ -8,7 +8,11 @@ This module owns everything pytest-inferperf does with ONNX Runtime itself:
 * :func:`make_inputs` / :func:`default_dims` - deterministic, *valid* inputs built from a
   model's graph inputs (token ids stay inside their embedding table, masks are all ones).
 * :class:`OperatorStat`, :func:`parse_ort_profile` and :func:`profile_operators` - per-node
-  time from ONNX Runtime's own profiler trace, with warm-up runs excluded.
+  time from ONNX Runtime's own profiler trace, with warm-up runs excluded;
+  :func:`op_type_runs` - per-op-type time in each profiled run.
+* :func:`find_session_call` and :func:`operator_times` - the operator pass of a measured
+  workload: the session it runs (``session.run`` itself, or found by watching
+  ``InferenceSession.run`` during one more call), profiled again in a second session.
 
 It never imports pytest. ``onnx`` (the model format package, a dependency) reads
 the graph for :func:`make_inputs` and :func:`default_dims`.
@@ -18,8 +22,10 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 import os
 import tempfile
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -776,3 +782,165 @@ def session_of(fn: Any) -> Any | None:
     """The InferenceSession behind ``session.run`` (a bound method), if that is what fn is."""
     owner = getattr(fn, "__self__", None)
     return owner if isinstance(owner, ort.InferenceSession) else None
+
+
+# -- the operator pass of a measured workload ------------------------------------------
+
+#: The operator pass runs the model about this long (at least :data:`PASS_MIN_RUNS`
+#: runs, at most :data:`PASS_MAX_RUNS`), after :data:`PASS_WARMUP` warm-up runs.
+PASS_SECONDS = 0.2
+PASS_MIN_RUNS = 8  # the rank test needs 6+ runs a side to reach p < 0.01; 8 leaves room
+PASS_MAX_RUNS = 20
+PASS_WARMUP = 2
+
+
+def op_type_runs(
+    trace: str | os.PathLike[str] | Sequence[Mapping[str, Any]], *, skip_runs: int = 0
+) -> list[dict[str, Any]]:
+    """Per op type: nodes, mean µs per run and the µs of each kept run, slowest first.
+
+    Runs are the ``model_run`` windows of :func:`parse_ort_profile`; the first
+    ``skip_runs`` are warm-up. A trace without ``model_run`` events is one run.
+    """
+    events = _load_trace(trace)
+    kernels = _kernel_events(events)
+    windows = _run_windows(events)
+    starts = [w[0] for w in windows]
+    kept = max(1, len(windows) - skip_runs) if windows else 1
+    runs: dict[str, list[float]] = {}
+    nodes: dict[str, set[str]] = {}
+    for event in kernels:
+        index = 0
+        if windows:
+            run = _run_of(float(event["ts"]), windows, starts)
+            if run is None or run < skip_runs:
+                continue
+            index = run - skip_runs
+        node, op_type = _node_key(event)
+        runs.setdefault(op_type or "?", [0.0] * kept)[index] += float(event["dur"])
+        nodes.setdefault(op_type or "?", set()).add(node)
+    rows = [{"op_type": op_type, "nodes": len(nodes[op_type]),
+             "mean_us": sum(values) / len(values), "runs_us": values}
+            for op_type, values in runs.items()]
+    return sorted(rows, key=lambda r: (-r["mean_us"], r["op_type"]))
+
+
+def pass_runs(latency_ms: float) -> int:
+    """Profiled runs for a model whose call takes ``latency_ms``: about PASS_SECONDS."""
+    if not latency_ms or latency_ms <= 0 or not math.isfinite(latency_ms):
+        return PASS_MIN_RUNS
+    return max(PASS_MIN_RUNS, min(PASS_MAX_RUNS, math.ceil(PASS_SECONDS * 1000 / latency_ms)))
+
+
+@dataclass(frozen=True)
+class SessionCall:
+    """The ONNX Runtime session a workload runs, and the feeds it gives it."""
+
+    session: Any
+    feeds: dict[str, Any]
+    how: str  # "direct" (the workload is session.run) | "found" (seen during one call)
+
+
+def _direct_call(call: Any) -> SessionCall | None:
+    fn = getattr(call, "func", call)
+    session = session_of(fn)
+    if session is None:
+        return None
+    args = getattr(call, "args", ())
+    feeds = args[1] if len(args) > 1 else getattr(call, "keywords", {}).get("input_feed")
+    return SessionCall(session, feeds, "direct") if isinstance(feeds, dict) else None
+
+
+def find_session_call(call: Any) -> SessionCall | None:
+    """The session behind a workload: ``session.run`` itself, or the session it runs.
+
+    For any other callable the workload is called once more with
+    ``InferenceSession.run`` watched; the session whose runs took longest wins.
+    """
+    direct = _direct_call(call)
+    if direct is not None or not callable(call):
+        return direct
+    seen: dict[int, list[Any]] = {}  # id(session) -> [session, feeds, ns]
+    cls = ort.InferenceSession
+    had_own = "run" in cls.__dict__
+    original = cls.run
+
+    def watched(self: Any, output_names: Any, input_feed: Any, *args: Any, **kw: Any) -> Any:
+        begin = time.perf_counter_ns()
+        try:
+            return original(self, output_names, input_feed, *args, **kw)
+        finally:
+            entry = seen.setdefault(id(self), [self, input_feed, 0])
+            entry[2] += time.perf_counter_ns() - begin
+
+    cls.run = watched  # type: ignore[method-assign]
+    try:
+        call()
+    finally:
+        if had_own:
+            cls.run = original  # type: ignore[method-assign]
+        else:
+            del cls.run
+    if not seen:
+        return None
+    session, feeds, _ = max(seen.values(), key=lambda e: e[2])
+    return SessionCall(session, dict(feeds), "found") if isinstance(feeds, Mapping) else None
+
+
+def _settings_of(session: Any) -> SessionSettings:
+    facts = describe_session(session)
+    return SessionSettings(
+        intra_op_threads=facts["intra_op_threads"] or 1,
+        inter_op_threads=facts["inter_op_threads"] or 1,
+        execution_mode=facts["execution_mode"],
+        allow_spinning=facts["allow_spinning"],
+        enable_mem_arena=facts["enable_mem_arena"],
+        graph_optimization_level=facts["graph_optimization_level"],
+    )
+
+
+def operator_times(call: Any, *, latency_ms: float | None = None,
+                   found: SessionCall | None = None) -> tuple[dict[str, Any], str | None]:
+    """Per-node and per-op-type times of the model a workload runs, or why not.
+
+    A second session of the same model and settings runs the workload's feeds under
+    ONNX Runtime's profiler: :data:`PASS_WARMUP` + :func:`pass_runs` runs. Returns the
+    Profile fields to set (``operators``, ``op_types``, and ``operator_pass``: runs,
+    warm-up and the pass's wall time, its cost) and None, or ``({}, reason)``; a workload
+    that runs no ONNX Runtime session gives ``({}, None)``.
+    """
+    found = found if found is not None else find_session_call(call)
+    if found is None:
+        return {}, None
+    session = found.session
+    model = getattr(session, "_model_path", None) or getattr(session, "_model_bytes", None)
+    if not model:
+        return {}, "not available: the session's model can be neither re-read nor re-used"
+    runs = pass_runs(latency_ms or 0.0)
+    begin = time.perf_counter()
+    try:
+        with tempfile.TemporaryDirectory(prefix="inferperf-ort-") as tmp:
+            trace = _run_profiled(model, found.feeds, _settings_of(session),
+                                  PASS_WARMUP + runs, Path(tmp))
+            operators = parse_ort_profile(trace, skip_runs=PASS_WARMUP)
+            op_types = op_type_runs(trace, skip_runs=PASS_WARMUP)
+    except Exception as exc:  # a second session can fail where the first did not
+        return {}, f"not available: ONNX Runtime's profiler failed: {exc}"
+    wall_ms = (time.perf_counter() - begin) * 1000.0
+    return {
+        "operators": tuple(op.to_dict() for op in operators),
+        "op_types": tuple(op_types),
+        "operator_pass": {"runs": runs, "warmup": PASS_WARMUP, "wall_ms": round(wall_ms, 1),
+                          "session": found.how},
+    }, None
+
+
+def operator_table(call: Any) -> tuple[list[OperatorStat] | None, str | None]:
+    """ONNX Runtime's per-operator times for a ``session.run`` workload, or why not."""
+    found = find_session_call(call)
+    if found is None:
+        return None, None  # not an ONNX Runtime workload: nothing to say
+    fields_, reason = operator_times(call, found=found)
+    if reason:
+        return None, reason
+    return [OperatorStat.from_dict(o) for o in fields_["operators"]], None

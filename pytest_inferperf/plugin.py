@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -262,7 +263,7 @@ class InferperfPlugin:
 
         out_dir = (self.settings.report_dir or Path(self.config.rootpath) / "inferperf-report")
         base_stacks = (baseline.stacks or {}) if baseline is not None else {}
-        operators, op_reason = _operator_table(call)
+        operators, op_reason = _operator_table(verdict.profile, call)
         graphs = capture(
             call, name=verdict.key, out_dir=out_dir / "flamegraphs",
             operators=operators, model_name=_model_name(call),
@@ -651,45 +652,32 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
         else:
             result = profile(fn, *args, name=variant or request.node.name,
                              backend=backend, **options, **kwargs)
+        result = _with_operator_times(result, call)
         recorded.append((variant, result, call))
         return result
 
     return run
 
 
-def _operator_table(call: Callable[[], Any]) -> tuple[list | None, str | None]:
-    """ONNX Runtime's per-operator times for a ``session.run`` workload, or why not."""
-    from .onnx import SessionSettings, describe_session, profile_operators, session_of
+def _with_operator_times(profile: Profile, call: Callable[[], Any]) -> Profile:
+    """The profile with ONNX Runtime's per-node and per-op-type times (onnx.operator_times)."""
+    if "onnxruntime" not in sys.modules:  # no session can exist: skip the import
+        return profile
+    from .onnx import operator_times
 
-    fn = getattr(call, "func", call)
-    session = session_of(fn)
-    if session is None:
-        import sys
+    fields, reason = operator_times(call, latency_ms=profile.latency.mean_ms)
+    settings = {**profile.settings, "operator_pass": fields.pop("operator_pass", None)
+                or {"skipped": reason or "not an ONNX Runtime workload"}}
+    return profile.with_(settings=settings, **fields)
 
-        if "onnxruntime" not in sys.modules:
-            return None, None  # not an ONNX Runtime workload: nothing to say
-        return None, ("not available: the workload is not a session's run method itself "
-                      "(a wrapping function hides which ONNX Runtime session it calls); pass "
-                      "session.run and its arguments to pmu_profile for the operator table")
-    args = getattr(call, "args", ())
-    feeds = args[1] if len(args) > 1 else getattr(call, "keywords", {}).get("input_feed")
-    model = getattr(session, "_model_path", None)
-    if not model or not isinstance(feeds, dict):
-        return None, ("not available: the session was made from bytes, or run() was not "
-                      "given a feed dict, so the model cannot be profiled again")
-    facts = describe_session(session)
-    settings = SessionSettings(
-        intra_op_threads=facts["intra_op_threads"] or 1,
-        inter_op_threads=facts["inter_op_threads"] or 1,
-        execution_mode=facts["execution_mode"],
-        allow_spinning=facts["allow_spinning"],
-        enable_mem_arena=facts["enable_mem_arena"],
-        graph_optimization_level=facts["graph_optimization_level"],
-    )
-    try:
-        return profile_operators(model, feeds, settings=settings, runs=10, warmup=2), None
-    except Exception as exc:  # a second session can fail where the first did not
-        return None, f"not available: ONNX Runtime's profiler failed: {exc}"
+
+def _operator_table(profile: Profile, call: Callable[[], Any]) -> tuple[list | None, str | None]:
+    """The profile's operator table, else ONNX Runtime's per-operator times, or why not."""
+    if profile.operators:
+        return list(profile.operators), None
+    from .onnx import operator_table
+
+    return operator_table(call)
 
 
 def _model_name(call: Callable[[], Any]) -> str:

@@ -1,9 +1,11 @@
 """The Profile: one measured workload, immutable, serialisable.
 
 Owns: the :class:`Profile` record and its parts (latency, memory, steady
-state, per-repeat samples, stages), the JSON schema version, and loading
-and validating a serialised Profile. A baseline file, ``report.json`` and a
-CLI result are all serialised Profiles.
+state, per-repeat samples, stages with their per-repeat times, per-operator
+and per-op-type times), the JSON schema version, and loading and validating
+a serialised Profile. Fields added since version 1 are optional: an older
+file loads with them empty, so no version bump was needed for them. A
+baseline file, ``report.json`` and a CLI result are all serialised Profiles.
 
 Must not: measure (that is ``runner``) or judge (that is ``verdict``).
 """
@@ -115,6 +117,17 @@ class StageStats:
     calls: int
     wall_ns: int
     counts: Mapping[str, float] = field(default_factory=dict)
+    repeat_wall_ns: tuple[int, ...] = ()  # per measured repeat; () in older profiles
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "calls": self.calls, "wall_ns": self.wall_ns,
+                "counts": dict(self.counts), "repeat_wall_ns": list(self.repeat_wall_ns)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> StageStats:
+        return cls(str(data["name"]), int(data["calls"]), int(data["wall_ns"]),
+                   {k: float(v) for k, v in data.get("counts", {}).items()},
+                   tuple(int(v) for v in data.get("repeat_wall_ns", ())))
 
 
 @dataclass(frozen=True)
@@ -137,6 +150,8 @@ class Profile:
     partial: bool = False
     partial_reason: str | None = None
     operators: tuple[Mapping[str, Any], ...] = ()
+    # Per op type: {"op_type", "nodes", "mean_us", "runs_us": [µs in each profiled run]}
+    op_types: tuple[Mapping[str, Any], ...] = ()
     roofline: Mapping[str, Any] | None = None  # ceilings and per-operator points
     energy: Mapping[str, Any] | None = None  # joules per call, or why not available
     stacks: Mapping[str, Any] | None = None  # {"view": "native", "folded": {stack: count}}
@@ -196,12 +211,10 @@ class Profile:
             "partial": self.partial,
             "partial_reason": self.partial_reason,
             "overhead": dict(self.overhead),
-            "stages": [
-                {"name": s.name, "calls": s.calls, "wall_ns": s.wall_ns, "counts": dict(s.counts)}
-                for s in self.stages
-            ],
+            "stages": [s.to_dict() for s in self.stages],
             "repeats": [r.to_dict() for r in self.repeats],
             "operators": [dict(o) for o in self.operators],
+            "op_types": [dict(o) for o in self.op_types],
             "roofline": None if self.roofline is None else dict(self.roofline),
             "energy": None if self.energy is None else dict(self.energy),
             "stacks": None if self.stacks is None else dict(self.stacks),
@@ -291,15 +304,12 @@ def _from_dict(data: Any, source: str) -> Profile:
             ),
             settings=_mapping(data.get("settings", {})),
             session=None if data.get("session") is None else _mapping(data["session"]),
-            stages=tuple(
-                StageStats(str(s["name"]), int(s["calls"]), int(s["wall_ns"]),
-                           {k: float(v) for k, v in s.get("counts", {}).items()})
-                for s in data.get("stages", [])
-            ),
+            stages=tuple(StageStats.from_dict(s) for s in data.get("stages", [])),
             overhead={k: float(v) for k, v in data.get("overhead", {}).items()},
             partial=bool(data.get("partial", False)),
             partial_reason=data.get("partial_reason"),
             operators=tuple(_mapping(o) for o in data.get("operators", [])),
+            op_types=tuple(_op_type(o) for o in data.get("op_types", [])),
             roofline=None if data.get("roofline") is None else _mapping(data["roofline"]),
             energy=None if data.get("energy") is None else _mapping(data["energy"]),
             stacks=None if data.get("stacks") is None else _stacks(data["stacks"]),
@@ -319,6 +329,13 @@ def _mapping(value: Any) -> dict:
     if not isinstance(value, Mapping):
         raise TypeError(f"expected an object, got {type(value).__name__}")
     return dict(value)
+
+
+def _op_type(value: Any) -> dict:
+    row = _mapping(value)
+    return {"op_type": str(row["op_type"]), "nodes": int(row.get("nodes", 0)),
+            "mean_us": float(row.get("mean_us", 0.0)),
+            "runs_us": [float(v) for v in row.get("runs_us", [])]}
 
 
 def _stacks(value: Any) -> dict:

@@ -37,10 +37,9 @@ from .profile import (
     StageStats,
     Steadiness,
 )
-from .stages import StageRecorder, recording
+from .stages import REST_STAGE, StageRecorder, recording
 
 OVERHEAD_SAMPLES = 5
-REST_STAGE = "(outside regions)"
 
 
 class RunnerConfigError(ValueError):
@@ -454,6 +453,7 @@ class Runner:
                 finally:
                     sample = counters.stop()
                 repeats.append(Repeat(calls, wall, sample))
+                recorder.end_repeat()
         self.last_result = last
         return repeats, durations, partial
 
@@ -462,7 +462,8 @@ def _stage_stats(recorder: StageRecorder, repeats: Sequence[Repeat]) -> tuple[St
     if not recorder.totals:
         return ()
     stages = [
-        StageStats(name, t.calls, t.wall_ns, dict(t.counts)) for name, t in recorder.totals.items()
+        StageStats(name, t.calls, t.wall_ns, dict(t.counts), recorder.repeat_wall_ns(name))
+        for name, t in recorder.totals.items()
     ]
     total_wall = sum(r.wall_ns for r in repeats)
     totals: dict[str, float] = {}
@@ -474,5 +475,10 @@ def _stage_stats(recorder: StageRecorder, repeats: Sequence[Repeat]) -> tuple[St
         for event, value in totals.items()
     }
     rest_wall = total_wall - sum(st.wall_ns for st in stages)
-    stages.append(StageStats(REST_STAGE, sum(r.calls for r in repeats), rest_wall, rest_counts))
+    rest_repeats: tuple[int, ...] = ()
+    if all(len(st.repeat_wall_ns) == len(repeats) for st in stages):
+        rest_repeats = tuple(rep.wall_ns - sum(st.repeat_wall_ns[i] for st in stages)
+                             for i, rep in enumerate(repeats))
+    stages.append(StageStats(REST_STAGE, sum(r.calls for r in repeats), rest_wall, rest_counts,
+                             rest_repeats))
     return tuple(stages)

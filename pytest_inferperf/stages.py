@@ -4,7 +4,8 @@ Owns: the ``region`` context manager users put inside their workload, and
 the recorder the runner activates while it measures, which attributes
 wall time and counter deltas to each named stage (sensor read,
 preprocess, inference, postprocess: bottlenecks often live outside the
-model).
+model), in total and per measured repeat (the distribution a change
+against the baseline is judged on).
 
 Outside a measured repeat (warm-up, smoke runs, plain calls) ``region``
 does nothing and costs a context-variable lookup.
@@ -21,6 +22,9 @@ from typing import Any
 
 from .pmu.base import CounterBackend
 
+#: The stage that holds a measured call's time outside every ``region()``.
+REST_STAGE = "(outside regions)"
+
 
 @dataclass
 class _StageTotals:
@@ -36,6 +40,16 @@ class StageRecorder:
     backend: CounterBackend
     totals: dict[str, _StageTotals] = field(default_factory=dict)
     depth: int = 0
+    marks: list[dict[str, int]] = field(default_factory=list)  # wall_ns so far, per repeat
+
+    def end_repeat(self) -> None:
+        """Close a measured repeat: its per-stage wall times become one comparable sample."""
+        self.marks.append({name: t.wall_ns for name, t in self.totals.items()})
+
+    def repeat_wall_ns(self, name: str) -> tuple[int, ...]:
+        """Stage ``name``'s wall time in each closed repeat."""
+        cumulative = [mark.get(name, 0) for mark in self.marks]
+        return tuple(b - a for a, b in zip([0, *cumulative], cumulative, strict=False))
 
     def enter(self) -> tuple[int, Any]:
         return time.perf_counter_ns(), self.backend.snapshot()

@@ -5,8 +5,9 @@ which core families, and where the number comes from), :data:`CORES` (per-core f
 the rules need: issue width and its source, the logical events the core does not
 implement), the core slugs a user may name (:func:`check_core`), the evidence that
 separates memory stalls from ILP-limited compute (:data:`MEMORY_EVIDENCE`), the
-category names and titles, and which category a moving metric points to
-(:data:`METRIC_CATEGORY`).
+category names and titles, which category a moving metric points to
+(:data:`METRIC_CATEGORY`), and what one more unit of a moved metric can cost at
+most, with its source (:data:`CHANGE_COSTS`).
 
 Must not: compute metrics (``metrics``) or judge (``classify``). Changing a number
 here changes every diagnosis; a number that is engineering judgement says so
@@ -395,4 +396,84 @@ METRIC_CATEGORY: dict[str, str] = {
     "cpu_migrations_per_sec": "noisy_machine",
     "latency_tail_ratio": "noisy_machine",
     "instructions_per_call": "extra_work",
+}
+
+
+# -- what a moved metric can cost ---------------------------------------------------
+#
+# A metric may point to a cause of a change only if its move could account for a
+# meaningful share of the slowdown (:mod:`change`). These rows say what one more event
+# costs at most, and where the figure comes from. They are upper bounds on purpose: a
+# move they cannot make material is not the cause; one they can is only a candidate.
+
+
+@dataclass(frozen=True)
+class ChangeCost:
+    """What one more unit of a metric costs, at most, and against which slowdown.
+
+    ``kind``:
+
+    * ``"event_us"`` - a per-call OS event costing ``cost`` µs each, against the time
+      per call; ``time_driven`` events (preemptions, migrations) also arrive at a rate
+      per second, so a longer call has more of them: only those beyond the baseline's
+      rate count.
+    * ``"mpki_cycles"`` - an event per 1000 instructions costing ``cost`` cycles each,
+      against the cycles per call.
+    * ``"cycle_fraction"`` - a fraction of cycles (or slots): the stalled cycles
+      themselves, against the cycles per call.
+    * ``"instructions"`` - instructions per call, at the baseline's IPC.
+    * ``"ipc"`` - the cycles the same instructions take at the lower IPC.
+    * ``"utilisation"`` - busy CPUs x wall time per call, against the CPU time per call.
+    """
+
+    kind: str
+    cost: float = 1.0
+    unit: str = ""
+    source: str = ""
+    time_driven: bool = False
+
+
+_LI_2007 = ("Li, Ding & Shen, 'Quantifying the Cost of Context Switch', ExpCS 2007: direct "
+            "cost 3.8 µs, total cost 'from several microseconds to more than one thousand "
+            "microseconds' with the working set (2.1-2.4 µs direct measured on a 2-vCPU "
+            "x86 VM with a pipe ping-pong pinned to one CPU)")
+_MIGRATION = ("Linux kernel/sched/fair.c sysctl_sched_migration_cost = 500000 ns: the "
+              "scheduler's own estimate of how long a task stays cache-hot")
+_FAULT = (f"{JUDGEMENT}: 5x the 1.8 µs a minor fault (anonymous page, zeroed) took when "
+          "measured on a 2-vCPU x86 VM (mmap + first touch of 65536 pages, 8.8 µs in a cold "
+          "first pass); faults that read a file (major_faults) cost more and are not modelled")
+_LEVINTHAL = ("Intel, 'Performance Analysis Guide for Intel Core i7 and Xeon 5500 "
+              "processors' (Levinthal), data-source latencies: L2 hit ~10 cycles, L3 hit "
+              "~40-75 cycles, local DRAM ~60 ns, remote DRAM ~100 ns")
+
+CHANGE_COSTS: dict[str, ChangeCost] = {
+    "context_switches_per_call": ChangeCost("event_us", 1000.0, "µs per switch", _LI_2007,
+                                            time_driven=True),
+    "cpu_migrations_per_call": ChangeCost("event_us", 500.0, "µs per migration", _MIGRATION,
+                                          time_driven=True),
+    "page_faults_per_call": ChangeCost("event_us", 10.0, "µs per fault", _FAULT),
+    "l1d_mpki": ChangeCost("mpki_cycles", 15.0, "cycles per L1D refill (an L2 hit)",
+                           _LEVINTHAL),
+    "l1i_mpki": ChangeCost("mpki_cycles", 15.0, "cycles per L1I refill (an L2 hit)",
+                           _LEVINTHAL),
+    "l2_mpki": ChangeCost("mpki_cycles", 75.0, "cycles per L2 refill (an L3 hit)", _LEVINTHAL),
+    "llc_mpki": ChangeCost("mpki_cycles", 400.0, "cycles per LLC miss (100 ns of DRAM at "
+                           "4 GHz)", _LEVINTHAL),
+    "dtlb_mpki": ChangeCost("mpki_cycles", 75.0, "cycles per page walk (its loads hit L3)",
+                            f"{JUDGEMENT} on {_LEVINTHAL}"),
+    "itlb_mpki": ChangeCost("mpki_cycles", 75.0, "cycles per page walk (its loads hit L3)",
+                            f"{JUDGEMENT} on {_LEVINTHAL}"),
+    "l1d_tlb_mpki": ChangeCost("mpki_cycles", 75.0, "cycles per L1D TLB refill (at most a "
+                               "walk)", f"{JUDGEMENT} on {_LEVINTHAL}"),
+    "branch_mpki": ChangeCost("mpki_cycles", 20.0, "cycles per mispredicted branch",
+                              "Agner Fog, 'The microarchitecture of Intel, AMD and VIA CPUs': "
+                              "15-20 cycles on recent x86 cores; Arm Neoverse N1 software "
+                              "optimization guide: 11 cycles"),
+    **{name: ChangeCost("cycle_fraction", source="the stalled cycles (or slots) themselves")
+       for name in ("frontend_stalled", "backend_stalled", "backend_mem_stalled",
+                    "frontend_bound", "backend_bound", "bad_speculation")},
+    "instructions_per_call": ChangeCost("instructions", source="the extra instructions at "
+                                        "the baseline's IPC"),
+    "ipc": ChangeCost("ipc", source="the current instructions at the baseline's IPC"),
+    "cpu_utilisation": ChangeCost("utilisation", source="extra busy CPUs x wall time per call"),
 }

@@ -1,18 +1,21 @@
 """The Verdict: budgets + baseline comparison + diagnosis for one Profile.
 
 Owns: judging one Profile against its ``perf`` marker and its baseline,
-deciding pass / fail / not checkable, and the readable failure block a user
-sees. Pure: it is handed the baseline (or the error loading it); it never
+deciding pass / fail / not checkable, the change against the baseline with
+what it is blamed on (:func:`change.explain_profiles`, attached to the
+diagnosis), the one-cell change summary, and the readable failure block a
+user sees. Pure: it is handed the baseline (or the error loading it); it never
 reads files or measures.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .budgets import BudgetResult, PerfSpec, check_budgets
+from .change import ChangeExplanation, explain_profiles
 from .classify import Diagnosis, diagnose, render
 from .compare import Comparison, IncomparableError, compare_profiles
 from .metrics import METRICS, profile_metrics
@@ -48,6 +51,11 @@ class Verdict:
     artifact_notes: Mapping[str, str] = field(default_factory=dict)  # view -> why missing
     gated: frozenset[str] = frozenset()
     verbose: bool = False  # the full reasoning of the diagnosis in the failure text
+
+    @property
+    def change(self) -> ChangeExplanation | None:
+        """What the change against the baseline is blamed on (None: nothing compared)."""
+        return self.diagnosis.change if self.diagnosis is not None else None
 
     @property
     def budget_failures(self) -> tuple[BudgetResult, ...]:
@@ -114,6 +122,7 @@ class Verdict:
             "unchecked": [b.describe() for b in self.unchecked],
             "unavailable": self.profile.unavailable,
             "diagnosis": _headline(self.diagnosis),
+            "change_explanation": None if self.change is None else self.change.to_dict(),
             "profile": self.profile.to_dict(),
             "artifacts": dict(self.artifacts),
             "artifact_notes": dict(self.artifact_notes),
@@ -153,10 +162,13 @@ def judge(
         unavailable=profile.unavailable,
         session=profile.session,
         cpu_count=cpu.get("cpu_count"),
-        baseline_metrics=profile_metrics(baseline) if comparison is not None and baseline
-        else None,
         extra_findings=extra_findings,
     )
+    if comparison is not None and baseline is not None:
+        change = explain_profiles(profile, baseline, metrics=metrics,
+                                  baseline_metrics=profile_metrics(baseline),
+                                  comparison=comparison)
+        diagnosis = replace(diagnosis, change=change)
     return Verdict(
         diagnosis=diagnosis,
         verbose=verbose,
@@ -192,7 +204,7 @@ def change_summary(verdict: Verdict) -> str:
         return verdict.baseline_note
     if verdict.regressions:
         worst = max(verdict.regressions, key=lambda c: abs(c.delta))
-        return f"REGRESSED {worst.metric} {worst.delta:+.1%}"
+        return f"REGRESSED {worst.metric} {worst.delta:+.1%}{_blamed_on(verdict.change)}"
     if verdict.stale:
         best = max(verdict.stale, key=lambda c: abs(c.delta))
         return f"stale: {best.metric} {best.delta:+.1%}"
@@ -201,6 +213,17 @@ def change_summary(verdict: Verdict) -> str:
     if not movers:
         return "nothing to compare"
     return f"ok ({movers[0].metric} {movers[0].delta:+.1%})"
+
+
+def _blamed_on(change: ChangeExplanation | None) -> str:
+    """`` (stage preprocess)``: the first named cause, in a few words."""
+    if change is None or change.slowdown is None or not change.slowdown.credible:
+        return ""
+    if change.unexplained:
+        return " (unexplained)"
+    cause = change.causes[0]
+    what = {"stage": "stage ", "op_type": "op type "}.get(cause.kind, "")
+    return f" ({what}{cause.category or cause.name})"
 
 
 # The metrics a reader looks at first; the summary cell shows the largest of these.

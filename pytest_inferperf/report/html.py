@@ -203,9 +203,32 @@ def _diagnosis(diagnosis: Any) -> str:
             out.append("<ol>" + "".join(f"<li>{esc(r)}</li>" for r in finding.recommendations)
                        + "</ol>")
     if diagnosis.change is not None:
-        out.append(f"<p>Change against the reference: {esc(diagnosis.change.summary)}</p>")
+        out.append(change_html(diagnosis.change, "Change against the reference"))
     if diagnosis.not_judged:
         out.append(_table(("not judged", "why"), list(diagnosis.not_judged.items())))
+    return "\n".join(out)
+
+
+def change_html(change: Any, heading: str) -> str:
+    """A change against a baseline: its summary, then the stage and op-type tables."""
+    from ..change import pct
+
+    out = [f"<p><b>{esc(heading)}</b>: {esc(change.summary)}</p>"]
+    for title, parts, unit in (("stage", change.stages, "ms per call"),
+                               ("op type", change.op_types, "ms per run")):
+        if not parts:
+            continue
+        nodes = title == "op type"
+        rows = [(p.label, shared.fmt(p.baseline_ms), shared.fmt(p.current_ms),
+                 _Raw(f'<span class="{"bad" if p.credible and p.delta_ms > 0 else "muted"}">'
+                      f"{esc(pct(p.relative))}</span>"),
+                 *((f"{p.nodes[0]} -> {p.nodes[1]}",) if nodes else ()),
+                 "yes" if p.credible else "no (within noise)",
+                 "" if p.share is None else f"{p.share:.0%}")
+                for p in parts]
+        headers = (title, f"baseline ({unit})", f"now ({unit})", "change",
+                   *(("nodes",) if nodes else ()), "credible", "share of slowdown")
+        out.append(_table(headers, rows, numeric=(1, 2, 3, len(headers) - 1)))
     return "\n".join(out)
 
 
@@ -284,8 +307,8 @@ def _comparison(side: SideBySide, svgs: Mapping[str, str]) -> str:
             for label, c in side.regressions) + "</ul>")
     for entry, verdict in zip(side.entries[1:], side.verdicts[1:], strict=True):
         if verdict is not None and verdict.diagnosis is not None and verdict.diagnosis.change:
-            out.append(f"<p>{esc(entry.label)} vs {esc(labels[0])}: "
-                       f"{esc(verdict.diagnosis.change.summary)}</p>")
+            out.append(change_html(verdict.diagnosis.change,
+                                   f"{entry.label} vs {labels[0]}"))
     for name, path in side.artifacts.items():
         out.append(f"<h3>{esc(name)}: {_link(path)}</h3>")
         if path in svgs:

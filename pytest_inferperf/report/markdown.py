@@ -96,6 +96,10 @@ def render_comparison(side: SideBySide) -> str:
     for label, change in side.regressions:
         lines.append(f"- **REGRESSED** {md(label)}: {md(change.metric)} "
                      f"{md(shared.pct(change.delta))}")
+    for entry, verdict in zip(side.entries[1:], side.verdicts[1:], strict=True):
+        change = verdict.diagnosis.change if verdict is not None and verdict.diagnosis else None
+        if change is not None:
+            lines.append(f"- {md(entry.label)} vs {md(labels[0])}: {md(change.summary)}")
     return "\n".join(lines) + "\n"
 
 

@@ -1,10 +1,10 @@
 """The terminal summary of a ``pytest --inferperf`` run.
 
 Owns: the one table of every profiled test (key metrics, change against
-the baseline, verdict), the line saying what this machine could not count,
-and the baseline write lines. Works on the plain records that travel from
-xdist workers, so the controller renders the same table for ``-n 0`` and
-``-n 2``.
+the baseline, verdict), what each slower test's change is blamed on, the
+line saying what this machine could not count, and the baseline write
+lines. Works on the plain records that travel from xdist workers, so the
+controller renders the same table for ``-n 0`` and ``-n 2``.
 """
 
 from __future__ import annotations
@@ -75,6 +75,20 @@ def not_counted_line(records: Sequence[dict]) -> str | None:
     return "Not counted here: " + "; ".join(parts) + ". Run `inferperf doctor` for the fixes."
 
 
+def change_lines(records: Sequence[dict]) -> list[str]:
+    """What each slower test's change is blamed on (a stage, an op type, a metric, or
+    nothing the counters here can show), with its stage and op-type moves."""
+    lines = []
+    for record in sorted(records, key=lambda r: r["key"]):
+        change = record.get("change_explanation") or {}
+        if not (change.get("slowdown") or {}).get("credible"):
+            continue
+        lines.append(f"  {record['key']}: {change['summary']}")
+    if lines:
+        lines.insert(0, "Slower than the baseline, and why:")
+    return lines
+
+
 def simulated_lines(records: Sequence[dict]) -> list[str]:
     """What the simulate backend cost against native execution, and its warnings."""
     lines = []
@@ -109,6 +123,10 @@ def render_summary(records: Sequence[dict], written: Sequence[str], errors: Sequ
                "diagnosis"]
     lines = [tabulate(summary_rows(records), headers=headers, tablefmt="simple",
                       disable_numparse=True)]
+    changes = change_lines(records)
+    if changes:
+        lines.append("")
+        lines.extend(changes)
     graphs = [f"  {r['key']}: {path}" for r in sorted(records, key=lambda r: r["key"])
               for path in r.get("artifacts", {}).values()]
     if graphs:

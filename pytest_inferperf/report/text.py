@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tabulate import tabulate
 
+from ..change import part_lines
 from ..metrics import METRICS, profile_metrics
 
 if TYPE_CHECKING:
@@ -237,6 +238,7 @@ def render_comparison(side: SideBySide, out_dir: str = "") -> str:
     for entry, verdict in zip(side.entries[1:], side.verdicts[1:], strict=True):
         if verdict is not None and verdict.diagnosis is not None and verdict.diagnosis.change:
             lines.append(f"{entry.label} vs {labels[0]}: {verdict.diagnosis.change.summary}")
+            lines.extend(f"  {line}" for line in part_lines(verdict.diagnosis.change))
     for label, change in side.regressions:
         lines.append(f"REGRESSED {label}: {change.metric} {fmt(change.baseline)} -> "
                      f"{fmt(change.current)} ({pct(change.delta)}; {change.detail})")
