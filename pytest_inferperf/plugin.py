@@ -12,6 +12,7 @@ and, with ``--update-baselines``, does the one baseline write pass.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -85,6 +86,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     option("--inferperf-json", "inferperf_json", metavar="PATH", default=None,
            help="write the whole run as one JSON document (commit, machine, every test's "
                 "verdict and metrics, a github-action-benchmark list)")
+    option("--inferperf-html", "inferperf_html", metavar="PATH", default=None,
+           help="write the whole run as one self-contained HTML page (the table, then each "
+                "test as inferperf analyse shows a model, flamegraphs embedded)")
     option("--inferperf-explain", "inferperf_explain", action="store_true", default=None,
            help="show the diagnosis's full reasoning for failed tests (also with -v)")
     option("--inferperf-flamegraphs", "inferperf_flamegraphs", choices=FLAMEGRAPH_CHOICES,
@@ -119,6 +123,7 @@ class Settings:
     require_pmu: bool
     report_dir: Path | None
     run_json: Path | None
+    run_html: Path | None
     fail_stale: bool
     explain: bool
     flamegraphs: str
@@ -131,6 +136,7 @@ class Settings:
         baselines = _get(config, "inferperf_baselines")
         report = _get(config, "inferperf_report")
         run_json = _get(config, "inferperf_json")
+        run_html = _get(config, "inferperf_html")
         backend = _choice(config, "inferperf_backend", BACKEND_CHOICES, "auto")
         workerinput = getattr(config, "workerinput", None)
         worker_index = None
@@ -148,6 +154,7 @@ class Settings:
             require_pmu=bool(_get(config, "inferperf_require_pmu")),
             report_dir=(root / report) if report else None,
             run_json=Path(config.invocation_params.dir, run_json) if run_json else None,
+            run_html=Path(config.invocation_params.dir, run_html) if run_html else None,
             fail_stale=bool(_get(config, "inferperf_fail_stale")),
             explain=bool(_get(config, "inferperf_explain")) or config.option.verbose > 0,
             flamegraphs=_choice(config, "inferperf_flamegraphs", FLAMEGRAPH_CHOICES, "failed"),
@@ -383,7 +390,8 @@ class InferperfPlugin:
             except OSError as exc:
                 self.write_errors.append(
                     f"could not write {exc.filename or 'a report file'}: {exc.strerror or exc}; "
-                    "check the path given to --inferperf-report / --inferperf-json")
+                    "check the path given to --inferperf-report / --inferperf-json / "
+                    "--inferperf-html")
         if self.write_errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -401,7 +409,30 @@ class InferperfPlugin:
             tmp.write_text(json.dumps(document, indent=1, allow_nan=False) + "\n")
             os.replace(tmp, path)
             self.outputs.append(f"wrote {_relative(path, self.config)}")
+        if self.settings.run_html is not None:
+            self._write_run_html(self.settings.run_html)
         append_step_summary(run_markdown(self.records, written=self.written))
+
+    def _write_run_html(self, path: Path) -> None:
+        """The run as one page; flamegraphs embedded and linked relative to the page."""
+        from .report.html import render_run_html
+
+        records, svgs = [], {}
+        for record in self.records:
+            artifacts = {}
+            for kind, rel in record.get("artifacts", {}).items():
+                target = Path(self.config.rootpath, rel)
+                link = os.path.relpath(target, path.parent)
+                artifacts[kind] = link
+                with contextlib.suppress(OSError, UnicodeDecodeError):  # else linked only
+                    svgs[link] = target.read_text(encoding="utf-8")
+            records.append({**record, "artifacts": artifacts})
+        page = render_run_html(records, title="pytest --inferperf", svgs=svgs)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(page, encoding="utf-8")
+        os.replace(tmp, path)
+        self.outputs.append(f"wrote {_relative(path, self.config)}")
 
     def _write_reports(self, session: pytest.Session) -> None:
         from .baseline import short_hash

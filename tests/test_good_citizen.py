@@ -356,3 +356,27 @@ def test_a_wrapped_session_run_gets_its_operator_view(pytester):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*flamegraph operators.svg: inferperf-report/flamegraphs/"
                                  "test_a.py_test_wrapped-*.operators.svg"])
+
+
+def test_run_html_is_one_self_contained_page(pytester):
+    pytester.makepyfile(test_a=f"""
+        import pytest
+        @pytest.mark.perf({FAST})
+        def test_ok(pmu_profile):
+            pmu_profile(sum, range(1000))
+        @pytest.mark.perf(latency_p50_ms_max=0.000001, {FAST})
+        def test_slow(pmu_profile):
+            pmu_profile(sum, range(1000))
+    """)
+    result = run(pytester, "--inferperf", "--inferperf-backend", "none",
+                 "--inferperf-html", "site/run.html")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["wrote site/run.html"])
+    page = (pytester.path / "site" / "run.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "2 profiled, 1 failed." in page
+    assert "<h2>test_a.py::test_ok</h2>" in page and "<h2>test_a.py::test_slow</h2>" in page
+    assert "budget   latency_p50_ms = " in page
+    assert "../inferperf-report/flamegraphs/test_a.py_test_slow-" in page  # relative link
+    assert "data:image/svg+xml;base64," in page  # and embedded
+    assert "<script src=" not in page and "http://" not in page.replace(
+        "http://www.w3.org", "")

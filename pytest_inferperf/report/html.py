@@ -319,6 +319,13 @@ def _comparison(side: SideBySide, svgs: Mapping[str, str]) -> str:
 
 
 # -- the page ------------------------------------------------------------------------------
+def _page(title: str, body: Sequence[str]) -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{esc(title)}</title><style>{CSS}</style></head>\n"
+            f"<body><main>\n{''.join(part + chr(10) for part in body)}</main></body></html>\n")
+
+
 def render_html(profiles_or_one: Profile | Sequence[Profile], *, title: str,
                 comparison: SideBySide | None = None,
                 svgs: Mapping[str, str] | None = None) -> str:
@@ -340,10 +347,7 @@ def render_html(profiles_or_one: Profile | Sequence[Profile], *, title: str,
     labels = comparison.labels if comparison is not None else [p.name for p in profiles]
     for label, profile in zip(labels, profiles, strict=True):
         body.append(_profile_section(profile, svgs, label))
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{esc(title)}</title><style>{CSS}</style></head>\n"
-            f"<body><main>\n{''.join(part + chr(10) for part in body)}</main></body></html>\n")
+    return _page(title, body)
 
 
 def _plain_comparison(profiles: Sequence[Profile]) -> str:
@@ -354,3 +358,32 @@ def _plain_comparison(profiles: Sequence[Profile]) -> str:
     return ("<h2>Side by side</h2>"
             + _table(("metric", "unit", *(p.name for p in profiles)), rows,
                      numeric=range(2, 2 + len(profiles))))
+
+
+# -- a whole pytest --inferperf run ------------------------------------------------------
+def render_run_html(records: Sequence[Mapping[str, Any]], *, title: str,
+                    svgs: Mapping[str, str] | None = None) -> str:
+    """One self-contained page for a ``pytest --inferperf`` run: the table, then each test.
+
+    ``records`` are the plain records the controller holds (their ``artifacts`` already
+    relative to the page); each test gets the same section as ``inferperf analyse``'s
+    report, after its failure text when it failed.
+    """
+    from ..profile import Profile as ProfileType
+    from .terminal import columns, summary_rows
+
+    svgs = svgs or {}
+    ordered = sorted(records, key=lambda r: r["key"])
+    headers = ("test", *(t for _, t, _ in columns(ordered)), "vs baseline", "verdict",
+               "diagnosis")
+    failed = sum(1 for r in ordered if r["failed"] or r.get("outcome") == "failed")
+    body = [f"<h1>{esc(title)}</h1>",
+            f"<p>{len(ordered)} profiled, {failed} failed.</p>",
+            _table(headers, summary_rows(ordered))]
+    for record in ordered:
+        profile = ProfileType.from_dict(record["profile"]).with_(
+            artifacts=dict(record.get("artifacts", {})))
+        if record.get("failure"):
+            body.append(f"<pre class='bad'>{esc(record['failure'])}</pre>")
+        body.append(_profile_section(profile, svgs, record["key"]))
+    return _page(title, body)
