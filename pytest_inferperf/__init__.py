@@ -8,6 +8,8 @@ The public API; everything else may move. Names are imported on first use
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -34,6 +36,22 @@ _PUBLIC = {
 }
 
 __all__ = [*sorted(_PUBLIC), "__version__"]
+
+
+class _Package(types.ModuleType):
+    """The package module: a submodule never hides a public name it shares.
+
+    ``pytest_inferperf.profile`` is both a submodule (the Profile model) and the
+    public function ``profile()``; importing the submodule must not rebind the name.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _PUBLIC and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:

@@ -48,6 +48,7 @@ from .change import (  # the explanation of a change lives there; re-exported he
     ChangeExplanation,
     MetricChange,
     explain_change,
+    fmt,
     metric_lines,
     part_lines,
 )
@@ -168,17 +169,7 @@ class RuleContext:
 # -- evaluation ------------------------------------------------------------------------
 
 
-def _fmt(value: float) -> str:
-    if value == 0 or math.isinf(value) or math.isnan(value):
-        return str(value)
-    magnitude = abs(value)
-    if magnitude >= 1e6:
-        return f"{value:.3g}"
-    if magnitude >= 100:
-        return f"{value:.0f}"
-    if magnitude >= 1:
-        return f"{value:.2f}".rstrip("0").rstrip(".")
-    return f"{value:.3f}".rstrip("0").rstrip(".")
+_fmt = fmt  # one number format for diagnoses and changes (change.fmt)
 
 
 def strength(value: float, threshold: float, comparison: str) -> float:

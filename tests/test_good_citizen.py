@@ -380,3 +380,17 @@ def test_run_html_is_one_self_contained_page(pytester):
     assert "data:image/svg+xml;base64," in page  # and embedded
     assert "<script src=" not in page and "http://" not in page.replace(
         "http://www.w3.org", "")
+
+
+def test_the_public_api_loads_on_first_use_and_profile_stays_the_function():
+    code = ("import sys, pytest_inferperf.profile\n"
+            "import pytest_inferperf as api\n"
+            "from pytest_inferperf.runner import profile\n"
+            "assert api.profile is profile, api.profile\n"
+            "from pytest_inferperf import Profile, region, MeasurementTimeout\n"
+            "assert Profile.__module__ == 'pytest_inferperf.profile'\n"
+            "assert set(api.__all__) >= {'profile', 'region', 'Profile', '__version__'}\n"
+            "print(api.__version__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(r"\d+\.\d+\.\d+.*", done.stdout.strip())
