@@ -672,6 +672,8 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
             options["pin"] = cpus[settings.worker_index % len(cpus)]
         backend = _backend(settings.backend, request.config)
         if backend == "simulate":
+            from .pmu import simulate
+
             reason = simulate.available()
             if reason:
                 pytest.skip(f"inferperf: the simulate backend is {reason}")
