@@ -394,3 +394,20 @@ def test_the_public_api_loads_on_first_use_and_profile_stays_the_function():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert re.fullmatch(r"\d+\.\d+\.\d+.*", done.stdout.strip())
+
+
+def test_the_simulate_backend_without_valgrind_skips_with_the_reason(pytester, monkeypatch):
+    """The fixture's simulate branch, fast: with no valgrind on PATH it skips and says why."""
+    bin_dir = pytester.path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    pytester.makepyfile(test_a=f"""
+        import pytest
+        @pytest.mark.perf({FAST})
+        def test_x(pmu_profile):
+            pmu_profile(sum, range(100))
+    """)
+    result = run(pytester, "--inferperf", "--inferperf-backend", "simulate", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*inferperf: the simulate backend is *valgrind*"])
