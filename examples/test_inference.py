@@ -57,5 +57,7 @@ def test_classification_pipeline(pmu_profile, session_for, image):
         return top5
 
     profile = pmu_profile(classify)
-    stages = {s.name: s for s in profile.stages}
-    assert stages["inference"].wall_ns > stages["postprocess"].wall_ns
+    # Each call went through every stage once. Which stage costs most is the report's
+    # job, from the measured repeats: one call on a busy machine cannot say.
+    calls = {s.name: s.calls for s in profile.stages}
+    assert calls["preprocess"] == calls["inference"] == calls["postprocess"] >= 1
