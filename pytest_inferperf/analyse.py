@@ -175,42 +175,6 @@ def resolve_shapes(model: str | os.PathLike[str],
 
 
 # -- measuring ---------------------------------------------------------------------------
-class _ProgressCounters:
-    """A counter backend that says which repeat starts, just before its region starts."""
-
-    def __init__(self, inner: Any, repeat: int, progress: Progress) -> None:
-        from .runner import OVERHEAD_SAMPLES
-
-        self._inner, self._repeat, self._progress = inner, repeat, progress
-        self._skip = OVERHEAD_SAMPLES  # the empty start/stop pairs measuring the overhead
-        self._starts = 0
-        self.name = inner.name
-
-    def open(self) -> None:
-        self._inner.open()
-
-    def start(self) -> None:
-        self._starts += 1
-        if self._starts > self._skip:
-            self._progress(f"repeat {self._starts - self._skip}/{self._repeat}")
-        self._inner.start()
-
-    def stop(self) -> Any:
-        return self._inner.stop()
-
-    def snapshot(self) -> Any:
-        return self._inner.snapshot()
-
-    def delta(self, begin: Any, end: Any) -> Any:
-        return self._inner.delta(begin, end)
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def statuses(self) -> Any:
-        return self._inner.statuses()
-
-
 def _counters(backend: str, repeat: int, progress: Progress | None) -> Any:
     from .pmu import make_backend
     from .pmu.base import CountersError
@@ -219,7 +183,11 @@ def _counters(backend: str, repeat: int, progress: Progress | None) -> Any:
         inner = make_backend(backend)
     except CountersError as exc:
         raise UsageError(f"--backend {backend}: {exc}") from None
-    return inner if progress is None else _ProgressCounters(inner, repeat, progress)
+    if progress is None:
+        return inner
+    from .progress import ProgressCounters
+
+    return ProgressCounters(inner, repeat, progress)
 
 
 def _say(progress: Progress | None, text: str) -> None:

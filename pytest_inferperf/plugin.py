@@ -78,6 +78,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("inferperf_simulate_shared", type="bool", default=True,
                   help="simulate backend: run every simulated test in one valgrind child "
                        "(its start-up paid once); false: one child per test")
+    parser.addini("inferperf_progress_interval", default="60",
+                  help="seconds between progress lines of a long profile when the output "
+                       "is not a terminal (CI logs); on a terminal one status is kept up "
+                       "to date in place; -q shows none")
     option("--inferperf-require-pmu", "inferperf_require_pmu", action="store_true",
            default=None,
            help="fail, instead of skip, a budget that needs counters this machine cannot count")
@@ -190,6 +194,34 @@ class InferperfPlugin:
                 except MarkerError as exc:
                     raise collector.CollectError(f"{item.nodeid}: {exc}") from None
         return result
+
+    # -- progress of long profiles ---------------------------------------------
+    def live_line(self, item: pytest.Item, variant: str) -> Any:
+        """The live progress line for one profile of ``item`` (progress.LiveLine), or quiet."""
+        from . import progress
+
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        writer = getattr(reporter, "_tw", None)
+        out = getattr(writer, "_file", None)
+        if out is None or self.config.option.verbose < 0 or _is_worker(self.config):
+            return progress.QUIET
+        try:
+            interval = float(self.config.getini("inferperf_progress_interval"))
+        except ValueError:
+            raise pytest.UsageError(
+                "inferperf_progress_interval = "
+                f"{self.config.getini('inferperf_progress_interval')!r} in the ini file: "
+                "give the seconds between progress lines as a number, e.g. 60"
+            ) from None
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        label = item.nodeid + (f" [{variant}]" if variant else "")
+        return progress.LiveLine(
+            label, out, tty=bool(getattr(reporter, "isatty", False) and writer.hasmarkup),
+            width=writer.fullwidth, column=lambda: writer.width_of_current_line,
+            interval=interval,
+            uncaptured=(capture.global_and_fixture_disabled if capture is not None
+                        else contextlib.nullcontext),
+        )
 
     # -- the simulate backend's child for many tests --------------------------
     def shared_child(self, item: pytest.Item) -> SharedChild | None:
@@ -671,21 +703,37 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
             cpus = sorted(os.sched_getaffinity(0))
             options["pin"] = cpus[settings.worker_index % len(cpus)]
         backend = _backend(settings.backend, request.config)
-        if backend == "simulate":
-            from .pmu import simulate
+        from .progress import ProgressCounters, ticking
 
-            reason = simulate.available()
-            if reason:
-                pytest.skip(f"inferperf: the simulate backend is {reason}")
-            result = simulate.profile_via_child(
-                request.node.nodeid, variant or None, rootdir=request.config.rootpath,
-                settings=_run_settings(spec), native=call,
-                name=variant or request.node.name, shared=plugin.shared_child(request.node),
-            )
-        else:
-            result = profile(fn, *args, name=variant or request.node.name,
-                             backend=backend, **options, **kwargs)
-        result = _with_operator_times(result, call)
+        line = plugin.live_line(request.node, variant)
+        try:
+            if backend == "simulate":
+                from .pmu import simulate
+
+                reason = simulate.available()
+                if reason:
+                    pytest.skip(f"inferperf: the simulate backend is {reason}")
+                line.phase("simulating: native run, then the region under valgrind")
+                with ticking(line):
+                    result = simulate.profile_via_child(
+                        request.node.nodeid, variant or None, rootdir=request.config.rootpath,
+                        settings=_run_settings(spec), native=call,
+                        name=variant or request.node.name,
+                        shared=plugin.shared_child(request.node),
+                    )
+            else:
+                from .pmu import make_backend
+
+                line.phase("warm-up")
+                counters = ProgressCounters(make_backend(backend), _run_settings(spec).repeat,
+                                            line.phase)
+                result = profile(fn, *args, name=variant or request.node.name,
+                                 backend=counters, **options, **kwargs)
+            if "onnxruntime" in sys.modules:
+                line.phase("operator times (ONNX Runtime profiler)")
+            result = _with_operator_times(result, call)
+        finally:
+            line.done()
         recorded.append((variant, result, call))
         return result
 

@@ -411,3 +411,13 @@ def test_the_simulate_backend_without_valgrind_skips_with_the_reason(pytester, m
     result = run(pytester, "--inferperf", "--inferperf-backend", "simulate", "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*inferperf: the simulate backend is *valgrind*"])
+
+
+def test_the_long_description_has_no_link_pypi_cannot_follow():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    text = (ROOT / meta["readme"]["file"]).read_text()
+    links = re.findall(r"\]\(([^)]+)\)", text) + re.findall(r'(?:src|href)="([^"]+)"', text)
+    assert [link for link in links if not re.match(r"https?://", link)] == []
+    assert "pytest --inferperf" in text and meta["readme"]["content-type"] == "text/markdown"
