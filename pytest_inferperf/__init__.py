@@ -62,9 +62,9 @@ def __getattr__(name: str) -> Any:
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+    # Not cached in this namespace: the submodule in sys.modules is the one the engine
+    # uses, also after a harness (pytester's in-process runs) has put sys.modules back.
+    return getattr(importlib.import_module(module, __name__), name)
 
 
 def __dir__() -> list[str]:
