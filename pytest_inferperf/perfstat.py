@@ -236,7 +236,7 @@ def _is_value(token: str) -> bool:
 
 def _looks_like_event(token: str) -> bool:
     token = token.strip()
-    return bool(token) and not token[0].isdigit() and token[0] not in "<(#"
+    return bool(token) and not token[0].isdigit() and token[0] not in "<(#%"
 
 
 # -- records ------------------------------------------------------------------------------
@@ -421,6 +421,11 @@ _TOPDOWN_NAMES = {"retiring": "retiring", "bad_speculation": "bad_speculation",
 _SHADOW_TOPDOWN = re.compile(
     r"#\s*(?P<value>-?\d+(?:[.,]\d+)?)\s*(?P<pct>%)?\s*(?:tma_)?"
     r"(?P<name>retiring|bad_speculation|frontend_bound|backend_bound)\b", re.IGNORECASE)
+# " 65.9 %  backend_bound   (20.00%)": a metric printed without its events, the value
+# first (perf -M output with the event columns cut away, as books and posts quote it).
+_METRIC_ONLY = re.compile(
+    r"^\s*(?P<value>-?\d+(?:[.,]\d+)?)\s*(?P<pct>%)?\s+(?:tma_)?"
+    r"(?P<name>retiring|bad_speculation|frontend_bound|backend_bound)\b", re.IGNORECASE)
 _PERCENT = re.compile(r"(-?\d+(?:[.,]\d+)?)\s*%")
 
 
@@ -442,7 +447,8 @@ def topdown_from_text(lines: Sequence[str]) -> dict[str, float]:
 
     ``perf stat --topdown`` tables (a header naming the four columns, then one line of
     percentages per CPU or core, or per interval with ``-I``: the mean of the lines is
-    used) and ``#`` shadow comments naming a level-1 metric.
+    used), ``#`` shadow comments naming a level-1 metric, and metric-only lines
+    (``65.9 %  backend_bound``: the value first, no event).
     """
     out: dict[str, float] = {}
     rows: dict[str, list[float]] = {}
@@ -462,7 +468,7 @@ def topdown_from_text(lines: Sequence[str]) -> dict[str, float]:
         if len(header) == 4 and not _SHADOW_TOPDOWN.search(line):
             columns, header_pct = header, "%" in line
             continue
-        for match in _SHADOW_TOPDOWN.finditer(line):
+        for match in (*_SHADOW_TOPDOWN.finditer(line), *_METRIC_ONLY.finditer(line)):
             out[match.group("name").lower()] = _fraction(match.group("value"),
                                                          bool(match.group("pct")))
     for name, values in rows.items():

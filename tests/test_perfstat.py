@@ -473,6 +473,19 @@ def test_median_of_three_runs():
      "   1.001141351    11.5   34.9   46.9   6.7\n   2.006141972    13.5   28.1   50.3   8.1\n",
      {"retiring": 0.125, "backend_bound": 0.315, "frontend_bound": 0.486,
       "bad_speculation": 0.074}),
+    # -M PipelineL1,PipelineL2 on AMD Zen 4, quoted with the event columns cut away
+    # (perf-book, corpus perfbook_sha256_pipeline_zen4): the level-2 names are not
+    # level-1 ones, and the leading "%" of a line is no event
+    (" 0.0 %  bad_speculation_mispredicts        (20.08%) \n"
+     " 0.0 %  bad_speculation                    (20.08%)\n"
+     " 6.1 %  frontend_bound                     (20.00%)\n"
+     "65.9 %  backend_bound_cpu                  (20.00%)\n"
+     " 1.7 %  backend_bound_memory               (20.00%)\n"
+     "67.5 %  backend_bound                      (20.00%)\n"
+     "26.3 %  retiring                           (20.08%)\n"
+     "20.2 %  retiring_fastpath                  (19.99%)\n",
+     {"bad_speculation": 0.0, "frontend_bound": 0.061, "backend_bound": 0.675,
+      "retiring": 0.263}),
 ])
 def test_perf_topdown_outputs(text, expected):
     stat = parse(text)
