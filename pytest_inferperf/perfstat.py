@@ -318,11 +318,28 @@ class PerfStat:
 
     def metrics(self, core: str = "", calls: int = 1) -> dict[str, float]:
         """Every metric of this run; perf's own top-down fractions fill what the counts
-        cannot give (our formulas from the counts win where both exist)."""
+        cannot give (our formulas from the counts win where both exist).
+
+        A level-1 fraction of slots the counts put outside 0..1 is impossible: one of its
+        events miscounts (Neoverse N2 r0p0 counts one STALL_SLOT per cycle too many, Arm
+        erratum notice SDEN1982442, which perf corrects from the MIDR a saved file does
+        not carry). It is dropped, and perf's own value, when printed, stands instead.
+        """
         out = compute(self.counts, self.context(core, calls))
+        for name in _LEVEL1:
+            value = out.get(name)
+            if value is not None and not -_FRACTION_SLACK <= value <= 1 + _FRACTION_SLACK:
+                del out[name]
         for name, value in self.perf_metrics.items():
             out.setdefault(name, value)
         return out
+
+
+_LEVEL1 = ("retiring", "bad_speculation", "frontend_bound", "backend_bound")
+# How far outside 0..1 a level-1 fraction from the counts may fall before it is taken for
+# a miscounting event rather than rounding (the branch terms of Arm's formulas and
+# multiplexed estimates can push a true 0 or 1 slightly past the edge).
+_FRACTION_SLACK = 0.05
 
 
 def _topdown_fractions(raw: dict[str, float]) -> dict[str, float]:

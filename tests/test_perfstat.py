@@ -602,3 +602,46 @@ def test_explain_keeps_two_runs_apart(tmp_path, capsys):
     assert "2 runs kept apart" in out
     assert "backend_stalled  0.850" in out
     assert "[backend_bound]" in out
+
+
+# Real output, published without an interpretation (so not in the corpus): Jing Zhang,
+# "[PATCH v4 0/6] Add metrics for neoverse-n2", linux-kernel, 2022-12-23
+# (https://lore.kernel.org/all/1671799045-1108027-1-git-send-email-renyu.zj@linux.alibaba.com/),
+# on Yitian 710 (Neoverse N2), perf's shadow fractions computed with the erratum correction.
+N2_TOPDOWN_L1 = """\
+ Performance counter stats for 'false_sharing 2':
+
+     4,310,905,590      cpu_cycles                       #      0.0 %  bad_speculation
+                                                  #      4.0 %  retiring              (66.87%)
+    25,009,763,735      stall_slot                                                           (66.87%)
+       855,659,327      op_spec                                                              (66.87%)
+       854,335,288      op_retired                                                           (66.87%)
+     4,330,308,058      cpu_cycles                       #     27.1 %  frontend_bound        (66.99%)
+    10,207,186,460      stall_slot_frontend                                                  (66.99%)
+     4,316,583,673      cpu_cycles                       #     69.4 %  backend_bound         (66.65%)
+    14,979,136,808      stall_slot_backend                                                   (66.65%)
+
+       0.572056818 seconds time elapsed
+
+       1.572143000 seconds user
+       0.004010000 seconds sys
+"""
+
+
+def test_neoverse_n2_topdown_keeps_perfs_value_when_the_counts_give_an_impossible_one():
+    stat = parse(N2_TOPDOWN_L1)
+    # cpu_cycles is printed once per metric group: the three copies are averaged
+    assert stat.counts["cycles"] == pytest.approx((4_310_905_590 + 4_330_308_058
+                                                   + 4_316_583_673) / 3)
+    assert stat.perf_metrics == pytest.approx({"bad_speculation": 0.0, "retiring": 0.040,
+                                               "frontend_bound": 0.271,
+                                               "backend_bound": 0.694})
+    # Uncorrected N2 r0p3 formula: 0.99845 x (1 - 25.01e9 / (5 x 4.319e9)) = -0.158, which
+    # no fraction of slots can be (STALL_SLOT counts one slot per cycle too many on r0p0):
+    # perf's own 4.0 % stands.
+    metrics = stat.metrics("neoverse-n2")
+    assert metrics["retiring"] == pytest.approx(0.040)
+    assert metrics["backend_bound"] == pytest.approx(0.694)
+    # With the erratum correction (an N2 r0p0 such as Cobalt 100) the counts give it too:
+    # 0.99845 x (1 - (25.01e9 - 4.319e9) / (5 x 4.319e9)) = 0.0417.
+    assert stat.metrics("azure-cobalt-100")["retiring"] == pytest.approx(0.0417, abs=5e-4)
