@@ -604,28 +604,12 @@ def test_explain_keeps_two_runs_apart(tmp_path, capsys):
     assert "[backend_bound]" in out
 
 
-# Real output, published without an interpretation (so not in the corpus): Jing Zhang,
+# Real output (fixtures/perfstat/n2_topdownl1_false_sharing.txt, verbatim), published
+# without an interpretation, so not in the corpus: Jing Zhang,
 # "[PATCH v4 0/6] Add metrics for neoverse-n2", linux-kernel, 2022-12-23
 # (https://lore.kernel.org/all/1671799045-1108027-1-git-send-email-renyu.zj@linux.alibaba.com/),
 # on Yitian 710 (Neoverse N2), perf's shadow fractions computed with the erratum correction.
-N2_TOPDOWN_L1 = """\
- Performance counter stats for 'false_sharing 2':
-
-     4,310,905,590      cpu_cycles                       #      0.0 %  bad_speculation
-                                                  #      4.0 %  retiring              (66.87%)
-    25,009,763,735      stall_slot                                                           (66.87%)
-       855,659,327      op_spec                                                              (66.87%)
-       854,335,288      op_retired                                                           (66.87%)
-     4,330,308,058      cpu_cycles                       #     27.1 %  frontend_bound        (66.99%)
-    10,207,186,460      stall_slot_frontend                                                  (66.99%)
-     4,316,583,673      cpu_cycles                       #     69.4 %  backend_bound         (66.65%)
-    14,979,136,808      stall_slot_backend                                                   (66.65%)
-
-       0.572056818 seconds time elapsed
-
-       1.572143000 seconds user
-       0.004010000 seconds sys
-"""
+N2_TOPDOWN_L1 = (FIXTURES / "n2_topdownl1_false_sharing.txt").read_text()
 
 
 def test_neoverse_n2_topdown_keeps_perfs_value_when_the_counts_give_an_impossible_one():
