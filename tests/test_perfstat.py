@@ -398,6 +398,25 @@ def test_task_clock_is_milliseconds_in_every_perf_version(line):
     assert metrics["page_faults_per_sec"] == pytest.approx(37 / 8.81234)  # not millions
 
 
+def test_a_bare_integer_task_clock_is_nanoseconds():
+    # A recent perf's plain report (corpus perfninja_worked_conditional_store_1): a bare
+    # integer, perf's own figure 0.999 CPUs over 2.870 s. As ms it would be 999,390 CPUs.
+    text = ("     2,868,419,549      task-clock                       #    0.999 CPUs utilized\n"
+            "               528      page-faults                      #  184.073 /sec\n\n"
+            "       2.870168980 seconds time elapsed\n")
+    stat = parse(text)
+    assert stat.counts["task_clock"] == pytest.approx(2_868_419_549)  # ns, as printed
+    metrics = stat.metrics()
+    assert metrics["cpu_utilisation"] == pytest.approx(0.9994, abs=1e-4)
+    assert metrics["page_faults_per_sec"] == pytest.approx(184.07, abs=0.01)  # perf's figure
+    # without the elapsed time or perf's figure, an integer is still read as ns ...
+    assert parse("  2,868,419,549  task-clock\n").counts["task_clock"] == 2_868_419_549
+    # ... and perf's own "CPUs utilized" overrules the form: 2,868 as ms gives 0.999
+    text_ms = ("   2,868  task-clock   #    0.999 CPUs utilized\n\n"
+               "       2.870168980 seconds time elapsed\n")
+    assert parse(text_ms).counts["task_clock"] == pytest.approx(2_868e6)
+
+
 @pytest.mark.parametrize(("name", "logical"), [
     ("l3d_cache", "llc_read"), ("l3d_cache_refill", "llc_miss"), ("ll_cache_rd", "llc_read"),
     ("ll_cache_miss_rd", "llc_miss"), ("LLC-loads", "llc_read"),
