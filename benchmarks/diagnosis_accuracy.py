@@ -73,11 +73,14 @@ def evaluate(corpus: Path = CORPUS) -> list[Outcome]:
 def report(outcomes: list[Outcome]) -> str:
     hits = sum(o.hit for o in outcomes)
     width = max(len(o.name) for o in outcomes)
-    lines = [f"{'case':<{width}}  {'expected (author)':<36}  {'got':<22}  ok"]
-    for o in outcomes:
-        got = o.got + (f" {o.confidence:.2f}" if o.confidence is not None else "")
-        lines.append(f"{o.name:<{width}}  {' | '.join(o.expected):<36}  {got:<22}  "
-                     f"{'yes' if o.hit else 'NO'}")
+    gots = [o.got + (f" {o.confidence:.2f}" if o.confidence is not None else "")
+            for o in outcomes]
+    exp_width = max(len("expected (author)"), *(len(" | ".join(o.expected)) for o in outcomes))
+    got_width = max(len("got"), *(len(g) for g in gots))
+    lines = [f"{'case':<{width}}  {'expected (author)':<{exp_width}}  {'got':<{got_width}}  ok"]
+    for o, got in zip(outcomes, gots, strict=True):
+        lines.append(f"{o.name:<{width}}  {' | '.join(o.expected):<{exp_width}}  "
+                     f"{got:<{got_width}}  {'yes' if o.hit else 'NO'}")
     lines.append("")
     lines.append(f"accuracy on the primary category: {hits}/{len(outcomes)} = "
                  f"{hits / len(outcomes):.1%}")

@@ -27,7 +27,8 @@ How a category is judged:
   when memory/backend metrics (:data:`thresholds.MEMORY_EVIDENCE`) were measured and
   none of the memory or backend categories fired; when one fired it explains the low
   IPC and IPC collapse is dropped; when none was measured IPC collapse goes to
-  ``not_judged`` saying what to count.
+  ``not_judged`` saying what to count. L1D refills alone rule memory out only when,
+  each charged at a miss to DRAM, they could take less than a fifth of the cycles.
 * IPC near the core's width (or top-down retiring) is its own finding, ``retiring``:
   the core is busy with useful work and the fix is less work.
 * The primary finding is the most confident one. A category none of whose key
@@ -56,8 +57,10 @@ from .metrics import METRICS
 from .pmu.events import CATALOGUE
 from .thresholds import (
     CATEGORIES,
+    CHANGE_COSTS,
     CHILD_DISCOUNT,
     CHILDREN,
+    L1_ONLY_EXONERATES_BELOW,
     MEMORY_CATEGORIES,
     MEMORY_EVIDENCE,
     THRESHOLDS,
@@ -550,6 +553,17 @@ def _ipc_collapse_gate(judged: Mapping[str, _Judged], metrics: Mapping[str, floa
         return None  # memory was measured and is fine: ILP-limited compute
     ipc = next((s.evidence for s in j.signals if s.crossed and s.evidence), None)
     low = f"IPC {ipc.line()}" if ipc else "low IPC"
+    l1d, rate = metrics.get("l1d_mpki"), metrics.get("ipc")
+    if l1d is not None and rate:
+        cost = CHANGE_COSTS["llc_mpki"].cost
+        share = l1d * cost * rate / 1000.0  # worst-case refill cycles / cycles
+        if share < L1_ONLY_EXONERATES_BELOW:
+            return None  # even at DRAM latency the L1D refills cannot explain it
+        return (f"{low}, and the only memory count is L1D refills: {l1d:.3g} MPKI; "
+                f"were each a {cost:.0f}-cycle miss to DRAM or to another core's cache, "
+                f"they would take {min(share, 1.0):.0%} of the cycles, so memory stalls "
+                "are not ruled out (low IPC alone is not enough): count stall_backend "
+                "(stalled-cycles-backend), L2/LLC refills or top-down slots too")
     return (f"{low}, but nothing was counted that tells memory stalls from ILP-limited "
             "compute (low IPC alone is not enough): count stall_backend "
             "(stalled-cycles-backend), L1D/L2/LLC refills or top-down slots too")

@@ -22,9 +22,13 @@ Facts used: on Arm, Linux maps the generic events onto PMUv3 events as
 ``branch-misses`` = BR_MIS_PRED, ``dTLB-load-misses`` = L1D_TLB_REFILL); on x86
 ``cache-*`` count the LLC and ``dTLB-load-misses`` the walks. perf prints counts
 already scaled by time_enabled/time_running, with the running percentage beside them.
-perf stat has always printed task-clock / cpu-clock in milliseconds: as ``msec
-task-clock`` (perf 4.14+), ``task-clock (msec)`` (perf 3.13-4.13) and a bare
-``task-clock`` (perf 3.x and older) - a value without a unit is read as ms.
+perf stat printed task-clock / cpu-clock in milliseconds: as ``msec task-clock`` (perf
+4.14+), ``task-clock (msec)`` (perf 3.13-4.13) and a bare ``task-clock`` with six
+decimals (perf 3.x and older, ``13141.967743``). Some recent builds print it bare as an
+integer count of **nanoseconds** (``2,868,419,549  task-clock  # 0.999 CPUs
+utilized`` over a 2.87 s run). A bare value is therefore ms when it has a fraction and
+ns when it is an integer, and where perf printed "CPUs utilized" and the elapsed time,
+the unit that reproduces perf's own figure decides.
 """
 
 from __future__ import annotations
@@ -236,7 +240,7 @@ def _is_value(token: str) -> bool:
 
 def _looks_like_event(token: str) -> bool:
     token = token.strip()
-    return bool(token) and not token[0].isdigit() and token[0] not in "<(#"
+    return bool(token) and not token[0].isdigit() and token[0] not in "<(#%"
 
 
 # -- records ------------------------------------------------------------------------------
@@ -263,8 +267,8 @@ class PerfStatEntry:
     def value_in_base_units(self) -> float | None:
         """Times in ns, everything else as printed.
 
-        perf prints task-clock / cpu-clock in ms; old perf printed no unit at all (see the
-        module docstring), so a bare task-clock is ms too.
+        perf prints task-clock / cpu-clock in ms; the text reader gives a bare one its unit
+        (ms or ns, see the module docstring); any other bare one is read as ms.
         """
         if self.value is None:
             return None
@@ -318,11 +322,28 @@ class PerfStat:
 
     def metrics(self, core: str = "", calls: int = 1) -> dict[str, float]:
         """Every metric of this run; perf's own top-down fractions fill what the counts
-        cannot give (our formulas from the counts win where both exist)."""
+        cannot give (our formulas from the counts win where both exist).
+
+        A level-1 fraction of slots the counts put outside 0..1 is impossible: one of its
+        events miscounts (Neoverse N2 r0p0 counts one STALL_SLOT per cycle too many, Arm
+        erratum notice SDEN1982442, which perf corrects from the MIDR a saved file does
+        not carry). It is dropped, and perf's own value, when printed, stands instead.
+        """
         out = compute(self.counts, self.context(core, calls))
+        for name in _LEVEL1:
+            value = out.get(name)
+            if value is not None and not -_FRACTION_SLACK <= value <= 1 + _FRACTION_SLACK:
+                del out[name]
         for name, value in self.perf_metrics.items():
             out.setdefault(name, value)
         return out
+
+
+_LEVEL1 = ("retiring", "bad_speculation", "frontend_bound", "backend_bound")
+# How far outside 0..1 a level-1 fraction from the counts may fall before it is taken for
+# a miscounting event rather than rounding (the branch terms of Arm's formulas and
+# multiplexed estimates can push a true 0 or 1 slightly past the edge).
+_FRACTION_SLACK = 0.05
 
 
 def _topdown_fractions(raw: dict[str, float]) -> dict[str, float]:
@@ -421,6 +442,11 @@ _TOPDOWN_NAMES = {"retiring": "retiring", "bad_speculation": "bad_speculation",
 _SHADOW_TOPDOWN = re.compile(
     r"#\s*(?P<value>-?\d+(?:[.,]\d+)?)\s*(?P<pct>%)?\s*(?:tma_)?"
     r"(?P<name>retiring|bad_speculation|frontend_bound|backend_bound)\b", re.IGNORECASE)
+# " 65.9 %  backend_bound   (20.00%)": a metric printed without its events, the value
+# first (perf -M output with the event columns cut away, as books and posts quote it).
+_METRIC_ONLY = re.compile(
+    r"^\s*(?P<value>-?\d+(?:[.,]\d+)?)\s*(?P<pct>%)?\s+(?:tma_)?"
+    r"(?P<name>retiring|bad_speculation|frontend_bound|backend_bound)\b", re.IGNORECASE)
 _PERCENT = re.compile(r"(-?\d+(?:[.,]\d+)?)\s*%")
 
 
@@ -442,7 +468,8 @@ def topdown_from_text(lines: Sequence[str]) -> dict[str, float]:
 
     ``perf stat --topdown`` tables (a header naming the four columns, then one line of
     percentages per CPU or core, or per interval with ``-I``: the mean of the lines is
-    used) and ``#`` shadow comments naming a level-1 metric.
+    used), ``#`` shadow comments naming a level-1 metric, and metric-only lines
+    (``65.9 %  backend_bound``: the value first, no event).
     """
     out: dict[str, float] = {}
     rows: dict[str, list[float]] = {}
@@ -462,7 +489,7 @@ def topdown_from_text(lines: Sequence[str]) -> dict[str, float]:
         if len(header) == 4 and not _SHADOW_TOPDOWN.search(line):
             columns, header_pct = header, "%" in line
             continue
-        for match in _SHADOW_TOPDOWN.finditer(line):
+        for match in (*_SHADOW_TOPDOWN.finditer(line), *_METRIC_ONLY.finditer(line)):
             out[match.group("name").lower()] = _fraction(match.group("value"),
                                                          bool(match.group("pct")))
     for name, values in rows.items():
@@ -601,6 +628,7 @@ _TIMES = re.compile(
     rf"^\s*(?P<value>{_NUM})\s+(?:\+-\s+\S+\s+)?seconds\s+(?P<what>time elapsed?|user|sys)\b"
 )
 _RUNNING = re.compile(r"\((?P<pct>\d+(?:[.,]\d+)?)\s*%\)")
+_CPUS_UTILIZED = re.compile(r"#\s*(?P<cpus>\d+(?:[.,]\d+)?)\s+CPUs utilized")
 _TITLE = re.compile(r"Performance counter stats for")
 _UNIT_AFTER = re.compile(r"^\s*\((?P<unit>msec|ms|usec|us|nsec|ns)\)")  # perf 3.13-4.13
 
@@ -638,6 +666,10 @@ def _text_entry(line: str, decimal: str | None) -> tuple[PerfStatEntry, bool] | 
     after = _UNIT_AFTER.match(rest)
     if after and not unit:
         unit = after.group("unit")
+    if not unit and split_event(match.group("event")).base in _MS_EVENTS \
+            and raw not in (NOT_SUPPORTED, NOT_COUNTED):
+        # bare: old perf's "%18.6f" milliseconds, or a recent perf's integer nanoseconds
+        unit = "msec" if (decimal or ".") in raw else "nsec"
     if raw in (NOT_SUPPORTED, NOT_COUNTED):
         value, status = None, raw
     else:
@@ -651,9 +683,21 @@ def _text_entry(line: str, decimal: str | None) -> tuple[PerfStatEntry, bool] | 
     return PerfStatEntry(split_event(match.group("event")), value, unit, status, pct), interval
 
 
+def _bare_clock_unit(entry: PerfStatEntry, line: str, elapsed_s: float | None) -> PerfStatEntry:
+    """A bare task-clock / cpu-clock whose unit perf's own "CPUs utilized" settles."""
+    found = _CPUS_UTILIZED.search(line)
+    if entry.value is None or not elapsed_s or found is None:
+        return entry
+    cpus = float(found.group("cpus").replace(",", "."))
+    unit = min(("msec", "nsec"),
+               key=lambda u: abs(entry.value * _TIME_SCALE[u] / (elapsed_s * 1e9) - cpus))
+    return replace(entry, unit=unit)
+
+
 def _text_block(lines: Sequence[str], arch: str | None, decimal: str | None) -> PerfStat:
     times: dict[str, float] = {}
     entries: list[tuple[PerfStatEntry, bool]] = []
+    bare_clocks: dict[int, str] = {}  # entry index -> its line, for _bare_clock_unit
     title = ""
     for line in lines:
         stripped = line.strip()
@@ -669,10 +713,25 @@ def _text_block(lines: Sequence[str], arch: str | None, decimal: str | None) -> 
             continue
         found = _text_entry(line, decimal)
         if found is not None:
+            entry = found[0]
+            if entry.event.base in _MS_EVENTS and not _has_unit(line, entry):
+                bare_clocks[len(entries)] = line
             entries.append(found)
+    for index, line in bare_clocks.items():
+        entry, interval = entries[index]
+        entries[index] = (_bare_clock_unit(entry, line, times.get("time elapsed")), interval)
     return _collect("text", _mark_repeats(entries), arch, topdown_from_text(lines),
                     elapsed_s=times.get("time elapsed"), user_s=times.get("user"),
                     sys_s=times.get("sys"), title=title)
+
+
+def _has_unit(line: str, entry: PerfStatEntry) -> bool:
+    """Whether the line itself names the clock's unit (before the name, or after it)."""
+    found = _counter_line(line)
+    if found is None:
+        return True
+    match = found[0]
+    return bool(match.group("unit") or _UNIT_AFTER.match(match.group("rest")))
 
 
 def _mark_repeats(entries: list[tuple[PerfStatEntry, bool]]) -> list[PerfStatEntry]:

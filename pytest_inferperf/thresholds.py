@@ -30,7 +30,8 @@ Sources (quoted in each row):
   numeric thresholds, so these are borrowed for the same four level-1 fractions.
 * Issue widths: ``product_configuration.num_slots`` of Arm's telemetry specifications
   (Neoverse N1 5, V1 8, N2 5, V2 8, V3 10); the Cortex cores' technical reference
-  manuals / software optimisation guides for the rest.
+  manuals / software optimisation guides for the rest; AMD Zen to Zen 3 4 and Zen 4 6
+  (Bakhvalov, *Performance Analysis and Tuning on Modern CPUs*, "Pipeline Slot").
 * Which core lacks which event: ARM-software/data ``pmu/<core>.json``.
 """
 
@@ -78,10 +79,19 @@ CHILD_DISCOUNT = 0.5  # engineering judgement: a fired child halves its parent's
 # named only when at least one of these memory/backend metrics was measured and none of
 # the categories they feed fired (engineering judgement, after the top-down method's
 # order: rule out backend memory stalls before calling a core-bound dependency chain).
+# Only evidence that bounds the cost of memory rules it out: stall counts, or refills
+# below L1. An L1D refill count alone cannot tell an L2 hit (~10 cycles) from a line
+# fetched from DRAM or from another core's cache (hundreds), and TLB counts say nothing
+# about the caches.
 MEMORY_EVIDENCE: tuple[str, ...] = (
-    "l1d_mpki", "l2_mpki", "llc_mpki", "llc_miss", "backend_stalled", "backend_bound",
-    "backend_mem_stalled", "dtlb_mpki", "l1d_tlb_mpki",
+    "l2_mpki", "llc_mpki", "llc_miss", "backend_stalled", "backend_bound",
+    "backend_mem_stalled",
 )
+# With nothing below L1 counted, L1D refills rule memory out only when, each charged
+# at the cost of a miss to DRAM (CHANGE_COSTS["llc_mpki"]), they could still take less
+# than this share of the cycles (engineering judgement: the same fifth that makes a
+# moved counter material in a change).
+L1_ONLY_EXONERATES_BELOW = 0.20
 MEMORY_CATEGORIES: tuple[str, ...] = ("l1d_residency", "l2_llc_residency", "tlb_churn",
                                       "backend_bound")
 
@@ -307,6 +317,17 @@ _X86_WIDTH = {
     "intel": (4.0, f"{JUDGEMENT}: 4-wide allocation of Skylake-class cores (later cores are "
                    "wider, so this flags less)"),
 }
+_PERF_BOOK_SLOTS = ("Bakhvalov, 'Performance Analysis and Tuning on Modern CPUs' (2nd ed.), "
+                    "'Pipeline Slot': 'Intel's Skylake and AMD Zen3 cores have a 4-wide "
+                    "allocation ... Golden Cove and Zen4 architectures both have a 6-wide "
+                    "allocation'")
+# Per micro-architecture where it differs from the vendor's default (the <uarch> part).
+_X86_UARCH_WIDTH = {
+    "zen3": (4.0, _PERF_BOOK_SLOTS),
+    # Zen and Zen 2 are no wider than Zen 3 (4 instructions decoded per cycle).
+    "zen2": (4.0, f"{_PERF_BOOK_SLOTS}; Zen 2 is no wider than Zen 3"),
+    "zen": (4.0, f"{_PERF_BOOK_SLOTS}; Zen / Zen+ are no wider than Zen 3"),
+}
 
 
 def core_facts(slug: str) -> CoreFacts:
@@ -325,7 +346,9 @@ def core_facts(slug: str) -> CoreFacts:
         return CORES[slug]
     vendor = slug.split("-", 1)[0]
     if vendor in _X86_WIDTH:
-        width, source = _X86_WIDTH[vendor]
+        uarch = slug.split("-", 2)[-1]
+        width, source = _X86_UARCH_WIDTH.get(uarch, _X86_WIDTH[vendor]) \
+            if vendor == "amd" else _X86_WIDTH[vendor]
         return CoreFacts(slug, slug, "x86", width, source)
     return CoreFacts(slug, slug or "unknown core", "unknown", None,
                      "unknown core: no issue width on record")

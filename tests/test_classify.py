@@ -569,6 +569,38 @@ def test_low_ipc_with_healthy_memory_is_ilp_limited():
     assert diagnosis.primary.category == "ipc_collapse"
 
 
+def test_l1d_refills_alone_do_not_rule_out_memory():
+    # The Arm learning path's false-sharing run on Neoverse N1 (corpus
+    # arm_lp_false_sharing_n1): IPC 37,780,364,970 / 54,398,142,665 = 0.695 < 1.25, and
+    # the only memory count is L1D refills, 262,171,680 / 37.78e9 x 1000 = 6.94 MPKI.
+    # Charged at 400 cycles each (a miss to DRAM, CHANGE_COSTS["llc_mpki"]) they could
+    # take 6.94 x 400 x 0.695 / 1000 = 1.93 of the cycles, far above a fifth: the
+    # false sharing the author found is not ruled out, so no ILP-limited-compute call.
+    counts = {"cycles": 54_398_142_665, "instructions": 37_780_364_970,
+              "l1d_access": 13_115_601_948, "l1d_refill": 262_171_680}
+    diagnosis = diagnose(metrics_of(counts, "neoverse-n1"), core="neoverse-n1")
+    assert diagnosis.primary is None
+    why = diagnosis.not_judged["ipc_collapse"]
+    assert "the only memory count is L1D refills: 6.94 MPKI" in why
+    assert "100% of the cycles" in why and "low IPC alone is not enough" in why
+
+
+def test_few_l1d_refills_alone_can_rule_out_memory():
+    # IPC 0.5 < 1.0 (A76); L1D 0.2 MPKI: 0.2 x 400 x 0.5 / 1000 = 0.04 < 0.20, so even
+    # at DRAM latency the refills cannot explain the low IPC: ILP-limited compute.
+    counts = {"cycles": 2e10, "instructions": 1e10, "l1d_access": 4e9, "l1d_refill": 2e6}
+    diagnosis = diagnose(metrics_of(counts, "cortex-a76"), core="cortex-a76")
+    assert diagnosis.primary.category == "ipc_collapse"
+
+
+def test_amd_width_follows_the_micro_architecture():
+    # Bakhvalov, 'Pipeline Slot': Zen3 4-wide, Zen4 6-wide allocation.
+    assert core_facts("amd-ryzen-zen").width == 4
+    assert core_facts("amd-epyc-zen3").width == 4
+    assert "Zen3" in core_facts("amd-epyc-zen3").width_source
+    assert core_facts("amd-ryzen-zen4").width == 6
+
+
 def test_ipc_near_width_is_retiring_with_less_work_advice():
     # IPC 3.95 > 0.75 x A76 width 4 = 3.0 (judgement); 37 faults over 8.8 s of
     # task-clock = 4.2 /s is far below 50,000 /s: no page-fault or noise finding.

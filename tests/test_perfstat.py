@@ -398,6 +398,25 @@ def test_task_clock_is_milliseconds_in_every_perf_version(line):
     assert metrics["page_faults_per_sec"] == pytest.approx(37 / 8.81234)  # not millions
 
 
+def test_a_bare_integer_task_clock_is_nanoseconds():
+    # A recent perf's plain report (corpus perfninja_worked_conditional_store_1): a bare
+    # integer, perf's own figure 0.999 CPUs over 2.870 s. As ms it would be 999,390 CPUs.
+    text = ("     2,868,419,549      task-clock                       #    0.999 CPUs utilized\n"
+            "               528      page-faults                      #  184.073 /sec\n\n"
+            "       2.870168980 seconds time elapsed\n")
+    stat = parse(text)
+    assert stat.counts["task_clock"] == pytest.approx(2_868_419_549)  # ns, as printed
+    metrics = stat.metrics()
+    assert metrics["cpu_utilisation"] == pytest.approx(0.9994, abs=1e-4)
+    assert metrics["page_faults_per_sec"] == pytest.approx(184.07, abs=0.01)  # perf's figure
+    # without the elapsed time or perf's figure, an integer is still read as ns ...
+    assert parse("  2,868,419,549  task-clock\n").counts["task_clock"] == 2_868_419_549
+    # ... and perf's own "CPUs utilized" overrules the form: 2,868 as ms gives 0.999
+    text_ms = ("   2,868  task-clock   #    0.999 CPUs utilized\n\n"
+               "       2.870168980 seconds time elapsed\n")
+    assert parse(text_ms).counts["task_clock"] == pytest.approx(2_868e6)
+
+
 @pytest.mark.parametrize(("name", "logical"), [
     ("l3d_cache", "llc_read"), ("l3d_cache_refill", "llc_miss"), ("ll_cache_rd", "llc_read"),
     ("ll_cache_miss_rd", "llc_miss"), ("LLC-loads", "llc_read"),
@@ -473,6 +492,19 @@ def test_median_of_three_runs():
      "   1.001141351    11.5   34.9   46.9   6.7\n   2.006141972    13.5   28.1   50.3   8.1\n",
      {"retiring": 0.125, "backend_bound": 0.315, "frontend_bound": 0.486,
       "bad_speculation": 0.074}),
+    # -M PipelineL1,PipelineL2 on AMD Zen 4, quoted with the event columns cut away
+    # (perf-book, corpus perfbook_sha256_pipeline_zen4): the level-2 names are not
+    # level-1 ones, and the leading "%" of a line is no event
+    (" 0.0 %  bad_speculation_mispredicts        (20.08%) \n"
+     " 0.0 %  bad_speculation                    (20.08%)\n"
+     " 6.1 %  frontend_bound                     (20.00%)\n"
+     "65.9 %  backend_bound_cpu                  (20.00%)\n"
+     " 1.7 %  backend_bound_memory               (20.00%)\n"
+     "67.5 %  backend_bound                      (20.00%)\n"
+     "26.3 %  retiring                           (20.08%)\n"
+     "20.2 %  retiring_fastpath                  (19.99%)\n",
+     {"bad_speculation": 0.0, "frontend_bound": 0.061, "backend_bound": 0.675,
+      "retiring": 0.263}),
 ])
 def test_perf_topdown_outputs(text, expected):
     stat = parse(text)
@@ -589,3 +621,30 @@ def test_explain_keeps_two_runs_apart(tmp_path, capsys):
     assert "2 runs kept apart" in out
     assert "backend_stalled  0.850" in out
     assert "[backend_bound]" in out
+
+
+# Real output (fixtures/perfstat/n2_topdownl1_false_sharing.txt, verbatim), published
+# without an interpretation, so not in the corpus: Jing Zhang,
+# "[PATCH v4 0/6] Add metrics for neoverse-n2", linux-kernel, 2022-12-23
+# (https://lore.kernel.org/all/1671799045-1108027-1-git-send-email-renyu.zj@linux.alibaba.com/),
+# on Yitian 710 (Neoverse N2), perf's shadow fractions computed with the erratum correction.
+N2_TOPDOWN_L1 = (FIXTURES / "n2_topdownl1_false_sharing.txt").read_text()
+
+
+def test_neoverse_n2_topdown_keeps_perfs_value_when_the_counts_give_an_impossible_one():
+    stat = parse(N2_TOPDOWN_L1)
+    # cpu_cycles is printed once per metric group: the three copies are averaged
+    assert stat.counts["cycles"] == pytest.approx((4_310_905_590 + 4_330_308_058
+                                                   + 4_316_583_673) / 3)
+    assert stat.perf_metrics == pytest.approx({"bad_speculation": 0.0, "retiring": 0.040,
+                                               "frontend_bound": 0.271,
+                                               "backend_bound": 0.694})
+    # Uncorrected N2 r0p3 formula: 0.99845 x (1 - 25.01e9 / (5 x 4.319e9)) = -0.158, which
+    # no fraction of slots can be (STALL_SLOT counts one slot per cycle too many on r0p0):
+    # perf's own 4.0 % stands.
+    metrics = stat.metrics("neoverse-n2")
+    assert metrics["retiring"] == pytest.approx(0.040)
+    assert metrics["backend_bound"] == pytest.approx(0.694)
+    # With the erratum correction (an N2 r0p0 such as Cobalt 100) the counts give it too:
+    # 0.99845 x (1 - (25.01e9 - 4.319e9) / (5 x 4.319e9)) = 0.0417.
+    assert stat.metrics("azure-cobalt-100")["retiring"] == pytest.approx(0.0417, abs=5e-4)
