@@ -261,16 +261,13 @@ def _operators(path: Path, inputs: Mapping[str, Any], settings: SessionSettings,
 
 def _roofline(path: Path, dims: Mapping[str, int], operators: Sequence[Any],
               threads: int) -> tuple[dict | None, str | None]:
-    from .roofline import op_costs, roofline_points, roofline_to_dict, unmatched_operators
+    from .roofline import op_costs, roofline_summary
 
     if not operators:
         return None, "not available: it needs the operator table"
     try:
-        costs = op_costs(path, dims)
-        ceilings = _ceilings(max(1, threads))
-        points = roofline_points(costs, operators, ceilings)
-        return roofline_to_dict(ceilings, points,
-                                unmatched=unmatched_operators(costs, operators)), None
+        return roofline_summary(op_costs(path, dims), operators,
+                                _ceilings(max(1, threads))), None
     except Exception as exc:  # an optional view: a failure is reported, never fatal
         return None, f"not available: {type(exc).__name__}: {exc}"
 

@@ -1171,16 +1171,15 @@ def _named(costs: Mapping[str, OpCost], name: str) -> OpCost | None:
 
 def _model_match(
     costs: Mapping[str, OpCost], op: OperatorStat | Mapping[str, Any]
-) -> tuple[OpCost, str] | None:
+) -> tuple[OpCost, str, tuple[str, ...]] | None:
     """The model node(s) a profiled operator ran, costed from the graph: (cost, how).
 
     ``how`` is ``"name"`` (the node of that name or of the name ORT derived from it) or
     ``"fused"`` (ORT named the fused node after an op it absorbed, e.g. a Conv + Clip
     named ``relu6_7_nchwc`` after the Clip: the Conv producing the Clip's input plus the
-    Clip itself).
+    Clip itself). The third item names the model nodes the operator covers.
     """
     node, op_type = str(_field(op, "node", "")), str(_field(op, "op_type", ""))
-    inputs = list(_field(op, "input_shapes", ()) or ())
     for name in _name_variants(node):
         cost = _named(costs, name)
         if cost is None:
@@ -1189,20 +1188,16 @@ def _model_match(
             extra = 0
             if node.startswith("fused ") and "MatMulAddFusion" in node:
                 extra = cost.output_elements  # the Add became the Gemm's bias
-            if op_type == "FusedConv" and cost.op_type == "Conv":
-                extra = cost.output_elements  # the activation it absorbed
-            if op_type in ("Conv", "FusedConv") and len(inputs) == 4:
-                extra += cost.output_elements  # a residual Add fused in as the "Sum" input
             if extra:
-                return _with_extra(cost, node, cost.op_type, extra), "fused"
-            return cost, "name"
+                return _with_extra(cost, node, cost.op_type, extra), "fused", (cost.node,)
+            return cost, "name", (cost.node,)
         for producer in cost.producers:  # Conv + activation, named after the activation
             base = costs.get(producer)
             if base is not None and _family(base.op_type) == _family(op_type):
                 fused = OpCost(node, base.op_type, base.flops + cost.flops, base.bytes,
                                complete=base.complete and cost.complete,
                                output_elements=cost.output_elements)
-                return fused, "fused"
+                return fused, "fused", (base.node, cost.node)
     return None
 
 
@@ -1221,6 +1216,7 @@ class _Placement:
     time_us: float | None
     reason: str = ""  # why not placed
     checked: bool | None = None  # graph and trace agreed (None: only one was available)
+    covers: tuple[str, ...] = ()  # the model nodes whose work this operator did
 
 
 def _placement(costs: Mapping[str, OpCost], op: OperatorStat | Mapping[str, Any]) -> _Placement:
@@ -1239,17 +1235,18 @@ def _placement(costs: Mapping[str, OpCost], op: OperatorStat | Mapping[str, Any]
     trace = _cost_from_trace(op)
     match = _model_match(costs, op)
     if match is not None:
-        cost, how = match
+        cost, how, covers = match
         if cost.complete and cost.costed and cost.bytes > 0:
             if trace is None or _is_nchwc(node):
-                return _Placement(cost, how, time_us)
+                return _Placement(cost, how, time_us, covers=covers)
             if _agree(cost.flops, trace.flops):
-                return _Placement(cost, how, time_us, checked=True)
-            return _Placement(trace, "shapes", time_us, checked=False)
+                return _Placement(cost, how, time_us, checked=True, covers=covers)
+            return _Placement(trace, "shapes", time_us, checked=False, covers=covers)
     if trace is not None:
-        return _Placement(trace, "shapes", time_us)
+        return _Placement(trace, "shapes", time_us,
+                          covers=() if match is None else match[2])
     if match is not None and match[0].costed and match[0].bytes > 0:
-        return _Placement(match[0], match[1], time_us)
+        return _Placement(match[0], match[1], time_us, covers=match[2])
     if op_type and not is_costed(op_type):
         return _Placement(None, "", time_us, "no FLOP formula for this op type")
     return _Placement(None, "", time_us, "shapes unknown")
@@ -1324,6 +1321,45 @@ def cross_check(
     return {"agreed": agreed, "disagreed": disagreed}
 
 
+# ops ONNX Runtime folds into a convolution's epilogue (NCHWc "Sum" input, activations)
+_EPILOGUE_OPS = frozenset({"Add", "Sum", "Relu", "Clip", "LeakyRelu", "Sigmoid",
+                           "HardSigmoid", "Tanh"})
+
+
+def _epilogues(costs: Mapping[str, OpCost], placements: Sequence[_Placement]) -> dict[int, int]:
+    """FLOPs of graph nodes ORT folded into a placed convolution, by placement index.
+
+    A residual Add and the activation after it that were not timed on their own were run
+    by the conv that produced the Add's later input (x86 NCHWc convs take it as a "Sum"
+    input); any other node that was not timed was folded away or fused elsewhere.
+    """
+    covered: dict[str, int] = {}
+    for index, placed in enumerate(placements):
+        for name in placed.covers:
+            covered.setdefault(name, index)
+    order = {name: i for i, name in enumerate(costs)}
+    extra: dict[int, int] = {}
+    for name, cost in costs.items():
+        if name in covered or cost.op_type not in _EPILOGUE_OPS or not cost.flops:
+            continue
+        current, seen = cost, {name}
+        while current.op_type in _EPILOGUE_OPS and current.producers:
+            parent = max(current.producers, key=lambda n: order.get(n, -1))
+            if parent in covered or parent in seen or parent not in costs:
+                break
+            seen.add(parent)
+            current = costs[parent]
+        parent = max(current.producers, key=lambda n: order.get(n, -1)) if current.producers \
+            else None
+        index = covered.get(parent) if parent is not None else None
+        if index is None:
+            continue
+        owner = placements[index]
+        if owner.cost is not None and _family(owner.cost.op_type) == "Conv":
+            extra[index] = extra.get(index, 0) + cost.flops
+    return extra
+
+
 def roofline_points(
     costs: Mapping[str, OpCost],
     operators: Sequence[OperatorStat | Mapping[str, Any]],
@@ -1348,11 +1384,15 @@ def roofline_points(
     """
     points = []
     ridge = ceilings.ridge_intensity
-    for op in operators:
-        placed = _place(costs, op)
-        if placed is None:
+    placements = [_placement(costs, op) for op in operators]
+    epilogues = _epilogues(costs, placements)
+    for index, (op, placed) in enumerate(zip(operators, placements, strict=True)):
+        if placed.cost is None or placed.time_us is None:
             continue
-        cost, how, time_us = placed
+        cost, how, time_us = placed.cost, placed.how, placed.time_us
+        if index in epilogues:
+            cost = _with_extra(cost, cost.node, cost.op_type, epilogues[index])
+            how = "fused"
         intensity = cost.flops / cost.bytes
         points.append(
             RooflinePoint(

@@ -172,7 +172,8 @@ def _roofline(profile: Profile) -> str:
     out = [f"<p>{esc(shared.roofline_text(profile))}</p>"]
     try:
         ceilings, points = roofline_from_dict(roof)
-        svg = render_roofline_svg(ceilings, points, title=f"{profile.name}: roofline")
+        svg = render_roofline_svg(ceilings, points, title=f"{profile.name}: roofline",
+                                  uncosted=(roof.get("summary") or {}).get("uncosted") or ())
         out.append(f"<figure>{_inline_svg(svg)}</figure>")
     except (KeyError, TypeError, ValueError) as exc:
         out.append(f'<p class="muted">The roofline data cannot be drawn: {esc(exc)}</p>')

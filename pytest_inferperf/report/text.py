@@ -135,7 +135,17 @@ def roofline_text(profile: Profile) -> str:
             f"{s.get('operators', 0)} operators placed: {s.get('memory_bound', 0)} "
             f"memory-bound ({'-' if share is None else f'{share:.0%}'} of operator time), "
             f"{s.get('compute_bound', 0)} compute-bound; "
-            f"{'-' if achieved is None else f'{achieved:.3g}'} GFLOP/s achieved overall")
+            f"{'-' if achieved is None else f'{achieved:.3g}'} GFLOP/s achieved overall"
+            + _uncosted(s.get("uncosted")))
+
+
+def _uncosted(rows: Any) -> str:
+    """``"; not costed: Einsum 80%"``: op types whose work the roofline cannot count."""
+    if not rows:
+        return ""
+    from ..roofline import uncosted_text
+
+    return f"; not costed: {uncosted_text(rows)}"
 
 
 def top_operators(profile: Profile, limit: int = TOP_OPERATORS) -> list[Mapping[str, Any]]:
