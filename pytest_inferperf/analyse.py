@@ -291,15 +291,12 @@ def _flamegraphs(call: Callable[[], Any], *, requested: bool, name: str, out_dir
         return {}, {"flamegraphs": "not requested (--flamegraph)"}
     _say(progress, "flamegraphs…")
     from .flame import capture
-    from .flame.fold import cap_folded
 
     graphs = capture(call, name=name, out_dir=out_dir / "flamegraphs",
                      operators=operators or None, model_name=name)
     artifacts = {kind: os.path.relpath(path, out_dir)
                  for kind, path in graphs.paths.items() if kind.endswith(".svg")}
-    stacks = None
-    if graphs.folded:
-        stacks = {"view": graphs.view, "folded": cap_folded(graphs.folded, STACKS_KEPT_BYTES)}
+    stacks = graphs.stacks_record(STACKS_KEPT_BYTES)
     notes = {f"flamegraph {k}": v for k, v in graphs.reasons.items() if v != "not requested"}
     return {"artifacts": artifacts, "stacks": stacks}, notes
 
