@@ -518,6 +518,7 @@ class OperatorStat:
     activation_bytes: int | None = None
     parameter_bytes: int | None = None
     model: str = ""  # the session it ran in (operator_times: a label per session)
+    weight_type: str = ""  # its weight's stored type when narrower (precision module)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict (shape tuples as lists)."""
@@ -741,10 +742,29 @@ def profile_operators(
         directory = Path(workdir)
         directory.mkdir(parents=True, exist_ok=True)
         trace = _run_profiled(model, inputs, settings, warmup + runs, directory)
-        return parse_ort_profile(trace, skip_runs=warmup)
+        return with_weight_types(parse_ort_profile(trace, skip_runs=warmup), model)
     with tempfile.TemporaryDirectory(prefix="inferperf-ort-") as tmp:
         trace = _run_profiled(model, inputs, settings, warmup + runs, Path(tmp))
-        return parse_ort_profile(trace, skip_runs=warmup)
+        return with_weight_types(parse_ort_profile(trace, skip_runs=warmup), model)
+
+
+def with_weight_types(stats: list[OperatorStat], model: ModelSource) -> list[OperatorStat]:
+    """``stats`` with ``weight_type`` set where the model stores a node's weight narrower
+    than it uses it (:func:`pytest_inferperf.precision.stored_weight_types`)."""
+    from .precision import stored_weight_types
+    from .roofline import _name_variants
+
+    try:
+        stored = stored_weight_types(model)
+    except Exception:  # an unreadable graph only loses the annotation
+        return stats
+    if not stored:
+        return stats
+    out = []
+    for stat in stats:
+        weight = next((stored[n] for n in _name_variants(stat.node) if n in stored), "")
+        out.append(replace(stat, weight_type=weight) if weight else stat)
+    return out
 
 
 def describe_session(session: Any) -> dict[str, Any]:
@@ -993,7 +1013,7 @@ def _profile_session(found: SessionCall, runs: int) -> tuple[list[OperatorStat],
     with tempfile.TemporaryDirectory(prefix="inferperf-ort-") as tmp:
         trace = _run_profiled(model, found.feeds, _settings_of(session),
                               PASS_WARMUP + runs, Path(tmp))
-        return (parse_ort_profile(trace, skip_runs=PASS_WARMUP),
+        return (with_weight_types(parse_ort_profile(trace, skip_runs=PASS_WARMUP), model),
                 op_type_runs(trace, skip_runs=PASS_WARMUP))
 
 

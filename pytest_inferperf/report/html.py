@@ -159,8 +159,12 @@ def _operators(profile: Profile) -> str:
             if len(ops) > MAX_OPERATOR_ROWS else "")
     table = _table(("node", "op type", "runs", "µs/run", "total µs", "share", "input shapes",
                     "output shapes"), rows, numeric=(2, 3, 4, 5))
+    from ..precision import precision_lines
+
+    precision = "".join(f"<p>{'Precision: ' if i == 0 else ''}{esc(t)}</p>"
+                        for i, t in enumerate(precision_lines(ops)))
     return (f"<p>ONNX Runtime's profiler, a separate pass: {len(ops)} nodes, slowest first.</p>"
-            f"<details open><summary>operator table</summary>{table}</details>{more}")
+            f"{precision}<details open><summary>operator table</summary>{table}</details>{more}")
 
 
 def _roofline(profile: Profile) -> str:
@@ -296,8 +300,10 @@ def _comparison(side: SideBySide, svgs: Mapping[str, str]) -> str:
     if side.op_types:
         out.append("<h3>Operator types (µs per inference, [nodes])</h3>")
         out.append(_table(("op type", *labels), [
-            [r.op_type, *(_Raw(f"{_delta_cell(u, d)} [{n}]") if u is not None else "-"
-                          for u, d, n in zip(r.us_per_call, r.deltas, r.nodes, strict=True))]
+            [r.op_type, *(_Raw(f"{_delta_cell(u, d)} [{n}] {esc(p)}") if u is not None else "-"
+                          for u, d, n, p in zip(r.us_per_call, r.deltas, r.nodes,
+                                                r.precision or ("",) * len(r.nodes),
+                                                strict=True))]
             for r in side.op_types], numeric=range(1, 1 + len(labels))))
     for note in side.notes:
         out.append(f"<p class='muted'>{esc(note)}</p>")

@@ -195,6 +195,10 @@ def render_profile(profile: Profile, diagnosis: Any = None) -> str:
                               fmt(o.get("mean_us")), f"{float(o.get('share') or 0):.1%}",
                               shapes(o)) for o in ops],
                             ("node", "op type", "runs", "µs/run", "share", "input shapes")))
+    from ..precision import precision_lines
+
+    for i, text in enumerate(precision_lines(profile.operators)):
+        lines.append(f"{'precision' if i == 0 else '':<12} {text}")
     lines += ["", f"roofline     {roofline_text(profile)}",
               f"energy       {energy_text(profile)}"]
     for kind, path in profile.artifacts.items():
@@ -212,6 +216,16 @@ def _cell(value: float | None, delta: float | None, status: str = "") -> str:
     text = fmt(value)
     extra = ", ".join(x for x in (pct(delta), status if status not in ("", "ok") else "") if x)
     return f"{text} ({extra})" if extra and value is not None else text
+
+
+def _precision(row: Any, index: int) -> str:
+    """`` float (int8 weights)`` where the profiles differ or weights are stored narrow."""
+    precision = tuple(getattr(row, "precision", ()) or ())
+    if index >= len(precision) or not precision[index]:
+        return ""
+    if len(set(p for p in precision if p)) <= 1 and "(" not in precision[index]:
+        return ""
+    return f" {precision[index]}"
 
 
 def render_comparison(side: SideBySide, out_dir: str = "") -> str:
@@ -236,10 +250,11 @@ def render_comparison(side: SideBySide, out_dir: str = "") -> str:
                                            for label in labels)])
     lines.append(_table(rows, ("metric", "unit", *labels)))
     if side.op_types:
-        lines += ["", "Operator types (µs per inference, nodes):"]
+        lines += ["", "Operator types (µs per inference, nodes, what it computes in):"]
         lines.append(_table(
-            [[r.op_type, *(("-" if u is None else f"{_cell(u, d)} [{n}]")
-                           for u, d, n in zip(r.us_per_call, r.deltas, r.nodes, strict=True))]
+            [[r.op_type, *(("-" if u is None else f"{_cell(u, d)} [{n}]{_precision(r, i)}")
+                           for i, (u, d, n) in enumerate(zip(r.us_per_call, r.deltas, r.nodes,
+                                                             strict=True)))]
              for r in side.op_types],
             ("op type", *labels)))
     lines.append("")
