@@ -447,24 +447,52 @@ def analyse_callable(
     details: bool = True,
     progress: Progress | None = None,
 ) -> Profile:
-    """Measure ``module:callable`` (called with no arguments); energy and flamegraphs too."""
+    """Measure ``module:callable`` (called with no arguments); energy and flamegraphs too.
+
+    The ONNX Runtime sessions the callable runs (whatever wraps them: tokenising,
+    post-processing) are found by watching one more call, and each gets its operator
+    table (:func:`onnx.operator_times`), labelled with its model; when none is found the
+    note says why.
+    """
     fn, name = load_callable(spec)
     profile = _measure(fn, (), name=name, warmup=warmup, repeat=repeat, timeout=timeout,
                        backend=backend, progress=progress)
     notes = {
-        "operators": "not available: the target is a Python callable, not an ONNX model",
-        "roofline": "not available: the target is a Python callable, not an ONNX model",
+        "roofline": "not available: the target is a Python callable; run inferperf analyse "
+                    "on its .onnx model for the roofline",
     }
     changes: dict[str, Any] = {}
+    operators: list[Any] = []
+    settings = dict(profile.settings)
     if details:
+        _say(progress, "operators (ONNX Runtime sessions the callable runs)…")
+        fields, reason = _callable_operators(fn, profile.latency.mean_ms)
+        if reason:
+            notes["operators"] = reason
+        if fields:
+            settings["operator_pass"] = fields.pop("operator_pass")
+            changes.update(fields)
+            operators = list(fields["operators"])
         _say(progress, "energy…")
         changes["energy"] = _energy(fn, profile.latency.mean_ms)
+    else:
+        notes["operators"] = "not measured (validate)"
     views, reasons = _flamegraphs(fn, requested=flamegraph, name=name, out_dir=Path(out_dir),
-                                  operators=None, progress=progress)
+                                  operators=operators or None, progress=progress)
     changes.update(views)
     notes.update(reasons)
     facts = {"kind": "callable", "target": spec, "flamegraph": flamegraph, "notes": notes}
-    return profile.with_(settings={**profile.settings, "analyse": facts}, **changes)
+    return profile.with_(settings={**settings, "analyse": facts}, **changes)
+
+
+def _callable_operators(fn: Callable[[], Any], latency_ms: float
+                        ) -> tuple[dict[str, Any], str | None]:
+    from .onnx import operator_times
+
+    try:
+        return operator_times(fn, latency_ms=latency_ms)
+    except Exception as exc:  # the watched call can raise: an optional view, never fatal
+        return {}, f"not available: the watched call of the callable failed: {exc}"
 
 
 # -- targets and the cache -------------------------------------------------------------

@@ -769,3 +769,24 @@ def test_no_session_found_says_why_in_one_line(tmp_path):
     assert "\n" not in why
     after = {n: ort.InferenceSession.__dict__.get(n) for n in ("run", "run_with_iobinding")}
     assert after == before  # the watch is undone
+
+
+def test_analyse_of_a_python_callable_gets_the_operator_table_of_its_session(tmp_path):
+    from pytest_inferperf.analyse import analyse_callable
+    from pytest_inferperf.onnx import operator_times
+
+    session = _chain_session(tmp_path, "encoder")
+    bench = tmp_path / "bench_pipeline.py"
+    bench.write_text(
+        "import numpy as np, onnxruntime as ort\n"
+        f"S = ort.InferenceSession({str(tmp_path / 'encoder.onnx')!r}, "
+        "providers=['CPUExecutionProvider'])\n"
+        "def run():\n"
+        "    x = np.ones((16, 32), np.float32) * 0.5  # preprocess\n"
+        "    return float(S.run(None, {'x': x})[0].sum())  # post-process\n")
+    profile = analyse_callable(f"{bench}:run", warmup=1, repeat=3, timeout=20,
+                               backend="none", out_dir=tmp_path / "rep")
+    direct, _ = operator_times(lambda: session.run(None, {"x": np.ones((16, 32), np.float32)}))
+    assert _table({"operators": profile.operators}) == _table(direct)
+    assert profile.settings["operator_pass"]["sessions"][0]["label"] == "encoder"
+    assert "operators" not in profile.settings["analyse"]["notes"]
