@@ -204,8 +204,8 @@ def render_profile(profile: Profile, diagnosis: Any = None) -> str:
     for kind, path in profile.artifacts.items():
         lines.append(f"flamegraph   {kind}: {path}")
     missing = {k: v for k, v in notes(profile).items() if k != "roofline"}
-    for kind, why in missing.items():
-        lines.append(f"not made     {kind}: {why}")
+    for kind, why in missing.items():  # a stripped library is a caveat, not a missing view
+        lines.append(f"{'note' if kind.endswith('stripped') else 'not made':<12} {kind}: {why}")
     if diagnosis is not None:
         lines += ["", render(diagnosis)]
     return "\n".join(lines)
