@@ -221,13 +221,16 @@ def precision_findings(table: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def precision_lines(operators: Sequence[Any], limit: int = 4) -> list[str]:
-    """``"MatMul 62%: float (weights stored int8)"`` for the op types with most time,
-    then the findings; [] when the table has no shapes."""
+    """``"MatMul 62% float (weights stored int8)"`` for the matmul, conv and integer op
+    types with most time (any op types when there are none), then the findings; []
+    when the table has no shapes."""
     table = [r for r in precision_table(operators) if r["inputs"]]
     if not table:
         return []
+    compute = [r for r in table if r["op_type"] in WEIGHT_INPUT or r["op_type"] in
+               INTEGER_KERNELS or r["weights_stored"]]
     parts = []
-    for row in table[:limit]:
+    for row in (compute or table)[:limit]:  # the op types that do the arithmetic first
         stored = row["weights_stored"]
         parts.append(f"{row['op_type']} {row['share']:.0%} {row['computes_in']}"
                      + (f" (weights stored {', '.join(stored)})" if stored else ""))
