@@ -930,3 +930,61 @@ def test_a_stripped_native_view_says_so_in_one_line_and_what_was_used():
     assert "\n" not in note
     symbolised = NativeSamples({"python;f": 10}, 10, "cpu-clock", None, stripped={lib: 2})
     assert _stripped_note(symbolised, "x") is None
+
+
+# --------------------------------------------------------------------------- through the plugin
+
+_PIPELINE = """
+    import os
+    import numpy as np, onnx, onnxruntime as ort, pytest
+    from onnx import TensorProto, helper, numpy_helper
+
+    def session(matmuls):
+        rng = np.random.default_rng(0)
+        nodes, weights, prev = [], [], "x"
+        for i in range(matmuls):
+            weights.append(numpy_helper.from_array(
+                (rng.standard_normal((128, 128)) / 12).astype(np.float32), f"w{i}"))
+            nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"m{i}"], name=f"mm{i}"))
+            prev = f"m{i}"
+        nodes.append(helper.make_node("Tanh", [prev], ["y"], name="tanh"))
+        graph = helper.make_graph(
+            nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 128])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 128])], weights)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        return ort.InferenceSession(model.SerializeToString(),
+                                    providers=["CPUExecutionProvider"])
+
+    @pytest.mark.perf(warmup=1, repeat=3, tolerance=0.5, latency_p50_ms_max=LIMIT)
+    def test_pipeline(pmu_profile):
+        s = session(int(os.environ.get("MATMULS", "1")))
+        feed = {"x": np.ones((64, 128), np.float32)}
+        def pipeline():  # preprocess, run, post-process
+            x = {"x": feed["x"] * 0.5}
+            return float(s.run(None, x)[0].sum())
+        pmu_profile(pipeline)
+"""
+
+
+@pytest.mark.slow
+def test_a_failing_wrapped_workload_gets_an_operator_diff_in_time_per_call(pytester,
+                                                                           monkeypatch):
+    pytester.makepyfile(test_a=textwrap.dedent(_PIPELINE).replace("LIMIT", "1e9"))
+    args = ("-p", "no:cacheprovider", "-p", "no:randomly", "--inferperf",
+            "--inferperf-backend", "none")
+    first = pytester.runpytest_subprocess(*args, "--inferperf-update-baselines")
+    first.assert_outcomes(passed=1)
+    pytester.makepyfile(test_a=textwrap.dedent(_PIPELINE).replace("LIMIT", "0.000001"))
+    monkeypatch.setenv("MATMULS", "3")
+    result = pytester.runpytest_subprocess(*args, "--inferperf-flamegraphs", "failed")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*flamegraph operators.svg: inferperf-report/flamegraphs/*",
+                                 "*flamegraph operators.diff.svg: inferperf-report/*"])
+    (diff,) = (pytester.path / "inferperf-report" / "flamegraphs").glob("*.operators.diff.svg")
+    frames = _frames(_parse_svg(diff.read_text()))
+    matmul = frames["MatMul"]
+    before, after = float(matmul.get("data-b")), float(matmul.get("data-a"))
+    assert after > 1.5 * before  # three MatMuls against one: slower, never an improvement
+    assert _rgb(_rect(matmul).get("fill"))[0] == 255
+    assert " -> " in matmul.find(f"{SVG_NS}title").text
