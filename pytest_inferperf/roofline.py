@@ -1201,6 +1201,9 @@ def _model_match(
     return None
 
 
+# a matmul, conv or attention whose shapes stayed unknown has no cost, never 0 FLOPs
+_COMPUTE_FAMILIES = frozenset({"matmul", "Conv", "Attention"})
+
 CROSS_CHECK_TOLERANCE = 0.25
 """Graph and trace FLOPs further apart than this (relative) disagree: the trace wins."""
 
@@ -1245,7 +1248,8 @@ def _placement(costs: Mapping[str, OpCost], op: OperatorStat | Mapping[str, Any]
     if trace is not None:
         return _Placement(trace, "shapes", time_us,
                           covers=() if match is None else match[2])
-    if match is not None and match[0].costed and match[0].bytes > 0:
+    if match is not None and match[0].costed and match[0].bytes > 0 and (
+            match[0].flops > 0 or _family(match[0].op_type) not in _COMPUTE_FAMILIES):
         return _Placement(match[0], match[1], time_us, covers=match[2])
     if op_type and not is_costed(op_type):
         return _Placement(None, "", time_us, "no FLOP formula for this op type")

@@ -678,3 +678,13 @@ def test_an_op_with_no_flop_formula_is_listed_never_called_data_movement(
     notes = " ".join(t.text or "" for t in ET.fromstring(svg).iter(f"{SVG_NS}text"))
     assert f"not costed (no FLOP count; not drawn): Einsum {row['share']:.0%}" in notes
     assert "data movement" not in notes
+
+
+def test_a_matmul_whose_shapes_stay_unknown_is_uncosted_never_zero_flops() -> None:
+    costs = {"mm": OpCost("mm", "MatMul", 0, 4096, complete=False)}
+    operators = [_op("mm", "MatMul", input_shapes=("float[?,64]",), output_shapes=("float",))]
+    assert roofline_points(costs, operators, CEILINGS) == []
+    from pytest_inferperf.roofline import uncosted_operators
+
+    assert [(r["op_type"], r["nodes"], r["reason"]) for r in
+            uncosted_operators(costs, operators)] == [("MatMul", ["mm"], "shapes unknown")]
