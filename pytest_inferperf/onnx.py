@@ -10,9 +10,11 @@ This module owns everything pytest-inferperf does with ONNX Runtime itself:
 * :class:`OperatorStat`, :func:`parse_ort_profile` and :func:`profile_operators` - per-node
   time from ONNX Runtime's own profiler trace, with warm-up runs excluded;
   :func:`op_type_runs` - per-op-type time in each profiled run.
-* :func:`find_session_call` and :func:`operator_times` - the operator pass of a measured
-  workload: the session it runs (``session.run`` itself, or found by watching
-  ``InferenceSession.run`` during one more call), profiled again in a second session.
+* :func:`find_session_calls` and :func:`operator_times` - the operator pass of a measured
+  workload: every session it runs (``session.run`` itself, or found by watching
+  ``InferenceSession.run`` during one more call, whatever wraps it), each profiled again
+  in a second session and labelled by its model; :func:`with_operator_times` puts the
+  result in a Profile.
 
 It never imports pytest. ``onnx`` (the model format package, a dependency) reads
 the graph for :func:`make_inputs` and :func:`default_dims`.
@@ -1096,6 +1098,15 @@ def operator_times(call: Any, *, latency_ms: float | None = None,
         record["not_profiled"] = [s.label for s in search.sessions[MAX_SESSIONS:]]
     return {"operators": tuple(operators), "op_types": tuple(_merge_op_types(tables)),
             "operator_pass": record}, None
+
+
+def with_operator_times(profile: Any, call: Any) -> Any:
+    """``profile`` (a :class:`~pytest_inferperf.profile.Profile`) with the operator tables
+    of every session ``call`` runs (:func:`operator_times`), and in
+    ``settings["operator_pass"]`` the pass's facts or, when none was found, why."""
+    fields, reason = operator_times(call, latency_ms=profile.latency.mean_ms)
+    record = fields.pop("operator_pass", None) or {"skipped": reason or "no session found"}
+    return profile.with_(settings={**profile.settings, "operator_pass": record}, **fields)
 
 
 def operator_table(call: Any) -> tuple[list[OperatorStat] | None, str | None]:

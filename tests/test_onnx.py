@@ -790,3 +790,24 @@ def test_analyse_of_a_python_callable_gets_the_operator_table_of_its_session(tmp
     assert _table({"operators": profile.operators}) == _table(direct)
     assert profile.settings["operator_pass"]["sessions"][0]["label"] == "encoder"
     assert "operators" not in profile.settings["analyse"]["notes"]
+
+
+def test_profile_with_operators_gives_a_wrapper_the_table_of_a_direct_call(tmp_path):
+    from pytest_inferperf import profile
+
+    session = _chain_session(tmp_path, "encoder")
+    feeds = {"x": np.ones((16, 32), np.float32)}
+
+    def pipeline():
+        return float(session.run(None, {"x": feeds["x"] * 0.5})[0].sum())
+
+    fast = {"backend": "none", "warmup": 1, "repeat": 3, "min_time": 0.001}
+    direct = profile(session.run, None, feeds, operators=True, **fast)
+    wrapped = profile(pipeline, operators=True, **fast)
+    assert _table({"operators": wrapped.operators}) == _table({"operators": direct.operators})
+    assert wrapped.settings["operator_pass"]["session"] == "found"
+    assert direct.settings["operator_pass"]["session"] == "direct"
+    plain = profile(lambda: sum(range(100)), operators=True, **fast)
+    assert plain.operators == () and plain.settings["operator_pass"]["skipped"].startswith(
+        "not available: no ONNX Runtime session ran")
+    assert profile(pipeline, **fast).operators == ()  # off by default: no extra pass
