@@ -9,8 +9,12 @@ Owns:
 * :func:`roofline_points` - the join of those costs with the per-operator times of ONNX
   Runtime's profiler (:func:`pytest_inferperf.onnx.profile_operators`), giving each
   operator's arithmetic intensity, achieved and attainable GFLOP/s, and whether it is
-  memory- or compute-bound; :func:`roofline_to_dict` for ``Profile.roofline`` and
-  :func:`render_roofline_svg` for the picture.
+  memory- or compute-bound. The graph's cost of a node is cross-checked with the shapes
+  that really ran (the trace), which win when the two disagree; fused nodes keep the
+  work of the nodes they absorbed; NCHWc nodes are costed in logical channels.
+  :func:`uncosted_operators` lists what could not be costed, :func:`cross_check` how the
+  two sources compared, :func:`roofline_summary` / :func:`roofline_to_dict` give
+  ``Profile.roofline`` and :func:`render_roofline_svg` the picture.
 
 Counting conventions (the same for every model, so results compare):
 
@@ -29,11 +33,15 @@ Counting conventions (the same for every model, so results compare):
   per element (sum for the mean, subtract, square, sum for the variance, multiply by the
   reciprocal standard deviation, scale, shift, and the per-row rsqrt spread over the row).
 * ``ReduceMean``/``ReduceSum``/``GlobalAveragePool``: 1 per input element; pools: output
-  elements · kernel size. ``Gather``, ``Reshape``, ``Transpose``, ``Cast``, ``Concat`` and
-  every op not named here: 0 FLOPs - they still move bytes.
+  elements · kernel size. Comparisons, logic and ``Where``: 1 per output element. Data
+  movement (``Gather``, ``Reshape``, ``Transpose``, ``Cast``, ``Concat``, ``Shape``,
+  ``DequantizeLinear``... :data:`DATA_MOVEMENT_OPS`): 0 FLOPs - they still move bytes.
+  Any other op type is *not costed* (:func:`is_costed`): listed with its share of time,
+  never counted as data movement.
 * Fused ops ONNX Runtime creates (and optimised models may contain): ``FusedMatMul``,
-  ``MatMulIntegerToFloat``, ``DynamicQuantizeMatMul``, ``QGemm`` as a matmul; ``FusedConv``
-  as a conv; ``SkipLayerNormalization`` 9 per element (add + layer norm); ``Gelu`` 5 (the
+  ``MatMulIntegerToFloat``, ``DynamicQuantizeMatMul``, ``QGemm``, ``MatMulNBits`` as a
+  matmul; ``FusedConv`` as a conv; ``Attention`` as its QKV projection, QK^T, softmax
+  (5 per element) and AV, ``MultiHeadAttention`` as the last three; ``SkipLayerNormalization`` 9 per element (add + layer norm); ``Gelu`` 5 (the
   erf form's five ops), ``BiasGelu`` 6, ``FastGelu`` 8, ``QuickGelu`` 3.
 * Bytes: every distinct input tensor (activations and weights, each read once) plus every
   output tensor, at their element sizes - the compulsory traffic of one node run in
@@ -41,7 +49,8 @@ Counting conventions (the same for every model, so results compare):
   (the rows looked up, not the whole embedding table). Caches make real DRAM traffic
   lower for operators whose tensors stay in cache between nodes, so an operator can sit
   above the memory roof.
-* Shapes that stay unknown (a dim no inference could fix) count 0 elements.
+* Shapes that stay unknown (a dim no inference could fix) count 0 elements; a matmul,
+  conv or attention left so is not costed ("shapes unknown") rather than given 0 FLOPs.
 
 Must not: import pytest, run models (the operator times come from ``onnx.profile_operators``;
 only tiny shape-arithmetic nodes are evaluated, with onnx's reference evaluator) or decide
