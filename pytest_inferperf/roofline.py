@@ -41,7 +41,8 @@ Counting conventions (the same for every model, so results compare):
 * Fused ops ONNX Runtime creates (and optimised models may contain): ``FusedMatMul``,
   ``MatMulIntegerToFloat``, ``DynamicQuantizeMatMul``, ``QGemm``, ``MatMulNBits`` as a
   matmul; ``FusedConv`` as a conv; ``Attention`` as its QKV projection, QK^T, softmax
-  (5 per element) and AV, ``MultiHeadAttention`` as the last three; ``SkipLayerNormalization`` 9 per element (add + layer norm); ``Gelu`` 5 (the
+  (5 per element) and AV, ``MultiHeadAttention`` as the last three;
+  ``SkipLayerNormalization`` 9 per element (add + layer norm); ``Gelu`` 5 (the
   erf form's five ops), ``BiasGelu`` 6, ``FastGelu`` 8, ``QuickGelu`` 3.
 * Bytes: every distinct input tensor (activations and weights, each read once) plus every
   output tensor, at their element sizes - the compulsory traffic of one node run in
