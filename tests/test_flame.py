@@ -988,3 +988,22 @@ def test_a_failing_wrapped_workload_gets_an_operator_diff_in_time_per_call(pytes
     assert after > 1.5 * before  # three MatMuls against one: slower, never an improvement
     assert _rgb(_rect(matmul).get("fill"))[0] == 255
     assert " -> " in matmul.find(f"{SVG_NS}title").text
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_svg_script_hover_of_a_per_call_diff_shows_before_after_and_ratio(tmp_path):
+    from pytest_inferperf.flame.diff import diff_per_call
+
+    base = {"m;MatMul;mm": 100.0, "m;Softmax;sm": 20.0}
+    now = {k: 3 * v for k, v in base.items()}
+    svg = render_svg(now, title="t", unit="µs per call", change=diff_per_call(base, now))
+    (tmp_path / "tree.json").write_text(json.dumps(_tree(_parse_svg(svg))))
+    (tmp_path / "actions.json").write_text(json.dumps([["hover", "MatMul"], ["hover", "m"]]))
+    (tmp_path / "dom.js").write_text(_DOM)
+    out = subprocess.run(["node", str(tmp_path / "dom.js"), str(tmp_path / "tree.json"),
+                          str(tmp_path / "actions.json")], capture_output=True, text=True,
+                         timeout=30, check=True)
+    matmul, model = json.loads(out.stdout)
+    assert matmul["details"] == ("MatMul (300 µs per call, 83.33%; 100 -> 300 µs per call "
+                                 "(+200, 3.00x, +200%))")
+    assert model["details"].endswith("120 -> 360 µs per call (+240, 3.00x, +200%))")
