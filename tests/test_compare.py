@@ -395,3 +395,22 @@ def test_compare_shows_the_precision_per_op_type_and_the_finding():
     text = render_comparison(side)
     assert "[21] float (int8 weights)" in text
     assert side.to_dict()["operator_types"][0]["precision"].keys() == {"fp32", "w8"}
+
+
+def test_operator_tables_of_several_sessions_say_whose_each_node_is():
+    from pytest_inferperf.report.html import render_html
+    from pytest_inferperf.report.text import render_profile
+
+    ops = ({"node": "mm", "op_type": "MatMul", "calls": 5, "mean_us": 90.0, "total_us": 450.0,
+            "share": 0.9, "model": "encoder", "input_shapes": ["float[16,32]"]},
+           {"node": "gemm", "op_type": "Gemm", "calls": 5, "mean_us": 10.0, "total_us": 50.0,
+            "share": 0.1, "model": "classifier", "input_shapes": ["float[1,32]"]})
+    profile = make_profile([1000] * 5).with_(operators=ops)
+    text = render_profile(profile)
+    header = next(line for line in text.splitlines() if line.startswith("model "))
+    assert header.split()[:3] == ["model", "node", "op"]
+    assert any(line.startswith("encoder ") and " mm " in line for line in text.splitlines())
+    html = render_html(profile, title="t", svgs={})
+    assert "<th>model</th>" in html.replace(' class="num"', "") and "classifier" in html
+    single = render_profile(make_profile([1000] * 5).with_(operators=ops[:1]))
+    assert not any(line.startswith("model ") for line in single.splitlines())

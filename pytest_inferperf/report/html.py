@@ -157,8 +157,13 @@ def _operators(profile: Profile) -> str:
             for o in ops[:MAX_OPERATOR_ROWS]]
     more = (f"<p class='muted'>{len(ops) - MAX_OPERATOR_ROWS} more nodes in report.json.</p>"
             if len(ops) > MAX_OPERATOR_ROWS else "")
-    table = _table(("node", "op type", "runs", "µs/run", "total µs", "share", "input shapes",
-                    "output shapes"), rows, numeric=(2, 3, 4, 5))
+    headers: tuple[str, ...] = ("node", "op type", "runs", "µs/run", "total µs", "share",
+                                "input shapes", "output shapes")
+    numeric: tuple[int, ...] = (2, 3, 4, 5)
+    if len({o.get("model") for o in ops}) > 1:  # several sessions: say whose each node is
+        rows = [(o.get("model"), *row) for o, row in zip(ops, rows, strict=False)]
+        headers, numeric = ("model", *headers), (3, 4, 5, 6)
+    table = _table(headers, rows, numeric=numeric)
     from ..precision import precision_lines
 
     precision = "".join(f"<p>{'Precision: ' if i == 0 else ''}{esc(t)}</p>"

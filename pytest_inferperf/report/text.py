@@ -191,10 +191,13 @@ def render_profile(profile: Profile, diagnosis: Any = None) -> str:
         runs = max(int(o.get("calls") or 0) for o in profile.operators)
         lines += ["", f"Top operators (ONNX Runtime profiler, a separate pass of {runs} runs; "
                       f"{len(ops)} of {len(profile.operators)} nodes):"]
-        lines.append(_table([(o.get("node"), o.get("op_type"), o.get("calls"),
-                              fmt(o.get("mean_us")), f"{float(o.get('share') or 0):.1%}",
-                              shapes(o)) for o in ops],
-                            ("node", "op type", "runs", "µs/run", "share", "input shapes")))
+        rows = [(o.get("node"), o.get("op_type"), o.get("calls"), fmt(o.get("mean_us")),
+                 f"{float(o.get('share') or 0):.1%}", shapes(o)) for o in ops]
+        headers = ("node", "op type", "runs", "µs/run", "share", "input shapes")
+        if len({o.get("model") for o in profile.operators}) > 1:  # several sessions: whose
+            rows = [(o.get("model"), *row) for o, row in zip(ops, rows, strict=True)]
+            headers = ("model", *headers)
+        lines.append(_table(rows, headers))
     from ..precision import precision_lines
 
     for i, text in enumerate(precision_lines(profile.operators)):
