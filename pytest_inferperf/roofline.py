@@ -730,6 +730,11 @@ def _shape_round(
                 work.graph.value_info.append(
                     onnx.helper.make_tensor_value_info(node.output[0], elem_type or _FLOAT, shape)
                 )
+                if node.op_type == "EmbedLayerNormalization" and len(node.output) > 1 \
+                        and node.output[1]:  # mask_index: one int32 per sequence
+                    tensors[node.output[1]] = _Tensor(4, shape[:1], 6)
+                    work.graph.value_info.append(
+                        onnx.helper.make_tensor_value_info(node.output[1], 6, shape[:1]))
                 changed = True
         nodes.append(node)
     del work.graph.node[:]
@@ -1105,6 +1110,10 @@ def _cost_from_trace(op: OperatorStat | Mapping[str, Any]) -> OpCost | None:
         if b is not None and b.shape is not None and len(b.shape) < 2 and op_type in (
                 "Gemm", "FusedGemm", "MatMulNBits"):
             inputs = [inputs[0], None, *inputs[1:]]
+    if op_type == "Attention" and len(inputs) > 1:
+        w = inputs[1]
+        if w is not None and w.shape is not None and len(w.shape) < 2:
+            inputs = [inputs[0], None, *inputs[1:]]  # the QKV weight was pre-packed
     flops = _flops(op_type, inputs, outputs, None)
     if flops == 0 and op_type in (*CONV_OPERANDS, *MATMUL_OPERANDS, *ATTENTION_OPS):
         return None  # a matmul or conv whose shapes the trace does not show

@@ -557,14 +557,13 @@ def _encoder_hand_count(layers: int, hidden: int, ffn: int, seq: int) -> int:
 
 
 @pytest.mark.parametrize("variant", [
-    "minilm_l3_st", "minilm_l3_st_fused", "minilm_l3_st_int8", "minilm_l3_st_nbits",
-    "minilm_l3_st_dequant",
+    "minilm_l3_st", "minilm_l3_st_int8", "minilm_l3_st_nbits", "minilm_l3_st_dequant",
 ])
 def test_minilm_export_matmuls_match_the_hand_count(variant: str) -> None:
     """A torch.onnx export with symbolic batch_size/sequence_length (and the same model
-    after ORT's optimizer, dynamic int8 and 4-bit quantisers): every MatMul - MatMul,
-    FusedMatMul, DynamicQuantizeMatMul, MatMulIntegerToFloat, MatMulNBits - has its
-    2·M·K·N, and they add up to the hand count."""
+    after ORT's dynamic int8 and 4-bit quantisers): every MatMul - MatMul, FusedMatMul,
+    DynamicQuantizeMatMul, MatMulIntegerToFloat, MatMulNBits - has its 2·M·K·N, and
+    they add up to the hand count."""
     roof = _roofline_of(EXPORTS / f"{variant}.onnx")
     matmuls = _matmul_points(roof)
     assert len(matmuls) == 3 * 8  # 3 layers x (q, k, v, out, 2 ffn, qk, av)
@@ -575,6 +574,28 @@ def test_minilm_export_matmuls_match_the_hand_count(variant: str) -> None:
     assert summary["unmatched"] == 0 and summary["uncosted"] == []
     assert summary["cross_check"]["disagreed"] == []
     assert summary["cross_check"]["agreed"] > 100
+
+
+def test_minilm_after_the_transformer_optimizer_counts_attention_and_its_matmuls() -> None:
+    """ORT's transformer optimizer on the export: Attention (QKV projection, QK^T, softmax,
+    AV in one node), EmbedLayerNormalization, SkipLayerNormalization, BiasGelu."""
+    seq, hidden, ffn, heads = 128, 64, 256, 2
+    roof = _roofline_of(EXPORTS / "minilm_l3_st_fused.onnx")
+    by_type = Counter(p["op_type"] for p in roof["points"])
+    assert by_type["Attention"] == 3 and by_type["EmbedLayerNormalization"] == 1
+    assert by_type["SkipLayerNormalization"] == 6 and by_type["BiasGelu"] == 3
+    matmuls = _matmul_points(roof)
+    assert len(matmuls) == 3 * 3 and all(p["flops"] > 0 for p in matmuls)  # out, 2 ffn
+    assert sum(p["flops"] for p in matmuls) == 3 * (2 * seq * hidden * hidden
+                                                     + 2 * 2 * seq * hidden * ffn)
+    attention = 2 * seq * hidden * 3 * hidden + 3 * hidden * seq  # QKV projection + bias
+    attention += 2 * 2 * seq * seq * hidden + 5 * heads * seq * seq  # QK^T, AV, softmax
+    assert [p["flops"] for p in roof["points"] if p["op_type"] == "Attention"] == [attention] * 3
+    summary = roof["summary"]
+    assert summary["uncosted"] == [] and summary["cross_check"]["disagreed"] == []
+    model = op_costs(EXPORTS / "minilm_l3_st_fused.onnx", {"batch_size": 1,
+                                                           "sequence_length": seq})
+    assert sum(p["flops"] for p in roof["points"]) == sum(c.flops for c in model.values())
 
 
 def test_minilm_export_at_another_sequence_length() -> None:
