@@ -414,3 +414,16 @@ def test_operator_tables_of_several_sessions_say_whose_each_node_is():
     assert "<th>model</th>" in html.replace(' class="num"', "") and "classifier" in html
     single = render_profile(make_profile([1000] * 5).with_(operators=ops[:1]))
     assert not any(line.startswith("model ") for line in single.splitlines())
+
+
+def test_analyse_roofline_line_names_the_op_types_it_could_not_cost():
+    from pytest_inferperf.report.text import roofline_text
+    from pytest_inferperf.roofline import Ceilings, roofline_to_dict
+
+    uncosted = [{"op_type": "Einsum", "nodes": ["e1", "e2"], "share": 0.8,
+                 "reason": "no FLOP formula for this op type"},
+                {"op_type": "Resize", "nodes": ["r"], "share": 0.05, "reason": "x"}]
+    roof = roofline_to_dict(Ceilings(100.0, 10.0, 1, "fixed"), [], uncosted=uncosted)
+    assert roof["summary"]["uncosted_time_share"] == pytest.approx(0.85)
+    text = roofline_text(make_profile([1000] * 5).with_(roofline=roof))
+    assert text.endswith("; not costed: Einsum 80% (2 nodes), Resize 5%")
