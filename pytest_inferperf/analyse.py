@@ -229,16 +229,13 @@ def _operators(path: Path, inputs: Mapping[str, Any], settings: SessionSettings,
 
 def _roofline(path: Path, dims: Mapping[str, int], operators: Sequence[Any],
               threads: int) -> tuple[dict | None, str | None]:
-    from .roofline import op_costs, roofline_points, roofline_to_dict, unmatched_operators
+    from .roofline import op_costs, roofline_summary
 
     if not operators:
         return None, "not available: it needs the operator table"
     try:
-        costs = op_costs(path, dims)
-        ceilings = _ceilings(max(1, threads))
-        points = roofline_points(costs, operators, ceilings)
-        return roofline_to_dict(ceilings, points,
-                                unmatched=unmatched_operators(costs, operators)), None
+        return roofline_summary(op_costs(path, dims), operators,
+                                _ceilings(max(1, threads))), None
     except Exception as exc:  # an optional view: a failure is reported, never fatal
         return None, f"not available: {type(exc).__name__}: {exc}"
 
@@ -262,15 +259,12 @@ def _flamegraphs(call: Callable[[], Any], *, requested: bool, name: str, out_dir
         return {}, {"flamegraphs": "not requested (--flamegraph)"}
     _say(progress, "flamegraphs…")
     from .flame import capture
-    from .flame.fold import cap_folded
 
     graphs = capture(call, name=name, out_dir=out_dir / "flamegraphs",
                      operators=operators or None, model_name=name)
     artifacts = {kind: os.path.relpath(path, out_dir)
                  for kind, path in graphs.paths.items() if kind.endswith(".svg")}
-    stacks = None
-    if graphs.folded:
-        stacks = {"view": graphs.view, "folded": cap_folded(graphs.folded, STACKS_KEPT_BYTES)}
+    stacks = graphs.stacks_record(STACKS_KEPT_BYTES)
     notes = {f"flamegraph {k}": v for k, v in graphs.reasons.items() if v != "not requested"}
     return {"artifacts": artifacts, "stacks": stacks}, notes
 
@@ -421,24 +415,52 @@ def analyse_callable(
     details: bool = True,
     progress: Progress | None = None,
 ) -> Profile:
-    """Measure ``module:callable`` (called with no arguments); energy and flamegraphs too."""
+    """Measure ``module:callable`` (called with no arguments); energy and flamegraphs too.
+
+    The ONNX Runtime sessions the callable runs (whatever wraps them: tokenising,
+    post-processing) are found by watching one more call, and each gets its operator
+    table (:func:`onnx.operator_times`), labelled with its model; when none is found the
+    note says why.
+    """
     fn, name = load_callable(spec)
     profile = _measure(fn, (), name=name, warmup=warmup, repeat=repeat, timeout=timeout,
                        backend=backend, progress=progress)
     notes = {
-        "operators": "not available: the target is a Python callable, not an ONNX model",
-        "roofline": "not available: the target is a Python callable, not an ONNX model",
+        "roofline": "not available: the target is a Python callable; run inferperf analyse "
+                    "on its .onnx model for the roofline",
     }
     changes: dict[str, Any] = {}
+    operators: list[Any] = []
+    settings = dict(profile.settings)
     if details:
+        _say(progress, "operators (ONNX Runtime sessions the callable runs)…")
+        fields, reason = _callable_operators(fn, profile.latency.mean_ms)
+        if reason:
+            notes["operators"] = reason
+        if fields:
+            settings["operator_pass"] = fields.pop("operator_pass")
+            changes.update(fields)
+            operators = list(fields["operators"])
         _say(progress, "energy…")
         changes["energy"] = _energy(fn, profile.latency.mean_ms)
+    else:
+        notes["operators"] = "not measured (validate)"
     views, reasons = _flamegraphs(fn, requested=flamegraph, name=name, out_dir=Path(out_dir),
-                                  operators=None, progress=progress)
+                                  operators=operators or None, progress=progress)
     changes.update(views)
     notes.update(reasons)
     facts = {"kind": "callable", "target": spec, "flamegraph": flamegraph, "notes": notes}
-    return profile.with_(settings={**profile.settings, "analyse": facts}, **changes)
+    return profile.with_(settings={**settings, "analyse": facts}, **changes)
+
+
+def _callable_operators(fn: Callable[[], Any], latency_ms: float
+                        ) -> tuple[dict[str, Any], str | None]:
+    from .onnx import operator_times
+
+    try:
+        return operator_times(fn, latency_ms=latency_ms)
+    except Exception as exc:  # the watched call can raise: an optional view, never fatal
+        return {}, f"not available: the watched call of the callable failed: {exc}"
 
 
 # -- targets and the cache -------------------------------------------------------------

@@ -10,9 +10,11 @@ This module owns everything pytest-inferperf does with ONNX Runtime itself:
 * :class:`OperatorStat`, :func:`parse_ort_profile` and :func:`profile_operators` - per-node
   time from ONNX Runtime's own profiler trace, with warm-up runs excluded;
   :func:`op_type_runs` - per-op-type time in each profiled run.
-* :func:`find_session_call` and :func:`operator_times` - the operator pass of a measured
-  workload: the session it runs (``session.run`` itself, or found by watching
-  ``InferenceSession.run`` during one more call), profiled again in a second session.
+* :func:`find_session_calls` and :func:`operator_times` - the operator pass of a measured
+  workload: every session it runs (``session.run`` itself, or found by watching
+  ``InferenceSession.run`` during one more call, whatever wraps it), each profiled again
+  in a second session and labelled by its model; :func:`with_operator_times` puts the
+  result in a Profile.
 
 It never imports pytest. ``onnx`` (the model format package, a dependency) reads
 the graph for :func:`make_inputs` and :func:`default_dims`.
@@ -27,7 +29,7 @@ import os
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -517,6 +519,8 @@ class OperatorStat:
     output_bytes: int | None = None
     activation_bytes: int | None = None
     parameter_bytes: int | None = None
+    model: str = ""  # the session it ran in (operator_times: a label per session)
+    weight_type: str = ""  # its weight's stored type when narrower (precision module)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict (shape tuples as lists)."""
@@ -740,10 +744,29 @@ def profile_operators(
         directory = Path(workdir)
         directory.mkdir(parents=True, exist_ok=True)
         trace = _run_profiled(model, inputs, settings, warmup + runs, directory)
-        return parse_ort_profile(trace, skip_runs=warmup)
+        return with_weight_types(parse_ort_profile(trace, skip_runs=warmup), model)
     with tempfile.TemporaryDirectory(prefix="inferperf-ort-") as tmp:
         trace = _run_profiled(model, inputs, settings, warmup + runs, Path(tmp))
-        return parse_ort_profile(trace, skip_runs=warmup)
+        return with_weight_types(parse_ort_profile(trace, skip_runs=warmup), model)
+
+
+def with_weight_types(stats: list[OperatorStat], model: ModelSource) -> list[OperatorStat]:
+    """``stats`` with ``weight_type`` set where the model stores a node's weight narrower
+    than it uses it (:func:`pytest_inferperf.precision.stored_weight_types`)."""
+    from .precision import stored_weight_types
+    from .roofline import _name_variants
+
+    try:
+        stored = stored_weight_types(model)
+    except Exception:  # an unreadable graph only loses the annotation
+        return stats
+    if not stored:
+        return stats
+    out = []
+    for stat in stats:
+        weight = next((stored[n] for n in _name_variants(stat.node) if n in stored), "")
+        out.append(replace(stat, weight_type=weight) if weight else stat)
+    return out
 
 
 def describe_session(session: Any) -> dict[str, Any]:
@@ -834,11 +857,26 @@ def pass_runs(latency_ms: float) -> int:
 
 @dataclass(frozen=True)
 class SessionCall:
-    """The ONNX Runtime session a workload runs, and the feeds it gives it."""
+    """The ONNX Runtime session a workload runs, and the feeds it gives it.
+
+    ``runs`` is how often one call of the workload ran it, ``seconds`` how long those runs
+    took, ``label`` names it for a reader (the model file's name, or ``session 2``).
+    """
 
     session: Any
     feeds: dict[str, Any]
     how: str  # "direct" (the workload is session.run) | "found" (seen during one call)
+    runs: int = 1
+    seconds: float = 0.0
+    label: str = "model"
+
+
+def session_label(session: Any, index: int = 1) -> str:
+    """The model file's stem (``minilm``), else ``session <index>`` (a model from bytes)."""
+    path = getattr(session, "_model_path", None)
+    if isinstance(path, str) and path:
+        return Path(path).stem
+    return f"session {index}"
 
 
 def _direct_call(call: Any) -> SessionCall | None:
@@ -848,43 +886,109 @@ def _direct_call(call: Any) -> SessionCall | None:
         return None
     args = getattr(call, "args", ())
     feeds = args[1] if len(args) > 1 else getattr(call, "keywords", {}).get("input_feed")
-    return SessionCall(session, feeds, "direct") if isinstance(feeds, dict) else None
+    if not isinstance(feeds, dict):
+        return None
+    return SessionCall(session, feeds, "direct", label=session_label(session))
 
 
-def find_session_call(call: Any) -> SessionCall | None:
-    """The session behind a workload: ``session.run`` itself, or the session it runs.
+@dataclass(frozen=True)
+class SessionSearch:
+    """What one watched call of a workload ran: its sessions, largest first, or why none."""
 
-    For any other callable the workload is called once more with
-    ``InferenceSession.run`` watched; the session whose runs took longest wins.
+    sessions: tuple[SessionCall, ...]
+    reason: str | None = None  # why no session can be profiled; None when sessions were found
+
+
+_WATCHED_OTHER = ("run_with_iobinding", "run_with_ort_values")
+
+
+def find_session_calls(call: Any) -> SessionSearch:
+    """Every ONNX Runtime session a workload runs, whatever wraps it, largest first.
+
+    ``session.run`` itself (a bound method, or a ``functools.partial`` of it) is used as
+    it is. Any other callable is called once more while ``InferenceSession.run`` (and
+    ``run_with_iobinding`` / ``run_with_ort_values``, which cannot be replayed) are
+    watched: each session seen, with the feeds of its last run, how often it ran and how
+    long. Sessions created during that call are found too.
     """
     direct = _direct_call(call)
-    if direct is not None or not callable(call):
-        return direct
-    seen: dict[int, list[Any]] = {}  # id(session) -> [session, feeds, ns]
+    if direct is not None:
+        return SessionSearch((direct,))
+    if not callable(call):
+        return SessionSearch((), "not available: the workload is not callable")
+    seen: dict[int, list[Any]] = {}  # id(session) -> [session, feeds, runs, ns]
+    unreplayable: list[str] = []
     cls = ort.InferenceSession
-    had_own = "run" in cls.__dict__
-    original = cls.run
+    originals = {name: (name in cls.__dict__, getattr(cls, name))
+                 for name in ("run", *_WATCHED_OTHER) if hasattr(cls, name)}
 
     def watched(self: Any, output_names: Any, input_feed: Any, *args: Any, **kw: Any) -> Any:
         begin = time.perf_counter_ns()
         try:
-            return original(self, output_names, input_feed, *args, **kw)
+            return originals["run"][1](self, output_names, input_feed, *args, **kw)
         finally:
-            entry = seen.setdefault(id(self), [self, input_feed, 0])
-            entry[2] += time.perf_counter_ns() - begin
+            entry = seen.setdefault(id(self), [self, input_feed, 0, 0])
+            entry[1] = input_feed
+            entry[2] += 1
+            entry[3] += time.perf_counter_ns() - begin
+
+    def other(name: str) -> Any:
+        def run_other(self: Any, *args: Any, **kw: Any) -> Any:
+            unreplayable.append(name)
+            return originals[name][1](self, *args, **kw)
+        return run_other
 
     cls.run = watched  # type: ignore[method-assign]
+    for name in _WATCHED_OTHER:
+        if name in originals:
+            setattr(cls, name, other(name))
     try:
         call()
     finally:
-        if had_own:
-            cls.run = original  # type: ignore[method-assign]
-        else:
-            del cls.run
-    if not seen:
-        return None
-    session, feeds, _ = max(seen.values(), key=lambda e: e[2])
-    return SessionCall(session, dict(feeds), "found") if isinstance(feeds, Mapping) else None
+        for name, (had_own, original) in originals.items():
+            if had_own:
+                setattr(cls, name, original)
+            else:
+                delattr(cls, name)
+    entries = sorted(seen.values(), key=lambda e: -e[3])
+    found = tuple(
+        SessionCall(session, dict(feeds), "found", runs=runs, seconds=ns / 1e9,
+                    label=session_label(session, index))
+        for index, (session, feeds, runs, ns) in enumerate(entries, start=1)
+        if isinstance(feeds, Mapping)
+    )
+    found = _unique_labels(found)
+    if found:
+        return SessionSearch(found)
+    if unreplayable:
+        return SessionSearch((), f"not available: the workload runs its session through "
+                                 f"{unreplayable[0]}, whose inputs cannot be replayed; profile "
+                                 "a call of session.run instead")
+    return SessionSearch((), "not available: no ONNX Runtime session ran in one watched call "
+                             "of the workload (InferenceSession.run was never called)")
+
+
+def _unique_labels(found: tuple[SessionCall, ...]) -> tuple[SessionCall, ...]:
+    counts: dict[str, int] = {}
+    for s in found:
+        counts[s.label] = counts.get(s.label, 0) + 1
+    if all(n == 1 for n in counts.values()):
+        return found
+    seen: dict[str, int] = {}
+    out = []
+    for s in found:
+        if counts[s.label] > 1:
+            seen[s.label] = seen.get(s.label, 0) + 1
+            s = replace(s, label=f"{s.label} #{seen[s.label]}")
+        out.append(s)
+    return tuple(out)
+
+
+def find_session_call(call: Any) -> SessionCall | None:
+    """The session behind a workload: ``session.run`` itself, or the one it runs longest
+    (:func:`find_session_calls` has them all)."""
+    search = find_session_calls(call)
+    return search.sessions[0] if search.sessions else None
 
 
 def _settings_of(session: Any) -> SessionSettings:
@@ -899,48 +1003,122 @@ def _settings_of(session: Any) -> SessionSettings:
     )
 
 
-def operator_times(call: Any, *, latency_ms: float | None = None,
-                   found: SessionCall | None = None) -> tuple[dict[str, Any], str | None]:
-    """Per-node and per-op-type times of the model a workload runs, or why not.
+#: At most this many sessions of one workload get an operator table (largest first).
+MAX_SESSIONS = 4
 
-    A second session of the same model and settings runs the workload's feeds under
-    ONNX Runtime's profiler: :data:`PASS_WARMUP` + :func:`pass_runs` runs. Returns the
-    Profile fields to set (``operators``, ``op_types``, and ``operator_pass``: runs,
-    warm-up and the pass's wall time, its cost) and None, or ``({}, reason)``; a workload
-    that runs no ONNX Runtime session gives ``({}, None)``.
-    """
-    found = found if found is not None else find_session_call(call)
-    if found is None:
-        return {}, None
+
+def _profile_session(found: SessionCall, runs: int) -> tuple[list[OperatorStat], list[dict]]:
     session = found.session
     model = getattr(session, "_model_path", None) or getattr(session, "_model_bytes", None)
     if not model:
-        return {}, "not available: the session's model can be neither re-read nor re-used"
+        raise ModelError("the session's model can be neither re-read nor re-used")
+    with tempfile.TemporaryDirectory(prefix="inferperf-ort-") as tmp:
+        trace = _run_profiled(model, found.feeds, _settings_of(session),
+                              PASS_WARMUP + runs, Path(tmp))
+        return (with_weight_types(parse_ort_profile(trace, skip_runs=PASS_WARMUP), model),
+                op_type_runs(trace, skip_runs=PASS_WARMUP))
+
+
+def _merge_op_types(tables: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """Op-type rows of several sessions summed run by run (the runs are aligned)."""
+    merged: dict[str, dict[str, Any]] = {}
+    for rows in tables:
+        for row in rows:
+            into = merged.get(row["op_type"])
+            if into is None:
+                merged[row["op_type"]] = {**row, "runs_us": list(row["runs_us"])}
+                continue
+            into["nodes"] += row["nodes"]
+            into["mean_us"] += row["mean_us"]
+            runs = row["runs_us"]
+            into["runs_us"] = [a + b for a, b in zip(into["runs_us"], runs, strict=False)]
+    return sorted(merged.values(), key=lambda r: (-r["mean_us"], r["op_type"]))
+
+
+def operator_times(call: Any, *, latency_ms: float | None = None,
+                   found: SessionCall | SessionSearch | None = None
+                   ) -> tuple[dict[str, Any], str | None]:
+    """Per-node and per-op-type times of the models a workload runs, or why not.
+
+    For each session the workload runs (:func:`find_session_calls`; at most
+    :data:`MAX_SESSIONS`, largest first) a second session of the same model and settings
+    runs its feeds under ONNX Runtime's profiler: :data:`PASS_WARMUP` + :func:`pass_runs`
+    runs. Returns the Profile fields to set and None, or ``({}, reason)``:
+
+    * ``operators`` - every node of every session, each with ``model`` (the session's
+      label, :func:`session_label`) and ``session_runs_per_call``;
+    * ``op_types`` - per op type, summed over the sessions run by run;
+    * ``operator_pass`` - runs, warm-up, the pass's wall time, ``session`` ("direct" or
+      "found") and ``sessions``: label, how, runs per call and seconds in one call.
+
+    A session whose profile fails is named in ``operator_pass["failed"]``.
+    """
+    if isinstance(found, SessionCall):
+        search = SessionSearch((found,))
+    else:
+        search = found if found is not None else find_session_calls(call)
+    if not search.sessions:
+        return {}, search.reason
     runs = pass_runs(latency_ms or 0.0)
     begin = time.perf_counter()
-    try:
-        with tempfile.TemporaryDirectory(prefix="inferperf-ort-") as tmp:
-            trace = _run_profiled(model, found.feeds, _settings_of(session),
-                                  PASS_WARMUP + runs, Path(tmp))
-            operators = parse_ort_profile(trace, skip_runs=PASS_WARMUP)
-            op_types = op_type_runs(trace, skip_runs=PASS_WARMUP)
-    except Exception as exc:  # a second session can fail where the first did not
-        return {}, f"not available: ONNX Runtime's profiler failed: {exc}"
+    operators: list[dict[str, Any]] = []
+    tables: list[list[dict]] = []
+    failed: dict[str, str] = {}
+    profiled: list[SessionCall] = []
+    for session in search.sessions[:MAX_SESSIONS]:
+        try:
+            stats, op_types = _profile_session(session, runs)
+        except Exception as exc:  # a second session can fail where the first did not
+            failed[session.label] = str(exc)
+            continue
+        profiled.append(session)
+        operators += [{**replace(op, model=session.label).to_dict(),
+                       "session_runs_per_call": session.runs} for op in stats]
+        tables.append(op_types)
+    if not profiled:
+        why = next(iter(failed.values()), "")
+        if "neither re-read nor re-used" in why:
+            return {}, "not available: the session's model can be neither re-read nor re-used"
+        return {}, f"not available: ONNX Runtime's profiler failed: {why}"
     wall_ms = (time.perf_counter() - begin) * 1000.0
-    return {
-        "operators": tuple(op.to_dict() for op in operators),
-        "op_types": tuple(op_types),
-        "operator_pass": {"runs": runs, "warmup": PASS_WARMUP, "wall_ms": round(wall_ms, 1),
-                          "session": found.how},
-    }, None
+    operators.sort(key=lambda o: (-float(o["total_us"]), o["node"]))
+    grand = sum(float(o["total_us"]) for o in operators)
+    if len(profiled) > 1 and grand > 0:
+        for o in operators:  # shares of the whole workload's operator time
+            o["share"] = float(o["total_us"]) / grand
+    record: dict[str, Any] = {
+        "runs": runs, "warmup": PASS_WARMUP, "wall_ms": round(wall_ms, 1),
+        "session": profiled[0].how,
+        "sessions": [{"label": s.label, "how": s.how, "runs_per_call": s.runs,
+                      "seconds_per_call": round(s.seconds, 6)} for s in profiled],
+    }
+    if failed:
+        record["failed"] = failed
+    if len(search.sessions) > MAX_SESSIONS:
+        record["not_profiled"] = [s.label for s in search.sessions[MAX_SESSIONS:]]
+    return {"operators": tuple(operators), "op_types": tuple(_merge_op_types(tables)),
+            "operator_pass": record}, None
+
+
+def with_operator_times(profile: Any, call: Any) -> Any:
+    """``profile`` (a :class:`~pytest_inferperf.profile.Profile`) with the operator tables
+    of every session ``call`` runs (:func:`operator_times`), and in
+    ``settings["operator_pass"]`` the pass's facts or, when none was found, why."""
+    fields, reason = operator_times(call, latency_ms=profile.latency.mean_ms)
+    record = fields.pop("operator_pass", None) or {"skipped": reason or "no session found"}
+    return profile.with_(settings={**profile.settings, "operator_pass": record}, **fields)
 
 
 def operator_table(call: Any) -> tuple[list[OperatorStat] | None, str | None]:
-    """ONNX Runtime's per-operator times for a ``session.run`` workload, or why not."""
-    found = find_session_call(call)
-    if found is None:
-        return None, None  # not an ONNX Runtime workload: nothing to say
-    fields_, reason = operator_times(call, found=found)
+    """ONNX Runtime's per-operator times for a workload's sessions, or why not.
+
+    ``(None, reason)`` when the workload runs no session it can profile; the stats of
+    every session otherwise, each with its ``model`` label.
+    """
+    search = find_session_calls(call)
+    if not search.sessions:
+        return None, search.reason
+    fields_, reason = operator_times(call, found=search)
     if reason:
         return None, reason
     return [OperatorStat.from_dict(o) for o in fields_["operators"]], None

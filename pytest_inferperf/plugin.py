@@ -298,7 +298,6 @@ class InferperfPlugin:
         from dataclasses import replace
 
         from .flame import capture
-        from .flame.fold import cap_folded
 
         out_dir = (self.settings.report_dir or Path(self.config.rootpath) / "inferperf-report")
         base_stacks = (baseline.stacks or {}) if baseline is not None else {}
@@ -306,7 +305,8 @@ class InferperfPlugin:
         graphs = capture(
             call, name=verdict.key, out_dir=out_dir / "flamegraphs",
             operators=operators, model_name=_model_name(call),
-            baseline_folded=base_stacks.get("folded") or None,
+            baseline_stacks=base_stacks or None,
+            baseline_operators=(baseline.operators or None) if baseline is not None else None,
         )
         artifacts = {k: _relative(Path(v), self.config) for k, v in graphs.paths.items()
                      if k.endswith(".svg")}
@@ -319,10 +319,7 @@ class InferperfPlugin:
             item.user_properties.append((f"inferperf.flamegraph.{kind}", path))
         profile = verdict.profile
         if graphs.folded:
-            profile = profile.with_(stacks={
-                "view": graphs.view,
-                "folded": cap_folded(graphs.folded, STACKS_IN_BASELINE_BYTES),
-            })
+            profile = profile.with_(stacks=graphs.stacks_record(STACKS_IN_BASELINE_BYTES))
         return replace(verdict, profile=profile, artifacts=artifacts, artifact_notes=notes)
 
     def _judge(self, item: pytest.Item, name: str,

@@ -9,8 +9,12 @@ Owns:
 * :func:`roofline_points` - the join of those costs with the per-operator times of ONNX
   Runtime's profiler (:func:`pytest_inferperf.onnx.profile_operators`), giving each
   operator's arithmetic intensity, achieved and attainable GFLOP/s, and whether it is
-  memory- or compute-bound; :func:`roofline_to_dict` for ``Profile.roofline`` and
-  :func:`render_roofline_svg` for the picture.
+  memory- or compute-bound. The graph's cost of a node is cross-checked with the shapes
+  that really ran (the trace), which win when the two disagree; fused nodes keep the
+  work of the nodes they absorbed; NCHWc nodes are costed in logical channels.
+  :func:`uncosted_operators` lists what could not be costed, :func:`cross_check` how the
+  two sources compared, :func:`roofline_summary` / :func:`roofline_to_dict` give
+  ``Profile.roofline`` and :func:`render_roofline_svg` the picture.
 
 Counting conventions (the same for every model, so results compare):
 
@@ -29,11 +33,16 @@ Counting conventions (the same for every model, so results compare):
   per element (sum for the mean, subtract, square, sum for the variance, multiply by the
   reciprocal standard deviation, scale, shift, and the per-row rsqrt spread over the row).
 * ``ReduceMean``/``ReduceSum``/``GlobalAveragePool``: 1 per input element; pools: output
-  elements · kernel size. ``Gather``, ``Reshape``, ``Transpose``, ``Cast``, ``Concat`` and
-  every op not named here: 0 FLOPs - they still move bytes.
+  elements · kernel size. Comparisons, logic and ``Where``: 1 per output element. Data
+  movement (``Gather``, ``Reshape``, ``Transpose``, ``Cast``, ``Concat``, ``Shape``,
+  ``DequantizeLinear``... :data:`DATA_MOVEMENT_OPS`): 0 FLOPs - they still move bytes.
+  Any other op type is *not costed* (:func:`is_costed`): listed with its share of time,
+  never counted as data movement.
 * Fused ops ONNX Runtime creates (and optimised models may contain): ``FusedMatMul``,
-  ``MatMulIntegerToFloat``, ``DynamicQuantizeMatMul``, ``QGemm`` as a matmul; ``FusedConv``
-  as a conv; ``SkipLayerNormalization`` 9 per element (add + layer norm); ``Gelu`` 5 (the
+  ``MatMulIntegerToFloat``, ``DynamicQuantizeMatMul``, ``QGemm``, ``MatMulNBits`` as a
+  matmul; ``FusedConv`` as a conv; ``Attention`` as its QKV projection, QK^T, softmax
+  (5 per element) and AV, ``MultiHeadAttention`` as the last three;
+  ``SkipLayerNormalization`` 9 per element (add + layer norm); ``Gelu`` 5 (the
   erf form's five ops), ``BiasGelu`` 6, ``FastGelu`` 8, ``QuickGelu`` 3.
 * Bytes: every distinct input tensor (activations and weights, each read once) plus every
   output tensor, at their element sizes - the compulsory traffic of one node run in
@@ -41,7 +50,8 @@ Counting conventions (the same for every model, so results compare):
   (the rows looked up, not the whole embedding table). Caches make real DRAM traffic
   lower for operators whose tensors stay in cache between nodes, so an operator can sit
   above the memory roof.
-* Shapes that stay unknown (a dim no inference could fix) count 0 elements.
+* Shapes that stay unknown (a dim no inference could fix) count 0 elements; a matmul,
+  conv or attention left so is not costed ("shapes unknown") rather than given 0 FLOPs.
 
 Must not: import pytest, run models (the operator times come from ``onnx.profile_operators``;
 only tiny shape-arithmetic nodes are evaluated, with onnx's reference evaluator) or decide
@@ -58,8 +68,9 @@ import os
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,12 +84,17 @@ __all__ = [
     "Ceilings",
     "OpCost",
     "RooflinePoint",
+    "cross_check",
+    "is_costed",
     "measure_ceilings",
     "op_costs",
     "render_roofline_svg",
     "roofline_from_dict",
     "roofline_points",
+    "roofline_summary",
     "roofline_to_dict",
+    "uncosted_operators",
+    "uncosted_text",
     "unmatched_operators",
 ]
 
@@ -91,6 +107,9 @@ ELEMENTWISE_FLOPS: dict[str, int] = {
             "Add", "Sub", "Mul", "Div", "Relu", "LeakyRelu", "PRelu", "Clip", "Erf", "Sqrt",
             "Pow", "Tanh", "Sigmoid", "Exp", "Log", "Neg", "Abs", "Reciprocal", "Max", "Min",
             "Sum", "Mean", "Elu", "Selu", "Softplus", "HardSigmoid", "HardSwish", "Sin", "Cos",
+            # comparisons, logic and selection: one operation per output element
+            "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
+            "Not", "Where", "IsNaN", "IsInf", "Floor", "Ceil", "Round", "Sign", "Mod",
         ),
         1,
     ),
@@ -106,6 +125,8 @@ ELEMENTWISE_FLOPS: dict[str, int] = {
     "FastGelu": 8,
     "QuickGelu": 3,
     "BiasAdd": 2,
+    "RotaryEmbedding": 3,
+    "EmbedLayerNormalization": 10,
     "QLinearAdd": 1,
     "QLinearMul": 1,
     "QLinearSigmoid": 1,
@@ -135,7 +156,10 @@ MATMUL_OPERANDS: dict[str, tuple[int, int, int | None]] = {
     "MatMulIntegerToFloat": (0, 1, None),
     "DynamicQuantizeMatMul": (0, 1, None),
     "QGemm": (0, 3, 6),
+    "MatMulNBits": (0, 1, 5),
 }
+# Attention ops of com.microsoft, costed as their projections, QK^T, softmax and AV.
+ATTENTION_OPS = frozenset({"Attention", "MultiHeadAttention"})
 # Conv-like ops: where the weight and the bias sit among the inputs.
 CONV_OPERANDS: dict[str, tuple[int, int | None]] = {
     "Conv": (1, 2),
@@ -152,7 +176,9 @@ DATA_MOVEMENT_OPS = frozenset(
         "Transpose", "Reshape", "ReorderInput", "ReorderOutput", "Cast", "Concat", "Split",
         "Slice", "Gather", "Identity", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Pad",
         "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Tile", "MemcpyToHost",
-        "MemcpyFromHost",
+        "MemcpyFromHost", "Shape", "Size", "Constant", "ConstantOfShape", "Range", "NonZero",
+        "GatherElements", "GatherND", "ScatterND", "ScatterElements", "DepthToSpace",
+        "SpaceToDepth", "Dropout", "Trilu", "OneHot", "CastLike", "QLinearConcat",
     }
 )
 _ORT_NAME_SUFFIX = re.compile(r"_(token_\d+|nchwc|nhwc|fused)$")
@@ -198,6 +224,19 @@ class OpCost:
     op_type: str
     flops: int
     bytes: int
+    #: every tensor shape of the node was known (inferred for the dims given)
+    complete: bool = field(default=True, compare=False)
+    #: elements of the first output (what a fused activation or residual add runs over)
+    output_elements: int = field(default=0, compare=False)
+    #: the model nodes producing this node's inputs (to follow fusions back to them)
+    producers: tuple[str, ...] = field(default=(), compare=False)
+    #: the node's output tensors (ORT names NCHWc nodes after them: ``relu6_7_nchwc``)
+    outputs: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def costed(self) -> bool:
+        """The op type has a FLOP formula (or is data movement, 0 FLOPs by convention)."""
+        return is_costed(self.op_type)
 
     @property
     def intensity(self) -> float | None:
@@ -273,6 +312,63 @@ def _conv_transpose_flops(inputs: Sequence[_Tensor | None], out: _Tensor | None)
     return flops
 
 
+def is_costed(op_type: str) -> bool:
+    """True when this module counts ``op_type``'s work (0 FLOPs is a count for data movement).
+
+    An op type outside every table (a custom op, ``Resize``, ``LSTM``, ``Loop``...) is
+    *not costed*: the roofline lists it with its share of time, never as data movement.
+    """
+    return (op_type in ELEMENTWISE_FLOPS or op_type in REDUCTION_FLOPS
+            or op_type in WINDOW_POOLS or op_type in MATMUL_OPERANDS
+            or op_type in CONV_OPERANDS or op_type in ATTENTION_OPS
+            or op_type in DATA_MOVEMENT_OPS or op_type == "ConvTranspose")
+
+
+def _attention_flops(
+    op_type: str,
+    inputs: Sequence[_Tensor | None],
+    out: _Tensor | None,
+    attrs: Mapping[str, Any] | None,
+) -> int:
+    """``Attention``: QKV projection (+ bias), QK^T, softmax (5/element), AV.
+    ``MultiHeadAttention``: QK^T, softmax and AV from query, key and value shapes."""
+    x, o = _at(inputs, 0), out
+    if x is None or x.shape is None or len(x.shape) != 3 or o is None or o.shape is None:
+        return 0
+    heads = int(attrs.get("num_heads", 0)) if attrs else 0
+    b, s = x.shape[0], x.shape[1]
+    hv = o.shape[-1]
+    if None in (b, s, hv):
+        return 0
+    flops = 0
+    if op_type == "Attention":
+        w, bias = _at(inputs, 1), _at(inputs, 2)
+        sizes = list(attrs.get("qkv_hidden_sizes") or []) if attrs else []
+        hq = int(sizes[0]) if sizes else hv
+        if w is not None and w.shape is not None and len(w.shape) == 2 and None not in w.shape:
+            flops += 2 * b * s * int(w.shape[0]) * int(w.shape[1])
+        elif x.shape[2] is not None:  # weights pre-packed out of the trace: q, k, v of hv
+            flops += 2 * b * s * int(x.shape[2]) * (hq + hq + hv)
+        if bias is not None and bias.numel:
+            flops += b * s * bias.numel
+        past = _at(inputs, 4)
+        kv = s + (past.shape[3] if past is not None and past.shape and len(past.shape) == 5
+                  and past.shape[3] else 0)
+    else:
+        hq = x.shape[2] or hv
+        key = _at(inputs, 1)
+        if key is None or key.shape is None:
+            kv = s  # packed QKV in the query input
+        elif len(key.shape) == 4:
+            kv = key.shape[2] or s
+        else:
+            kv = key.shape[1] or s
+    flops += 2 * b * s * kv * hq + 2 * b * s * kv * hv
+    if heads:
+        flops += 5 * b * heads * s * kv
+    return flops
+
+
 def _flops(
     op_type: str,
     inputs: Sequence[_Tensor | None],
@@ -286,6 +382,8 @@ def _flops(
         return _matmul_flops(op_type, inputs, out, trans_a)
     if op_type in CONV_OPERANDS:
         return _conv_flops(op_type, inputs, out)
+    if op_type in ATTENTION_OPS:
+        return _attention_flops(op_type, inputs, out, attrs)
     if op_type == "ConvTranspose":
         return _conv_transpose_flops(inputs, out)
     if op_type in ELEMENTWISE_FLOPS:
@@ -393,7 +491,7 @@ _SHAPE_OF_FIRST_INPUT = frozenset(
     {
         "QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax", "Gelu", "FastGelu", "BiasGelu",
         "QuickGelu", "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
-        "SimplifiedLayerNormalization", "BiasAdd",
+        "SimplifiedLayerNormalization", "BiasAdd", "RotaryEmbedding",
     }
 )
 _FLOAT = 1
@@ -436,11 +534,25 @@ def _tensor_table(model: Any, weights: Iterable[Any]) -> dict[str, _Tensor]:
 
 
 def _constants(model: Any) -> dict[str, np.ndarray]:
+    """Values of the small initializers and ``Constant`` nodes (exporters such as
+    torch.onnx write shape constants and buffers as ``Constant`` nodes)."""
     values: dict[str, np.ndarray] = {}
     for t in model.graph.initializer:
         if math.prod(t.dims) <= _FOLD_LIMIT:
             with contextlib.suppress(Exception):
                 values[t.name] = onnx.numpy_helper.to_array(t)
+    for node in model.graph.node:
+        if node.op_type != "Constant" or len(node.output) != 1:
+            continue
+        for attr in node.attribute:
+            with contextlib.suppress(Exception):
+                if attr.name == "value" and attr.HasField("t"):
+                    if math.prod(attr.t.dims) <= _FOLD_LIMIT:
+                        values[node.output[0]] = onnx.numpy_helper.to_array(attr.t)
+                elif attr.name in ("value_int", "value_ints", "value_float", "value_floats"):
+                    value = onnx.helper.get_attribute_value(attr)
+                    dtype = np.int64 if "int" in attr.name else np.float32
+                    values[node.output[0]] = np.array(value, dtype)
     return values
 
 
@@ -554,6 +666,23 @@ def _contrib_output(node: Any, tensors: Mapping[str, _Tensor]) -> tuple[int, Sha
             return first.elem_type, (first.shape[0], *(1,) * (len(first.shape) - 2),
                                      first.shape[-1])
         return first.elem_type, (*first.shape[:2], *(1,) * (len(first.shape) - 2))
+    if op == "MatMulNBits" and attrs.get("N"):
+        return _FLOAT, (*first.shape[:-1], int(attrs["N"]))
+    if op == "EmbedLayerNormalization" and len(first.shape) == 2 and len(shapes) > 2:
+        table = shapes[2]
+        if table is not None and len(table) == 2:
+            return _FLOAT, (*first.shape, table[1])
+        return None
+    if op == "Attention" and len(first.shape) == 3:
+        sizes = list(attrs.get("qkv_hidden_sizes") or [])
+        w = shapes[1] if len(shapes) > 1 else None
+        hidden = sizes[2] if sizes else (w[1] // 3 if w is not None and len(w) == 2
+                                         and w[1] is not None else None)
+        return (first.elem_type, (*first.shape[:2], hidden)) if hidden else None
+    if op == "MultiHeadAttention" and len(first.shape) == 3:
+        value = shapes[2] if len(shapes) > 2 else None
+        hidden = value[-1] if value is not None and len(value) == 3 else first.shape[2]
+        return first.elem_type, (*first.shape[:2], hidden)
     operands = MATMUL_OPERANDS.get(op)
     if operands is not None and node.domain == "com.microsoft":
         b = _at(inputs, operands[1])
@@ -601,6 +730,11 @@ def _shape_round(
                 work.graph.value_info.append(
                     onnx.helper.make_tensor_value_info(node.output[0], elem_type or _FLOAT, shape)
                 )
+                if node.op_type == "EmbedLayerNormalization" and len(node.output) > 1 \
+                        and node.output[1]:  # mask_index: one int32 per sequence
+                    tensors[node.output[1]] = _Tensor(4, shape[:1], 6)
+                    work.graph.value_info.append(
+                        onnx.helper.make_tensor_value_info(node.output[1], 6, shape[:1]))
                 changed = True
         nodes.append(node)
     del work.graph.node[:]
@@ -678,12 +812,23 @@ def op_costs(model: str | os.PathLike[str] | Any, dims: Mapping[str, int]) -> di
     work = _skeleton(proto)
     _fix_dims(work, dims)
     tensors = _infer(work)
+    keyed = list(_node_keys(proto.graph.node))
+    producer = {out: name for name, node in keyed for out in node.output if out}
     costs: dict[str, OpCost] = {}
-    for name, node in _node_keys(proto.graph.node):
+    for name, node in keyed:
         inputs = [tensors.get(i) if i else None for i in node.input]
         outputs = [tensors.get(o) if o else None for o in node.output]
         flops = _flops(node.op_type, inputs, outputs, _attrs(node))
-        costs[name] = OpCost(name, node.op_type, flops, _node_bytes(node, inputs, outputs))
+        complete = all(t is not None and t.numel is not None
+                       for i, t in zip(node.input, inputs, strict=True) if i) and all(
+            t is not None and t.numel is not None for t in outputs[:1])
+        first = outputs[0] if outputs else None
+        costs[name] = OpCost(
+            name, node.op_type, flops, _node_bytes(node, inputs, outputs), complete=complete,
+            output_elements=(first.numel or 0) if first is not None else 0,
+            producers=tuple(dict.fromkeys(producer[i] for i in node.input if i in producer)),
+            outputs=tuple(o for o in node.output if o),
+        )
     return costs
 
 
@@ -951,17 +1096,27 @@ def _trace_tensor(text: str) -> _Tensor | None:
 
 
 def _cost_from_trace(op: OperatorStat | Mapping[str, Any]) -> OpCost | None:
-    """An operator's cost from the shapes in the profiler trace, when its op type allows."""
+    """An operator's cost from the shapes in the profiler trace (the shapes that ran)."""
     op_type, node = str(_field(op, "op_type", "")), str(_field(op, "node", ""))
     inputs = [_trace_tensor(s) for s in _field(op, "input_shapes", ()) or ()]
     outputs = [_trace_tensor(s) for s in _field(op, "output_shapes", ()) or ()]
-    if not outputs or outputs[0] is None:
+    if not outputs or outputs[0] is None or not is_costed(op_type):
         return None
+    if op_type in MATMUL_OPERANDS and len(inputs) > 1:
+        # ORT leaves pre-packed constant inputs out of the trace, so the inputs shift:
+        # a FusedGemm traced as (A, C) has its bias where B would be
+        b_index = MATMUL_OPERANDS[op_type][1]
+        b = _at(inputs, b_index)
+        if b is not None and b.shape is not None and len(b.shape) < 2 and op_type in (
+                "Gemm", "FusedGemm", "MatMulNBits"):
+            inputs = [inputs[0], None, *inputs[1:]]
+    if op_type == "Attention" and len(inputs) > 1:
+        w = inputs[1]
+        if w is not None and w.shape is not None and len(w.shape) < 2:
+            inputs = [inputs[0], None, *inputs[1:]]  # the QKV weight was pre-packed
     flops = _flops(op_type, inputs, outputs, None)
-    known = (op_type in ELEMENTWISE_FLOPS or op_type in REDUCTION_FLOPS or op_type in WINDOW_POOLS
-             or op_type in MATMUL_OPERANDS or op_type in DATA_MOVEMENT_OPS)
-    if flops == 0 and not known:
-        return None  # conv without a visible weight, or an op we cannot cost
+    if flops == 0 and op_type in (*CONV_OPERANDS, *MATMUL_OPERANDS, *ATTENTION_OPS):
+        return None  # a matmul or conv whose shapes the trace does not show
     nbytes = sum(t.nbytes for t in (*inputs, *outputs) if t is not None)
     if op_type in MATMUL_OPERANDS:
         # ORT pre-packs constant B and leaves it out of the trace: add K·N weight bytes.
@@ -971,29 +1126,39 @@ def _cost_from_trace(op: OperatorStat | Mapping[str, Any]) -> OpCost | None:
             k = _matmul_k(a.shape, out.shape, None)
             n = out.shape[-1] if out.shape else None
             if k is not None and n is not None:
-                itemsize = 1 if op_type.startswith(QUANTISED_PREFIXES) else a.itemsize
+                itemsize = (0.5 if op_type == "MatMulNBits" else
+                            1 if op_type.startswith(QUANTISED_PREFIXES) else a.itemsize)
                 nbytes += math.ceil(k * n * itemsize)
     if nbytes <= 0:
         return None
-    return OpCost(node, op_type, flops, int(nbytes))
+    first = outputs[0]
+    return OpCost(node, op_type, flops, int(nbytes), complete=first.numel is not None,
+                  output_elements=first.numel or 0)
 
 
 def _family(op_type: str) -> str:
     if op_type in MATMUL_OPERANDS or "MatMul" in op_type or "Gemm" in op_type:
         return "matmul"
-    for family in ("Conv", "LayerNormalization", "Gelu", "Softmax", "Pool"):
+    for family in ("Conv", "LayerNormalization", "Gelu", "Softmax", "Pool", "Attention"):
         if family in op_type:
             return family
     return op_type
 
 
+_FUSION_PATH = re.compile(r"^(.+?)/[A-Za-z0-9_]*Fusion/?$")
+
+
 def _name_variants(node: str) -> Iterator[str]:
     """The profiler's node name, then the names ONNX Runtime derived it from."""
     yield node
-    name = node.split("/", 1)[0] if "/" in node else node  # "attn_qk_74/MatMulScaleFusion/"
+    name = node
     if name.startswith("fused "):  # "fused matmul/MatMulAddFusion": MatMul + Add -> FusedGemm
         name = name[len("fused ") :]
-    if name != node and name:
+        if name:
+            yield name
+    match = _FUSION_PATH.match(name)  # "/enc/attn/MatMul/MatMulScaleFusion/"
+    if match:
+        name = match.group(1)
         yield name
     while True:
         stripped = _ORT_NAME_SUFFIX.sub("", name)
@@ -1003,27 +1168,121 @@ def _name_variants(node: str) -> Iterator[str]:
         yield name
 
 
-def _resolve(
+def _is_nchwc(node: str) -> bool:
+    """ONNX Runtime's NCHWc layout (x86): channels padded to the SIMD block (8 on AVX2,
+    16 on AVX-512) in the trace's shapes, so only the graph's shapes are logical."""
+    return node.endswith("_nchwc") or "_nchwc_" in node
+
+
+def _with_extra(cost: OpCost, node: str, op_type: str, flops: int, nbytes: int = 0) -> OpCost:
+    return OpCost(node, op_type, cost.flops + flops, cost.bytes + nbytes,
+                  complete=cost.complete, output_elements=cost.output_elements,
+                  producers=cost.producers, outputs=cost.outputs)
+
+
+def _named(costs: Mapping[str, OpCost], name: str) -> OpCost | None:
+    """The node called ``name``, else the node whose output tensor is called ``name``."""
+    cost = costs.get(name)
+    if cost is not None:
+        return cost
+    return next((c for c in costs.values() if name in c.outputs), None)
+
+
+def _model_match(
     costs: Mapping[str, OpCost], op: OperatorStat | Mapping[str, Any]
-) -> tuple[OpCost, str] | None:
+) -> tuple[OpCost, str, tuple[str, ...]] | None:
+    """The model node(s) a profiled operator ran, costed from the graph: (cost, how).
+
+    ``how`` is ``"name"`` (the node of that name or of the name ORT derived from it) or
+    ``"fused"`` (ORT named the fused node after an op it absorbed, e.g. a Conv + Clip
+    named ``relu6_7_nchwc`` after the Clip: the Conv producing the Clip's input plus the
+    Clip itself). The third item names the model nodes the operator covers.
+    """
     node, op_type = str(_field(op, "node", "")), str(_field(op, "op_type", ""))
     for name in _name_variants(node):
-        cost = costs.get(name)
-        if cost is not None and (not op_type or _family(cost.op_type) == _family(op_type)):
-            return cost, "name"
-    cost = _cost_from_trace(op)
-    return (cost, "shapes") if cost is not None else None
+        cost = _named(costs, name)
+        if cost is None:
+            continue
+        if not op_type or _family(cost.op_type) == _family(op_type):
+            extra = 0
+            if node.startswith("fused ") and "MatMulAddFusion" in node:
+                extra = cost.output_elements  # the Add became the Gemm's bias
+            if extra:
+                return _with_extra(cost, node, cost.op_type, extra), "fused", (cost.node,)
+            return cost, "name", (cost.node,)
+        for producer in cost.producers:  # Conv + activation, named after the activation
+            base = costs.get(producer)
+            if base is not None and _family(base.op_type) == _family(op_type):
+                fused = OpCost(node, base.op_type, base.flops + cost.flops, base.bytes,
+                               complete=base.complete and cost.complete,
+                               output_elements=cost.output_elements)
+                return fused, "fused", (base.node, cost.node)
+    return None
+
+
+# a matmul, conv or attention whose shapes stayed unknown has no cost, never 0 FLOPs
+_COMPUTE_FAMILIES = frozenset({"matmul", "Conv", "Attention"})
+
+CROSS_CHECK_TOLERANCE = 0.25
+"""Graph and trace FLOPs further apart than this (relative) disagree: the trace wins."""
+
+
+def _agree(a: int, b: int) -> bool:
+    return abs(a - b) <= CROSS_CHECK_TOLERANCE * max(a, b, 1)
+
+
+@dataclass(frozen=True)
+class _Placement:
+    cost: OpCost | None
+    how: str  # "name" | "fused" | "shapes"; "" when not placed
+    time_us: float | None
+    reason: str = ""  # why not placed
+    checked: bool | None = None  # graph and trace agreed (None: only one was available)
+    covers: tuple[str, ...] = ()  # the model nodes whose work this operator did
+
+
+def _placement(costs: Mapping[str, OpCost], op: OperatorStat | Mapping[str, Any]) -> _Placement:
+    """Where an operator's cost comes from, or why it has none.
+
+    The graph (shapes inferred for the dims that ran) is used when it knows every shape
+    of the node, cross-checked against the trace's own shapes; when the two disagree by
+    more than :data:`CROSS_CHECK_TOLERANCE` the trace (what really ran) wins. NCHWc nodes
+    use the graph (logical channels) whenever it can, since the trace shows padded ones.
+    """
+    op_type = str(_field(op, "op_type", ""))
+    node = str(_field(op, "node", ""))
+    time_us = _time_us(op)
+    if time_us is None:
+        return _Placement(None, "", None, "no time")
+    trace = _cost_from_trace(op)
+    match = _model_match(costs, op)
+    if match is not None:
+        cost, how, covers = match
+        if cost.complete and cost.costed and cost.bytes > 0:
+            if trace is None or _is_nchwc(node):
+                return _Placement(cost, how, time_us, covers=covers)
+            if _agree(cost.flops, trace.flops):
+                return _Placement(cost, how, time_us, checked=True, covers=covers)
+            return _Placement(trace, "shapes", time_us, checked=False, covers=covers)
+    if trace is not None:
+        return _Placement(trace, "shapes", time_us,
+                          covers=() if match is None else match[2])
+    if match is not None and match[0].costed and match[0].bytes > 0 and (
+            match[0].flops > 0 or _family(match[0].op_type) not in _COMPUTE_FAMILIES):
+        return _Placement(match[0], match[1], time_us, covers=match[2])
+    if op_type and not is_costed(op_type):
+        return _Placement(None, "", time_us, "no FLOP formula for this op type")
+    return _Placement(None, "", time_us, "shapes unknown")
 
 
 def _place(
     costs: Mapping[str, OpCost], op: OperatorStat | Mapping[str, Any]
 ) -> tuple[OpCost, str, float] | None:
     """(cost, how it was found, mean µs) for an operator that can go on the roofline."""
-    time_us = _time_us(op)
-    resolved = _resolve(costs, op)
-    if time_us is None or resolved is None or resolved[0].bytes <= 0:
+    placed = _placement(costs, op)
+    if placed.cost is None or placed.time_us is None:
         return None
-    return resolved[0], resolved[1], time_us
+    return placed.cost, placed.how, placed.time_us
 
 
 def unmatched_operators(
@@ -1031,6 +1290,97 @@ def unmatched_operators(
 ) -> list[str]:
     """Profiled operators :func:`roofline_points` could not place (no cost found), by name."""
     return [str(_field(op, "node", "?")) for op in operators if _place(costs, op) is None]
+
+
+def _share(op: OperatorStat | Mapping[str, Any], total_us: float) -> float:
+    share = _field(op, "share")
+    try:
+        value = float(share)
+    except (TypeError, ValueError):
+        total = _field(op, "total_us")
+        try:
+            return float(total) / total_us if total_us > 0 else 0.0
+        except (TypeError, ValueError):
+            return 0.0
+    return value if math.isfinite(value) else 0.0
+
+
+def uncosted_operators(
+    costs: Mapping[str, OpCost], operators: Sequence[OperatorStat | Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The profiled operators with no cost, by op type: nodes, names, share of time, why.
+
+    Share is of the summed operator time (the profiler's ``share``). Largest share first.
+    These are never counted as data movement: their work is unknown.
+    """
+    total_us = 0.0
+    for op in operators:
+        with contextlib.suppress(TypeError, ValueError):
+            total_us += float(_field(op, "total_us") or 0.0)
+    groups: dict[str, dict[str, Any]] = {}
+    for op in operators:
+        placed = _placement(costs, op)
+        if placed.cost is not None or placed.reason == "no time":
+            continue
+        op_type = str(_field(op, "op_type", "") or "?")
+        row = groups.setdefault(op_type, {"op_type": op_type, "nodes": [], "share": 0.0,
+                                          "reason": placed.reason})
+        row["nodes"].append(str(_field(op, "node", "?")))
+        row["share"] += _share(op, total_us)
+    return sorted(groups.values(), key=lambda r: (-r["share"], r["op_type"]))
+
+
+def cross_check(
+    costs: Mapping[str, OpCost], operators: Sequence[OperatorStat | Mapping[str, Any]]
+) -> dict[str, Any]:
+    """How the graph's costs compared with the trace's shapes: agreed, disagreed (names)."""
+    agreed, disagreed = 0, []
+    for op in operators:
+        placed = _placement(costs, op)
+        if placed.checked is True:
+            agreed += 1
+        elif placed.checked is False:
+            disagreed.append(str(_field(op, "node", "?")))
+    return {"agreed": agreed, "disagreed": disagreed}
+
+
+# ops ONNX Runtime folds into a convolution's epilogue (NCHWc "Sum" input, activations)
+_EPILOGUE_OPS = frozenset({"Add", "Sum", "Relu", "Clip", "LeakyRelu", "Sigmoid",
+                           "HardSigmoid", "Tanh"})
+
+
+def _epilogues(costs: Mapping[str, OpCost], placements: Sequence[_Placement]) -> dict[int, int]:
+    """FLOPs of graph nodes ORT folded into a placed convolution, by placement index.
+
+    A residual Add and the activation after it that were not timed on their own were run
+    by the conv that produced the Add's later input (x86 NCHWc convs take it as a "Sum"
+    input); any other node that was not timed was folded away or fused elsewhere.
+    """
+    covered: dict[str, int] = {}
+    for index, placed in enumerate(placements):
+        for name in placed.covers:
+            covered.setdefault(name, index)
+    order = {name: i for i, name in enumerate(costs)}
+    extra: dict[int, int] = {}
+    for name, cost in costs.items():
+        if name in covered or cost.op_type not in _EPILOGUE_OPS or not cost.flops:
+            continue
+        current, seen = cost, {name}
+        while current.op_type in _EPILOGUE_OPS and current.producers:
+            parent = max(current.producers, key=lambda n: order.get(n, -1))
+            if parent in covered or parent in seen or parent not in costs:
+                break
+            seen.add(parent)
+            current = costs[parent]
+        parent = max(current.producers, key=lambda n: order.get(n, -1)) if current.producers \
+            else None
+        index = covered.get(parent) if parent is not None else None
+        if index is None:
+            continue
+        owner = placements[index]
+        if owner.cost is not None and _family(owner.cost.op_type) == "Conv":
+            extra[index] = extra.get(index, 0) + cost.flops
+    return extra
 
 
 def roofline_points(
@@ -1045,19 +1395,27 @@ def roofline_points(
     optimises: an operator is matched to the model node of the same name, else to the
     name it was derived from (``conv_6_quant_token_1`` -> ``conv_6_quant``,
     ``relu6_7_nchwc`` -> ``relu6_7``, ``attn_qk_74/MatMulScaleFusion/`` -> ``attn_qk_74``,
-    ``fused mm/MatMulAddFusion`` -> ``mm``)
-    when the op types agree (``DynamicQuantizeMatMul`` matches ``MatMulInteger``), else
-    costed from its own shapes in the trace (fused ``Gelu``, ``SkipLayerNormalization``,
-    a ``Conv`` fused with its activation). Operators that match nothing are left out:
-    :func:`unmatched_operators` lists them. Order: the operators' order.
+    ``fused mm/MatMulAddFusion`` -> ``mm``) when the op types agree
+    (``DynamicQuantizeMatMul`` matches ``MatMulInteger``); a node named after an op it
+    absorbed (Conv + Clip named after the Clip) is costed as both graph nodes. The graph's
+    cost is cross-checked with the operator's own shapes in the trace, which cost what the
+    graph cannot (fused ``Gelu``, ``SkipLayerNormalization``, shapes the graph left
+    unknown) and win when the two disagree. NCHWc nodes keep the graph's logical channel
+    counts, so the result does not depend on the CPU's SIMD width. Operators that cannot
+    be costed are left out: :func:`unmatched_operators` names them,
+    :func:`uncosted_operators` gives their share of time. Order: the operators' order.
     """
     points = []
     ridge = ceilings.ridge_intensity
-    for op in operators:
-        placed = _place(costs, op)
-        if placed is None:
+    placements = [_placement(costs, op) for op in operators]
+    epilogues = _epilogues(costs, placements)
+    for index, (op, placed) in enumerate(zip(operators, placements, strict=True)):
+        if placed.cost is None or placed.time_us is None:
             continue
-        cost, how, time_us = placed
+        cost, how, time_us = placed.cost, placed.how, placed.time_us
+        if index in epilogues:
+            cost = _with_extra(cost, cost.node, cost.op_type, epilogues[index])
+            how = "fused"
         intensity = cost.flops / cost.bytes
         points.append(
             RooflinePoint(
@@ -1077,32 +1435,71 @@ def roofline_points(
 
 
 def roofline_to_dict(
-    ceilings: Ceilings, points: Sequence[RooflinePoint], *, unmatched: Sequence[str] = ()
+    ceilings: Ceilings,
+    points: Sequence[RooflinePoint],
+    *,
+    unmatched: Sequence[str] = (),
+    uncosted: Sequence[Mapping[str, Any]] = (),
+    checked: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """JSON-safe summary for ``Profile.roofline``: ceilings, points and totals.
 
     ``summary.achieved_gflops`` is all counted FLOPs over all placed operators' time;
-    ``memory_bound_time_share`` the fraction of that time spent in memory-bound operators.
+    ``memory_bound_time_share`` the fraction of that time spent in memory-bound operators;
+    ``uncosted`` (from :func:`uncosted_operators`) the op types with no cost and their
+    share of operator time; ``cross_check`` (from :func:`cross_check`) how many graph
+    costs the trace's shapes confirmed.
     """
     total_us = sum(p.time_us for p in points)
     total_flops = sum(p.flops for p in points)
     memory_us = sum(p.time_us for p in points if p.bound == "memory")
-    return {
-        "ceilings": ceilings.to_dict(),
-        "points": [p.to_dict() for p in points],
-        "summary": {
-            "operators": len(points),
-            "memory_bound": sum(1 for p in points if p.bound == "memory"),
-            "compute_bound": sum(1 for p in points if p.bound == "compute"),
-            "matched_by_shapes": sum(1 for p in points if p.matched_by == "shapes"),
-            "unmatched": len(unmatched),
-            "unmatched_operators": [str(u) for u in unmatched],
-            "time_us": total_us,
-            "gflop": total_flops / 1e9,
-            "achieved_gflops": total_flops / (total_us * 1e3) if total_us > 0 else None,
-            "memory_bound_time_share": memory_us / total_us if total_us > 0 else None,
-        },
+    uncosted_rows = [dict(r) for r in uncosted]
+    summary: dict[str, Any] = {
+        "operators": len(points),
+        "memory_bound": sum(1 for p in points if p.bound == "memory"),
+        "compute_bound": sum(1 for p in points if p.bound == "compute"),
+        "matched_by_shapes": sum(1 for p in points if p.matched_by == "shapes"),
+        "fused": sum(1 for p in points if p.matched_by == "fused"),
+        "unmatched": len(unmatched),
+        "unmatched_operators": [str(u) for u in unmatched],
+        "uncosted": uncosted_rows,
+        "uncosted_time_share": sum(float(r.get("share") or 0.0) for r in uncosted_rows),
+        "time_us": total_us,
+        "gflop": total_flops / 1e9,
+        "achieved_gflops": total_flops / (total_us * 1e3) if total_us > 0 else None,
+        "memory_bound_time_share": memory_us / total_us if total_us > 0 else None,
     }
+    if checked is not None:
+        summary["cross_check"] = dict(checked)
+    return {"ceilings": ceilings.to_dict(), "points": [p.to_dict() for p in points],
+            "summary": summary}
+
+
+def roofline_summary(
+    costs: Mapping[str, OpCost],
+    operators: Sequence[OperatorStat | Mapping[str, Any]],
+    ceilings: Ceilings,
+) -> dict[str, Any]:
+    """:func:`roofline_points` + :func:`roofline_to_dict` with every list filled in."""
+    return roofline_to_dict(
+        ceilings, roofline_points(costs, operators, ceilings),
+        unmatched=unmatched_operators(costs, operators),
+        uncosted=uncosted_operators(costs, operators),
+        checked=cross_check(costs, operators),
+    )
+
+
+def uncosted_text(uncosted: Sequence[Mapping[str, Any]], limit: int = 4) -> str:
+    """``"Resize 12% (2 nodes), MyOp 3%"``: the uncosted op types and their share of time."""
+    parts = []
+    for row in list(uncosted)[:limit]:
+        nodes = len(row.get("nodes") or ())
+        share = float(row.get("share") or 0.0)
+        parts.append(f"{row.get('op_type')} {share:.0%}"
+                     + (f" ({nodes} nodes)" if nodes > 1 else ""))
+    if len(uncosted) > limit:
+        parts.append(f"{len(uncosted) - limit} more")
+    return ", ".join(parts)
 
 
 def roofline_from_dict(data: Mapping[str, Any]) -> tuple[Ceilings, list[RooflinePoint]]:
@@ -1124,15 +1521,32 @@ def _hover(p: RooflinePoint) -> str:
     )
 
 
+def _skipped_note(skipped: Sequence[RooflinePoint]) -> str:
+    """``"7 operator(s) not drawn: 0 FLOPs (data movement: Reshape 4, Gather 2), 1 timed
+    at 0 µs"``."""
+    zero = Counter(p.op_type for p in skipped if p.flops == 0)
+    instant = sum(1 for p in skipped if p.flops > 0)
+    parts = []
+    if zero:
+        kinds = ", ".join(f"{op} {n}" for op, n in zero.most_common(4))
+        more = len(zero) - 4
+        parts.append(f"0 FLOPs ({kinds}{f', {more} more op types' if more > 0 else ''})")
+    if instant:
+        parts.append(f"{instant} timed at 0 µs")
+    return f"{len(skipped)} operator(s) not drawn: {'; '.join(parts)}"
+
+
 def render_roofline_svg(
-    ceilings: Ceilings, points: Sequence[RooflinePoint], *, title: str
+    ceilings: Ceilings, points: Sequence[RooflinePoint], *, title: str,
+    uncosted: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """A self-contained SVG roofline: log-log axes, both roofs, one dot per operator.
 
     x: arithmetic intensity (FLOP/byte); y: GFLOP/s. Dot area is proportional to the
     operator's time, colour is its op type, hovering shows node, op type, achieved and
     attainable GFLOP/s and intensity. Operators with no FLOPs or no measurable time cannot
-    sit on log axes; they are counted in a note under the plot.
+    sit on log axes; a note under the plot counts them by op type, and names the
+    ``uncosted`` op types (:func:`uncosted_operators`) with their share of time.
     """
     placed = [p for p in points if p.flops > 0 and p.achieved_gflops]
     ridge = ceilings.ridge_intensity
@@ -1152,10 +1566,9 @@ def render_roofline_svg(
     chart = Chart(title=title, x=x_axis, y=y_axis, subtitle=subtitle,
                   description=f"ceilings: {ceilings.method}")
     if skipped:
-        chart.notes.append(
-            f"{skipped} operator(s) not drawn: no FLOPs (data movement such as Gather, "
-            "Reshape, Transpose) or timed at 0 µs"
-        )
+        chart.notes.append(_skipped_note([p for p in points if p not in placed]))
+    if uncosted:
+        chart.notes.append(f"not costed (no FLOP count; not drawn): {uncosted_text(uncosted)}")
     chart.notes.append(f"ceilings: {ceilings.method}")
     x_start = max(x_axis.lo, y_axis.lo / ceilings.bandwidth_gbs)
     chart.polyline(

@@ -243,10 +243,13 @@ def profile(
     steady_threshold: float = 0.05,
     pin: int | Sequence[int] | None = None,
     seed: int = 0,
+    operators: bool = False,
     **kwargs: Any,
 ) -> Profile:
     """Warm ``fn(*args, **kwargs)`` until steady, count ``repeat`` repeats, return a Profile.
 
+    With ``operators=True`` a separate pass adds ONNX Runtime's operator tables of every
+    session the workload runs, whatever wraps it (:func:`onnx.with_operator_times`).
     The runner's own keywords are reserved; pass a workload keyword of the same
     name through ``functools.partial``.
     """
@@ -258,9 +261,14 @@ def profile(
     call = functools.partial(fn, *args, **kwargs) if args or kwargs else fn
     if session is None:
         session = _session_facts(fn)
-    return Runner(settings, backend=backend, events=events).run(
+    result = Runner(settings, backend=backend, events=events).run(
         call, name=name or _name_of(fn), session=session
     )
+    if operators:
+        from .onnx import with_operator_times
+
+        result = with_operator_times(result, call)
+    return result
 
 
 def _name_of(fn: Callable[..., Any]) -> str:

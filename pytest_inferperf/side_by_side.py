@@ -3,7 +3,7 @@
 Owns: :func:`side_by_side` and its result :class:`SideBySide` (rows of
 :class:`MetricRow` and :class:`OpTypeRow`, the verdicts, the Pareto front) with its JSON
 form, and the helpers it is built from: :func:`entry_labels`, :func:`op_type_times`,
-:func:`match_quality`.
+:func:`match_quality`, :func:`op_type_precision`.
 
 Must not: measure (:mod:`.analyse`), write files (:mod:`.report.files`), format a
 report (``report``), parse arguments or print (``cli``).
@@ -20,6 +20,7 @@ from typing import Any
 from .analyse import Analysis, UsageError, is_callable_target
 from .compare import IncomparableError, check_comparable
 from .metrics import METRICS, profile_metrics
+from .precision import precision_findings, precision_table
 from .profile import Profile
 
 # A credible change in a metric that does not gate (percentiles, memory, OS events) is
@@ -47,6 +48,9 @@ class OpTypeRow:
     nodes: tuple[int, ...]
     us_per_call: tuple[float | None, ...]
     deltas: tuple[float | None, ...]
+    #: per profile, what the op type computes in (``float``, ``int8``, ``float x int4
+    #: weights``) and its weights' stored type when narrower; "" when unknown
+    precision: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,9 @@ class SideBySide:
                                 "nodes": dict(zip(self.labels, r.nodes, strict=True)),
                                 "us_per_call": dict(zip(self.labels, r.us_per_call,
                                                         strict=True)),
-                                "deltas": _json_numbers(self.labels, r.deltas)}
+                                "deltas": _json_numbers(self.labels, r.deltas),
+                                "precision": dict(zip(self.labels, r.precision or
+                                                      ("",) * len(self.labels), strict=True))}
                                for r in self.op_types],
             "regressions": [{"label": label, "metric": c.metric, "baseline": c.baseline,
                              "current": c.current, "delta": _json_number(c.delta),
@@ -147,6 +153,19 @@ def op_type_times(profile: Profile) -> dict[str, tuple[int, float]]:
         op_type = str(op.get("op_type") or "?")
         nodes, us = out.get(op_type, (0, 0.0))
         out[op_type] = (nodes + 1, us + float(op.get("mean_us") or 0.0))
+    return out
+
+
+def op_type_precision(profile: Profile) -> dict[str, str]:
+    """Per operator type, what it computes in, with narrower stored weights:
+    ``"float (int8 weights)"``, ``"int8"``; from the executed input types."""
+    out = {}
+    for row in precision_table(profile.operators):
+        if not row["inputs"]:
+            continue
+        stored = [w for w in row["weights_stored"] if w not in row["computes_in"]]
+        out[row["op_type"]] = row["computes_in"] + (f" ({', '.join(stored)} weights)"
+                                                    if stored else "")
     return out
 
 
@@ -207,13 +226,18 @@ def side_by_side(entries: Sequence[Analysis], *,
                               (None, *(_delta(column[0], c) for c in column[1:])),
                               tuple(statuses)))
     times = [op_type_times(e.profile) for e in entries]
+    precisions = [op_type_precision(e.profile) for e in entries]
+    for entry in entries:
+        notes.extend(f"{entry.label}: {finding}" for finding in precision_findings(
+            precision_table(entry.profile.operators)))
     op_rows = []
     order = sorted({t for ts in times for t in ts},
                    key=lambda t: (-max(ts.get(t, (0, 0.0))[1] for ts in times), t))
     for op_type in order:
         us = tuple(ts[op_type][1] if op_type in ts else None for ts in times)
         op_rows.append(OpTypeRow(op_type, tuple(ts.get(op_type, (0, 0.0))[0] for ts in times),
-                                 us, (None, *(_delta(us[0], u) for u in us[1:]))))
+                                 us, (None, *(_delta(us[0], u) for u in us[1:])),
+                                 tuple(p.get(op_type, "") for p in precisions)))
     scores = match_quality(entries, quality)
     front: list[str] = []
     if scores:

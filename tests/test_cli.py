@@ -230,7 +230,8 @@ def test_analyse_a_python_callable(tmp_path: Path, capsys: pytest.CaptureFixture
     out = tmp_path / "rep"
     assert main(["analyse", f"{bench}:run", *FAST, "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "not made     operators: not available: the target is a Python callable" in printed
+    assert ("not made     operators: not available: no ONNX Runtime session ran in one "
+            "watched call of the workload") in printed
     assert Profile.load(out / "report.json").name == f"{bench}:run"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -319,3 +320,110 @@ def test_mann_whitney_properties(x, y):
 def test_module_constants():
     assert compare_mod.ALPHA == 0.01
     assert compare_mod.MIN_REPEATS == 5
+
+
+# --------------------------------------------------------------------------- precision
+
+EXPORTS = Path(__file__).resolve().parent / "fixtures" / "exports"
+
+
+def _operators(variant: str) -> list:
+    from pytest_inferperf.onnx import default_dims, make_inputs, profile_operators
+
+    path = EXPORTS / f"{variant}.onnx"
+    return profile_operators(path, make_inputs(path, default_dims(path)), runs=1, warmup=1)
+
+
+def test_stored_weight_types_of_real_exports():
+    from pytest_inferperf.precision import stored_weight_types
+
+    assert stored_weight_types(EXPORTS / "minilm_l3_st.onnx") == {}
+    dequant = stored_weight_types(EXPORTS / "minilm_l3_st_dequant.onnx")
+    assert len(dequant) == 18 and set(dequant.values()) == {"int8"}  # q, k, v, out, 2 ffn x 3
+    assert all(name.endswith("MatMul") for name in dequant)
+    nbits = stored_weight_types(EXPORTS / "minilm_l3_st_nbits.onnx")
+    assert len(nbits) == 18 and set(nbits.values()) == {"int4"}
+
+
+def test_int8_weights_cast_to_float_before_matmul_are_said_to_run_in_float():
+    """The file stores int8 weights; ONNX Runtime folds the Cast and Mul at load time, so
+    the profile's MatMuls run on float inputs: the table and the finding say so."""
+    from pytest_inferperf.precision import precision_findings, precision_lines, precision_table
+
+    ops = _operators("minilm_l3_st_dequant")
+    assert sum(1 for o in ops if o.weight_type == "int8") == 18
+    table = {r["op_type"]: r for r in precision_table(ops)}
+    matmul = table["MatMul"]
+    assert (matmul["inputs"], matmul["computes_in"], matmul["weights_stored"],
+            matmul["nodes"], matmul["narrow_nodes"]) == (["float"], "float", ["int8"], 21, 18)
+    (finding,) = precision_findings(list(table.values()))
+    assert finding.startswith("int8 weights dequantised to float before MatMul: 18 nodes (")
+    assert finding.endswith("of operator time) run in float, not int8")
+    assert precision_lines(ops)[-1] == finding
+    # as stored in a Profile (dicts), the same
+    assert precision_findings(precision_table([o.to_dict() for o in ops])) == [finding]
+
+
+def test_integer_kernels_and_4_bit_weights_are_named_as_they_run():
+    from pytest_inferperf.precision import precision_findings, precision_table
+
+    int8 = {r["op_type"]: r for r in precision_table(_operators("minilm_l3_st_int8"))}
+    assert int8["DynamicQuantizeMatMul"]["computes_in"] == "int8"
+    assert int8["MatMulIntegerToFloat"]["computes_in"] == "int8"
+    nbits = precision_table(_operators("minilm_l3_st_nbits"))
+    row = next(r for r in nbits if r["op_type"] == "MatMulNBits")
+    assert (row["computes_in"], row["narrow_nodes"]) == ("float x int4 weights", 18)
+    assert precision_findings(nbits) == []
+    fp32 = precision_table(_operators("minilm_l3_st"))
+    assert precision_findings(fp32) == [] and all(not r["weights_stored"] for r in fp32)
+
+
+def test_compare_shows_the_precision_per_op_type_and_the_finding():
+    from pytest_inferperf.analyse import Analysis
+    from pytest_inferperf.report.text import render_comparison
+    from pytest_inferperf.side_by_side import side_by_side
+
+    fp32 = make_profile([1000] * 5).with_(
+        operators=tuple(o.to_dict() for o in _operators("minilm_l3_st")))
+    dequant = make_profile([1000] * 5).with_(
+        operators=tuple(o.to_dict() for o in _operators("minilm_l3_st_dequant")))
+    side = side_by_side([Analysis("fp32", "a.json", fp32), Analysis("w8", "b.json", dequant)])
+    matmul = next(r for r in side.op_types if r.op_type == "MatMul")
+    assert matmul.precision == ("float", "float (int8 weights)")
+    assert any(n.startswith("w8: int8 weights dequantised to float before MatMul: 18 nodes")
+               for n in side.notes)
+    text = render_comparison(side)
+    assert "[21] float (int8 weights)" in text
+    assert side.to_dict()["operator_types"][0]["precision"].keys() == {"fp32", "w8"}
+
+
+def test_operator_tables_of_several_sessions_say_whose_each_node_is():
+    from pytest_inferperf.report.html import render_html
+    from pytest_inferperf.report.text import render_profile
+
+    ops = ({"node": "mm", "op_type": "MatMul", "calls": 5, "mean_us": 90.0, "total_us": 450.0,
+            "share": 0.9, "model": "encoder", "input_shapes": ["float[16,32]"]},
+           {"node": "gemm", "op_type": "Gemm", "calls": 5, "mean_us": 10.0, "total_us": 50.0,
+            "share": 0.1, "model": "classifier", "input_shapes": ["float[1,32]"]})
+    profile = make_profile([1000] * 5).with_(operators=ops)
+    text = render_profile(profile)
+    header = next(line for line in text.splitlines() if line.startswith("model "))
+    assert header.split()[:3] == ["model", "node", "op"]
+    assert any(line.startswith("encoder ") and " mm " in line for line in text.splitlines())
+    html = render_html(profile, title="t", svgs={})
+    assert "<th>model</th>" in html.replace(' class="num"', "") and "classifier" in html
+    single = render_profile(make_profile([1000] * 5).with_(operators=ops[:1]))
+    assert not any(line.startswith("model ") for line in single.splitlines())
+
+
+def test_analyse_roofline_line_names_the_op_types_it_could_not_cost():
+    from pytest_inferperf.report.text import roofline_text
+    from pytest_inferperf.roofline import Ceilings, roofline_to_dict
+
+    uncosted = [{"op_type": "Einsum", "nodes": ["e1", "e2"], "share": 0.8,
+                 "reason": "no FLOP formula for this op type"},
+                {"op_type": "Resize", "nodes": ["r"], "share": 0.05, "reason": "x"}]
+    roof = roofline_to_dict(Ceilings(100.0, 10.0, 1, "fixed"), [], uncosted=uncosted)
+    assert roof["summary"]["uncosted_time_share"] == pytest.approx(0.85)
+    text = roofline_text(make_profile([1000] * 5).with_(roofline=roof))
+    assert text.endswith("; not costed: Einsum 80% (2 nodes), Resize 5%")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import html
 import itertools
 import json
 import os
@@ -634,14 +635,25 @@ def test_capture_without_perf_writes_python_operator_and_diff_views(tmp_path):
     assert isinstance(result, Flamegraphs)
     assert result.reasons["native"] == NOT_INSTALLED
     assert result.view == "python"
-    assert set(result.paths) == {"python.folded", "python.svg", "operators.folded",
-                                 "operators.svg", "diff.svg"}
+    assert set(result.paths) == {"python.folded", "python.svg", "python.speedscope.json",
+                                 "operators.folded", "operators.svg",
+                                 "operators.speedscope.json", "diff.svg"}
+    assert result.primary == "operators" and next(iter(result.paths)).startswith("operators")
     for path in result.paths.values():
         p = Path(path)
         assert p.parent == tmp_path and p.stat().st_size > 0
         assert "<" not in p.name and "/" not in p.name.replace(str(tmp_path), "")
         if p.suffix == ".svg":
             _parse_svg(p.read_text())
+    scope = json.loads(Path(result.paths["operators.speedscope.json"]).read_text())
+    assert scope["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    (profile,) = scope["profiles"]
+    assert (profile["type"], profile["unit"], profile["endValue"]) == ("sampled",
+                                                                       "microseconds", 1000)
+    names = [f["name"] for f in scope["shared"]["frames"]]
+    assert sorted(([names[i] for i in s], w) for s, w in
+                  zip(profile["samples"], profile["weights"], strict=True)) == [
+        (["tiny", "Conv", "/conv1"], 900), (["tiny", "Relu", "/relu"], 100)]
     assert read_folded(result.paths["operators.folded"]) == {"tiny;Conv;/conv1": 900,
                                                               "tiny;Relu;/relu": 100}
     assert read_folded(result.paths["python.folded"]) == result.folded
@@ -823,3 +835,175 @@ def test_perf_killed_mid_record_is_reported_and_cleaned_up(tmp_path):
     assert result.folded == {} and result.reason
     assert perf_children() == []
     assert not workdir.exists() or list(workdir.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- absolute diffs
+
+
+def _op(node: str, op_type: str, mean_us: float, runs: int = 10, **extra: object) -> dict:
+    return {"node": node, "op_type": op_type, "calls": runs, "mean_us": mean_us,
+            "total_us": mean_us * runs, "share": 0.0, **extra}
+
+
+def test_a_3x_slowdown_reads_plus_200_percent_on_every_frame():
+    from pytest_inferperf.flame.diff import change_text, diff_per_call, total_change
+
+    base = {"m;MatMul;mm": 100.0, "m;Softmax;sm": 20.0}
+    now = {k: 3 * v for k, v in base.items()}
+    changes = diff_per_call(base, now)
+    assert changes["m"] == (120.0, 360.0) and changes["m;MatMul;mm"] == (100.0, 300.0)
+    assert change_text(*total_change(base, now), "µs per call") == \
+        "120 -> 360 µs per call (+240, 3.00x, +200%)"
+    assert change_text(0.0, 5.0, "µs") == "new: 5 µs"
+    assert change_text(5.0, 0.0, "µs") == "gone: was 5 µs"
+
+
+def test_operator_diff_is_absolute_per_call_so_a_slower_matmul_is_never_blue():
+    from pytest_inferperf.flame import operator_diff_svg
+
+    # MatMul +85% per call while Softmax grew 2.5x: MatMul's *share* fell (20% -> 16%),
+    # which a share-based diff paints blue; in time per call it is slower, so red
+    base = [_op("mm", "MatMul", 100.0), _op("sm", "Softmax", 400.0)]
+    now = [_op("mm", "MatMul", 185.0), _op("sm", "Softmax", 1000.0)]
+    svg = operator_diff_svg(base, now, title="t", baseline_label="fp32", model_name="enc")
+    frames = _frames(_parse_svg(svg))
+    r, g, b = _rgb(_rect(frames["MatMul"]).get("fill"))
+    assert r == 255 and g == b and g < 245  # red
+    assert "100 -> 185 µs per call (+85, 1.85x, +85%)" in \
+        frames["MatMul"].find(f"{SVG_NS}title").text
+    assert (frames["MatMul"].get("data-b"), frames["MatMul"].get("data-a")) == ("100", "185")
+    assert "against fp32: 500 -> 1,185 µs per call (+685, 2.37x, +137%)" in html.unescape(svg)
+    assert "absolute change, nothing rescaled" in svg
+    shares = _frames(_parse_svg(render_svg(
+        operator_stacks(now, "enc"), title="t",
+        diff=diff_stacks(operator_stacks(base, "enc"), operator_stacks(now, "enc")))))
+    assert _rgb(_rect(shares["MatMul"]).get("fill"))[2] == 255  # what share-based showed
+
+
+def test_operator_diff_of_a_3x_slower_model_shows_3x_in_totals_and_tooltips():
+    from pytest_inferperf.flame import operator_diff_svg
+
+    base = [_op("mm", "MatMul", 100.0), _op("sm", "Softmax", 20.0)]
+    now = [_op("mm", "MatMul", 300.0), _op("sm", "Softmax", 60.0)]
+    svg = operator_diff_svg(base, now, title="t", model_name="enc")
+    assert "120 -> 360 µs per call (+240, 3.00x, +200%)" in html.unescape(svg)
+    for name in ("enc", "MatMul", "mm", "Softmax", "sm"):
+        g = _frames(_parse_svg(svg))[name]
+        assert "3.00x, +200%)" in g.find(f"{SVG_NS}title").text, name
+
+
+def test_operator_stacks_root_is_each_session_and_per_call_multiplies_runs():
+    ops = [_op("a", "MatMul", 10.0, model="encoder", session_runs_per_call=2),
+           _op("b", "Gemm", 5.0, model="classifier")]
+    assert operator_stacks(ops, "x") == {"encoder;MatMul;a": 100, "classifier;Gemm;b": 50}
+    assert operator_stacks(ops, "x", per_call=True) == {"encoder;MatMul;a": 20.0,
+                                                        "classifier;Gemm;b": 5.0}
+
+
+def test_sampled_diff_is_in_ms_per_call_when_both_runs_counted_their_calls(tmp_path):
+    # the baseline: the workload's stack took 2 ms per call
+    baseline = {"view": "python", "calls": 10, "ms_per_count": 1.0,
+                "folded": {"MainThread;test_flame:recognisable_python_workload": 20}}
+    result = capture(recognisable_python_workload, name="d", out_dir=tmp_path, seconds=0.3,
+                     baseline_stacks=baseline, perf=str(tmp_path / "missing-perf"))
+    assert result.view == "python" and result.calls > 0 and result.ms_per_count > 0
+    record = result.stacks_record(1 << 20)
+    assert record["calls"] == result.calls and record["ms_per_count"] == result.ms_per_count
+    svg = Path(result.paths["diff.svg"]).read_text()
+    assert "differential in ms per call" in svg and "python stacks, time per call: " in svg
+    old = capture(recognisable_python_workload, name="e", out_dir=tmp_path, seconds=0.3,
+                  baseline_folded=baseline["folded"], perf=str(tmp_path / "missing-perf"))
+    assert "share-based: the baseline stored no call count" in \
+        Path(old.paths["diff.svg"]).read_text()
+
+
+def test_a_stripped_native_view_says_so_in_one_line_and_what_was_used():
+    from pytest_inferperf.flame import _stripped_note
+    from pytest_inferperf.flame.record import NativeSamples
+
+    lib = "onnxruntime_pybind11_state.cpython-311-x86_64-linux-gnu.so"
+    native = NativeSamples({"python;[x]": 988, "python;memcpy": 12}, 1000, "cpu-clock", None,
+                           stripped={lib: 988})
+    note = _stripped_note(native, "the operators view has each operator's time")
+    assert note == (f"{lib} has no symbols (stripped): 99% of the native samples cannot be "
+                    "split into functions; the operators view has each operator's time")
+    assert "\n" not in note
+    symbolised = NativeSamples({"python;f": 10}, 10, "cpu-clock", None, stripped={lib: 2})
+    assert _stripped_note(symbolised, "x") is None
+
+
+# --------------------------------------------------------------------------- through the plugin
+
+_PIPELINE = """
+    import os
+    import numpy as np, onnx, onnxruntime as ort, pytest
+    from onnx import TensorProto, helper, numpy_helper
+
+    def session(matmuls):
+        rng = np.random.default_rng(0)
+        nodes, weights, prev = [], [], "x"
+        for i in range(matmuls):
+            weights.append(numpy_helper.from_array(
+                (rng.standard_normal((128, 128)) / 12).astype(np.float32), f"w{i}"))
+            nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"m{i}"], name=f"mm{i}"))
+            prev = f"m{i}"
+        nodes.append(helper.make_node("Tanh", [prev], ["y"], name="tanh"))
+        graph = helper.make_graph(
+            nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 128])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 128])], weights)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        return ort.InferenceSession(model.SerializeToString(),
+                                    providers=["CPUExecutionProvider"])
+
+    @pytest.mark.perf(warmup=1, repeat=3, tolerance=0.5, latency_p50_ms_max=LIMIT)
+    def test_pipeline(pmu_profile):
+        s = session(int(os.environ.get("MATMULS", "1")))
+        feed = {"x": np.ones((64, 128), np.float32)}
+        def pipeline():  # preprocess, run, post-process
+            x = {"x": feed["x"] * 0.5}
+            return float(s.run(None, x)[0].sum())
+        pmu_profile(pipeline)
+"""
+
+
+@pytest.mark.slow
+def test_a_failing_wrapped_workload_gets_an_operator_diff_in_time_per_call(pytester,
+                                                                           monkeypatch):
+    pytester.makepyfile(test_a=textwrap.dedent(_PIPELINE).replace("LIMIT", "1e9"))
+    args = ("-p", "no:cacheprovider", "-p", "no:randomly", "--inferperf",
+            "--inferperf-backend", "none")
+    first = pytester.runpytest_subprocess(*args, "--inferperf-update-baselines")
+    first.assert_outcomes(passed=1)
+    pytester.makepyfile(test_a=textwrap.dedent(_PIPELINE).replace("LIMIT", "0.000001"))
+    monkeypatch.setenv("MATMULS", "3")
+    result = pytester.runpytest_subprocess(*args, "--inferperf-flamegraphs", "failed")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*flamegraph operators.svg: inferperf-report/flamegraphs/*",
+                                 "*flamegraph operators.diff.svg: inferperf-report/*"])
+    (diff,) = (pytester.path / "inferperf-report" / "flamegraphs").glob("*.operators.diff.svg")
+    frames = _frames(_parse_svg(diff.read_text()))
+    matmul = frames["MatMul"]
+    before, after = float(matmul.get("data-b")), float(matmul.get("data-a"))
+    assert after > 1.5 * before  # three MatMuls against one: slower, never an improvement
+    assert _rgb(_rect(matmul).get("fill"))[0] == 255
+    assert " -> " in matmul.find(f"{SVG_NS}title").text
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_svg_script_hover_of_a_per_call_diff_shows_before_after_and_ratio(tmp_path):
+    from pytest_inferperf.flame.diff import diff_per_call
+
+    base = {"m;MatMul;mm": 100.0, "m;Softmax;sm": 20.0}
+    now = {k: 3 * v for k, v in base.items()}
+    svg = render_svg(now, title="t", unit="µs per call", change=diff_per_call(base, now))
+    (tmp_path / "tree.json").write_text(json.dumps(_tree(_parse_svg(svg))))
+    (tmp_path / "actions.json").write_text(json.dumps([["hover", "MatMul"], ["hover", "m"]]))
+    (tmp_path / "dom.js").write_text(_DOM)
+    out = subprocess.run(["node", str(tmp_path / "dom.js"), str(tmp_path / "tree.json"),
+                          str(tmp_path / "actions.json")], capture_output=True, text=True,
+                         timeout=30, check=True)
+    matmul, model = json.loads(out.stdout)
+    assert matmul["details"] == ("MatMul (300 µs per call, 83.33%; 100 -> 300 µs per call "
+                                 "(+200, 3.00x, +200%))")
+    assert model["details"].endswith("120 -> 360 µs per call (+240, 3.00x, +200%))")

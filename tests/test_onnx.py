@@ -679,3 +679,135 @@ def test_a_real_hugging_face_export_runs_without_hand_written_inputs():
     hidden, pooled = make_session(HF_EXPORT).run(None, feeds)
     assert hidden.shape == (1, 128, 64) and pooled.shape == (1, 64)
     assert np.isfinite(hidden).all() and np.isfinite(pooled).all()
+
+
+# --------------------------------------------------------------------------- operator pass
+
+
+def _chain_session(tmp_path: Path, name: str, matmuls: int = 1) -> ort.InferenceSession:
+    from onnx_graphs import matmul_chain
+
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(matmul_chain(matmuls, rows=16, k=32), str(path))
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+def _table(fields: dict) -> list[tuple[str, str, str]]:
+    return sorted((o["model"], o["op_type"], o["node"]) for o in fields["operators"])
+
+
+def test_a_wrapped_session_run_gets_the_same_operator_table_as_a_direct_one(tmp_path):
+    import functools
+
+    from pytest_inferperf.onnx import operator_times
+
+    session = _chain_session(tmp_path, "encoder")
+    feeds = {"x": np.ones((16, 32), np.float32)}
+
+    def pipeline():  # tokenise, run, post-process: the common shape of a workload
+        prepared = {"x": (feeds["x"] * 0.5).astype(np.float32)}
+        (out,) = session.run(None, prepared)
+        return float(out.sum())
+
+    direct, why_direct = operator_times(functools.partial(session.run, None, feeds))
+    wrapped, why_wrapped = operator_times(pipeline)
+    assert why_direct is None and why_wrapped is None
+    assert _table(wrapped) == _table(direct) and len(_table(direct)) >= 4
+    assert {r["op_type"] for r in wrapped["op_types"]} == {r["op_type"] for r in
+                                                          direct["op_types"]}
+    assert (direct["operator_pass"]["session"], wrapped["operator_pass"]["session"]) == (
+        "direct", "found")
+    assert wrapped["operator_pass"]["sessions"] == [
+        {"label": "encoder", "how": "found", "runs_per_call": 1,
+         "seconds_per_call": wrapped["operator_pass"]["sessions"][0]["seconds_per_call"]}]
+    assert {o["model"] for o in wrapped["operators"]} == {"encoder"}
+
+
+def test_each_session_a_workload_runs_gets_its_own_table(tmp_path):
+    from pytest_inferperf.flame.ops import operator_stacks
+    from pytest_inferperf.onnx import operator_times
+
+    encoder = _chain_session(tmp_path, "encoder", matmuls=2)
+    classifier = _chain_session(tmp_path, "classifier")
+    feeds = {"x": np.ones((16, 32), np.float32)}
+
+    def pipeline():
+        for _ in range(2):  # the classifier runs twice per call
+            classifier.run(None, feeds)
+        return encoder.run(None, feeds)
+
+    fields, why = operator_times(pipeline)
+    assert why is None
+    sessions = {s["label"]: s for s in fields["operator_pass"]["sessions"]}
+    assert set(sessions) == {"encoder", "classifier"}
+    assert (sessions["encoder"]["runs_per_call"], sessions["classifier"]["runs_per_call"]) == (
+        1, 2)
+    by_model = Counter(o["model"] for o in fields["operators"])
+    assert by_model["encoder"] > by_model["classifier"] > 0
+    assert sum(o["share"] for o in fields["operators"]) == pytest.approx(1.0)
+    assert {k.split(";")[0] for k in operator_stacks(fields["operators"], "x")} == {
+        "encoder", "classifier"}
+    matmul = next(r for r in fields["op_types"] if r["op_type"] == "MatMul")
+    assert matmul["nodes"] == 4 + 2  # both sessions' MatMuls, summed run by run
+
+
+def test_no_session_found_says_why_in_one_line(tmp_path):
+    from pytest_inferperf.onnx import operator_table, operator_times
+
+    fields, why = operator_times(lambda: np.ones(4).sum())
+    assert fields == {} and why == ("not available: no ONNX Runtime session ran in one "
+                                    "watched call of the workload (InferenceSession.run was "
+                                    "never called)")
+    assert operator_table(lambda: None) == (None, why)
+    session = _chain_session(tmp_path, "bound")
+    binding = session.io_binding()
+    binding.bind_cpu_input("x", np.ones((16, 32), np.float32))
+    binding.bind_output(session.get_outputs()[0].name)
+    before = {n: ort.InferenceSession.__dict__.get(n) for n in ("run", "run_with_iobinding")}
+    fields, why = operator_times(lambda: session.run_with_iobinding(binding))
+    assert fields == {} and "run_with_iobinding, whose inputs cannot be replayed" in why
+    assert "\n" not in why
+    after = {n: ort.InferenceSession.__dict__.get(n) for n in ("run", "run_with_iobinding")}
+    assert after == before  # the watch is undone
+
+
+def test_analyse_of_a_python_callable_gets_the_operator_table_of_its_session(tmp_path):
+    from pytest_inferperf.analyse import analyse_callable
+    from pytest_inferperf.onnx import operator_times
+
+    session = _chain_session(tmp_path, "encoder")
+    bench = tmp_path / "bench_pipeline.py"
+    bench.write_text(
+        "import numpy as np, onnxruntime as ort\n"
+        f"S = ort.InferenceSession({str(tmp_path / 'encoder.onnx')!r}, "
+        "providers=['CPUExecutionProvider'])\n"
+        "def run():\n"
+        "    x = np.ones((16, 32), np.float32) * 0.5  # preprocess\n"
+        "    return float(S.run(None, {'x': x})[0].sum())  # post-process\n")
+    profile = analyse_callable(f"{bench}:run", warmup=1, repeat=3, timeout=20,
+                               backend="none", out_dir=tmp_path / "rep")
+    direct, _ = operator_times(lambda: session.run(None, {"x": np.ones((16, 32), np.float32)}))
+    assert _table({"operators": profile.operators}) == _table(direct)
+    assert profile.settings["operator_pass"]["sessions"][0]["label"] == "encoder"
+    assert "operators" not in profile.settings["analyse"]["notes"]
+
+
+def test_profile_with_operators_gives_a_wrapper_the_table_of_a_direct_call(tmp_path):
+    from pytest_inferperf import profile
+
+    session = _chain_session(tmp_path, "encoder")
+    feeds = {"x": np.ones((16, 32), np.float32)}
+
+    def pipeline():
+        return float(session.run(None, {"x": feeds["x"] * 0.5})[0].sum())
+
+    fast = {"backend": "none", "warmup": 1, "repeat": 3, "min_time": 0.001}
+    direct = profile(session.run, None, feeds, operators=True, **fast)
+    wrapped = profile(pipeline, operators=True, **fast)
+    assert _table({"operators": wrapped.operators}) == _table({"operators": direct.operators})
+    assert wrapped.settings["operator_pass"]["session"] == "found"
+    assert direct.settings["operator_pass"]["session"] == "direct"
+    plain = profile(lambda: sum(range(100)), operators=True, **fast)
+    assert plain.operators == () and plain.settings["operator_pass"]["skipped"].startswith(
+        "not available: no ONNX Runtime session ran")
+    assert profile(pipeline, **fast).operators == ()  # off by default: no extra pass

@@ -13,7 +13,11 @@ Files, under ``out_dir`` (``<name>`` made safe by :func:`safe_name`):
 * ``<name>.native.folded`` / ``.native.svg`` - perf samples, ``comm;frame;...``
 * ``<name>.python.folded`` / ``.python.svg`` - Python sampler, ``thread;module:function;...``
 * ``<name>.operators.folded`` / ``.operators.svg`` - ``model;op_type;node`` in µs
-* ``<name>.diff.svg`` - the main view coloured by change against the baseline
+* ``<name>.<view>.speedscope.json`` - each view for https://www.speedscope.app
+* ``<name>.operators.diff.svg`` - the operator view coloured by the absolute change of
+  each frame's µs per call against a baseline's operator table
+* ``<name>.diff.svg`` - the sampled main view coloured by change against the baseline
+  (ms per call when both runs know their call counts)
 
 A view that could not be made has a ``reasons`` entry instead of a path.
 
@@ -30,11 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .diff import diff_stacks, largest_changes
+from .diff import change_text, diff_per_call, diff_stacks, largest_changes, total_change
 from .fold import fold_perf_script, read_folded, write_folded
 from .ops import operator_stacks
 from .pysampler import sample_python
 from .record import NativeSamples, sample_native
+from .speedscope import write_speedscope
 from .svg import render_svg
 
 __all__ = [
@@ -44,6 +49,7 @@ __all__ = [
     "diff_stacks",
     "fold_perf_script",
     "largest_changes",
+    "operator_diff_svg",
     "operator_stacks",
     "read_folded",
     "render_svg",
@@ -61,11 +67,14 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.+=-]+")
 class Flamegraphs:
     """What :func:`capture` wrote.
 
-    ``paths`` maps a view's file (``"native.svg"``, ``"python.folded"``, ...) to its
-    path; ``reasons`` says why a view is missing or partial (``{"native": "not
-    available: perf not installed ..."}``); ``folded`` is the main view's stacks (native
-    when perf recorded, else Python) and ``view`` names it; ``native`` is the raw perf
-    result when perf was tried.
+    ``paths`` maps a view's file (``"operators.svg"``, ``"native.folded"``,
+    ``"native.speedscope.json"``...) to its path, the primary view first; ``reasons``
+    says why a view is missing or partial (``{"native": "not available: perf not
+    installed ..."}``, ``{"stripped": "..."}``); ``folded`` is the sampled main view's
+    stacks (native when perf recorded, else Python) and ``view`` names it; ``primary``
+    is the view to look at first (``"operators"`` for an ONNX Runtime workload);
+    ``calls`` and ``ms_per_count`` turn ``folded`` into milliseconds per call
+    (``count * ms_per_count / calls``); ``native`` is the raw perf result when perf ran.
     """
 
     paths: dict[str, str]
@@ -73,6 +82,22 @@ class Flamegraphs:
     folded: dict[str, int]
     view: str = ""
     native: NativeSamples | None = field(default=None, compare=False)
+    primary: str = ""
+    calls: int = 0
+    ms_per_count: float = 0.0
+
+    def stacks_record(self, max_bytes: int) -> dict[str, Any] | None:
+        """What a Profile keeps (``Profile.stacks``): the main view, capped, with what a
+        later run needs to diff it in time per call."""
+        from .fold import cap_folded
+
+        if not self.folded:
+            return None
+        record: dict[str, Any] = {"view": self.view,
+                                  "folded": cap_folded(self.folded, max_bytes)}
+        if self.calls and self.ms_per_count:
+            record.update(calls=self.calls, ms_per_count=self.ms_per_count)
+        return record
 
 
 def safe_name(name: str) -> str:
@@ -110,8 +135,61 @@ def _draw(
     svg_path.write_text(
         render_svg(folded, title=title, subtitle=subtitle, unit=unit), encoding="utf-8"
     )
+    speedscope_path = write_speedscope(out_dir / f"{stem}.{view}.speedscope.json", folded,
+                                       name=title, unit=unit)
     paths[f"{view}.folded"] = str(folded_path)
     paths[f"{view}.svg"] = str(svg_path)
+    paths[f"{view}.speedscope.json"] = str(speedscope_path)
+
+
+NATIVE_FREQUENCY = 999  # perf record -F: samples per second per thread
+STRIPPED_SHARE = 0.5  # a native view this much in libraries without symbols says so
+
+
+def _stripped_note(native: NativeSamples, instead: str) -> str | None:
+    """One line when most native samples fell in a stripped library, and what to use."""
+    if not native.stripped or not native.samples:
+        return None
+    lib = max(native.stripped.items(), key=lambda kv: (kv[1], kv[0]))[0]
+    share = sum(native.stripped.values()) / native.samples
+    if share < STRIPPED_SHARE:
+        return None
+    return (f"{lib} has no symbols (stripped): {share:.0%} of the native samples cannot "
+            f"be split into functions; {instead}")
+
+
+def _per_call(record: Mapping[str, Any] | None) -> dict[str, float] | None:
+    """A stored stacks record in ms per call, when it says how many calls it covers."""
+    if not record:
+        return None
+    calls, per = record.get("calls"), record.get("ms_per_count")
+    folded = record.get("folded") or {}
+    if not isinstance(calls, (int, float)) or not isinstance(per, (int, float)) or calls <= 0 \
+            or per <= 0:
+        return None
+    return {k: v * per / calls for k, v in folded.items() if v > 0}
+
+
+def operator_diff_svg(
+    baseline_ops: Sequence[Any], current_ops: Sequence[Any], *, title: str,
+    baseline_label: str = "the baseline", model_name: str = "model",
+) -> str | None:
+    """The operator view (model -> op type -> node) coloured by the absolute change of
+    each frame's µs per call against ``baseline_ops``; None when either has no time.
+
+    A 3x slowdown of the whole model reads 3.00x (+200%) on the root and every frame;
+    an op type whose time rose is red, whatever the others did.
+    """
+    base = operator_stacks(baseline_ops, model_name, per_call=True)
+    current = operator_stacks(current_ops, model_name, per_call=True)
+    if not base or not current:
+        return None
+    before, after = total_change(base, current)
+    return render_svg(
+        current, unit="µs per call", change=diff_per_call(base, current), title=title,
+        subtitle=f"ONNX Runtime kernel time per call against {baseline_label}: "
+                 f"{change_text(before, after, 'µs per call')}",
+    )
 
 
 def capture(
@@ -124,19 +202,29 @@ def capture(
     operators: Sequence[Any] | None = None,
     model_name: str = "model",
     baseline_folded: Mapping[str, int] | None = None,
+    baseline_stacks: Mapping[str, Any] | None = None,
+    baseline_operators: Sequence[Any] | None = None,
     event: str | None = None,
     perf: str | None = None,
     native: bool = True,
 ) -> Flamegraphs:
     """Sample ``call`` (run repeatedly for ``seconds`` per pass) and write its flamegraphs.
 
-    The native pass runs first; the Python sampler runs as a second pass when the
-    native one is unavailable or saw no Python frames (CPython < 3.12 has no perf
-    trampoline; builds without frame pointers need ``call_graph="dwarf"``).
     ``operators`` (:class:`~pytest_inferperf.onnx.OperatorStat` values or their dicts)
-    adds the operator view; ``baseline_folded`` (a baseline run's main-view folded
-    stacks, e.g. ``read_folded("old.native.folded")``) adds ``<name>.diff.svg``.
-    ``native=False`` skips perf entirely.
+    adds the operator view (model -> op type -> node), the primary view of an ONNX
+    Runtime workload, drawn first. The native pass runs next; the Python sampler runs
+    as a second pass when the native one is unavailable or saw no Python frames
+    (CPython < 3.12 has no perf trampoline; builds without frame pointers need
+    ``call_graph="dwarf"``). Each view is written as folded stacks, an SVG and a
+    speedscope JSON file. A native view that is mostly one stripped library says so in
+    ``reasons["stripped"]``.
+
+    Differences: ``baseline_operators`` (the baseline Profile's operator table) adds
+    ``<name>.operators.diff.svg`` in absolute µs per call; ``baseline_stacks`` (a stored
+    :meth:`Flamegraphs.stacks_record`) or ``baseline_folded`` (bare folded stacks) adds
+    ``<name>.diff.svg`` of the sampled view, in ms per call when both runs recorded
+    their call counts, else share-based (said in its subtitle). ``native=False`` skips
+    perf entirely.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -145,25 +233,55 @@ def capture(
     reasons: dict[str, str] = {}
     main: dict[str, int] = {}
     view = ""
+    calls, ms_per_count = 0, 0.0
     result: NativeSamples | None = None
+
+    op_stacks: dict[str, Any] = {}
+    if operators is not None:
+        op_stacks = operator_stacks(operators, model_name)
+        if op_stacks:
+            models = sorted({k.split(";", 1)[0] for k in op_stacks})
+            _draw(out, stem, "operators", op_stacks, title=f"{name}: ONNX Runtime operators",
+                  subtitle=f"{', '.join(models)}; kernel time per node from ONNX Runtime's "
+                  "profiler (model -> op type -> node)", unit="µs", paths=paths)
+        else:
+            reasons["operators"] = "the operator table has no node with kernel time"
+    if op_stacks and baseline_operators:
+        svg = operator_diff_svg(baseline_operators, operators or (),
+                                title=f"{name}: operators against the baseline",
+                                model_name=model_name)
+        if svg is None:
+            reasons["operators.diff"] = "the baseline's operator table has no kernel time"
+        else:
+            diff_path = out / f"{stem}.operators.diff.svg"
+            diff_path.write_text(svg, encoding="utf-8")
+            paths["operators.diff.svg"] = str(diff_path)
 
     if native:
         with tempfile.TemporaryDirectory(prefix="inferperf-flame-") as work:
             result = sample_native(
                 call, seconds=seconds, call_graph=call_graph, event=event, workdir=work,
-                perf=perf,
+                perf=perf, frequency=NATIVE_FREQUENCY,
             )
         if result.folded:
             _draw(out, stem, "native", result.folded, title=f"{name}: native stacks",
                   subtitle=_subtitle_native(result), unit="samples", paths=paths)
             main, view = result.folded, "native"
+            calls, ms_per_count = result.calls, 1000.0 / NATIVE_FREQUENCY
+            instead = ("the operators view has each operator's time (ONNX Runtime's "
+                       "profiler)" if op_stacks else "the Python view shows the callers")
+            note = _stripped_note(result, instead)
+            if note:
+                reasons["stripped"] = note
         else:
             reasons["native"] = result.reason or "not available: perf recorded no stacks"
     else:
         reasons["native"] = "not requested"
 
-    if result is None or not result.folded or not result.python_samples:
-        python = sample_python(call, seconds=seconds)
+    if result is None or not result.folded or not result.python_samples or (
+            "stripped" in reasons and not op_stacks):
+        stats: dict[str, float] = {}
+        python = sample_python(call, seconds=seconds, stats=stats)
         if python:
             total = sum(python.values())
             _draw(out, stem, "python", python, title=f"{name}: Python stacks",
@@ -172,33 +290,42 @@ def capture(
                   paths=paths)
             if not main:
                 main, view = python, "python"
+                if stats.get("calls") and stats.get("caller_samples"):
+                    calls = int(stats["calls"])
+                    ms_per_count = stats["seconds"] * 1000.0 / stats["caller_samples"]
         else:
             reasons["python"] = "the Python sampler took no samples (the workload was too short)"
 
-    if operators is not None:
-        op_stacks = operator_stacks(operators, model_name)
-        if op_stacks:
-            _draw(out, stem, "operators", op_stacks, title=f"{name}: ONNX Runtime operators",
-                  subtitle=f"{model_name}; kernel time per node from ONNX Runtime's profiler",
-                  unit="µs", paths=paths)
-        else:
-            reasons["operators"] = "the operator table has no node with kernel time"
-
-    if baseline_folded is not None:
+    baseline_record = baseline_stacks
+    if baseline_record is None and baseline_folded is not None:
+        baseline_record = {"folded": dict(baseline_folded)}
+    if baseline_record is not None:
+        base = dict(baseline_record.get("folded") or {})
         if not main:
             reasons["diff"] = "no current stacks to compare with the baseline"
-        elif not any(v > 0 for v in baseline_folded.values()):
+        elif not any(v > 0 for v in base.values()):
             reasons["diff"] = "the baseline has no stacks"
         else:
-            delta = diff_stacks(baseline_folded, main)
             diff_path = out / f"{stem}.diff.svg"
-            diff_path.write_text(
-                render_svg(main, title=f"{name}: change against the baseline",
-                           subtitle=f"{view} stacks; {sum(main.values()):,} samples now, "
-                           f"{sum(baseline_folded.values()):,} in the baseline",
-                           unit="samples", diff=delta),
-                encoding="utf-8",
-            )
+            base_ms = _per_call(baseline_record)
+            if base_ms is not None and calls and ms_per_count \
+                    and baseline_record.get("view", view) == view:
+                now_ms = {k: v * ms_per_count / calls for k, v in main.items()}
+                before, after = total_change(base_ms, now_ms)
+                svg = render_svg(now_ms, title=f"{name}: change against the baseline",
+                                 subtitle=f"{view} stacks, time per call: "
+                                 f"{change_text(before, after, 'ms per call')}",
+                                 unit="ms per call", change=diff_per_call(base_ms, now_ms))
+            else:
+                svg = render_svg(main, title=f"{name}: change against the baseline",
+                                 subtitle=f"{view} stacks; {sum(main.values()):,} samples now, "
+                                 f"{sum(base.values()):,} in the baseline (share-based: the "
+                                 "baseline stored no call count)",
+                                 unit="samples", diff=diff_stacks(base, main))
+            diff_path.write_text(svg, encoding="utf-8")
             paths["diff.svg"] = str(diff_path)
 
-    return Flamegraphs(paths=paths, reasons=reasons, folded=dict(main), view=view, native=result)
+    primary = "operators" if op_stacks else view
+    return Flamegraphs(paths=paths, reasons=reasons, folded=dict(main), view=view,
+                       native=result, primary=primary, calls=calls,
+                       ms_per_count=ms_per_count)

@@ -92,13 +92,16 @@ def sample_python(
     seconds: float = 1.0,
     interval: float = 0.001,
     all_threads: bool = True,
+    stats: dict[str, float] | None = None,
 ) -> dict[str, int]:
     """Run ``call`` repeatedly for ``seconds`` while sampling Python stacks every ``interval``.
 
     Returns folded stacks ``{"thread;module:function;...": samples}`` with the thread's
     name as the root frame. With ``all_threads`` the other Python threads are sampled
     too (idle ones show where they wait). Exceptions from ``call`` propagate after the
-    sampler thread has stopped.
+    sampler thread has stopped. A ``stats`` dict, when given, receives ``calls`` (made in
+    the window), ``seconds`` (its wall time) and ``caller_samples`` (samples of the
+    calling thread), from which a stack's time per call is estimated.
     """
     if not seconds > 0:
         raise ValueError(f"seconds must be positive; got {seconds!r}")
@@ -107,6 +110,7 @@ def sample_python(
     caller_id = threading.get_ident()
     call_label = callable_label(call)
     stacks: dict[str, int] = {}
+    caller_samples = [0]
     stop = threading.Event()
     started = threading.Event()
 
@@ -119,6 +123,7 @@ def sample_python(
             if mine is None:
                 continue  # the window has not started yet, or has ended
             mine = mine or [call_label]  # a native callable has no Python frame of its own
+            caller_samples[0] += 1
             names = {t.ident: t.name for t in threading.enumerate()}
             for ident, frame in frames.items():
                 if ident == me or (not all_threads and ident != caller_id):
@@ -131,12 +136,17 @@ def sample_python(
     thread = threading.Thread(target=sampler, name="inferperf-pysampler", daemon=True)
     old_interval = sys.getswitchinterval()
     sys.setswitchinterval(min(old_interval, interval))
+    calls = 0
+    begin = time.perf_counter()
     try:
         thread.start()
         started.wait(5.0)
-        run_window(call, seconds)
+        calls = run_window(call, seconds)
     finally:
         stop.set()
         thread.join(5.0)
         sys.setswitchinterval(old_interval)
+    if stats is not None:
+        stats.update(calls=calls, seconds=time.perf_counter() - begin,
+                     caller_samples=caller_samples[0])
     return dict(stacks)

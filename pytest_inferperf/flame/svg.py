@@ -161,13 +161,19 @@ def render_svg(
     subtitle: str = "",
     unit: str = "samples",
     diff: Mapping[str, float] | None = None,
+    change: Mapping[str, tuple[float, float]] | None = None,
 ) -> str:
     """A standalone interactive flamegraph of ``folded`` as SVG text.
 
-    With ``diff`` (:func:`.diff.diff_stacks` output) frames are coloured by their
-    change against the baseline: red grew, blue shrank, white did not change;
-    widths are still the current profile's counts.
+    With ``change`` (:func:`.diff.diff_per_call` output: (before, after) per frame path,
+    in ``unit``, e.g. µs per call) frames are coloured by their absolute change: red
+    slower, blue faster, white unchanged; each tooltip gives before -> after, the
+    change, the ratio and the percentage. With ``diff`` (:func:`.diff.diff_stacks`,
+    share-based) frames are coloured by the change in their share. Widths are always
+    the current profile's counts.
     """
+    from .diff import change_text
+
     root = _tree(folded)
     total = root.count
     usable = WIDTH - 2 * PAD_X
@@ -175,7 +181,11 @@ def render_svg(
     depth = max((b.depth for b in boxes), default=0)
     height = TOP + (depth + 1) * FRAME_HEIGHT + BOTTOM
     diff_scale = 0.0
-    if diff is not None:
+    if change is not None:
+        diff = None
+        diff_scale = max((abs(change[b.path][1] - change[b.path][0]) for b in boxes
+                          if b.path in change), default=0.0)
+    elif diff is not None:
         diff_scale = max((abs(diff.get(b.path, 0.0)) for b in boxes if b.path), default=0.0)
 
     out: list[str] = [
@@ -191,7 +201,13 @@ def render_svg(
     ]
     if subtitle:
         out.append(f'<text class="subtitle" x="{WIDTH / 2:.0f}" y="44">{_esc(subtitle)}</text>\n')
-    if diff is not None:
+    if change is not None:
+        out.append(
+            f'<text class="legend" x="{WIDTH / 2:.0f}" y="60">differential in {_esc(unit)}: '
+            "red slower, blue faster than the baseline (absolute change, nothing rescaled); "
+            "width is this run</text>\n"
+        )
+    elif diff is not None:
         out.append(
             f'<text class="legend" x="{WIDTH / 2:.0f}" y="60">differential: red grew, blue '
             "shrank against the baseline (baseline scaled to this total); width is this run"
@@ -216,7 +232,15 @@ def render_svg(
         )
         pct = 100.0 * box.count / total
         tip = f"{name} ({_number(box.count)} {unit}, {pct:.2f}%"
-        if diff is not None:
+        if change is not None:
+            before, after = change.get(box.path if box.path else "", (0.0, 0.0))
+            if not box.path:  # the root: the whole profile
+                before = sum(b for p, (b, _) in change.items() if ";" not in p)
+                after = box.count
+            attrs += f' data-b="{before:.6g}" data-a="{after:.6g}"'
+            tip += f"; {change_text(before, after, unit)}"
+            fill = diff_colour(after - before, diff_scale)
+        elif diff is not None:
             delta = diff.get(box.path, 0.0) if box.path else 0.0
             attrs += f' data-d="{delta:.6g}"'
             tip += f", {100.0 * delta / total:+.2f} points vs baseline"
@@ -283,7 +307,19 @@ _SCRIPT = """
     var c = num(g, "data-c");
     var text = g.getAttribute("data-n") + " (" + c.toLocaleString("en-US") + " " + UNIT +
       ", " + (100 * c / TOTAL).toFixed(2) + "%";
-    if (g.hasAttribute("data-d")) {
+    if (g.hasAttribute("data-b")) {
+      var b = num(g, "data-b"), a = num(g, "data-a");
+      if (b > 0 && a > 0) {
+        var d = a - b, pc = 100 * (a / b - 1);
+        text += "; " + b.toPrecision(3) + " -> " + a.toPrecision(3) + " " + UNIT + " (" +
+          (d >= 0 ? "+" : "") + d.toPrecision(3) + ", " + (a / b).toFixed(2) + "x, " +
+          (pc >= 0 ? "+" : "") + pc.toFixed(0) + "%)";
+      } else if (a > 0) {
+        text += "; new";
+      } else if (b > 0) {
+        text += "; gone";
+      }
+    } else if (g.hasAttribute("data-d")) {
       var p = 100 * num(g, "data-d") / TOTAL;
       text += ", " + (p >= 0 ? "+" : "") + p.toFixed(2) + " points vs baseline";
     }

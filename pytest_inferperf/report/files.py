@@ -56,17 +56,12 @@ def write_analysis(profile: Profile, out_dir: str | os.PathLike[str], *,
 
 
 def _diff_flamegraph(first: Analysis, entry: Analysis) -> str | None:
-    from ..flame import diff_stacks, operator_stacks, render_svg
+    from ..flame import operator_diff_svg
 
-    base = operator_stacks(first.profile.operators, "operators")
-    current = operator_stacks(entry.profile.operators, "operators")
-    if not base or not current:
-        return None
-    return render_svg(
-        current, diff=diff_stacks(base, current), unit="µs",
+    return operator_diff_svg(
+        first.profile.operators, entry.profile.operators, model_name="operators",
         title=f"ONNX Runtime operators: {entry.label} against {first.label}",
-        subtitle=f"kernel time per operator type and node; {sum(current.values()):,} µs now, "
-                 f"{sum(base.values()):,} µs in {first.label} (scaled to this total)",
+        baseline_label=first.label,
     )
 
 

@@ -157,10 +157,19 @@ def _operators(profile: Profile) -> str:
             for o in ops[:MAX_OPERATOR_ROWS]]
     more = (f"<p class='muted'>{len(ops) - MAX_OPERATOR_ROWS} more nodes in report.json.</p>"
             if len(ops) > MAX_OPERATOR_ROWS else "")
-    table = _table(("node", "op type", "runs", "µs/run", "total µs", "share", "input shapes",
-                    "output shapes"), rows, numeric=(2, 3, 4, 5))
+    headers: tuple[str, ...] = ("node", "op type", "runs", "µs/run", "total µs", "share",
+                                "input shapes", "output shapes")
+    numeric: tuple[int, ...] = (2, 3, 4, 5)
+    if len({o.get("model") for o in ops}) > 1:  # several sessions: say whose each node is
+        rows = [(o.get("model"), *row) for o, row in zip(ops, rows, strict=False)]
+        headers, numeric = ("model", *headers), (3, 4, 5, 6)
+    table = _table(headers, rows, numeric=numeric)
+    from ..precision import precision_lines
+
+    precision = "".join(f"<p>{'Precision: ' if i == 0 else ''}{esc(t)}</p>"
+                        for i, t in enumerate(precision_lines(ops)))
     return (f"<p>ONNX Runtime's profiler, a separate pass: {len(ops)} nodes, slowest first.</p>"
-            f"<details open><summary>operator table</summary>{table}</details>{more}")
+            f"{precision}<details open><summary>operator table</summary>{table}</details>{more}")
 
 
 def _roofline(profile: Profile) -> str:
@@ -172,7 +181,8 @@ def _roofline(profile: Profile) -> str:
     out = [f"<p>{esc(shared.roofline_text(profile))}</p>"]
     try:
         ceilings, points = roofline_from_dict(roof)
-        svg = render_roofline_svg(ceilings, points, title=f"{profile.name}: roofline")
+        svg = render_roofline_svg(ceilings, points, title=f"{profile.name}: roofline",
+                                  uncosted=(roof.get("summary") or {}).get("uncosted") or ())
         out.append(f"<figure>{_inline_svg(svg)}</figure>")
     except (KeyError, TypeError, ValueError) as exc:
         out.append(f'<p class="muted">The roofline data cannot be drawn: {esc(exc)}</p>')
@@ -295,8 +305,10 @@ def _comparison(side: SideBySide, svgs: Mapping[str, str]) -> str:
     if side.op_types:
         out.append("<h3>Operator types (µs per inference, [nodes])</h3>")
         out.append(_table(("op type", *labels), [
-            [r.op_type, *(_Raw(f"{_delta_cell(u, d)} [{n}]") if u is not None else "-"
-                          for u, d, n in zip(r.us_per_call, r.deltas, r.nodes, strict=True))]
+            [r.op_type, *(_Raw(f"{_delta_cell(u, d)} [{n}] {esc(p)}") if u is not None else "-"
+                          for u, d, n, p in zip(r.us_per_call, r.deltas, r.nodes,
+                                                r.precision or ("",) * len(r.nodes),
+                                                strict=True))]
             for r in side.op_types], numeric=range(1, 1 + len(labels))))
     for note in side.notes:
         out.append(f"<p class='muted'>{esc(note)}</p>")

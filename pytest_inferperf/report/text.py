@@ -135,7 +135,17 @@ def roofline_text(profile: Profile) -> str:
             f"{s.get('operators', 0)} operators placed: {s.get('memory_bound', 0)} "
             f"memory-bound ({'-' if share is None else f'{share:.0%}'} of operator time), "
             f"{s.get('compute_bound', 0)} compute-bound; "
-            f"{'-' if achieved is None else f'{achieved:.3g}'} GFLOP/s achieved overall")
+            f"{'-' if achieved is None else f'{achieved:.3g}'} GFLOP/s achieved overall"
+            + _uncosted(s.get("uncosted")))
+
+
+def _uncosted(rows: Any) -> str:
+    """``"; not costed: Einsum 80%"``: op types whose work the roofline cannot count."""
+    if not rows:
+        return ""
+    from ..roofline import uncosted_text
+
+    return f"; not costed: {uncosted_text(rows)}"
 
 
 def top_operators(profile: Profile, limit: int = TOP_OPERATORS) -> list[Mapping[str, Any]]:
@@ -181,17 +191,24 @@ def render_profile(profile: Profile, diagnosis: Any = None) -> str:
         runs = max(int(o.get("calls") or 0) for o in profile.operators)
         lines += ["", f"Top operators (ONNX Runtime profiler, a separate pass of {runs} runs; "
                       f"{len(ops)} of {len(profile.operators)} nodes):"]
-        lines.append(_table([(o.get("node"), o.get("op_type"), o.get("calls"),
-                              fmt(o.get("mean_us")), f"{float(o.get('share') or 0):.1%}",
-                              shapes(o)) for o in ops],
-                            ("node", "op type", "runs", "µs/run", "share", "input shapes")))
+        rows = [(o.get("node"), o.get("op_type"), o.get("calls"), fmt(o.get("mean_us")),
+                 f"{float(o.get('share') or 0):.1%}", shapes(o)) for o in ops]
+        headers = ("node", "op type", "runs", "µs/run", "share", "input shapes")
+        if len({o.get("model") for o in profile.operators}) > 1:  # several sessions: whose
+            rows = [(o.get("model"), *row) for o, row in zip(ops, rows, strict=True)]
+            headers = ("model", *headers)
+        lines.append(_table(rows, headers))
+    from ..precision import precision_lines
+
+    for i, text in enumerate(precision_lines(profile.operators)):
+        lines.append(f"{'precision' if i == 0 else '':<12} {text}")
     lines += ["", f"roofline     {roofline_text(profile)}",
               f"energy       {energy_text(profile)}"]
     for kind, path in profile.artifacts.items():
         lines.append(f"flamegraph   {kind}: {path}")
     missing = {k: v for k, v in notes(profile).items() if k != "roofline"}
-    for kind, why in missing.items():
-        lines.append(f"not made     {kind}: {why}")
+    for kind, why in missing.items():  # a stripped library is a caveat, not a missing view
+        lines.append(f"{'note' if kind.endswith('stripped') else 'not made':<12} {kind}: {why}")
     if diagnosis is not None:
         lines += ["", render(diagnosis)]
     return "\n".join(lines)
@@ -202,6 +219,16 @@ def _cell(value: float | None, delta: float | None, status: str = "") -> str:
     text = fmt(value)
     extra = ", ".join(x for x in (pct(delta), status if status not in ("", "ok") else "") if x)
     return f"{text} ({extra})" if extra and value is not None else text
+
+
+def _precision(row: Any, index: int) -> str:
+    """`` float (int8 weights)`` where the profiles differ or weights are stored narrow."""
+    precision = tuple(getattr(row, "precision", ()) or ())
+    if index >= len(precision) or not precision[index]:
+        return ""
+    if len(set(p for p in precision if p)) <= 1 and "(" not in precision[index]:
+        return ""
+    return f" {precision[index]}"
 
 
 def render_comparison(side: SideBySide, out_dir: str = "") -> str:
@@ -226,10 +253,11 @@ def render_comparison(side: SideBySide, out_dir: str = "") -> str:
                                            for label in labels)])
     lines.append(_table(rows, ("metric", "unit", *labels)))
     if side.op_types:
-        lines += ["", "Operator types (µs per inference, nodes):"]
+        lines += ["", "Operator types (µs per inference, nodes, what it computes in):"]
         lines.append(_table(
-            [[r.op_type, *(("-" if u is None else f"{_cell(u, d)} [{n}]")
-                           for u, d, n in zip(r.us_per_call, r.deltas, r.nodes, strict=True))]
+            [[r.op_type, *(("-" if u is None else f"{_cell(u, d)} [{n}]{_precision(r, i)}")
+                           for i, (u, d, n) in enumerate(zip(r.us_per_call, r.deltas, r.nodes,
+                                                             strict=True)))]
              for r in side.op_types],
             ("op type", *labels)))
     lines.append("")
