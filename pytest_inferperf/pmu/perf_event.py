@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import io
 import os
 import platform
 import struct
@@ -234,12 +235,14 @@ def read_group(fd: int, members: int) -> GroupRead:
 
 
 class GroupReader:
-    """Reads many groups, one ``readv`` each, into one buffer allocated once.
+    """Reads many groups, one ``read`` each, into one buffer allocated once.
 
-    ``read()`` does only the system calls and one copy of the buffer; what
-    it returns is decoded later (:func:`parse_group_read` on a slice, or
-    ``struct.unpack_from`` at :attr:`offsets`), so no arithmetic runs while
-    the counters count.
+    ``read()`` does only the system calls (``FileIO.readinto`` straight into
+    a slice of the buffer: measured cheaper than ``os.readv`` or ``os.read``
+    and a join) and one copy of the buffer; what it returns is decoded later
+    (:func:`parse_group_read` on a slice, or ``struct.unpack_from`` at
+    :attr:`offsets`), so no arithmetic runs while the counters count. The
+    caller keeps the descriptors open while the reader is used and closes them.
     """
 
     def __init__(self, groups: list[tuple[int, int]]) -> None:
@@ -252,16 +255,17 @@ class GroupReader:
         self.size = size
         self._buffer = bytearray(size)
         view = memoryview(self._buffer)
+        # closefd=False: the FileIO objects never close the counters' descriptors.
+        self._files = [io.FileIO(fd, "r", closefd=False) for fd, _ in groups]
         self._plan = [
-            (fd, [view[off : off + read_size(members)]])
-            for (fd, members), off in zip(groups, self.offsets, strict=True)
+            (file.readinto, view[off : off + read_size(members)])
+            for file, (_, members), off in zip(self._files, groups, self.offsets, strict=True)
         ]
 
     def read(self) -> bytes:
-        readv = os.readv
         got = 0
-        for fd, buffers in self._plan:
-            got += readv(fd, buffers)
+        for readinto, into in self._plan:
+            got += readinto(into)
         if got != self.size:
             raise OSError(errno.EIO, f"short perf group read: {got} of {self.size} bytes")
         return bytes(self._buffer)
