@@ -304,3 +304,25 @@ def test_decode_sums_big_little_instances_unscaled():
     end = _read(100, 30, [(300, 1)]) + _read(100, 70, [(700, 2)])
     count = perf_backend.decode(layout, None, end).counts["cycles"]
     assert (count.value, count.raw, count.enabled_ns, count.running_ns) == (1000.0, 1000, 100, 100)
+
+
+def test_counting_cost_benchmark_measures_every_variant(monkeypatch):
+    """benchmarks/counting_cost.py cannot rot: every variant timed, ratios to a raw read."""
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import counting_cost
+
+    (row,) = counting_cost.measure((1,), samples=40, rounds=4)
+    assert set(row["median_us"]) == {"raw_read", "free_running", "toggled",
+                                     "old_per_group_ioctls", "decode"}
+    assert all(v > 0 for v in row["median_us"].values())
+    assert row["samples"] == 40
+    threads = row["threads_alive"]
+    # Toggled, the task clock has a group of its own on every thread: one group more each.
+    assert row["groups"]["free_running"] >= threads
+    assert row["groups"]["toggled"] == row["groups"]["old_per_group_ioctls"] == (
+        row["groups"]["free_running"] + threads)
+    assert row["raw_reads_per_thread"]["free_running"] == pytest.approx(
+        row["raw_reads_per_repeat"]["free_running"] / threads)
+    assert len(counting_cost.format_rows([row])) == 2
