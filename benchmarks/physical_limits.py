@@ -12,7 +12,8 @@ One run, side by side, each section interleaving what it compares:
 
 Usage::
 
-    python benchmarks/physical_limits.py [--skip simulate,suite] [--rounds N] [--out DIR]
+    python benchmarks/physical_limits.py [--skip counting,simulate,suite] [--rounds N]
+        [--suite-rounds N] [--samples N] [--out DIR]
 
 Writes ``limits.json`` under ``--out`` and, where ``results.json`` of a full
 ``measurement_quality.py`` run lies there, adds the figures to it as its
@@ -129,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="docs/benchmarks")
     p.add_argument("--skip", default="")
-    p.add_argument("--rounds", type=int, default=2, help="rounds of the simulate and suite runs")
+    p.add_argument("--rounds", type=int, default=1, help="rounds of the simulate runs")
+    p.add_argument("--suite-rounds", type=int, default=2, help="rounds of the suite runs")
     p.add_argument("--samples", type=int, default=2000, help="timed repeats per variant")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(argv)
@@ -151,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         if "simulate" not in skipped:
             data["simulate"] = simulate_section(scratch / "simulate", args.rounds)
         if "suite" not in skipped:
-            data["suite"] = suite_section(scratch / "suite", args.rounds)
+            data["suite"] = suite_section(scratch / "suite", args.suite_rounds)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     data["load_avg_end"] = list(os.getloadavg())
