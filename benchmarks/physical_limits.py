@@ -8,7 +8,13 @@ One run, side by side, each section interleaving what it compares:
    a scratch copy) as shipped, which asks for cache and branch budgets (full
    simulation), against the same tests without those budgets (chosen
    automatically: instructions only): wall time, instructions per call, mode;
-3. ``suite``: ``pytest --inferperf examples -n 0`` against ``-n 2``.
+3. ``suite``: ``pytest --inferperf examples -n 0`` against ``-n 2``;
+4. ``resolution``: the simulate backend's own tolerance at work: trials of the
+   benchmark's int8 CNN (``bench_workload.py``) under
+   ``--inferperf-backend simulate``, each a baseline, the plain call again (a
+   false alarm if flagged) and the call with extra work worth 0.5% of its
+   instructions (calibrated on a first simulated run), judged with the shipped
+   defaults: detection and false-alarm rates, and the tolerance used.
 
 Usage::
 
@@ -40,7 +46,7 @@ from typing import Any
 import counting_cost
 from bench_runs import clean_env, prepare_suite, run_suite
 
-SECTIONS = ("counting", "simulate", "suite")
+SECTIONS = ("counting", "simulate", "suite", "resolution")
 CACHE_BUDGETS = re.compile(r"(l1_miss_max|branch_miss_max)=[0-9.]+,\s*")
 
 
@@ -102,7 +108,15 @@ def _simulate_run(scratch: Path, tag: str) -> dict[str, Any]:
             "resolution": (sim.get("resolution") or {}).get("instructions_per_call"),
             "slowdown_vs_native": sim.get("slowdown_vs_native"),
         }
-    out = {"wall_s": wall, "exit_code": proc.returncode, "tests": tests}
+    lines = proc.stdout.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("Simulated under")), None)
+    summary = []
+    if start is not None:
+        for line in lines[start:]:
+            if not line.strip():
+                break
+            summary.append(line)
+    out = {"wall_s": wall, "exit_code": proc.returncode, "tests": tests, "summary": summary}
     if proc.returncode != 0 or not tests:
         out["output_tail"] = (proc.stdout + proc.stderr)[-3000:]
     return out
@@ -126,6 +140,75 @@ def suite_section(scratch: Path, rounds: int) -> dict[str, Any]:
             "load_avg_after": list(os.getloadavg())}
 
 
+def resolution_section(scratch: Path, trials: int, jobs: int,
+                       target: float = 0.005) -> dict[str, Any]:
+    """Detection of a ``target`` change in instructions, and false alarms, over ``trials``."""
+    import concurrent.futures
+
+    import bench_workload as bw
+    from bench_runs import SIM_BASELINE, SimulateRunner
+
+    from pytest_inferperf.compare import compare_profiles
+    from pytest_inferperf.profile import Profile
+
+    model = bw.build_model(scratch / "bench_cnn.onnx")
+    probe_n = 400
+
+    def per_call(profile: Profile) -> float:
+        return statistics.median(profile.per_repeat("instructions"))
+
+    probe = SimulateRunner(scratch / "probe", model, {"0%": 0, "probe": probe_n})
+    got, _ = probe.run(0, [SIM_BASELINE, "probe"])
+    base, more = (Profile.from_dict(got[k]) for k in (SIM_BASELINE, "probe"))
+    per_iteration = (per_call(more) / per_call(base) - 1) / probe_n
+    n = max(1, round(target / per_iteration))
+    label = f"{target:.1%}"
+    runner = SimulateRunner(scratch / "trials", model, {"0%": 0, label: n})
+    log(f"resolution: {per_iteration:.3%} of the instructions per iteration: {n} iterations "
+        f"for {label}")
+
+    def trial(index: int) -> dict[str, Any]:
+        profiles, wall = runner.run(index + 1)
+        baseline = Profile.from_dict(profiles[SIM_BASELINE])
+        out: dict[str, Any] = {"trial": index, "wall_s": wall}
+        for lvl in ("0%", label):
+            change = compare_profiles(Profile.from_dict(profiles[lvl]), baseline,
+                                      metrics=("instructions_per_call",)).get(
+                                          "instructions_per_call")
+            out[lvl] = {"delta": change.delta, "tolerance": change.tolerance,
+                        "status": change.status, "flagged": change.status == "regressed"}
+        return out
+
+    done: list[dict[str, Any]] = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        for future in concurrent.futures.as_completed(
+                [pool.submit(trial, i) for i in range(trials)]):
+            try:
+                done.append(future.result())
+            except Exception as exc:  # a failed trial is reported, not counted
+                log(f"resolution trial failed: {str(exc).splitlines()[0]}")
+            else:
+                log(f"resolution trial {len(done)}/{trials}: "
+                    f"{ {k: v['status'] for k, v in done[-1].items() if isinstance(v, dict)} }")
+    done.sort(key=lambda r: r["trial"])
+
+    def rate(lvl: str) -> list[int]:
+        return [sum(1 for r in done if r[lvl]["flagged"]), len(done)]
+
+    return {
+        "trials": len(done), "trials_planned": trials, "jobs": jobs, "level": label,
+        "iterations": n, "instructions_per_iteration": per_iteration,
+        "false_alarms": rate("0%"), "detected": rate(label),
+        "tolerance_median": statistics.median(
+            r[lvl]["tolerance"] for r in done for lvl in ("0%", label)) if done else None,
+        "delta_median": {lvl: statistics.median(r[lvl]["delta"] for r in done) if done
+                         else None for lvl in ("0%", label)},
+        "delta_max_abs_at_0": max((abs(r["0%"]["delta"]) for r in done), default=None),
+        "records": done, "load_avg_after": list(os.getloadavg()),
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="docs/benchmarks")
@@ -133,6 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=1, help="rounds of the simulate runs")
     p.add_argument("--suite-rounds", type=int, default=2, help="rounds of the suite runs")
     p.add_argument("--samples", type=int, default=2000, help="timed repeats per variant")
+    p.add_argument("--trials", type=int, default=20, help="trials of the resolution section")
+    p.add_argument("--jobs", type=int, default=2, help="simulate trials run at once")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the sections of an existing limits.json this run does not "
+                        "measure (each says when it ran)")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(argv)
     skipped = {s for s in args.skip.split(",") if s}
@@ -145,21 +233,41 @@ def main(argv: list[str] | None = None) -> int:
     }
     out = Path(args.out)
     scratch = Path(tempfile.mkdtemp(prefix="inferperf-limits-"))
+    data["section_runs"] = {}
+    sections = {
+        "counting": lambda: counting_cost.measure(samples=args.samples),
+        "simulate": lambda: simulate_section(scratch / "simulate", args.rounds),
+        "suite": lambda: suite_section(scratch / "suite", args.suite_rounds),
+        "resolution": lambda: resolution_section(scratch / "resolution", args.trials,
+                                                 args.jobs),
+    }
     try:
-        if "counting" not in skipped:
-            data["counting"] = counting_cost.measure(samples=args.samples)
-            for line in counting_cost.format_rows(data["counting"]):
-                log(line)
-        if "simulate" not in skipped:
-            data["simulate"] = simulate_section(scratch / "simulate", args.rounds)
-        if "suite" not in skipped:
-            data["suite"] = suite_section(scratch / "suite", args.suite_rounds)
+        for name, run in sections.items():
+            if name in skipped:
+                continue
+            started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            load = os.getloadavg()[0]
+            data[name] = run()
+            data["section_runs"][name] = {"started": started, "command": data["command"],
+                                          "load_avg": [load, os.getloadavg()[0]]}
+            if name == "counting":
+                for line in counting_cost.format_rows(data["counting"]):
+                    log(line)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     data["load_avg_end"] = list(os.getloadavg())
     out.mkdir(parents=True, exist_ok=True)
     from measurement_quality import Results, scrub
 
+    if args.keep and (out / "limits.json").is_file():
+        old = json.loads((out / "limits.json").read_text())
+        for name in SECTIONS:
+            if name in skipped and name in old:
+                data[name] = old[name]
+                data["section_runs"][name] = (old.get("section_runs") or {}).get(name) or {
+                    "started": old.get("started"), "load_avg": [
+                        (old.get("load_avg_start") or [None])[0],
+                        (old.get("load_avg_end") or [None])[0]]}
     (out / "limits.json").write_text(scrub(json.dumps(data, indent=1)) + "\n")
     results = out / "results.json"
     if results.is_file():

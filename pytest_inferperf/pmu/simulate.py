@@ -153,7 +153,7 @@ CHILD_ENV_DROP_PREFIXES = ("COV_CORE_",)
 #: cache and branch events) or "instructions" (neither simulation: instructions only,
 #: the same Ir counts, and the instrumented region runs faster).
 MODES = ("full", "instructions")
-MODE_TEXT = {"full": "instructions, cache and branch simulation",
+MODE_TEXT = {"full": "full (instruction, cache and branch simulation)",
              "instructions": "instructions only (no cache or branch simulation)"}
 #: Events counted in instructions-only mode.
 INSTRUCTION_EVENTS = ("instructions",)
