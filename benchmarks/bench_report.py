@@ -681,12 +681,19 @@ def _limits_md(limits: Mapping[str, Any] | None) -> list[str]:
         for test, by_mode in sim["instructions_per_call"].items():
             full = by_mode.get("full")
             cheap = by_mode.get("instructions")
-            res = sim["runs"]["full"][0]["tests"].get(test, {}).get("resolution")
+            rec = {m: sim["runs"][m][0]["tests"].get(test, {}) for m in ("full", "instructions")}
+            res = rec["full"].get("resolution")
             table.append((test, _f(full, "{:,.0f}"), _f(cheap, "{:,.0f}"),
                           f"{(cheap - full) / full:+.4%}" if full and cheap else "-",
-                          f"{res:.2%}" if isinstance(res, int | float) else "-"))
+                          f"{res:.2%}" if isinstance(res, int | float) else "-",
+                          " / ".join(_f(rec[m].get("slowdown_vs_native"), "{:.0f}x")
+                                     for m in ("full", "instructions")),
+                          " / ".join(_f(rec[m].get("child_wall_s"), "{:.1f}")
+                                     for m in ("full", "instructions"))))
         lines += _table(("test", "instructions/call (full)", "instructions/call "
-                         "(instructions only)", "difference", "resolution (full run)"), table)
+                         "(instructions only)", "difference", "resolution (full run)",
+                         "instrumented slowdown vs native (full / instructions)",
+                         "s in valgrind (full / instructions)"), table)
         lines.append("")
         lines.append(when("simulate"))
         lines.append("")
@@ -699,6 +706,24 @@ def _limits_md(limits: Mapping[str, Any] | None) -> list[str]:
                      f"**{suite['wall_s']['n2']:.1f} s**, ratio -n 2 / -n 0 = "
                      f"**{suite['ratio_n2_over_n0']:.3f}**; verdicts identical: "
                      f"{'yes' if suite['verdicts_identical'] else 'NO'}. {when('suite')}")
+        if "cpu_s" in suite:
+            fixed = suite.get("fixed_per_process") or {}
+
+            def cpu(key: str) -> str:
+                return _f((fixed.get(key) or {}).get("cpu_s"), "{:.1f}")
+
+            lines.append("")
+            lines.append(
+                f"CPU time of every process of the run (user + system, median): -n 0 "
+                f"{suite['cpu_s']['n0']:.1f} s, -n 2 {suite['cpu_s']['n2']:.1f} s "
+                f"({suite['cpu_ratio_n2_over_n0']:.2f}x). What a process pays before any "
+                f"test: `pytest --version` {cpu('pytest_version')} s, `pytest --inferperf "
+                f"examples --collect-only` {cpu('pytest_collect_only')} s (every installed "
+                f"plugin loads), `import numpy, onnx, onnxruntime` "
+                f"{cpu('import_numpy_onnx_onnxruntime')} s (each worker, once its first "
+                "test runs); -n 2 adds a controller and a second worker. Each profile "
+                "measures for a fixed time (warm-up, then repeats of a minimum duration), "
+                "so running two at once saves wall time only where a CPU is idle.")
         lines.append("")
     res = limits.get("resolution") or {}
     if res.get("trials"):

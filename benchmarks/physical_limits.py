@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shlex
 import shutil
 import statistics
@@ -122,18 +123,52 @@ def _simulate_run(scratch: Path, tag: str) -> dict[str, Any]:
     return out
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _cpu_of(cmd: list[str], cwd: Path) -> dict[str, float]:
+    """Wall and CPU seconds (user + system, the process and its children) of ``cmd``."""
+    cpu0, t0 = _children_cpu(), time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, env=clean_env(), capture_output=True, text=True,
+                   timeout=600, check=False)
+    return {"wall_s": time.perf_counter() - t0, "cpu_s": _children_cpu() - cpu0}
+
+
 def suite_section(scratch: Path, rounds: int) -> dict[str, Any]:
+    """-n 0 against -n 2: wall time, and the CPU time every process of the run used.
+
+    CPU time does not shrink when the machine is busy the way wall time grows, so
+    it shows what -n 2 adds: a controller and one more worker, each paying pytest's
+    start-up with every installed plugin and, in the workers, the imports of numpy,
+    onnx and ONNX Runtime (both measured on their own here).
+    """
     prepare_suite(scratch)
     runs: dict[str, list[dict[str, Any]]] = {"n0": [], "n2": []}
     for r in range(rounds):
         for tag in ("n0", "n2") if r % 2 == 0 else ("n2", "n0"):
+            cpu0 = _children_cpu()
             run = run_suite(scratch, int(tag[1:]), f"{tag}-{r}")
+            run["cpu_s"] = _children_cpu() - cpu0
             runs[tag].append(run)
-            log(f"suite -n {tag[1:]}: {run['wall_s']:.1f} s, {run['summary']}")
+            log(f"suite -n {tag[1:]}: {run['wall_s']:.1f} s, {run['cpu_s']:.1f} s CPU, "
+                f"{run['summary']}")
+    fixed = {
+        "pytest_collect_only": _cpu_of([sys.executable, "-m", "pytest", "--inferperf",
+                                        "examples", "--collect-only", "-q", "-p",
+                                        "no:cacheprovider", "-n", "0"], scratch),
+        "pytest_version": _cpu_of([sys.executable, "-m", "pytest", "--version"], scratch),
+        "import_numpy_onnx_onnxruntime": _cpu_of(
+            [sys.executable, "-c", "import numpy, onnx, onnxruntime"], scratch),
+    }
     wall = {tag: statistics.median(r["wall_s"] for r in rs) for tag, rs in runs.items()}
+    cpu = {tag: statistics.median(r["cpu_s"] for r in rs) for tag, rs in runs.items()}
     maps = [{k: (v["outcome"], v["failed"]) for k, v in r["verdicts"].items()}
             for rs in runs.values() for r in rs]
-    return {"rounds": rounds, "wall_s": wall, "ratio_n2_over_n0": wall["n2"] / wall["n0"],
+    return {"rounds": rounds, "wall_s": wall, "cpu_s": cpu,
+            "ratio_n2_over_n0": wall["n2"] / wall["n0"],
+            "cpu_ratio_n2_over_n0": cpu["n2"] / cpu["n0"], "fixed_per_process": fixed,
             "verdicts_identical": bool(maps) and all(m == maps[0] and m for m in maps),
             "runs": {t: [{k: v for k, v in r.items() if k != "verdicts"} for r in rs]
                      for t, rs in runs.items()},

@@ -323,7 +323,8 @@ def event_statuses(events: Sequence[str], raw_names: Sequence[str] = (),
         elif mode == "instructions" and name not in INSTRUCTION_EVENTS:
             out[name] = EventStatus(name, False, reason=(
                 "not simulated: instructions-only mode, chosen because no budget or "
-                "tolerance of this test needs a cache or branch event (mode=\"full\" "
+                "tolerance of this test needs a cache or branch event (a budget such as "
+                "l1_miss_max or branch_miss_max, or profile_via_child(mode=\"full\"), "
                 "simulates them)"))
         elif present and not set(parts) <= present:
             missing = ", ".join(p for p in parts if p not in present)
