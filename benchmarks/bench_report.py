@@ -739,6 +739,8 @@ def _limits_md(limits: Mapping[str, Any] | None) -> list[str]:
             f"{res['level']} change detected in **{det[0]}/{det[1]}** trials, false alarms "
             f"**{fa[0]}/{fa[1]}**; tolerance used (median) {res['tolerance_median']:.2%}; "
             f"measured change median {dl:+.3%} ({d0:+.4%} for the plain call, largest "
-            f"{res['delta_max_abs_at_0']:.4%}). {when('resolution')}")
+            f"{res['delta_max_abs_at_0']:.4%}). The simulate rows of section 2 predate "
+            "this rule: that run judged at the then fixed 2% (and at 0). "
+            f"{when('resolution')}")
         lines.append("")
     return lines

@@ -467,7 +467,7 @@ def runs(project, tmp_path_factory) -> dict[str, Profile]:
         "py200": lambda: _direct(project, "test_py.py::test_loop[200]", run_twice=True),
         "py200_instructions": lambda: _direct(project, "test_py.py::test_loop[200]",
                                               mode="instructions"),
-        "py201": lambda: _direct(project, "test_py.py::test_loop[201]", mode="instructions"),
+        "py201": lambda: _direct(project, "test_py.py::test_loop[201]"),
     }
     with ThreadPoolExecutor(max_workers=3) as pool:
         futures = {name: pool.submit(job) for name, job in jobs.items()}
@@ -521,9 +521,9 @@ def test_half_a_percent_more_instructions_is_a_regression(runs):
     change = compare_profiles(more, base).get("instructions_per_call")
     assert change.status == "regressed", change
     assert change.tolerance < 0.005
-    # No false alarm between two runs of the same work, one of them instructions-only.
+    # Across modes the fixed default holds (simulate_noise.noise_tolerances says why).
     same = compare_profiles(runs["py200_instructions"], base).get("instructions_per_call")
-    assert same.status == "ok", same
+    assert same.status == "ok" and same.tolerance == 0.02, same
 
 
 @needs_valgrind

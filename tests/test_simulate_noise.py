@@ -17,13 +17,15 @@ from pytest_inferperf.profile import LatencyStats, MemoryStats, Profile, Repeat,
 
 
 def sim_profile(per_call: list[float], *, calls: int = 1, backend: str = "simulate",
-                run_to_run: float | None = None) -> Profile:
+                run_to_run: float | None = None, mode: str | None = None) -> Profile:
     reps = tuple(
         Repeat(calls, 1_000_000, CounterSample(counts={
             "instructions": Count(v * calls, int(v * calls))}))
         for v in per_call)
-    simulation = {} if run_to_run is None else {
+    simulation: dict = {} if run_to_run is None else {
         "run_to_run": {"instructions_per_call": run_to_run}}
+    if mode is not None:
+        simulation["mode"] = mode
     return Profile(
         name="t", machine_class="x86_64-test", backend=backend, machine={}, events=(),
         repeats=reps, latency=LatencyStats.from_durations_ns([1_000_000] * 3),
@@ -103,6 +105,17 @@ def test_compare_flags_half_a_percent_between_steady_simulated_profiles():
     assert DEFAULT_TOLERANCES["instructions_per_call"] == 0.02
     assert compare_profiles(slower, base, tolerances={"instructions_per_call": 0.02}).get(
         "instructions_per_call").status == "ok"
+
+
+def test_profiles_of_two_modes_keep_the_fixed_tolerance():
+    base = sim_profile([1e6, 1e6, 1e6], mode="full")
+    assert simulate_noise.mode(sim_profile([1e6])) == "full"  # older profiles
+    assert simulate_noise.noise_tolerances(sim_profile([1e6] * 3, mode="full"), base) != {}
+    assert simulate_noise.noise_tolerances(sim_profile([1e6] * 3, mode="instructions"),
+                                           base) == {}
+    change = compare_profiles(sim_profile([1.001e6] * 3, mode="instructions"), base).get(
+        "instructions_per_call")
+    assert change.tolerance == DEFAULT_TOLERANCES["instructions_per_call"]
 
 
 def test_a_noisy_baseline_widens_the_tolerance():

@@ -118,7 +118,11 @@ def simulated_lines(records: Sequence[dict]) -> list[str]:
             lines.append(f"    {'; '.join(how)}")
         lines.extend(f"    warning: {w}" for w in sim.get("warnings") or ())
     if lines:
-        lines.insert(0, "Simulated under valgrind's callgrind (instruction, cache and branch "
+        cheap = any(((r.get("profile") or {}).get("settings", {}).get("simulation") or {})
+                    .get("mode") == "instructions" for r in records)
+        lines.insert(0, "Simulated under valgrind's callgrind (instruction counts, cache and "
+                        "branch counts where simulated; no cycles):" if cheap else
+                        "Simulated under valgrind's callgrind (instruction, cache and branch "
                         "counts; no cycles):")
     return lines
 
