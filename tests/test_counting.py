@@ -84,8 +84,7 @@ def hash_work(rounds: int = 40) -> None:
         hashlib.sha256(data).digest()
 
 
-@pytest.mark.parametrize("free_running", [True, False], ids=["free-running", "toggled"])
-def test_threads_started_before_and_inside_the_region_are_counted(counters, free_running):
+def test_threads_started_before_and_inside_the_region_are_counted(counters):
     reference = measure(counters, hash_work)["task_clock"]
     ready, go = threading.Event(), threading.Event()
 
@@ -97,7 +96,7 @@ def test_threads_started_before_and_inside_the_region_are_counted(counters, free
     before = threading.Thread(target=pool_thread)
     before.start()
     ready.wait()
-    with PerfEventCounters(events=SOFTWARE, free_running=free_running) as c:
+    with PerfEventCounters(events=SOFTWARE, free_running=counters.free_running) as c:
         assert before.native_id in c.threads
         c.start()
         go.set()
@@ -326,3 +325,23 @@ def test_counting_cost_benchmark_measures_every_variant(monkeypatch):
     assert row["raw_reads_per_thread"]["free_running"] == pytest.approx(
         row["raw_reads_per_repeat"]["free_running"] / threads)
     assert len(counting_cost.format_rows([row])) == 2
+
+
+def test_a_thread_that_ends_while_counters_open_is_skipped(monkeypatch):
+    """A thread listed in /proc/self/task may be gone (or exiting) by the time its group
+    opens; the kernel then refuses the open (ESRCH, or ENODEV for a group's member)."""
+    gone = 2**22 + 12345  # no such thread
+    monkeypatch.setattr(perf_backend, "thread_ids",
+                        lambda: [threading.get_native_id(), gone])
+    real = perf_backend.pe.open_event
+
+    def refuse_gone(*args, **kwargs):
+        if kwargs.get("tid") == gone:
+            raise perf_backend.pe.PerfOpenError(errno.ENODEV, perf_backend.pe.errno_reason(
+                errno.ENODEV))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(perf_backend.pe, "open_event", refuse_gone)
+    with PerfEventCounters(events=SOFTWARE) as c:
+        assert c.threads == [threading.get_native_id()]
+        assert measure(c, lambda: hash_work(2))["task_clock"] > 0

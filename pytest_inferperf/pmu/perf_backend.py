@@ -45,6 +45,20 @@ def thread_ids() -> list[int]:
         return [pe_gettid()]
 
 
+def thread_gone(tid: int) -> bool:
+    """True once thread ``tid`` of this process has ended or is ending (zombie, dead).
+
+    An open on such a thread fails with ESRCH, or, for a member of a group whose
+    leader was opened just before the thread exited, with other errors (ENODEV seen).
+    """
+    try:
+        stat = Path(f"/proc/self/task/{tid}/stat").read_text()
+    except OSError:
+        return True
+    state = stat.rsplit(")", 1)[-1].split()[:1]
+    return state in (["Z"], ["X"], ["x"])
+
+
 def pe_gettid() -> int:
     return getattr(os, "gettid", os.getpid)()
 
@@ -351,7 +365,7 @@ class PerfEventCounters:
         except pe.PerfOpenError as exc:
             for fd in fds:
                 os.close(fd)
-            if exc.errno == errno.ESRCH:  # the thread ended meanwhile
+            if exc.errno == errno.ESRCH or thread_gone(tid):  # it ended meanwhile
                 return []
             if exc.errno == errno.EINVAL and len(events) > 1:
                 return [g for e in events for g in self._open_group(tid, [e])]
