@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import metrics as metrics_mod
+from .pmu.simulate_noise import noise_tolerances
 from .profile import Profile
 
 if TYPE_CHECKING:  # numpy is imported where the rank test runs: importing the plugin stays light
@@ -81,7 +82,8 @@ DEFAULT_TOLERANCES: dict[str, float] = {
     "retiring": _SLOTS,
     "bad_speculation": _SLOTS,
     # Retired instructions are nearly deterministic for the same model and inputs: 2% is
-    # already a code-path change (another kernel, another thread count).
+    # already a code-path change (another kernel, another thread count). Two simulated
+    # profiles use a tolerance measured from their own noise instead (simulate_noise).
     "instructions_per_call": 0.02,
     # Cycles do not depend on the clock frequency but do on cache and memory state.
     "cycles_per_call": 0.05,
@@ -195,7 +197,9 @@ def compare_profiles(
 ) -> Comparison:
     """Judge every metric present in both Profiles (or only ``metrics``)."""
     check_comparable(current, baseline)
-    tols = _tolerances(tolerances)
+    # Simulated counts bring their own measured noise (pmu/simulate_noise.py); the
+    # user's tolerances still win.
+    tols = _tolerances(tolerances, noise_tolerances(current, baseline))
     cur_values = metrics_mod.profile_metrics(current)
     base_values = metrics_mod.profile_metrics(baseline)
     wanted = _wanted(metrics)
@@ -316,8 +320,9 @@ def _rank(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean_rank[inverse], counts.astype(float)
 
 
-def _tolerances(overrides: Mapping[str, float] | None) -> dict[str, float]:
-    tols = dict(DEFAULT_TOLERANCES)
+def _tolerances(overrides: Mapping[str, float] | None,
+                measured: Mapping[str, float] | None = None) -> dict[str, float]:
+    tols = {**DEFAULT_TOLERANCES, **(measured or {})}
     for name, value in (overrides or {}).items():
         value = float(value)
         if not math.isfinite(value) or value < 0:

@@ -242,9 +242,13 @@ class InferperfPlugin:
         items = item.session.items
         later = items[items.index(item):] if item in items else [item]
         nodeids = [i.nodeid for i in later if "pmu_profile" in getattr(i, "fixturenames", ())]
+        from .pmu.simulate import session_mode
         from .pmu.simulate_shared import SharedChild
 
-        self.shared = SharedChild(nodeids or [item.nodeid], rootdir=self.config.rootpath)
+        mode = session_mode(spec_for(i) for i in later
+                            if "pmu_profile" in getattr(i, "fixturenames", ()))
+        self.shared = SharedChild(nodeids or [item.nodeid], rootdir=self.config.rootpath,
+                                  mode=mode)
         return self.shared
 
     @pytest.hookimpl(tryfirst=True)
@@ -717,6 +721,8 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
                         settings=_run_settings(spec), native=call,
                         name=variant or request.node.name,
                         shared=plugin.shared_child(request.node),
+                        mode=simulate.mode_for(simulate.spec_metrics(spec)),
+                        run_twice=settings.update,
                     )
             else:
                 from .pmu import make_backend

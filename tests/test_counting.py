@@ -6,15 +6,18 @@ VMs without a PMU, so the whole perf_event_open path runs for real.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import mmap
+import pickle
+import struct
 import threading
 import time
 
 import pytest
 
-from pytest_inferperf.pmu import make_backend
-from pytest_inferperf.pmu.base import CountersError
+from pytest_inferperf.pmu import make_backend, perf_backend
+from pytest_inferperf.pmu.base import CounterSample, CountersError
 from pytest_inferperf.pmu.cpu import identify
 from pytest_inferperf.pmu.events import resolve
 from pytest_inferperf.pmu.perf_backend import PerfEventCounters, fd_count
@@ -36,9 +39,9 @@ def measure(counters: PerfEventCounters, work) -> dict[str, float]:
     return {name: count.value for name, count in sample.counts.items()}
 
 
-@pytest.fixture
-def counters():
-    with PerfEventCounters(events=SOFTWARE) as c:
+@pytest.fixture(params=[True, False], ids=["free-running", "toggled"])
+def counters(request):
+    with PerfEventCounters(events=SOFTWARE, free_running=request.param) as c:
         yield c
 
 
@@ -93,7 +96,7 @@ def test_threads_started_before_and_inside_the_region_are_counted(counters):
     before = threading.Thread(target=pool_thread)
     before.start()
     ready.wait()
-    with PerfEventCounters(events=SOFTWARE) as c:
+    with PerfEventCounters(events=SOFTWARE, free_running=counters.free_running) as c:
         assert before.native_id in c.threads
         c.start()
         go.set()
@@ -130,16 +133,12 @@ def test_no_descriptor_leak_after_1000_cycles():
 def test_descriptors_are_closed_when_open_fails(monkeypatch):
     before = fd_count()
     c = PerfEventCounters(events=SOFTWARE)
-    from pytest_inferperf.pmu import perf_backend
-
     calls = {"n": 0}
     real = perf_backend.pe.open_event
 
     def flaky(*args, **kwargs):
         calls["n"] += 1
         if kwargs.get("inherit") and calls["n"] > 3:
-            import errno
-
             raise perf_backend.pe.PerfOpenError(
                 errno.EMFILE, perf_backend.pe.errno_reason(errno.EMFILE)
             )
@@ -188,3 +187,161 @@ def test_null_backend_counts_nothing_and_says_so():
 def test_unknown_backend_is_a_clear_error():
     with pytest.raises(CountersError, match="choose one of"):
         make_backend("magic")
+
+
+def test_work_between_regions_is_not_counted(counters):
+    counters.start()
+    counters.stop()
+    hash_work(20)  # between stop and the next start: free-running counters see it
+    idle = measure(counters, lambda: None)["task_clock"]
+    busy = measure(counters, lambda: hash_work(20))["task_clock"]
+    assert idle < 0.05 * busy, (idle, busy)
+
+
+def test_free_running_software_events_share_one_group_per_thread():
+    with PerfEventCounters(events=SOFTWARE) as free, \
+            PerfEventCounters(events=SOFTWARE, free_running=False) as toggled:
+        assert free.groups == len(free.threads)
+        # Toggled, the task clock keeps a group of its own (events.py says why).
+        assert toggled.groups == 2 * len(toggled.threads)
+
+
+def test_a_sample_is_decoded_when_first_looked_at_and_equals_the_eager_decode(counters):
+    counters.start()
+    hash_work(5)
+    sample = counters.stop()
+    assert isinstance(sample.counts, perf_backend._LazyMapping)
+    begin, end = counters.snapshot(), counters.snapshot()
+    eager = perf_backend.decode(counters._layout, begin, end)
+    assert isinstance(eager.counts, dict)
+    assert sample.counts["task_clock"].value > 0
+    assert set(sample.counts) == set(SOFTWARE)
+    assert sample == CounterSample(dict(sample.counts), dict(sample.per_thread))
+    # Pickled (xdist, simulate's child) and serialised, it is a plain sample.
+    again = pickle.loads(pickle.dumps(sample))
+    assert type(again.counts) is dict and again == sample
+    assert CounterSample.from_dict(sample.to_dict()) == sample
+
+
+def test_two_open_sets_on_one_thread_never_toggle_each_other():
+    # prctl toggles every counter a thread opened; with a second set open the
+    # toggled set must fall back to its own groups, or it would stop the other.
+    with PerfEventCounters(events=("task_clock",)) as outer, \
+            PerfEventCounters(events=("task_clock",), free_running=False) as inner:
+        outer.start()
+        hash_work(10)
+        inner.start()
+        hash_work(10)
+        inside = inner.stop()
+        hash_work(10)
+        total = outer.stop()
+    assert total.counts["task_clock"].value > 2.5 * inside.counts["task_clock"].value
+
+
+def test_toggled_counters_use_one_prctl_when_they_are_the_only_set(monkeypatch):
+    calls = []
+    real = perf_backend.pe.task_events
+    monkeypatch.setattr(perf_backend.pe, "task_events", lambda on: (calls.append(on), real(on)))
+    with PerfEventCounters(events=SOFTWARE, free_running=False) as c:
+        value = measure(c, lambda: hash_work(5))["task_clock"]
+    assert calls == [True, False] and value > 0
+
+
+def test_toggled_counters_fall_back_to_ioctls_when_prctl_fails(monkeypatch):
+    def refuse(on):
+        raise OSError(errno.EINVAL, "no")
+
+    monkeypatch.setattr(perf_backend.pe, "task_events", refuse)
+    with PerfEventCounters(events=SOFTWARE, free_running=False) as c:
+        busy = measure(c, lambda: hash_work(10))["task_clock"]
+        hash_work(10)
+        idle = measure(c, lambda: None)["task_clock"]
+    assert busy > 0.5e6 and idle < 0.05 * busy
+
+
+def test_group_reader_reads_what_read_group_reads(counters):
+    counters.start()
+    hash_work(2)
+    counters.stop()
+    layout = counters._layout
+    data = counters._reader.read()
+    for group, entry in zip(counters._groups, layout, strict=True):
+        one = perf_backend.pe.read_group(group.leader, len(group.fds))
+        mine = perf_backend.pe.parse_group_read(data[entry.offset:])
+        assert set(mine.values) == set(one.values) == set(group.ids)
+        if not counters.free_running:  # stopped: nothing moves between the two reads
+            assert mine == one
+
+
+def _read(enabled: int, running: int, pairs: list[tuple[int, int]]) -> bytes:
+    return struct.pack(f"={3 + 2 * len(pairs)}Q", len(pairs), enabled, running,
+                       *[x for pair in pairs for x in pair])
+
+
+def test_decode_scales_multiplexed_groups_and_sums_threads():
+    fmt = struct.Struct("=5Q")
+    layout = (
+        perf_backend._Layout(11, 0, fmt, {7: ("cycles", "cpu")}),
+        perf_backend._Layout(12, 40, fmt, {9: ("cycles", "cpu")}),
+    )
+    begin = _read(100, 50, [(1000, 7)]) + _read(0, 0, [(0, 9)])
+    end = _read(300, 150, [(3000, 7)]) + _read(10, 10, [(5, 9)])
+    sample = perf_backend.decode(layout, begin, end)
+    # thread 11: 2000 counted in 100 of 200 ns -> 4000; thread 12: 5, never multiplexed
+    assert sample.per_thread == {11: {"cycles": 4000.0}, 12: {"cycles": 5.0}}
+    count = sample.counts["cycles"]
+    assert (count.value, count.raw, count.enabled_ns, count.running_ns) == (4005.0, 2005, 210, 110)
+    assert perf_backend.decode(layout, None, end).counts["cycles"].raw == 3005
+
+
+def test_decode_sums_big_little_instances_unscaled():
+    fmt = struct.Struct("=5Q")
+    layout = (
+        perf_backend._Layout(11, 0, fmt, {1: ("cycles", "armv8_cortex_a53")}),
+        perf_backend._Layout(11, 40, fmt, {2: ("cycles", "armv8_cortex_a72")}),
+    )
+    end = _read(100, 30, [(300, 1)]) + _read(100, 70, [(700, 2)])
+    count = perf_backend.decode(layout, None, end).counts["cycles"]
+    assert (count.value, count.raw, count.enabled_ns, count.running_ns) == (1000.0, 1000, 100, 100)
+
+
+def test_counting_cost_benchmark_measures_every_variant(monkeypatch):
+    """benchmarks/counting_cost.py cannot rot: every variant timed, ratios to a raw read."""
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import counting_cost
+
+    (row,) = counting_cost.measure((1,), samples=40, rounds=4)
+    assert set(row["median_us"]) == {"raw_read", "free_running", "toggled",
+                                     "old_per_group_ioctls", "decode"}
+    assert all(v > 0 for v in row["median_us"].values())
+    assert row["samples"] == 40
+    threads = row["threads_alive"]
+    # Toggled, the task clock has a group of its own on every thread: one group more each.
+    assert row["groups"]["free_running"] >= threads
+    assert row["groups"]["toggled"] == row["groups"]["old_per_group_ioctls"] == (
+        row["groups"]["free_running"] + threads)
+    assert row["raw_reads_per_thread"]["free_running"] == pytest.approx(
+        row["raw_reads_per_repeat"]["free_running"] / threads)
+    assert len(counting_cost.format_rows([row])) == 2
+
+
+def test_a_thread_that_ends_while_counters_open_is_skipped(monkeypatch):
+    """A thread listed in /proc/self/task may be gone (or exiting) by the time its group
+    opens; the kernel then refuses the open (ESRCH, or ENODEV for a group's member)."""
+    gone = 2**22 + 12345  # no such thread
+    monkeypatch.setattr(perf_backend, "thread_ids",
+                        lambda: [threading.get_native_id(), gone])
+    real = perf_backend.pe.open_event
+
+    def refuse_gone(*args, **kwargs):
+        if kwargs.get("tid") == gone:
+            raise perf_backend.pe.PerfOpenError(errno.ENODEV, perf_backend.pe.errno_reason(
+                errno.ENODEV))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(perf_backend.pe, "open_event", refuse_gone)
+    with PerfEventCounters(events=SOFTWARE) as c:
+        assert c.threads == [threading.get_native_id()]
+        assert measure(c, lambda: hash_work(2))["task_clock"] > 0

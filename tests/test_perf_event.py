@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import os
 import struct
 
 import pytest
@@ -94,3 +95,37 @@ def test_open_failure_carries_the_reason():
         pe.open_event(pe.PERF_TYPE_SOFTWARE, 0xFFFF, hardware=False)
     assert info.value.errno in (errno.ENOENT, errno.EINVAL, errno.EOPNOTSUPP)
     assert info.value.reason
+
+
+def test_group_reader_fills_one_buffer_with_every_group():
+    fds = [pe.open_event(pe.PERF_TYPE_SOFTWARE, config, inherit=False, hardware=False)
+           for config in (1, 2)]  # task clock, page faults: two groups of one
+    try:
+        for fd in fds:
+            pe.ioctl_group(fd, pe.PERF_EVENT_IOC_ENABLE)
+        reader = pe.GroupReader([(fd, 1) for fd in fds])
+        assert reader.offsets == [0, pe.read_size(1)] and reader.size == 2 * 40
+        data = reader.read()
+        assert isinstance(data, bytes) and len(data) == reader.size
+        ids = [pe.event_id(fd) for fd in fds]
+        for offset, id_ in zip(reader.offsets, ids, strict=True):
+            read = pe.parse_group_read(data[offset:])
+            assert list(read.values) == [id_]
+            assert read.time_enabled > 0
+        assert reader.read() != data  # a copy per read: the task clock moved
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def test_task_events_toggles_what_this_thread_opened():
+    fd = pe.open_event(pe.PERF_TYPE_SOFTWARE, 1, inherit=False, hardware=False)
+    try:
+        pe.task_events(True)
+        first = pe.read_group(fd, 1).time_enabled
+        assert first > 0
+        pe.task_events(False)
+        stopped = pe.read_group(fd, 1).time_enabled
+        assert pe.read_group(fd, 1).time_enabled == stopped
+    finally:
+        os.close(fd)

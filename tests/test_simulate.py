@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_inferperf.compare import compare_profiles
 from pytest_inferperf.pmu import callgrind, simulate
 from pytest_inferperf.pmu.base import CounterSample
 from pytest_inferperf.pmu.callgrind import CallgrindDump, CallgrindFormatError
@@ -331,7 +332,7 @@ import pytest
 from workload import work
 
 
-@pytest.mark.parametrize("iters", [100, 103])
+@pytest.mark.parametrize("iters", [100, 103, 200, 201])
 def test_loop(sim_profile, iters):
     sim_profile(work, iters)
 '''
@@ -431,10 +432,11 @@ def project(tmp_path_factory) -> Path:
     return root
 
 
-def _direct(project: Path, nodeid: str) -> Profile:
+def _direct(project: Path, nodeid: str, **options) -> Profile:
     """profile_via_child called from here: the child is the project's pytest under valgrind."""
     return simulate.profile_via_child(nodeid, None, rootdir=project,
-                                      settings=RunSettings(warmup=3, repeat=3), timeout=300)
+                                      settings=RunSettings(warmup=3, repeat=3), timeout=300,
+                                      **options)
 
 
 def _through_pytest(project: Path, nodeid: str, out: Path) -> Profile:
@@ -461,6 +463,11 @@ def runs(project, tmp_path_factory) -> dict[str, Profile]:
         "ort_again": lambda: _through_pytest(project, "test_ort.py::test_mlp",
                                              out / "ort2.json"),
         "ort_startup": lambda: _direct(project, "test_ort_startup.py::test_mlp_after_startup"),
+        # a baseline as --update-baselines records it: the region run twice
+        "py200": lambda: _direct(project, "test_py.py::test_loop[200]", run_twice=True),
+        "py200_instructions": lambda: _direct(project, "test_py.py::test_loop[200]",
+                                              mode="instructions"),
+        "py201": lambda: _direct(project, "test_py.py::test_loop[201]"),
     }
     with ThreadPoolExecutor(max_workers=3) as pool:
         futures = {name: pool.submit(job) for name, job in jobs.items()}
@@ -500,6 +507,35 @@ def test_three_percent_more_work_is_detected(runs):
     noise = relative(base, instructions(runs["py100_again"]))
     assert 0.025 < more / base - 1 < 0.035, (base, more)
     assert more / base - 1 > 20 * noise
+
+
+@needs_valgrind
+@pytest.mark.slow
+def test_half_a_percent_more_instructions_is_a_regression(runs):
+    """The tolerance comes from the counts' own noise, not the fixed 2%: 0.5% stands out."""
+    base, more = runs["py200"], runs["py201"]
+    assert 0.004 < instructions(more) / instructions(base) - 1 < 0.006
+    sim = base.settings["simulation"]
+    assert abs(sim["run_to_run"]["instructions_per_call"]) < 0.001, sim["run_to_run"]
+    assert sim["resolution"]["instructions_per_call"] < 0.005, sim["resolution"]
+    change = compare_profiles(more, base).get("instructions_per_call")
+    assert change.status == "regressed", change
+    assert change.tolerance < 0.005
+    # Across modes the fixed default holds (simulate_noise.noise_tolerances says why).
+    same = compare_profiles(runs["py200_instructions"], base).get("instructions_per_call")
+    assert same.status == "ok" and same.tolerance == 0.02, same
+
+
+@needs_valgrind
+@pytest.mark.slow
+def test_instructions_only_mode_counts_the_same_instructions(runs):
+    full, cheap = runs["py200"], runs["py200_instructions"]
+    assert relative(instructions(full), instructions(cheap)) < 0.001
+    sim = cheap.settings["simulation"]
+    assert sim["mode"] == "instructions" and "--cache-sim=no" in sim["options"]
+    assert full.settings["simulation"]["mode"] == "full"
+    assert set(cheap.repeats[0].sample.counts) == {"instructions"}
+    assert "instructions-only mode" in cheap.unavailable["l1d_access"]
 
 
 @needs_valgrind

@@ -3,8 +3,11 @@
 Owns: probing which events open here (and why not), the per-PMU group
 capacity probe, one set of counter groups per thread that exists when
 counting opens (as ``perf stat -p`` does) with ``inherit`` so threads
-created later are counted too, and turning group reads into
-:class:`~pytest_inferperf.pmu.base.CounterSample` deltas.
+created later are counted too, bracketing a region at the cost of one
+group read per group and end (free-running groups) or one ``prctl`` and one
+read per group (toggled groups), and turning two snapshots into a
+:class:`~pytest_inferperf.pmu.base.CounterSample` delta after the region
+(:func:`decode`, pure; a stopped region's sample decodes on first use).
 
 Why both: ``inherit`` only follows threads created *after* the open, but
 ONNX Runtime's intra-op pool is created with the session, long before the
@@ -18,10 +21,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import struct
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import perf_event as pe
 from .base import Count, CounterSample, CountersError, EventStatus
@@ -37,6 +43,20 @@ def thread_ids() -> list[int]:
         return sorted(int(t) for t in os.listdir("/proc/self/task"))
     except OSError:
         return [pe_gettid()]
+
+
+def thread_gone(tid: int) -> bool:
+    """True once thread ``tid`` of this process has ended or is ending (zombie, dead).
+
+    An open on such a thread fails with ESRCH, or, for a member of a group whose
+    leader was opened just before the thread exited, with other errors (ENODEV seen).
+    """
+    try:
+        stat = Path(f"/proc/self/task/{tid}/stat").read_text()
+    except OSError:
+        return True
+    state = stat.rsplit(")", 1)[-1].split()[:1]
+    return state in (["Z"], ["X"], ["x"])
 
 
 def pe_gettid() -> int:
@@ -102,20 +122,155 @@ class _Group:
     leader: int
     fds: list[int]
     ids: dict[int, ResolvedEvent]  # kernel id -> event
-    last: pe.GroupRead | None = None
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where one group's read lies in a snapshot, and what its ids mean."""
+
+    tid: int
+    offset: int
+    reader: struct.Struct  # (nr, enabled, running, (value, id) * nr)
+    ids: dict[int, tuple[str, str]]  # kernel id -> (event name, pmu)
+
+
+# Open counter sets per thread that opened them (threading.get_ident()): the
+# one-call prctl toggles every event a thread opened, so it is used only where
+# this thread has no other open set whose counters it would also toggle.
+_OPEN_BY_THREAD: dict[int, int] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def decode(layout: Sequence[_Layout], begin: bytes | None, end: bytes) -> CounterSample:
+    """What was counted between two snapshots, summed over threads.
+
+    ``begin`` None means from zero (the counters' open). Pure: every scaling,
+    delta and per-thread sum of a region happens here, after the region.
+    """
+    totals: dict[str, list[float]] = {}
+    per_thread: dict[int, dict[str, float]] = {}
+    instances: dict[str, set[str]] = {}
+    for group in layout:
+        last = group.reader.unpack_from(end, group.offset)
+        first = group.reader.unpack_from(begin, group.offset) if begin else None
+        enabled = last[1] - (first[1] if first else 0)
+        running = last[2] - (first[2] if first else 0)
+        last_values = dict(zip(last[4::2], last[3::2], strict=True))
+        first_values = dict(zip(first[4::2], first[3::2], strict=True)) if first else {}
+        thread = per_thread.setdefault(group.tid, {})
+        for id_, (name, pmu) in group.ids.items():
+            delta = last_values.get(id_, 0) - first_values.get(id_, 0)
+            instances.setdefault(name, set()).add(pmu)
+            scaled = delta * enabled / running if running > 0 else float(delta)
+            acc = totals.setdefault(name, [0.0, 0, 0, 0])
+            acc[0] += scaled
+            acc[1] += delta
+            acc[2] += enabled
+            acc[3] += running
+            thread[name] = thread.get(name, 0.0) + scaled
+    counts: dict[str, Count] = {}
+    for name, (scaled, raw, enabled, running) in totals.items():
+        if len(instances[name]) > 1:
+            # big.LITTLE: a task counts only while on that PMU's cores, so
+            # running < enabled is not multiplexing; sum what was counted.
+            counts[name] = Count(float(raw), int(raw), int(running), int(running))
+        else:
+            counts[name] = Count(float(scaled), int(raw), int(enabled), int(running))
+    return CounterSample(counts=counts, per_thread=per_thread)
+
+
+class _Deferred:
+    """Two snapshots, decoded into a sample on first use (then kept)."""
+
+    __slots__ = ("_args", "_sample")
+
+    def __init__(self, layout: tuple[_Layout, ...], begin: bytes | None, end: bytes) -> None:
+        self._args: tuple | None = (layout, begin, end)
+        self._sample: CounterSample | None = None
+
+    def sample(self) -> CounterSample:
+        if self._sample is None:
+            assert self._args is not None
+            self._sample = decode(*self._args)
+            self._args = None
+        return self._sample
+
+
+class _LazyMapping(Mapping):
+    """``counts`` or ``per_thread`` of a deferred sample: a read-only mapping.
+
+    Equal to the dict it stands for, and pickles (and copies) as that dict,
+    so nothing downstream can tell it from an eagerly built sample.
+    """
+
+    __slots__ = ("_deferred", "_part")
+
+    def __init__(self, deferred: _Deferred, part: str) -> None:
+        self._deferred = deferred
+        self._part = part
+
+    def _data(self) -> Mapping:
+        return getattr(self._deferred.sample(), self._part)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._data()[key]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._data())
+
+    def __len__(self) -> int:
+        return len(self._data())
+
+    def __repr__(self) -> str:
+        return repr(self._data())
+
+    def __reduce__(self) -> tuple:
+        return (dict, (dict(self._data()),))
+
+
+def deferred_sample(layout: tuple[_Layout, ...], begin: bytes | None, end: bytes) -> CounterSample:
+    """A :class:`CounterSample` whose arithmetic runs when it is first looked at."""
+    deferred = _Deferred(layout, begin, end)
+    return CounterSample(counts=_LazyMapping(deferred, "counts"),
+                         per_thread=_LazyMapping(deferred, "per_thread"))
 
 
 @dataclass
 class PerfEventCounters:
-    """Counts the requested events on every thread of this process."""
+    """Counts the requested events on every thread of this process.
+
+    Two ways to bracket a region, the same counts either way:
+
+    - ``free_running=True`` (default): the groups are enabled once, at
+      ``open``, and a region is the delta of one read of every group at
+      ``start`` and one at ``stop``: one ``read`` per group and end, no
+      enable/disable at all (toggling costs the kernel more than reading:
+      see docs/benchmarks). The software events then share one group per
+      thread.
+    - ``free_running=False``: the groups count only between ``start`` and
+      ``stop``; both toggle every group with one ``prctl`` where this
+      thread opened the counters and holds no other open set, else one
+      ioctl per group leader. ``stop`` reads every group once; the next
+      ``start`` reuses that read (stopped counters do not move).
+
+    Either way ``stop`` returns a sample whose scaling, deltas and
+    per-thread sums are computed when it is first looked at.
+    """
 
     events: Sequence[str] = DEFAULT_EVENTS
     cpu: CpuInfo | None = None
     name: str = "perf"
+    free_running: bool = True
     _statuses: dict[str, EventStatus] = field(default_factory=dict, init=False)
     _plan: list[list[ResolvedEvent]] = field(default_factory=list, init=False)
     _groups: list[_Group] = field(default_factory=list, init=False)
-    _start: dict[int, pe.GroupRead] = field(default_factory=dict, init=False)
+    _layout: tuple[_Layout, ...] = field(default=(), init=False)
+    _reader: pe.GroupReader | None = field(default=None, init=False)
+    _begin: bytes | None = field(default=None, init=False)
+    _last: bytes | None = field(default=None, init=False)  # stopped counters read this
+    _running: bool = field(default=False, init=False)
+    _owner: int | None = field(default=None, init=False)  # thread that opened them
+    _prctl_ok: bool = field(default=True, init=False)
     exclude_kernel: bool = field(default=True, init=False)
     capacities: dict[str, int] = field(default_factory=dict, init=False)
 
@@ -148,9 +303,16 @@ class PerfEventCounters:
         self._plan = self._make_plan(usable)
         try:
             self._open_groups()
+            self._prepare_reads()
+            if self.free_running:
+                for group in self._groups:
+                    pe.ioctl_group(group.leader, pe.PERF_EVENT_IOC_ENABLE)
         except BaseException:
             self.close()
             raise
+        self._owner = threading.get_ident()
+        with _OPEN_LOCK:
+            _OPEN_BY_THREAD[self._owner] = _OPEN_BY_THREAD.get(self._owner, 0) + 1
 
     def _make_plan(self, usable: dict[str, tuple[ResolvedEvent, ...]]) -> list[list[ResolvedEvent]]:
         """Groups of concrete events, per PMU, sized to the PMU's probed capacity."""
@@ -165,7 +327,13 @@ class PerfEventCounters:
                 first = next(iter(members.values()))
                 capacity = probe_capacity(first, exclude_kernel=self.exclude_kernel)
                 self.capacities[pmu] = capacity
-            for names in pack_groups(list(members), capacity):
+            groups = pack_groups(list(members), capacity)
+            if pmu == "software" and self.free_running:
+                # The task clock and the other software events lose page faults
+                # in one group only across disable/enable cycles (events.py);
+                # free-running counters never cycle, so one group, one read.
+                groups = [[n for g in groups for n in g]]
+            for names in groups:
                 plan.append([members[n] for n in names])
         return plan
 
@@ -197,7 +365,7 @@ class PerfEventCounters:
         except pe.PerfOpenError as exc:
             for fd in fds:
                 os.close(fd)
-            if exc.errno == errno.ESRCH:  # the thread ended meanwhile
+            if exc.errno == errno.ESRCH or thread_gone(tid):  # it ended meanwhile
                 return []
             if exc.errno == errno.EINVAL and len(events) > 1:
                 return [g for e in events for g in self._open_group(tid, [e])]
@@ -211,65 +379,83 @@ class PerfEventCounters:
             ) from exc
         return [_Group(tid, fds[0], fds, ids)]
 
+    def _prepare_reads(self) -> None:
+        """One buffer for every group's read, and how to decode it."""
+        self._reader = pe.GroupReader([(g.leader, len(g.fds)) for g in self._groups])
+        self._layout = tuple(
+            _Layout(g.tid, offset, struct.Struct(f"={3 + 2 * len(g.fds)}Q"),
+                    {id_: (e.name, e.pmu) for id_, e in g.ids.items()})
+            for g, offset in zip(self._groups, self._reader.offsets, strict=True)
+        )
+        self._begin = self._last = None
+        self._running = False
+
     # -- one region -----------------------------------------------------
     def start(self) -> None:
-        if not self._groups and self._plan:
-            raise CountersError("counters are not open: call open() first")
-        self._start = self.snapshot()
-        for group in self._groups:
-            pe.ioctl_group(group.leader, pe.PERF_EVENT_IOC_ENABLE)
+        if self._reader is None:
+            if self._plan:
+                raise CountersError("counters are not open: call open() first")
+            return
+        if self.free_running:
+            self._begin = self._reader.read()
+            return
+        self._begin = self._last if (self._last is not None and not self._running) else (
+            self._reader.read())
+        self._toggle(True)
+        self._running = True
 
     def stop(self) -> CounterSample:
-        for group in self._groups:
-            pe.ioctl_group(group.leader, pe.PERF_EVENT_IOC_DISABLE)
-        return self.delta(self._start, self.snapshot())
+        if self._reader is None:
+            return CounterSample(counts={})
+        if self.free_running:
+            end = self._reader.read()
+        else:
+            self._toggle(False)
+            self._running = False
+            end = self._last = self._reader.read()
+        return deferred_sample(self._layout, self._begin, end)
 
-    def snapshot(self) -> dict[int, pe.GroupRead]:
+    def _toggle(self, enable: bool) -> None:
+        """Enable or disable every group: one prctl where it touches only ours."""
+        if (self._prctl_ok and self._owner == threading.get_ident()
+                and _OPEN_BY_THREAD.get(self._owner) == 1):
+            try:
+                pe.task_events(enable)
+                return
+            except OSError:
+                self._prctl_ok = False
+        request = pe.PERF_EVENT_IOC_ENABLE if enable else pe.PERF_EVENT_IOC_DISABLE
+        for group in self._groups:
+            pe.ioctl_group(group.leader, request)
+
+    def snapshot(self) -> bytes | None:
         """Read every group without stopping it (stage boundaries use this)."""
-        return {g.leader: self._read(g) for g in self._groups}
+        return self._reader.read() if self._reader is not None else None
 
-    def delta(self, begin: dict[int, pe.GroupRead], end: dict[int, pe.GroupRead]) -> CounterSample:
+    def delta(self, begin: bytes | None, end: bytes | None) -> CounterSample:
         """What was counted between two snapshots, summed over threads."""
-        totals: dict[str, list[float]] = {}
-        per_thread: dict[int, dict[str, float]] = {}
-        instances: dict[str, set[str]] = {}
-        for group in self._groups:
-            last, first = end.get(group.leader), begin.get(group.leader)
-            if last is None:
-                continue
-            enabled = last.time_enabled - (first.time_enabled if first else 0)
-            running = last.time_running - (first.time_running if first else 0)
-            for id_, event in group.ids.items():
-                delta = last.values.get(id_, 0) - (first.values.get(id_, 0) if first else 0)
-                instances.setdefault(event.name, set()).add(event.pmu)
-                scaled = delta * enabled / running if running > 0 else float(delta)
-                acc = totals.setdefault(event.name, [0.0, 0, 0, 0])
-                acc[0] += scaled
-                acc[1] += delta
-                acc[2] += enabled
-                acc[3] += running
-                thread = per_thread.setdefault(group.tid, {})
-                thread[event.name] = thread.get(event.name, 0.0) + scaled
-        counts: dict[str, Count] = {}
-        for name, (scaled, raw, enabled, running) in totals.items():
-            if len(instances[name]) > 1:
-                # big.LITTLE: a task counts only while on that PMU's cores, so
-                # running < enabled is not multiplexing; sum what was counted.
-                counts[name] = Count(float(raw), int(raw), int(running), int(running))
-            else:
-                counts[name] = Count(float(scaled), int(raw), int(enabled), int(running))
-        return CounterSample(counts=counts, per_thread=per_thread)
-
-    def _read(self, group: _Group) -> pe.GroupRead:
-        return pe.read_group(group.leader, len(group.fds))
+        if end is None:
+            return CounterSample(counts={})
+        return decode(self._layout, begin, end)
 
     def close(self) -> None:
         for group in self._groups:
             for fd in group.fds:
                 with contextlib.suppress(OSError):
                     os.close(fd)
+        if self._owner is not None:
+            with _OPEN_LOCK:
+                left = _OPEN_BY_THREAD.get(self._owner, 1) - 1
+                if left > 0:
+                    _OPEN_BY_THREAD[self._owner] = left
+                else:
+                    _OPEN_BY_THREAD.pop(self._owner, None)
+            self._owner = None
         self._groups = []
-        self._start = {}
+        self._layout = ()
+        self._reader = None
+        self._begin = self._last = None
+        self._running = False
 
     def statuses(self) -> dict[str, EventStatus]:
         return dict(self._statuses)
@@ -281,6 +467,10 @@ class PerfEventCounters:
     @property
     def open_fds(self) -> int:
         return sum(len(g.fds) for g in self._groups)
+
+    @property
+    def groups(self) -> int:
+        return len(self._groups)
 
     def __enter__(self) -> PerfEventCounters:
         self.open()

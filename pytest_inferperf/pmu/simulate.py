@@ -52,7 +52,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,6 +70,7 @@ from ..runner import (
     uncounted_profile,
 )
 from ..telemetry import ENV as TELEMETRY_ENV
+from . import simulate_noise
 from .base import Count, CounterSample, EventStatus
 from .callgrind import CallgrindDump, CallgrindFormatError, parse_callgrind, read_dumps
 from .cpu import SystemPaths
@@ -147,6 +148,15 @@ CHILD_ENV = {
 CHILD_ENV_DROP = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
                   "PYTEST_CURRENT_TEST", "COVERAGE_PROCESS_START")
 CHILD_ENV_DROP_PREFIXES = ("COV_CORE_",)
+
+#: What callgrind simulates: "full" (--cache-sim=yes --branch-sim=yes: instructions,
+#: cache and branch events) or "instructions" (neither simulation: instructions only,
+#: the same Ir counts, and the instrumented region runs faster).
+MODES = ("full", "instructions")
+MODE_TEXT = {"full": "full (instruction, cache and branch simulation)",
+             "instructions": "instructions only (no cache or branch simulation)"}
+#: Events counted in instructions-only mode.
+INSTRUCTION_EVENTS = ("instructions",)
 
 #: logical event -> the callgrind events summed for it.
 EVENT_FORMULAS: dict[str, tuple[str, ...]] = {
@@ -268,7 +278,41 @@ def logical_counts(raw: Mapping[str, int]) -> dict[str, int]:
     }
 
 
-def event_statuses(events: Sequence[str], raw_names: Sequence[str] = ()) -> dict[str, EventStatus]:
+def mode_for(metrics: Iterable[str] | None) -> str:
+    """The cheapest mode that counts every input of ``metrics`` (None: all of them).
+
+    "instructions" when none of the metrics needs a cache or branch event, else "full".
+    """
+    if metrics is None:
+        return "full"
+    from .. import metrics as metrics_mod
+
+    simulated = set(EVENT_FORMULAS) - set(INSTRUCTION_EVENTS)
+    for name in metrics:
+        metric = metrics_mod.METRICS.get(name)
+        inputs = set(metric.inputs) if metric is not None else simulated
+        if inputs & simulated:
+            return "full"
+    return "instructions"
+
+
+def spec_metrics(spec: Any) -> list[str]:
+    """The metrics a test's marker asks for: its budgets and its per-metric tolerances."""
+    names = [b.metric for b in getattr(spec, "budgets", ())]
+    tolerance = getattr(spec, "tolerance", None)
+    if isinstance(tolerance, Mapping):
+        names.extend(tolerance)
+    return names
+
+
+def session_mode(specs: Iterable[Any]) -> str:
+    """The mode one child for many tests needs: "full" if any of them needs it."""
+    modes = {mode_for(spec_metrics(spec)) for spec in specs}
+    return "full" if "full" in modes or not modes else "instructions"
+
+
+def event_statuses(events: Sequence[str], raw_names: Sequence[str] = (),
+                   mode: str = "full") -> dict[str, EventStatus]:
     """Per requested event: counted (and from which callgrind events), or why not."""
     present = set(raw_names)
     out: dict[str, EventStatus] = {}
@@ -276,6 +320,12 @@ def event_statuses(events: Sequence[str], raw_names: Sequence[str] = ()) -> dict
         parts = EVENT_FORMULAS.get(name)
         if parts is None:
             out[name] = EventStatus(name, False, reason=unavailable_reason(name))
+        elif mode == "instructions" and name not in INSTRUCTION_EVENTS:
+            out[name] = EventStatus(name, False, reason=(
+                "not simulated: instructions-only mode, chosen because no budget or "
+                "tolerance of this test needs a cache or branch event (a budget such as "
+                "l1_miss_max or branch_miss_max, or profile_via_child(mode=\"full\"), "
+                "simulates them)"))
         elif present and not set(parts) <= present:
             missing = ", ".join(p for p in parts if p not in present)
             out[name] = EventStatus(name, False, reason=(
@@ -703,6 +753,7 @@ class ChildRun:
     valgrind_options: list[str]
     cache_notes: dict[str, str] = field(default_factory=dict)
     child: dict[str, Any] = field(default_factory=lambda: {"mode": "one child for this test"})
+    mode: str = "full"  # what callgrind simulated (MODES)
 
 
 def _child_env(result: Path, variant: str, options: Mapping[str, Any],
@@ -735,20 +786,32 @@ class ChildCommand:
         return self.request["trigger"] == "start"
 
 
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: the simulate mode is one of {', '.join(MODES)}")
+    return mode
+
+
 def child_command(nodeids: Sequence[str], *, rootdir: Path, python: str,
                   instrument_from_start: bool, extra_args: Sequence[str],
-                  block_plugins: Sequence[str], workdir: Path) -> ChildCommand:
+                  block_plugins: Sequence[str], workdir: Path,
+                  mode: str = "full") -> ChildCommand:
     """``[setarch -R] valgrind --tool=callgrind ... python -m pytest ... <nodeids>``."""
     valgrind = shutil.which("valgrind") or "valgrind"
     vgdb = shutil.which("vgdb")
     from_start = instrument_from_start or vgdb is None
-    config, notes = cache_config()
+    if check_mode(mode) == "full":
+        config, notes = cache_config()
+        simulation = ["--cache-sim=yes", "--branch-sim=yes", *cache_options(config)]
+    else:
+        notes = {name: "not simulated (instructions-only mode)" for name in ("I1", "D1", "LL")}
+        simulation = ["--cache-sim=no", "--branch-sim=no"]
     prefix = workdir / "vgdb-pipe"
     options = [
-        "--tool=callgrind", "--cache-sim=yes", "--branch-sim=yes",
+        "--tool=callgrind", *simulation[:2],
         f"--instr-atstart={'yes' if from_start else 'no'}", "--collect-atstart=no",
         f"--toggle-collect={REGION_FUNCTION}", f"--dump-after={REGION_FUNCTION}",
-        *cache_options(config),
+        *simulation[2:],
     ]
     command = [
         *no_aslr_prefix(), valgrind, *options, "--vgdb=yes", f"--vgdb-prefix={prefix}",
@@ -773,10 +836,10 @@ def child_command(nodeids: Sequence[str], *, rootdir: Path, python: str,
 def _run_child(nodeid: str, variant: str, *, rootdir: Path, python: str, timeout: float,
                repeats: int, calls: int, instrument_from_start: bool,
                extra_args: Sequence[str], env: Mapping[str, str] | None,
-               block_plugins: Sequence[str], workdir: Path) -> ChildRun:
+               block_plugins: Sequence[str], workdir: Path, mode: str = "full") -> ChildRun:
     built = child_command([nodeid], rootdir=rootdir, python=python,
                           instrument_from_start=instrument_from_start, extra_args=extra_args,
-                          block_plugins=block_plugins, workdir=workdir)
+                          block_plugins=block_plugins, workdir=workdir, mode=mode)
     command, options, from_start = built.command, built.valgrind_options, built.from_start
     result = workdir / "child.json"
     request = {"repeats": repeats, "calls": calls, **built.request}
@@ -809,7 +872,7 @@ def _run_child(nodeid: str, variant: str, *, rootdir: Path, python: str, timeout
     record = json.loads(result.read_text())
     return ChildRun(record=record, dumps=read_dumps(workdir, proc.pid, OUT_STEM),
                     returncode=proc.returncode, output=output, wall_s=wall,
-                    valgrind_options=options, cache_notes=built.cache_notes)
+                    valgrind_options=options, cache_notes=built.cache_notes, mode=mode)
 
 
 def profile_via_child(
@@ -832,6 +895,8 @@ def profile_via_child(
     instrument_from_start: bool = False,
     workdir: str | os.PathLike[str] | None = None,
     shared: SharedChild | None = None,
+    mode: str = "full",
+    run_twice: bool = False,
 ) -> Profile:
     """Count test ``nodeid``'s ``pmu_profile(..., name=variant)`` region under callgrind.
 
@@ -850,7 +915,12 @@ def profile_via_child(
     callgrind files there (default: a temporary folder, removed). ``shared``: a
     :class:`~.simulate_shared.SharedChild` that runs this test among others in
     one valgrind process; where it cannot serve this region, a child for this test
-    alone does.
+    alone does. ``mode``: "full" (cache and branch simulation) or "instructions"
+    (instructions only, faster; :func:`mode_for` picks it from the metrics a test
+    needs); a shared child simulates what it was started with. ``run_twice``: run
+    the region again in a child of its own and record how far the two runs' instructions
+    per call differ (``settings.simulation.run_to_run``), the run-to-run noise a
+    comparison with this profile as the baseline then allows for (simulate_noise).
 
     Raises :class:`SimulateUnavailable` without valgrind, :class:`SimulateError` when
     the child fails or its dumps do not match the plan.
@@ -859,6 +929,7 @@ def profile_via_child(
     if reason is not None:
         raise SimulateUnavailable(reason)
     events = check_names(events)
+    check_mode(mode)
     settings = settings or RunSettings()
     variant = variant or ""
     repeats = repeat if repeat is not None else min(settings.repeat, DEFAULT_REPEATS)
@@ -878,7 +949,7 @@ def profile_via_child(
     try:
         args = dict(rootdir=root, python=python or sys.executable, timeout=timeout,
                     repeats=repeats, calls=calls, extra_args=extra_args, env=env,
-                    block_plugins=block_plugins, workdir=folder)
+                    block_plugins=block_plugins, workdir=folder, mode=mode)
         run = None
         if shared is not None and not instrument_from_start:
             run = shared.measure(nodeid, variant, repeats=repeats, calls=calls, timeout=timeout)
@@ -893,8 +964,17 @@ def profile_via_child(
             for stale in folder.glob(f"{OUT_STEM}.*"):
                 stale.unlink()
             run = _run_child(nodeid, variant, instrument_from_start=True, **args)
-        return _build_profile(label, nodeid, events, settings, run, native_profile, session,
-                              retried)
+        result = _build_profile(label, nodeid, events, settings, run, native_profile, session,
+                                retried)
+        if run_twice:
+            again = folder / "run-2"
+            again.mkdir()
+            second = _run_child(nodeid, variant, instrument_from_start=False,
+                                **{**args, "workdir": again})
+            other = _build_profile(label, nodeid, events, settings, second, native_profile,
+                                   session, None)
+            result = with_run_to_run(result, other, second.wall_s)
+        return with_resolution(result)
     finally:
         if not keep:
             shutil.rmtree(folder, ignore_errors=True)
@@ -930,7 +1010,7 @@ def _build_profile(name: str, nodeid: str, events: Sequence[str], settings: RunS
     record = run.record
     pairs = list(zip(run.dumps, plan, strict=True))
     raw_names = list(run.dumps[0].events)
-    statuses = event_statuses(events, raw_names)
+    statuses = event_statuses(events, raw_names, run.mode)
     counted = [e for e in events if statuses[e].available]
     vg_walls = [p["wall_ns"] for _, p in pairs if p["kind"] == "repeat"]
     calls = int(record["calls"])
@@ -960,6 +1040,8 @@ def _build_profile(name: str, nodeid: str, events: Sequence[str], settings: RunS
                         "or raise calls per repeat")
     simulation: dict[str, Any] = {
         "tool": "callgrind",
+        "mode": run.mode,
+        "mode_text": MODE_TEXT[run.mode],
         "valgrind": valgrind_version(shutil.which("valgrind") or "valgrind"),
         "options": run.valgrind_options,
         "caches": dict(run.dumps[0].caches),
@@ -1029,6 +1111,41 @@ def _build_profile(name: str, nodeid: str, events: Sequence[str], settings: RunS
         outputs_ok=bool(record.get("outputs_ok", True))
         and (native.outputs_ok if native else True),
     )
+
+
+def _median_per_call(profile: Profile) -> float | None:
+    values = simulate_noise.per_call_instructions(profile)
+    return statistics.median(values) if values else None
+
+
+def with_run_to_run(profile: Profile, other: Profile, wall_s: float | None = None) -> Profile:
+    """``profile`` with the relative difference of its instructions per call from
+    ``other``, a second run of the same region (``settings.simulation.run_to_run``)."""
+    first, second = _median_per_call(profile), _median_per_call(other)
+    if not first or second is None:
+        return profile
+    entry: dict[str, Any] = {simulate_noise.METRIC: (second - first) / first,
+                             "runs": [first, second]}
+    if wall_s is not None:
+        entry["second_run_wall_s"] = round(wall_s, 2)
+    sim = {**profile.settings.get("simulation", {}), "run_to_run": entry}
+    return profile.with_(settings={**profile.settings, "simulation": sim})
+
+
+def with_resolution(profile: Profile) -> Profile:
+    """``profile`` with the smallest instructions-per-call change it can separate
+    (``settings.simulation.resolution``, from its own noise: simulate_noise)."""
+    value = simulate_noise.resolution(profile)
+    if value is None:
+        return profile
+    sim = {**profile.settings.get("simulation", {}), "resolution": {
+        simulate_noise.METRIC: value,
+        "noise": simulate_noise.profile_noise(profile),
+        "from": "repeats' spread" + (" and a second run of the region"
+                                     if "run_to_run" in profile.settings.get("simulation", {})
+                                     else ""),
+    }}
+    return profile.with_(settings={**profile.settings, "simulation": sim})
 
 
 def _warnings(record: Mapping[str, Any], session: Mapping[str, Any] | None) -> list[str]:

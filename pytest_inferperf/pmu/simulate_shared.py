@@ -69,8 +69,9 @@ class SharedChild:
     def __init__(self, nodeids: Sequence[str], *, rootdir: str | os.PathLike[str],
                  python: str | None = None, extra_args: Sequence[str] = (),
                  env: Mapping[str, str] | None = None,
-                 block_plugins: Sequence[str] = BLOCK_PLUGINS) -> None:
+                 block_plugins: Sequence[str] = BLOCK_PLUGINS, mode: str = "full") -> None:
         self.nodeids = tuple(dict.fromkeys(nodeids))
+        self.mode = mode  # what callgrind simulates for every region it serves
         self.rootdir = Path(rootdir)
         self.python = python or sys.executable
         self.extra_args = tuple(extra_args)
@@ -129,7 +130,7 @@ class SharedChild:
             record=message["record"], dumps=self._take_dumps(), returncode=None,
             output=self.output_tail(), wall_s=time.monotonic() - begin,
             valgrind_options=self._built.valgrind_options,
-            cache_notes=self._built.cache_notes,
+            cache_notes=self._built.cache_notes, mode=self.mode,
             child={"mode": "shared", "pid": self._proc.pid, "tests": len(self.nodeids),
                    "region_index": self.served,
                    "includes_start_up": self.served == 1},
@@ -171,7 +172,8 @@ class SharedChild:
         self._workdir = Path(tempfile.mkdtemp(prefix="inferperf-simulate-shared-"))
         built = child_command(self.nodeids, rootdir=self.rootdir, python=self.python,
                               instrument_from_start=False, extra_args=self.extra_args,
-                              block_plugins=self.block_plugins, workdir=self._workdir)
+                              block_plugins=self.block_plugins, workdir=self._workdir,
+                              mode=self.mode)
         if built.from_start:
             raise SimulateError("vgdb is not installed, and a shared child must switch "
                                 "instrumentation on and off per region")

@@ -107,9 +107,22 @@ def simulated_lines(records: Sequence[dict]) -> list[str]:
             start = " (with its start-up)" if child.get("includes_start_up") else ""
             parts.append(f"{sim['child_wall_s']:.1f} s in valgrind{start}")
         lines.append(f"  {record['key']}: {', '.join(parts) or 'no timing recorded'}")
+        how = []
+        if sim.get("mode_text"):
+            how.append(f"mode: {sim['mode_text']}")
+        res = sim.get("resolution") or {}
+        if isinstance(res.get("instructions_per_call"), int | float):
+            how.append(f"resolves a {res['instructions_per_call']:.2%} change of instructions "
+                       f"per call (noise {res.get('noise') or 0:.3%}, {res.get('from', '?')})")
+        if how:
+            lines.append(f"    {'; '.join(how)}")
         lines.extend(f"    warning: {w}" for w in sim.get("warnings") or ())
     if lines:
-        lines.insert(0, "Simulated under valgrind's callgrind (instruction, cache and branch "
+        cheap = any(((r.get("profile") or {}).get("settings", {}).get("simulation") or {})
+                    .get("mode") == "instructions" for r in records)
+        lines.insert(0, "Simulated under valgrind's callgrind (instruction counts, cache and "
+                        "branch counts where simulated; no cycles):" if cheap else
+                        "Simulated under valgrind's callgrind (instruction, cache and branch "
                         "counts; no cycles):")
     return lines
 
