@@ -48,6 +48,7 @@ PROFILES = pytest.StashKey["list[tuple[str, Profile, Callable[[], Any]]]"]()
 VERDICTS = pytest.StashKey["list[Verdict]"]()
 EARLY_WARNINGS = pytest.StashKey[list[str]]()  # found before pytest_configure
 SHORT_UPDATE_TAKEN = pytest.StashKey[bool]()  # another plugin owns --update-baselines
+FLAME_PROBLEM = "flamegraphs not written"  # an artifact note: the folder could not be written
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -127,6 +128,7 @@ class Settings:
     fail_stale: bool
     explain: bool
     flamegraphs: str
+    flamegraphs_asked: bool  # --inferperf-flamegraphs (or its ini) named by the user
     worker_index: int | None
     workers: int
 
@@ -158,6 +160,7 @@ class Settings:
             fail_stale=bool(_get(config, "inferperf_fail_stale")),
             explain=bool(_get(config, "inferperf_explain")) or config.option.verbose > 0,
             flamegraphs=_choice(config, "inferperf_flamegraphs", FLAMEGRAPH_CHOICES, "failed"),
+            flamegraphs_asked=bool(_get(config, "inferperf_flamegraphs")),
             worker_index=worker_index,
             workers=workers,
         )
@@ -267,15 +270,23 @@ class InferperfPlugin:
 
         from .flame import capture
         from .flame.fold import cap_folded
+        from .output_errors import describe, make_folder
 
         out_dir = (self.settings.report_dir or Path(self.config.rootpath) / "inferperf-report")
+        folder = out_dir / "flamegraphs"
+        problem = make_folder(folder)
+        if problem is not None:  # output never decides a test: say so once, judge as before
+            return replace(verdict, artifact_notes={FLAME_PROBLEM: problem})
         base_stacks = (baseline.stacks or {}) if baseline is not None else {}
-        operators, op_reason = _operator_table(verdict.profile, call)
-        graphs = capture(
-            call, name=verdict.key, out_dir=out_dir / "flamegraphs",
-            operators=operators, model_name=_model_name(call),
-            baseline_folded=base_stacks.get("folded") or None,
-        )
+        try:
+            operators, op_reason = _operator_table(verdict.profile, call)
+            graphs = capture(
+                call, name=verdict.key, out_dir=folder,
+                operators=operators, model_name=_model_name(call),
+                baseline_folded=base_stacks.get("folded") or None,
+            )
+        except OSError as exc:
+            return replace(verdict, artifact_notes={FLAME_PROBLEM: describe(exc)})
         artifacts = {k: _relative(Path(v), self.config) for k, v in graphs.paths.items()
                      if k.endswith(".svg")}
         notes = dict(graphs.reasons)
@@ -381,36 +392,59 @@ class InferperfPlugin:
         # Baselines first: no report output may decide whether a passing run is kept.
         if self.settings.update:
             self._update_baselines()
-        outputs = [self._write_run_outputs]
-        if self.settings.report_dir is not None:
-            outputs.insert(0, self._write_reports)
-        for write in outputs:
-            try:
-                write(session)
-            except OSError as exc:
-                self.write_errors.append(
-                    f"could not write {exc.filename or 'a report file'}: {exc.strerror or exc}; "
-                    "check the path given to --inferperf-report / --inferperf-json / "
-                    "--inferperf-html")
+        self._write_outputs(session)
         if self.write_errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def _write_run_outputs(self, session: pytest.Session) -> None:
-        """The run-level JSON (``--inferperf-json``) and the GitHub job summary."""
-        from .report.markdown import append_step_summary
-        from .report.run import commit_of, run_document, run_markdown
+    def _write_outputs(self, session: pytest.Session) -> None:
+        """Every report the run asked for; each problem one line, never an exception.
 
-        if self.settings.run_json is not None:
-            document = run_document(self.records, commit=commit_of(self.config.rootpath),
-                                    written=self.written, exit_status=int(session.exitstatus))
-            path = self.settings.run_json
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(json.dumps(document, indent=1, allow_nan=False) + "\n")
-            os.replace(tmp, path)
-            self.outputs.append(f"wrote {_relative(path, self.config)}")
-        if self.settings.run_html is not None:
-            self._write_run_html(self.settings.run_html)
+        A problem with an output the user named (``--inferperf-report``, ``--inferperf-json``,
+        ``--inferperf-html``, ``--inferperf-flamegraphs``) is an error that fails the run;
+        with one nobody named (the default flamegraph folder, the CI job summary) a warning.
+        """
+        from .output_errors import describe
+
+        settings = self.settings
+        outputs: list[tuple[str, Path | None, Callable[[], None], bool]] = []
+        if settings.report_dir is not None:
+            outputs.append(("--inferperf-report", settings.report_dir, self._write_reports, True))
+        if settings.run_json is not None:
+            outputs.append(("--inferperf-json", settings.run_json,
+                            functools.partial(self._write_run_json, session), True))
+        if settings.run_html is not None:
+            outputs.append(("--inferperf-html", settings.run_html,
+                            functools.partial(self._write_run_html, settings.run_html), True))
+        outputs.append(("GITHUB_STEP_SUMMARY", None, self._write_step_summary, False))
+        for option, path, write, asked in outputs:
+            try:
+                write()
+            except Exception as exc:  # a renderer's bug must not lose the run either
+                shown = f"{option} {_shown_path(path, self.config)}" if path else option
+                (self.write_errors if asked else self.warnings).append(
+                    f"{shown}: {describe(exc, path)}")
+        problems = dict.fromkeys(note for r in self.records
+                                 if (note := r.get("artifact_notes", {}).get(FLAME_PROBLEM)))
+        for problem in problems:
+            (self.write_errors if settings.flamegraphs_asked else self.warnings).append(
+                f"{FLAME_PROBLEM}: {problem}")
+
+    def _write_run_json(self, session: pytest.Session) -> None:
+        """The run-level JSON (``--inferperf-json``)."""
+        from .report.run import commit_of, run_document
+
+        document = run_document(self.records, commit=commit_of(self.config.rootpath),
+                                written=self.written, exit_status=int(session.exitstatus))
+        path = self.settings.run_json
+        assert path is not None
+        _write_text(path, json.dumps(document, indent=1, allow_nan=False) + "\n")
+        self.outputs.append(f"wrote {_relative(path, self.config)}")
+
+    def _write_step_summary(self) -> None:
+        """The GitHub job summary, where ``$GITHUB_STEP_SUMMARY`` names one."""
+        from .report.markdown import append_step_summary
+        from .report.run import run_markdown
+
         append_step_summary(run_markdown(self.records, written=self.written))
 
     def _write_run_html(self, path: Path) -> None:
@@ -428,13 +462,10 @@ class InferperfPlugin:
                     svgs[link] = target.read_text(encoding="utf-8")
             records.append({**record, "artifacts": artifacts})
         page = render_run_html(records, title="pytest --inferperf", svgs=svgs)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(page, encoding="utf-8")
-        os.replace(tmp, path)
+        _write_text(path, page)
         self.outputs.append(f"wrote {_relative(path, self.config)}")
 
-    def _write_reports(self, session: pytest.Session) -> None:
+    def _write_reports(self) -> None:
         from .baseline import short_hash
 
         folder = self.settings.report_dir
@@ -443,7 +474,7 @@ class InferperfPlugin:
         for record in self.records:
             stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in record["key"])[:120]
             path = folder / f"{stem}-{short_hash(record['key'])}.json"
-            path.write_text(json.dumps(record, indent=1))
+            _write_text(path, json.dumps(record, indent=1))
 
     def _update_baselines(self) -> None:
         from .baseline import BaselineError, baseline_path, load_baseline, save_baseline
@@ -510,6 +541,30 @@ def _update_line(path: str, old: Profile | None, record: dict) -> str:
                         "latency_p99_ms", "peak_rss_mb") if k in new and k in before]
     changes = ", ".join(f"{k} {before[k]:.4g} -> {new[k]:.4g}" for k in keys)
     return f"updated {path}: {changes}" if changes else f"updated {path}"
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a temp file beside it, then a rename)."""
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:60]}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _shown_path(path: Path, config: pytest.Config) -> str:
+    """``path`` as the user wrote it: relative to where pytest was started, when inside."""
+    try:
+        return os.path.relpath(path, config.invocation_params.dir)
+    except ValueError:
+        return str(path)
 
 
 def _relative(path: Path, config: pytest.Config) -> str:
