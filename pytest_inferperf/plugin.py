@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import child_process
+from .partial import partial_label
 
 # Loading this module is what every pytest run pays once the package is installed,
 # with or without --inferperf: it imports pytest and the standard library only. The
@@ -244,6 +245,10 @@ class InferperfPlugin:
         for verdict in verdicts:
             for metric, value in verdict.metrics.items():
                 item.user_properties.append((f"inferperf.{_suffix(verdict, item)}{metric}", value))
+            partial = partial_label(verdict.profile.to_dict())
+            if partial:
+                item.user_properties.append((f"inferperf.{_suffix(verdict, item)}partial",
+                                             partial))
         failed = [v for v in verdicts if v.failed]
         if failed:
             from .verdict import failure_text
@@ -489,6 +494,13 @@ class InferperfPlugin:
             profile = Profile.from_dict(record["profile"])
             path = baseline_path(self.settings.baselines, profile.machine_class,
                                  profile.backend, record["key"])
+            partial = partial_label(record["profile"])
+            if partial:  # a run cut at its timeout never becomes the reference
+                self.write_errors.append(
+                    f"not written {_relative(path, self.config)}: {partial}; the old baseline "
+                    "(if any) is kept. Raise the marker's timeout= or lower repeat=, then run "
+                    "--update-baselines again.")
+                continue
             try:
                 old = load_baseline(path)
             except BaselineError:
@@ -732,10 +744,12 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
             reason = simulate.available()
             if reason:
                 pytest.skip(f"inferperf: the simulate backend is {reason}")
-            result = simulate.profile_via_child(
+            limit = {"timeout": float(spec.runner["timeout"])} if "timeout" in spec.runner else {}
+            result = simulate.profile_via_child(  # the marker's timeout= bounds the child too
                 request.node.nodeid, variant or None, rootdir=request.config.rootpath,
                 settings=_run_settings(spec), native=call,
                 name=variant or request.node.name, shared=plugin.shared_child(request.node),
+                **limit,
             )
         else:
             result = profile(fn, *args, name=variant or request.node.name,

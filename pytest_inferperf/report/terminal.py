@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
+from ..partial import partial_label
+
 #: (metric, title, scale): shown for every run.
 COLUMNS = (
     ("latency_p50_ms", "p50 ms", 1.0),
@@ -48,6 +50,9 @@ def summary_rows(records: Sequence[dict]) -> list[list[str]]:
     for record in sorted(records, key=lambda r: r["key"]):
         metrics = record["metrics"]
         status = record["status"] if record["outcome"] != "failed" or record["failed"] else "FAILED"
+        partial = partial_label(record.get("profile"))
+        if partial:
+            status = f"{status}, {partial}"
         rows.append([record["key"], *(_cell(metrics.get(k), scale) for k, _, scale in shown),
                      record["change"], status, record.get("diagnosis", "")])
     return rows
@@ -137,6 +142,12 @@ def render_summary(records: Sequence[dict], written: Sequence[str], errors: Sequ
     if simulated:
         lines.append("")
         lines.extend(simulated)
+    partial = [f"  {r['key']}: {label}" for r in sorted(records, key=lambda r: r["key"])
+               if (label := partial_label(r.get("profile")))]
+    if partial:
+        lines.append("")
+        lines.append("Stopped at the timeout (partial results; never written as baselines):")
+        lines.extend(partial)
     missing = not_counted_line(records)
     if missing:
         lines.append("")
