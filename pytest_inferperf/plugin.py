@@ -692,6 +692,33 @@ def pytest_configure(config: pytest.Config) -> None:
             plugin.warnings.append(message)
             warnings.warn(pytest.PytestWarning(f"inferperf: {message}"), stacklevel=1)
     config.pluginmanager.register(plugin, "inferperf-session")
+    if settings.enabled:
+        from . import watchdog
+
+        watchdog.set_reporter(functools.partial(_report_past_capture, config))
+
+
+def _report_past_capture(config: pytest.Config, text: str) -> None:
+    """A stuck call's report, on the terminal now: pytest's capture is paused to write it."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    terminal = config.pluginmanager.getplugin("terminalreporter")
+    if capman is not None:
+        capman.suspend_global_capture(in_=True)
+    try:
+        if terminal is not None:
+            terminal.write_line("")
+            terminal.write_line(text, red=True)
+        else:
+            sys.stderr.write(text + "\n")
+    finally:
+        if capman is not None:
+            capman.resume_global_capture()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    watchdog = sys.modules.get(f"{__package__}.watchdog")  # imported only when enabled
+    if watchdog is not None:
+        watchdog.set_reporter(None)
 
 
 def _plugin(config: pytest.Config) -> InferperfPlugin:

@@ -173,3 +173,30 @@ def test_the_simulate_child_gets_the_markers_timeout(pytester):
     assert time.monotonic() - begin < 40  # the 45 s stall was not waited for
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*timeout=5s*"])
+
+
+def test_a_stuck_call_is_reported_on_the_terminal_past_the_capture(pytester):
+    pytester.makepyfile(test_a="""
+        import signal, time
+        import pytest
+        from pytest_inferperf import watchdog
+        watchdog.STUCK_GRACE_S = 0.5
+        calls = {"n": 0}
+        def work():
+            calls["n"] += 1
+            if calls["n"] > 80:
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+                try:
+                    time.sleep(3)
+                finally:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
+        @pytest.mark.perf(warmup=1, repeat=30, timeout=1, tolerance=0.5)
+        def test_native_stall(pmu_profile):
+            pmu_profile(work)
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--inferperf",
+                                           "--inferperf-flamegraphs", "none")
+    result.stdout.fnmatch_lines(["inferperf: test_native_stall: a call of the workload has run "
+                                 "*past timeout=1s and does not give way*Partial results so "
+                                 "far: 0 of 30 repeats*"])
+    result.stdout.fnmatch_lines(["*partial (1/30 repeats, timeout 1 s)*"])
