@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .pmu.base import CounterSample, EventStatus
+from .profile_check import InvalidProfile, check_profile
 
 SCHEMA_VERSION = 1
 SCHEMA_NAME = "pytest-inferperf/profile"
@@ -277,6 +278,10 @@ def _from_dict(data: Any, source: str) -> Profile:
             f"{source} uses profile schema version {version}, newer than this inferperf "
             f"understands ({SCHEMA_VERSION}). Upgrade pytest-inferperf."
         )
+    try:
+        check_profile(data, schema_version=SCHEMA_VERSION)
+    except InvalidProfile as exc:
+        raise ProfileFormatError(f"{source} is not a valid profile: {exc}. {fix}") from None
     try:
         latency = LatencyStats(**_floats(data["latency"], int_keys=("calls",)))
         memory = data["memory"]

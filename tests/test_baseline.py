@@ -392,7 +392,7 @@ def _corrupt(kind: str) -> str:
         ("missing field", "missing field 'latency'"),
         ("wrong type", "not a valid profile"),
         ("NaN", "NaN is not allowed"),
-        ("huge number", "not a valid profile: cannot convert"),
+        ("huge number", "not a valid profile: latency.calls: a finite number"),
         ("not an object", "not an inferperf profile"),
     ],
 )
