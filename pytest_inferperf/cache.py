@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .profile import MAX_PROFILE_BYTES, Profile
+from .safe_read import read_limited
 
 ENTRY_SCHEMA = "pytest-inferperf/cache-entry"
 ENTRY_VERSION = 1
@@ -96,11 +97,10 @@ class ResultCache:
         """The entry of ``key``; None when there is none or it is unusable (then ignored)."""
         path = self.path_for(key)
         try:
-            if path.stat().st_size > MAX_PROFILE_BYTES:
-                return None
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_limited(path, MAX_PROFILE_BYTES, what="cache entry")
+                              .decode("utf-8"))
         except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-            return None
+            return None  # UnreadableFile (a FIFO, too large, missing) is an OSError
         return parse_entry(data, key, path)
 
     def store(self, key: CacheKey, profile: Profile) -> str | None:

@@ -1,7 +1,8 @@
 """The ``inferperf`` command line.
 
 Owns: argument parsing, exit codes (0 ok, 1 regression or failure found,
-2 usage error) and printing; each sub-command calls the engine.
+2 usage error, 3 an unexpected error: one line, the traceback with ``-v``, 130
+interrupted) and printing; each sub-command calls the engine.
 
 Must not: measure or compute anything itself.
 """
@@ -14,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CRASH, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -409,6 +410,11 @@ def _measure_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None
                              "only)" + shown("perf"))
 
 
+def _verbose(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="the full traceback of an unexpected error")
+
+
 def _cache_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="measure again even when a cached result exists")
@@ -435,6 +441,7 @@ def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
     analyse.add_argument("--json", action="store_true",
                          help="print the Profile as JSON instead of the report")
     _cache_options(analyse)
+    _verbose(analyse)
     analyse.set_defaults(func=_analyse_cmd)
 
     validate = sub.add_parser(
@@ -451,6 +458,7 @@ def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
                           help="relative tolerance for every metric (0.1 = 10%%); default: "
                                "each metric's own (`inferperf metrics`)")
     _measure_options(validate, defaults=False)
+    _verbose(validate)
     validate.set_defaults(func=_validate_cmd)
 
     compare = sub.add_parser(
@@ -471,6 +479,7 @@ def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
                          help="report folder (default ./inferperf-report)")
     _measure_options(compare, defaults=True)
     _cache_options(compare)
+    _verbose(compare)
     compare.set_defaults(func=_compare_cmd)
 
 
@@ -487,10 +496,12 @@ def build_parser() -> argparse.ArgumentParser:
         "doctor", help="what this machine can count, what it cannot and why; the machine class"
     )
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    _verbose(doctor)
     doctor.set_defaults(func=_doctor)
     metrics = sub.add_parser(
         "metrics", help="every metric: what it is, its inputs, its baseline tolerance"
     )
+    _verbose(metrics)
     metrics.set_defaults(func=_metrics)
     explain = sub.add_parser(
         "explain", help="diagnose a saved 'perf stat' output (text, -x, CSV or -j JSON)",
@@ -528,11 +539,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    if args.command in MEASURING_COMMANDS:  # before ONNX Runtime is imported
-        from .telemetry import keep_out_of_measurements
+    try:
+        if args.command in MEASURING_COMMANDS:  # before ONNX Runtime is imported
+            from .telemetry import keep_out_of_measurements
 
-        keep_out_of_measurements()
-    return int(args.func(args))
+            keep_out_of_measurements()
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print(f"inferperf {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        return _crashed(args, exc)
+
+
+def _crashed(args: argparse.Namespace, exc: BaseException) -> int:
+    """An unexpected error: one line naming it (the traceback with -v), exit status 3."""
+    from .report.terminal import clean
+
+    if isinstance(exc, MemoryError):
+        cause = ("ran out of memory (MemoryError): lower --shape, --repeat or the model's "
+                 "size")
+    else:
+        cause = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    print(f"inferperf {args.command}: unexpected error, {clean(cause)[:2000]}. This is a "
+          "bug of inferperf or of the workload; "
+          + ("the traceback follows." if getattr(args, "verbose", False) else
+             "run again with -v for the traceback."), file=sys.stderr)
+    if getattr(args, "verbose", False):
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    return EXIT_CRASH
 
 
 if __name__ == "__main__":

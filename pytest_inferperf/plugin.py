@@ -16,6 +16,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import sys
 import warnings
 from collections.abc import Callable
@@ -244,22 +245,26 @@ class InferperfPlugin:
         item.stash[VERDICTS] = verdicts
         for verdict in verdicts:
             for metric, value in verdict.metrics.items():
-                item.user_properties.append((f"inferperf.{_suffix(verdict, item)}{metric}", value))
+                _add_property(item, f"inferperf.{_suffix(verdict, item)}{metric}", value)
             partial = partial_label(verdict.profile.to_dict())
             if partial:
-                item.user_properties.append((f"inferperf.{_suffix(verdict, item)}partial",
-                                             partial))
+                _add_property(item, f"inferperf.{_suffix(verdict, item)}partial", partial)
+        from .report.terminal import clean
+
         failed = [v for v in verdicts if v.failed]
         if failed:
             from .verdict import failure_text
 
-            pytest.fail("\n\n".join(failure_text(v) for v in failed), pytrace=False)
+            pytest.fail(clean("\n\n".join(failure_text(v) for v in failed), keep_newlines=True),
+                        pytrace=False)
         unchecked = [b.describe() for v in verdicts for b in v.unchecked]
         if unchecked and self.settings.require_pmu:
-            pytest.fail("inferperf: budgets could not be checked on this machine "
-                        f"(--inferperf-require-pmu): {'; '.join(unchecked)}", pytrace=False)
+            pytest.fail(clean("inferperf: budgets could not be checked on this machine "
+                              f"(--inferperf-require-pmu): {'; '.join(unchecked)}"),
+                        pytrace=False)
         if all(v.nothing_checked for v in verdicts):
-            pytest.skip(f"inferperf: budgets not checked on this machine: {'; '.join(unchecked)}")
+            pytest.skip(clean("inferperf: budgets not checked on this machine: "
+                              f"{'; '.join(unchecked)}"))
         return result
 
     def _wants_flamegraphs(self, verdict: Verdict) -> bool:
@@ -300,7 +305,7 @@ class InferperfPlugin:
         if baseline is not None and not base_stacks:
             notes["diff"] = "no stacks stored with the baseline (re-run --update-baselines)"
         for kind, path in artifacts.items():
-            item.user_properties.append((f"inferperf.flamegraph.{kind}", path))
+            _add_property(item, f"inferperf.flamegraph.{kind}", path)
         profile = verdict.profile
         if graphs.folded:
             profile = profile.with_(stacks={
@@ -536,6 +541,26 @@ class InferperfPlugin:
         if text:
             terminalreporter.section("inferperf")
             terminalreporter.write_line(text)
+
+
+#: Characters XML 1.0 cannot hold at all (junit files must stay well-formed), and the
+#: controls a terminal would obey when a junit file is printed.
+_NOT_XML = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd"
+                                    "\U00010000-\U0010ffff]")
+
+
+def xml_safe(text: object) -> str:
+    """``text`` with every character XML 1.0 forbids (NUL, ESC, lone surrogates) escaped."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", str(text))
+
+
+def _add_property(item: pytest.Item, name: str, value: object) -> None:
+    """A junit ``<property>``: name and text value XML-safe (pytest escapes neither name)."""
+    safe = value if isinstance(value, int | float) and not isinstance(value, bool) \
+        else xml_safe(value)
+    item.user_properties.append((xml_safe(name).replace("\n", "\\n").replace("\r", "\\r"),
+                                 safe))
 
 
 def _suffix(verdict: Verdict, item: pytest.Item) -> str:
