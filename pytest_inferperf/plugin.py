@@ -180,6 +180,7 @@ class InferperfPlugin:
     outputs: list[str] = field(default_factory=list)  # run-level files written
     warnings: list[str] = field(default_factory=list)
     shared: SharedChild | None = None  # the simulate backend's child for many tests
+    claimed: dict[Path, str] = field(default_factory=dict)  # baseline file -> its test's key
 
     # -- collection ------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -319,9 +320,16 @@ class InferperfPlugin:
         from .baseline import BaselineError, baseline_path, class_folder, load_baseline
         from .verdict import judge
 
-        key = item.nodeid if not name else f"{item.nodeid}@{name}"
+        base = baseline_key(item)
+        key = base if not name else f"{base}@{name}"
         spec = spec_for(item)
         path = baseline_path(self.settings.baselines, profile.machine_class, profile.backend, key)
+        other = self.claimed.setdefault(path, key)
+        if other != key:  # two tests, one file: judging either against the other is wrong
+            pytest.fail(f"inferperf: {key} and {other} map to the same baseline file "
+                        f"{_relative(path, self.config)}; neither is compared nor written. "
+                        "Rename one of the tests (or give the pmu_profile calls distinct "
+                        "name=).", pytrace=False)
         baseline, error = None, None
         try:
             baseline = load_baseline(path)
@@ -490,7 +498,22 @@ class InferperfPlugin:
         from .baseline import BaselineError, baseline_path, load_baseline, save_baseline
         from .profile import Profile
 
+        by_path: dict[Path, set[str]] = {}
+        for record in self.records:  # xdist workers cannot see each other's claims
+            with contextlib.suppress(BaselineError, KeyError, TypeError):
+                profile = record["profile"]
+                by_path.setdefault(baseline_path(self.settings.baselines,
+                                                 profile["machine_class"], profile["backend"],
+                                                 record["key"]), set()).add(record["key"])
+        shared = {key for keys in by_path.values() if len(keys) > 1 for key in keys}
         for record in sorted(self.records, key=lambda r: r["key"]):
+            if record["key"] in shared:
+                others = sorted(k for keys in by_path.values() if record["key"] in keys
+                                for k in keys if k != record["key"])
+                self.write_errors.append(
+                    f"not written: {record['key']} and {', '.join(others)} map to the same "
+                    "baseline file; rename one of the tests")
+                continue
             ran_clean = record["outcome"] == "passed" or (
                 record["outcome"] == "skipped" and record["nothing_checked"]
             )
@@ -564,7 +587,31 @@ def _add_property(item: pytest.Item, name: str, value: object) -> None:
 
 
 def _suffix(verdict: Verdict, item: pytest.Item) -> str:
-    return "" if verdict.key == item.nodeid else verdict.key[len(item.nodeid) + 1:] + "."
+    base = baseline_key(item)
+    return "" if verdict.key == base else verdict.key[len(base) + 1:] + "."
+
+
+def baseline_key(item: pytest.Item) -> str:
+    """The key of ``item``'s baseline: its file's path from the rootdir, then its name.
+
+    The same as the node id for a file inside the rootdir (so existing baselines keep
+    their names). For a file outside it, where pytest's id may lose the path (``::test_a``
+    for both ``one/test_one.py`` and ``two/test_two.py``), the path relative to the rootdir
+    (``../one/test_one.py``), or the absolute path where there is no relative one.
+    """
+    file_part, sep, test_part = item.nodeid.partition("::")
+    path = getattr(item, "path", None)
+    if not sep or path is None:
+        return item.nodeid
+    root = Path(item.config.rootpath)
+    try:
+        relative = Path(path).relative_to(root).as_posix()
+    except ValueError:
+        try:
+            relative = Path(os.path.relpath(path, root)).as_posix()
+        except ValueError:  # another drive
+            relative = Path(path).as_posix()
+    return item.nodeid if relative == file_part else f"{relative}::{test_part}"
 
 
 def _update_line(path: str, old: Profile | None, record: dict) -> str:
