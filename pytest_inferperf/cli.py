@@ -539,6 +539,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run parsed arguments: the command's exit status; 3 for any unexpected error."""
     try:
         if args.command in MEASURING_COMMANDS:  # before ONNX Runtime is imported
             from .telemetry import keep_out_of_measurements

@@ -49,31 +49,52 @@ def _fail(path: str, what: str, value: Any) -> None:
 
 
 # -- everywhere ---------------------------------------------------------------------
-def check_numbers(value: Any, path: str = "", depth: int = 0) -> None:
-    """No NaN / infinite / out-of-range number and no over-deep nesting anywhere."""
-    if depth > MAX_DEPTH:
-        _fail(path, f"nested deeper than {MAX_DEPTH} levels", "...")
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return
-    if isinstance(value, int):
-        if abs(value) > MAX_INT:
-            _fail(path, "an integer beyond 2**63", f"{len(str(value))}-digit integer")
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            _fail(path, "a finite number (NaN, Infinity and 1e400 are not)", value)
-        if value != 0 and not FLOAT_MIN <= abs(value) <= FLOAT_MAX:
-            _fail(path, f"a number between {FLOAT_MIN:g} and {FLOAT_MAX:g} in magnitude",
-                  value)
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                _fail(path, "string keys", key)
-            check_numbers(item, f"{path}.{key}" if path else key, depth + 1)
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            check_numbers(item, f"{path}[{index}]", depth + 1)
-    else:
-        _fail(path, "a JSON value", type(value).__name__)
+def check_numbers(value: Any, path: str = "") -> None:
+    """No NaN / infinite / out-of-range number and no over-deep nesting anywhere.
+
+    Walks the document without recursion (a hostile file cannot exhaust the stack) and
+    builds a field's path only for the message of a value it refuses.
+    """
+    stack: list[tuple[Any, tuple, int]] = [(value, (), 0)]
+    isfinite = math.isfinite
+    while stack:
+        item, where, depth = stack.pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is float:
+            if not isfinite(item):
+                _fail(_path(path, where), "a finite number (NaN, Infinity and 1e400 are not)",
+                      item)
+            if item and not FLOAT_MIN <= abs(item) <= FLOAT_MAX:
+                _fail(_path(path, where),
+                      f"a number between {FLOAT_MIN:g} and {FLOAT_MAX:g} in magnitude", item)
+        elif kind is int:
+            if not -MAX_INT <= item <= MAX_INT:
+                _fail(_path(path, where), "an integer beyond 2**63",
+                      f"{len(str(item))}-digit integer")
+        elif isinstance(item, Mapping):
+            if depth >= MAX_DEPTH:
+                _fail(_path(path, where), f"nested deeper than {MAX_DEPTH} levels", "...")
+            for key, child in item.items():
+                if type(key) is not str:
+                    _fail(_path(path, where), "string keys", key)
+                if type(child) not in (str, bool, type(None)):
+                    stack.append((child, (*where, key), depth + 1))
+        elif isinstance(item, list | tuple):
+            if depth >= MAX_DEPTH:
+                _fail(_path(path, where), f"nested deeper than {MAX_DEPTH} levels", "...")
+            stack.extend((child, (*where, i), depth + 1) for i, child in enumerate(item)
+                         if type(child) not in (str, bool, type(None)))
+        else:
+            _fail(_path(path, where), "a JSON value", type(item).__name__)
+
+
+def _path(prefix: str, where: tuple) -> str:
+    text = prefix
+    for part in where:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
 
 
 # -- field checks -------------------------------------------------------------------

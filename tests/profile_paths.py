@@ -12,6 +12,7 @@ exception.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import math
@@ -21,7 +22,7 @@ from typing import Any
 
 from pytest_inferperf.baseline import BaselineError, load_baseline
 from pytest_inferperf.budgets import parse_marker
-from pytest_inferperf.cli import main
+from pytest_inferperf.cli import build_parser, run
 from pytest_inferperf.profile import Profile
 
 RICH = Path(__file__).parent / "fixtures" / "profiles" / "rich_profile.json"
@@ -115,19 +116,25 @@ def drive(text: str, folder: Path, *, cli: bool = True) -> str:
 
         render_profile(loaded, diagnosis_of(loaded))
     if cli:
-        target = folder / "target.json"
-        target.write_text(RICH.read_text(encoding="utf-8"), encoding="utf-8")
-        out = folder / "out"
         with _quiet():
-            codes = [
-                main(["validate", str(target), "--baseline", str(path)]),
-                main(["validate", str(path), "--baseline", str(target)]),
-                main(["compare", str(target), str(path), "--out", str(out)]),
-            ]
+            codes = [run(args) for args in _commands(str(folder))]
         assert all(code in (0, 1, 2) for code in codes), codes
         if outcome == "refused":
             assert codes == [2, 2, 2], codes
     return outcome
+
+
+@functools.lru_cache(maxsize=8)
+def _commands(folder: str) -> list:
+    """``validate`` both ways and ``compare``, parsed once per folder (the files change)."""
+    target, baseline = Path(folder) / "target.json", Path(folder) / "baseline.json"
+    target.write_text(RICH.read_text(encoding="utf-8"), encoding="utf-8")
+    parser = build_parser()
+    return [parser.parse_args(argv) for argv in (
+        ["validate", str(target), "--baseline", str(baseline)],
+        ["validate", str(baseline), "--baseline", str(target)],
+        ["compare", str(target), str(baseline), "--out", str(Path(folder) / "out")],
+    )]
 
 
 def finite_or_none(value: Any) -> bool:
