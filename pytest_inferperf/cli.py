@@ -18,6 +18,13 @@ from datetime import datetime
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CRASH, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
+def clean(text: str, *, keep_newlines: bool = False) -> str:
+    """Text for the terminal: control characters from models or files shown escaped."""
+    from .report.terminal import clean as escape
+
+    return escape(text, keep_newlines=keep_newlines)
+
+
 def _doctor(args: argparse.Namespace) -> int:
     from .doctor import render_json, render_text, run_doctor
 
@@ -62,9 +69,9 @@ def _explain(args: argparse.Namespace) -> int:
 
         print(json.dumps(_explain_json(args, report, core, metrics, diagnosis), indent=2))
         return EXIT_OK
-    print(_explain_text(args, report, core, metrics))
+    print(clean(_explain_text(args, report, core, metrics), keep_newlines=True))
     print()
-    print(render(diagnosis, verbose=args.verbose))
+    print(clean(render(diagnosis, verbose=args.verbose), keep_newlines=True))
     return EXIT_OK
 
 
@@ -264,7 +271,7 @@ def _when(stored: str) -> str:
 
 
 def _usage(command: str, exc: Exception) -> int:
-    print(f"inferperf {command}: {exc}", file=sys.stderr)
+    print(clean(f"inferperf {command}: {exc}", keep_newlines=True), file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -303,7 +310,7 @@ def _analyse_cmd(args: argparse.Namespace) -> int:
     if args.json:
         print(profile.to_json())
     else:
-        print(text.render_profile(profile, diagnosis))
+        print(clean(text.render_profile(profile, diagnosis), keep_newlines=True))
         print()
         print(f"wrote {files['json']} and {files['html']}")
     markdown.append_step_summary(markdown.render_profile(profile, diagnosis))
@@ -335,9 +342,10 @@ def _validate_cmd(args: argparse.Namespace) -> int:
     markdown.append_step_summary(
         markdown.render_validation(result.label, result.baseline_path, verdict))
     if verdict.failed:
-        print(failure_text(verdict))
+        print(clean(failure_text(verdict), keep_newlines=True))
         return EXIT_FAILED
-    print(f"ok: {result.label} against {result.baseline_path}: {change_summary(verdict)}")
+    print(clean(f"ok: {result.label} against {result.baseline_path}: "
+                f"{change_summary(verdict)}"))
     return EXIT_OK
 
 
@@ -381,7 +389,7 @@ def _compare_cmd(args: argparse.Namespace) -> int:
                                        title=f"inferperf compare: {', '.join(labels)}")
     except (UsageError, TimeoutError) as exc:
         return _usage("compare", exc)
-    print(text.render_comparison(side, args.out))
+    print(clean(text.render_comparison(side, args.out), keep_newlines=True))
     print()
     print(f"wrote {files['json']} and {files['html']}")
     markdown.append_step_summary(markdown.render_comparison(side))
@@ -559,8 +567,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _crashed(args: argparse.Namespace, exc: BaseException) -> int:
     """An unexpected error: one line naming it (the traceback with -v), exit status 3."""
-    from .report.terminal import clean
-
     if isinstance(exc, MemoryError):
         cause = ("ran out of memory (MemoryError): lower --shape, --repeat or the model's "
                  "size")
