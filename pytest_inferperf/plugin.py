@@ -407,12 +407,36 @@ class InferperfPlugin:
             self.shared.close()
         if _is_worker(self.config) or not self.records:
             return
+        from .baseline import sweep_interrupted_writes
+
+        removed = sweep_interrupted_writes(self.settings.baselines)
+        if removed:
+            self.outputs.append(f"removed {len(removed)} temp file(s) an interrupted baseline "
+                                "write had left")
         # Baselines first: no report output may decide whether a passing run is kept.
         if self.settings.update:
-            self._update_baselines()
+            try:
+                self._update_baselines()
+            except KeyboardInterrupt:
+                self._say_written_on_interrupt()
+                raise
         self._write_outputs(session)
         if self.write_errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _say_written_on_interrupt(self) -> None:
+        """Ctrl-C in the write pass: what was written, before the interrupt goes on."""
+        from .report.terminal import clean
+
+        terminal = self.config.pluginmanager.getplugin("terminalreporter")
+        lines = [*self.written, *(f"ERROR {e}" for e in self.write_errors),
+                 f"interrupted: {len(self.written)} baseline(s) written before the interrupt; "
+                 "every other baseline is as it was (each write is atomic)"]
+        for line in lines:
+            if terminal is not None:
+                terminal.write_line(clean(line))
+            else:
+                sys.stderr.write(clean(line) + "\n")
 
     def _write_outputs(self, session: pytest.Session) -> None:
         """Every report the run asked for; each problem one line, never an exception.

@@ -23,6 +23,7 @@ Must not: import pytest, count, or judge a regression.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -73,6 +74,35 @@ class Flamegraphs:
     folded: dict[str, int]
     view: str = ""
     native: NativeSamples | None = field(default=None, compare=False)
+
+
+WORKDIR_PREFIX = "inferperf-flame-"
+
+
+def sweep_abandoned_workdirs(tmp: str | None = None) -> list[Path]:
+    """Remove the perf work folders of processes that are gone.
+
+    A workload that ends its process (``os._exit``) during ``perf record`` runs no
+    ``finally``: its ``inferperf-flame-<pid>-*`` folder (perf.data, FIFOs) stays. The
+    next capture removes every such folder whose process no longer exists.
+    """
+    import shutil
+
+    removed = []
+    for folder in Path(tmp or tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*-*"):
+        pid = folder.name[len(WORKDIR_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or not folder.is_dir():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # still running
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
 
 
 def safe_name(name: str) -> str:
@@ -148,7 +178,8 @@ def capture(
     result: NativeSamples | None = None
 
     if native:
-        with tempfile.TemporaryDirectory(prefix="inferperf-flame-") as work:
+        sweep_abandoned_workdirs()
+        with tempfile.TemporaryDirectory(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-") as work:
             result = sample_native(
                 call, seconds=seconds, call_graph=call_graph, event=event, workdir=work,
                 perf=perf,

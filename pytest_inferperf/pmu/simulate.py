@@ -795,6 +795,11 @@ def _run_child(nodeid: str, variant: str, *, rootdir: Path, python: str, timeout
             f"(instrumentation {'from the start' if from_start else 'after warm-up'}). "
             f"Raise the timeout or make the workload smaller.\n{_tail(output)}"
         ) from None
+    except BaseException:  # Ctrl-C: the child has its own session, so it got no SIGINT
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
     wall = time.monotonic() - begin
     log = workdir / "valgrind.log"
     if not result.is_file():
