@@ -130,11 +130,18 @@ def is_steady(durations: Sequence[float], *, warmup: int, window: int,
     return spread <= threshold, spread
 
 
+#: Most calls in one repeat. A sub-microsecond workload would otherwise get tens of
+#: thousands per repeat (the loop's own timing costs more than the call), and a trivial
+#: test would take seconds; 1,000 calls already average out the timer's resolution.
+MAX_CALLS_PER_REPEAT = 1000
+
+
 def calls_per_repeat(typical_call_ns: float, min_time: float) -> int:
-    """Enough calls that one repeat lasts ``min_time`` seconds (at least one)."""
+    """Enough calls that one repeat lasts ``min_time`` seconds (at least one, at most
+    :data:`MAX_CALLS_PER_REPEAT`)."""
     if typical_call_ns <= 0:
         return 1
-    return max(1, math.ceil(min_time * 1e9 / typical_call_ns))
+    return min(MAX_CALLS_PER_REPEAT, max(1, math.ceil(min_time * 1e9 / typical_call_ns)))
 
 
 # -- the environment -----------------------------------------------------------
