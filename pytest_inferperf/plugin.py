@@ -285,6 +285,9 @@ class InferperfPlugin:
 
         out_dir = (self.settings.report_dir or Path(self.config.rootpath) / "inferperf-report")
         folder = out_dir / "flamegraphs"
+        if verdict.profile.partial:  # past its timeout already: no sampling pass
+            return replace(verdict, artifact_notes={
+                "flamegraphs": "not sampled: the measured run stopped at its timeout"})
         problem = make_folder(folder)
         if problem is not None:  # output never decides a test: say so once, judge as before
             return replace(verdict, artifact_notes={FLAME_PROBLEM: problem})
@@ -888,6 +891,9 @@ def _with_operator_times(profile: Profile, call: Callable[[], Any]) -> Profile:
     """The profile with ONNX Runtime's per-node and per-op-type times (onnx.operator_times)."""
     if "onnxruntime" not in sys.modules:  # no session can exist: skip the import
         return profile
+    if profile.partial:  # the workload already ran past its timeout: call it no more
+        return profile.with_(settings={**profile.settings, "operator_pass": {
+            "skipped": "the measured run stopped at its timeout"}})
     from .onnx import operator_times
 
     fields, reason = operator_times(call, latency_ms=profile.latency.mean_ms)
