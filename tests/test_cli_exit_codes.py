@@ -93,3 +93,37 @@ def test_analyse_with_a_huge_shape_is_a_usage_error(tmp_path, batch):
     assert "nothing was allocated" in done.stderr
     assert "Give it with --shape" not in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_partial_result_is_never_cached(tmp_path):
+    from pytest_inferperf.cache import CacheKey, ResultCache
+    from pytest_inferperf.runner import profile
+
+    calls = {"n": 0}
+
+    def stalls():
+        calls["n"] += 1
+        if calls["n"] > 3:
+            import time
+
+            time.sleep(15)
+
+    partial = profile(stalls, backend="none", warmup=1, warmup_max=1, repeat=10,
+                      min_time=0.0, timeout=1.0)
+    assert partial.partial
+    cache = ResultCache(tmp_path)
+    key = CacheKey("0" * 64, partial.machine_class, {"repeat": 10})
+    reason = cache.store(key, partial)
+    assert reason is not None and "result not cached: partial (" in reason
+    assert not list(tmp_path.iterdir())
+    assert cache.load(key) is None
+    # An entry a version before this one stored is not reused either.
+    whole = partial.with_(partial=False, partial_reason=None)
+    assert cache.store(key, whole) is None
+    entry = cache.path_for(key)
+    import json
+
+    data = json.loads(entry.read_text())
+    data["profile"]["partial"] = True
+    entry.write_text(json.dumps(data))
+    assert cache.load(key) is None
