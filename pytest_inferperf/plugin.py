@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import child_process
-from .partial import partial_label
 
 # Loading this module is what every pytest run pays once the package is installed,
 # with or without --inferperf: it imports pytest and the standard library only. The
@@ -244,6 +243,8 @@ class InferperfPlugin:
                 verdict = self._attach_flamegraphs(verdict, baseline, call, item)
             verdicts.append(verdict)
         item.stash[VERDICTS] = verdicts
+        from .partial import partial_label
+
         for verdict in verdicts:
             for metric, value in verdict.metrics.items():
                 _add_property(item, f"inferperf.{_suffix(verdict, item)}{metric}", value)
@@ -523,6 +524,7 @@ class InferperfPlugin:
 
     def _update_baselines(self) -> None:
         from .baseline import BaselineError, baseline_path, load_baseline, save_baseline
+        from .partial import partial_label
         from .profile import Profile
 
         by_path: dict[Path, set[str]] = {}
