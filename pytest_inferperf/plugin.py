@@ -300,8 +300,8 @@ class InferperfPlugin:
                 operators=operators, model_name=_model_name(call),
                 baseline_folded=base_stacks.get("folded") or None,
             )
-        except OSError as exc:
-            return replace(verdict, artifact_notes={FLAME_PROBLEM: describe(exc)})
+        except Exception as exc:  # a disk full mid-write, a sampler's bug: never the test's
+            return replace(verdict, artifact_notes={FLAME_PROBLEM: describe(exc, folder)})
         artifacts = {k: _relative(Path(v), self.config) for k, v in graphs.paths.items()
                      if k.endswith(".svg")}
         notes = dict(graphs.reasons)
