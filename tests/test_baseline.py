@@ -415,5 +415,5 @@ def test_binary_garbage_and_directories_are_errors(tmp_path):
     with pytest.raises(BaselineError, match=r"bin\.json"):
         load_baseline(tmp_path / "bin.json")
     (tmp_path / "dir.json").mkdir()
-    with pytest.raises(BaselineError, match=r"dir\.json.*cannot be used"):
+    with pytest.raises(BaselineError, match=r"dir\.json is a folder, not a regular file"):
         load_baseline(tmp_path / "dir.json")
