@@ -299,7 +299,8 @@ def analyse_model(
         inputs = make_inputs(model, full_dims)
         session = make_session(model, settings)
     except InputSpecError as exc:
-        raise UsageError(f"{model}: {exc}. Give it with --shape NAME=N.") from None
+        hint = "" if "memory available" in str(exc) else " Give it with --shape NAME=N."
+        raise UsageError(f"{model}: {exc}.{hint}") from None
     except ModelError as exc:
         raise UsageError(f"{exc}. Pass a .onnx file ONNX Runtime can load.") from None
     name = model.stem

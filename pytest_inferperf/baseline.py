@@ -49,6 +49,8 @@ HARDWARE_BACKEND = "perf"
 #: Longest path component written, suffix and ``.json`` included.
 MAX_COMPONENT = 120
 SUFFIX = ".json"
+TEMP_SUFFIX = ".tmp"
+STALE_TEMP_S = 600.0  # a temp file this old is no write in progress
 
 _ALLOWED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._+=,@-[]")
 _HASH_MARK = "~"  # never in _ALLOWED, so only a hash suffix can put it in a name
@@ -222,7 +224,8 @@ def save_baseline(path: str | os.PathLike[str], profile: Profile) -> None:
                             f"{_strerror(exc)}. {_kept(path)}") from exc
     tmp: str | None = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:60]}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:60]}.{os.getpid()}.",
+                                   suffix=TEMP_SUFFIX)
         with os.fdopen(fd, "wb") as fh:
             _chmod_like(fh.fileno(), path)
             fh.write(data)
@@ -239,6 +242,51 @@ def save_baseline(path: str | os.PathLike[str], profile: Profile) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
     _fsync_dir(path.parent)
+
+
+def sweep_interrupted_writes(baselines_dir: str | os.PathLike[str],
+                             *, older_than_s: float = STALE_TEMP_S) -> list[Path]:
+    """Remove the temp files that interrupted writes (``kill -9``, power loss) left behind.
+
+    Only this module's own temp files (``.<name>.json.<pid>.<random>.tmp``): one whose
+    writer process is gone, or, without a pid in its name or with a pid now reused, one
+    older than ``older_than_s`` (a live write takes milliseconds). Returns what was removed.
+    """
+    import time
+
+    root = Path(baselines_dir)
+    removed: list[Path] = []
+    if not root.is_dir():
+        return removed
+    now = time.time()
+    for tmp in root.rglob(f".*{SUFFIX}.*{TEMP_SUFFIX}"):
+        try:
+            if not tmp.is_file() or tmp.is_symlink():
+                continue
+            old = now - tmp.stat().st_mtime > older_than_s
+            if old or not _writer_alive(tmp.name):
+                tmp.unlink()
+                removed.append(tmp)
+        except OSError:
+            continue
+    return removed
+
+
+def _writer_alive(name: str) -> bool:
+    """Whether the process named in a temp file's name still runs (unknown: assume so)."""
+    parts = name[: -len(TEMP_SUFFIX)].split(".")
+    pid = parts[-2] if len(parts) >= 3 else ""
+    if not pid.isdigit():
+        return True
+    if int(pid) == os.getpid():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _chmod_like(fd: int, path: Path) -> None:

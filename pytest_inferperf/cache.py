@@ -5,8 +5,10 @@ Owns: where the cache lives (``--cache-dir``, then ``$INFERPERF_CACHE_DIR``, the
 SHA-256 of the model file, the machine class and the measurement options as canonical
 JSON), reading an entry and writing one atomically.
 
-An entry that cannot be read, is not JSON, holds another key or an invalid Profile is a
-miss: it is ignored and replaced by the next store, never an error. A cache folder that
+An entry that cannot be read (a FIFO or device in its place included), is not JSON,
+holds another key, an invalid Profile or a partial one is a miss: it is ignored and
+replaced by the next store, never an error. A partial result (stopped at its timeout)
+is never stored. A cache folder that
 cannot be written is reported by :meth:`ResultCache.store` as text, never raised.
 
 Must not: measure, decide whether the cache is used (that is the caller's ``--force``),
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .profile import MAX_PROFILE_BYTES, Profile
+from .safe_read import read_limited
 
 ENTRY_SCHEMA = "pytest-inferperf/cache-entry"
 ENTRY_VERSION = 1
@@ -96,16 +99,24 @@ class ResultCache:
         """The entry of ``key``; None when there is none or it is unusable (then ignored)."""
         path = self.path_for(key)
         try:
-            if path.stat().st_size > MAX_PROFILE_BYTES:
-                return None
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_limited(path, MAX_PROFILE_BYTES, what="cache entry")
+                              .decode("utf-8"))
         except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-            return None
+            return None  # UnreadableFile (a FIFO, too large, missing) is an OSError
         return parse_entry(data, key, path)
 
     def store(self, key: CacheKey, profile: Profile) -> str | None:
-        """Write the entry of ``key`` atomically; the reason when it could not be written."""
+        """Write the entry of ``key`` atomically; the reason when it was not written.
+
+        A partial result (stopped at its timeout) is never stored: the next run measures
+        again instead of reusing it.
+        """
         path = self.path_for(key)
+        if profile.partial:
+            from .partial import partial_label
+
+            return (f"result not cached: {partial_label(profile.to_dict())}; the next run "
+                    "measures again")
         entry = {
             "schema": ENTRY_SCHEMA,
             "version": ENTRY_VERSION,
@@ -142,4 +153,6 @@ def parse_entry(data: Any, key: CacheKey, path: Path) -> CachedResult | None:
         profile = Profile.from_dict(data["profile"], source=str(path))
     except (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError):
         return None  # ProfileFormatError is a ValueError
+    if profile.partial:  # stored by an older version: never reused
+        return None
     return CachedResult(profile, str(data.get("stored", "")), path)

@@ -1,7 +1,8 @@
 """The ``inferperf`` command line.
 
 Owns: argument parsing, exit codes (0 ok, 1 regression or failure found,
-2 usage error) and printing; each sub-command calls the engine.
+2 usage error, 3 an unexpected error: one line, the traceback with ``-v``, 130
+interrupted) and printing; each sub-command calls the engine.
 
 Must not: measure or compute anything itself.
 """
@@ -14,7 +15,14 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CRASH, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def clean(text: str, *, keep_newlines: bool = False) -> str:
+    """Text for the terminal: control characters from models or files shown escaped."""
+    from .report.terminal import clean as escape
+
+    return escape(text, keep_newlines=keep_newlines)
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -61,9 +69,9 @@ def _explain(args: argparse.Namespace) -> int:
 
         print(json.dumps(_explain_json(args, report, core, metrics, diagnosis), indent=2))
         return EXIT_OK
-    print(_explain_text(args, report, core, metrics))
+    print(clean(_explain_text(args, report, core, metrics), keep_newlines=True))
     print()
-    print(render(diagnosis, verbose=args.verbose))
+    print(clean(render(diagnosis, verbose=args.verbose), keep_newlines=True))
     return EXIT_OK
 
 
@@ -263,7 +271,7 @@ def _when(stored: str) -> str:
 
 
 def _usage(command: str, exc: Exception) -> int:
-    print(f"inferperf {command}: {exc}", file=sys.stderr)
+    print(clean(f"inferperf {command}: {exc}", keep_newlines=True), file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -302,7 +310,7 @@ def _analyse_cmd(args: argparse.Namespace) -> int:
     if args.json:
         print(profile.to_json())
     else:
-        print(text.render_profile(profile, diagnosis))
+        print(clean(text.render_profile(profile, diagnosis), keep_newlines=True))
         print()
         print(f"wrote {files['json']} and {files['html']}")
     markdown.append_step_summary(markdown.render_profile(profile, diagnosis))
@@ -334,9 +342,10 @@ def _validate_cmd(args: argparse.Namespace) -> int:
     markdown.append_step_summary(
         markdown.render_validation(result.label, result.baseline_path, verdict))
     if verdict.failed:
-        print(failure_text(verdict))
+        print(clean(failure_text(verdict), keep_newlines=True))
         return EXIT_FAILED
-    print(f"ok: {result.label} against {result.baseline_path}: {change_summary(verdict)}")
+    print(clean(f"ok: {result.label} against {result.baseline_path}: "
+                f"{change_summary(verdict)}"))
     return EXIT_OK
 
 
@@ -380,7 +389,7 @@ def _compare_cmd(args: argparse.Namespace) -> int:
                                        title=f"inferperf compare: {', '.join(labels)}")
     except (UsageError, TimeoutError) as exc:
         return _usage("compare", exc)
-    print(text.render_comparison(side, args.out))
+    print(clean(text.render_comparison(side, args.out), keep_newlines=True))
     print()
     print(f"wrote {files['json']} and {files['html']}")
     markdown.append_step_summary(markdown.render_comparison(side))
@@ -409,6 +418,11 @@ def _measure_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None
                              "only)" + shown("perf"))
 
 
+def _verbose(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="the full traceback of an unexpected error")
+
+
 def _cache_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="measure again even when a cached result exists")
@@ -435,6 +449,7 @@ def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
     analyse.add_argument("--json", action="store_true",
                          help="print the Profile as JSON instead of the report")
     _cache_options(analyse)
+    _verbose(analyse)
     analyse.set_defaults(func=_analyse_cmd)
 
     validate = sub.add_parser(
@@ -451,6 +466,7 @@ def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
                           help="relative tolerance for every metric (0.1 = 10%%); default: "
                                "each metric's own (`inferperf metrics`)")
     _measure_options(validate, defaults=False)
+    _verbose(validate)
     validate.set_defaults(func=_validate_cmd)
 
     compare = sub.add_parser(
@@ -471,6 +487,7 @@ def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
                          help="report folder (default ./inferperf-report)")
     _measure_options(compare, defaults=True)
     _cache_options(compare)
+    _verbose(compare)
     compare.set_defaults(func=_compare_cmd)
 
 
@@ -487,10 +504,12 @@ def build_parser() -> argparse.ArgumentParser:
         "doctor", help="what this machine can count, what it cannot and why; the machine class"
     )
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    _verbose(doctor)
     doctor.set_defaults(func=_doctor)
     metrics = sub.add_parser(
         "metrics", help="every metric: what it is, its inputs, its baseline tolerance"
     )
+    _verbose(metrics)
     metrics.set_defaults(func=_metrics)
     explain = sub.add_parser(
         "explain", help="diagnose a saved 'perf stat' output (text, -x, CSV or -j JSON)",
@@ -528,11 +547,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    if args.command in MEASURING_COMMANDS:  # before ONNX Runtime is imported
-        from .telemetry import keep_out_of_measurements
+    return run(args)
 
-        keep_out_of_measurements()
-    return int(args.func(args))
+
+def run(args: argparse.Namespace) -> int:
+    """Run parsed arguments: the command's exit status; 3 for any unexpected error."""
+    try:
+        if args.command in MEASURING_COMMANDS:  # before ONNX Runtime is imported
+            from .telemetry import keep_out_of_measurements
+
+            keep_out_of_measurements()
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print(f"inferperf {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        return _crashed(args, exc)
+
+
+def _crashed(args: argparse.Namespace, exc: BaseException) -> int:
+    """An unexpected error: one line naming it (the traceback with -v), exit status 3."""
+    if isinstance(exc, MemoryError):
+        cause = ("ran out of memory (MemoryError): lower --shape, --repeat or the model's "
+                 "size")
+    else:
+        cause = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    print(f"inferperf {args.command}: unexpected error, {clean(cause)[:2000]}. This is a "
+          "bug of inferperf or of the workload; "
+          + ("the traceback follows." if getattr(args, "verbose", False) else
+             "run again with -v for the traceback."), file=sys.stderr)
+    if getattr(args, "verbose", False):
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    return EXIT_CRASH
 
 
 if __name__ == "__main__":

@@ -38,6 +38,8 @@ import onnx  # a dependency: the graph decides valid inputs
 import onnx as onnx_pkg  # the name the annotations use
 import onnxruntime as ort
 
+from .input_memory import InputsTooLarge, check_inputs_fit
+
 ModelSource = str | os.PathLike | bytes
 """A model as a file path or serialized ``ModelProto`` bytes."""
 
@@ -488,12 +490,18 @@ def make_inputs(
     _check_dim_names(graph, dims)
     index = _index_graph(graph)
     rng = np.random.default_rng(seed)
-    feeds: dict[str, np.ndarray] = {}
+    shapes: dict[str, tuple[int, ...]] = {}
     for vi in _graph_inputs(graph):
         if not vi.type.HasField("tensor_type"):
             raise InputSpecError(f"input {vi.name!r} is not a tensor; feed it yourself.")
-        feeds[vi.name] = _input_values(vi, _resolve_shape(vi, dims), index, rng)
-    return feeds
+        shapes[vi.name] = _resolve_shape(vi, dims)
+    try:  # before any allocation: batch=10**12 is a clear refusal, not a MemoryError
+        check_inputs_fit({vi.name: (shapes[vi.name], _numpy_dtype(vi).itemsize)
+                          for vi in _graph_inputs(graph)})
+    except InputsTooLarge as exc:
+        raise InputSpecError(str(exc)) from None
+    return {vi.name: _input_values(vi, shapes[vi.name], index, rng)
+            for vi in _graph_inputs(graph)}
 
 
 # --------------------------------------------------------------------------- profiles

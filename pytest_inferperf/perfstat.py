@@ -899,11 +899,18 @@ def parse(text: str, *, arch: str | None = None) -> PerfStat:
     return _single(parse_report(text, arch=arch).runs)
 
 
+MAX_PERF_STAT_BYTES = 64 << 20  # perf stat output is a few KiB; refuse anything huge
+
+
 def _read(path: Path) -> str:
+    from .safe_read import UnreadableFile, read_limited
+
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise PerfStatError(f"cannot read {path}: {exc.strerror or exc}") from None
+        data = read_limited(path, MAX_PERF_STAT_BYTES, what="perf stat output")
+    except UnreadableFile as exc:
+        text = str(exc)
+        raise PerfStatError(text if text.startswith("cannot read") else f"cannot read {text}") \
+            from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

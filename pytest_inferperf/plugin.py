@@ -16,6 +16,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import sys
 import warnings
 from collections.abc import Callable
@@ -48,6 +49,7 @@ PROFILES = pytest.StashKey["list[tuple[str, Profile, Callable[[], Any]]]"]()
 VERDICTS = pytest.StashKey["list[Verdict]"]()
 EARLY_WARNINGS = pytest.StashKey[list[str]]()  # found before pytest_configure
 SHORT_UPDATE_TAKEN = pytest.StashKey[bool]()  # another plugin owns --update-baselines
+FLAME_PROBLEM = "flamegraphs not written"  # an artifact note: the folder could not be written
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -131,6 +133,7 @@ class Settings:
     fail_stale: bool
     explain: bool
     flamegraphs: str
+    flamegraphs_asked: bool  # --inferperf-flamegraphs (or its ini) named by the user
     worker_index: int | None
     workers: int
 
@@ -162,6 +165,7 @@ class Settings:
             fail_stale=bool(_get(config, "inferperf_fail_stale")),
             explain=bool(_get(config, "inferperf_explain")) or config.option.verbose > 0,
             flamegraphs=_choice(config, "inferperf_flamegraphs", FLAMEGRAPH_CHOICES, "failed"),
+            flamegraphs_asked=bool(_get(config, "inferperf_flamegraphs")),
             worker_index=worker_index,
             workers=workers,
         )
@@ -179,6 +183,7 @@ class InferperfPlugin:
     outputs: list[str] = field(default_factory=list)  # run-level files written
     warnings: list[str] = field(default_factory=list)
     shared: SharedChild | None = None  # the simulate backend's child for many tests
+    claimed: dict[Path, str] = field(default_factory=dict)  # baseline file -> its test's key
 
     # -- collection ------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -274,20 +279,30 @@ class InferperfPlugin:
                 verdict = self._attach_flamegraphs(verdict, baseline, call, item)
             verdicts.append(verdict)
         item.stash[VERDICTS] = verdicts
+        from .partial import partial_label
+
         for verdict in verdicts:
             for metric, value in verdict.metrics.items():
-                item.user_properties.append((f"inferperf.{_suffix(verdict, item)}{metric}", value))
+                _add_property(item, f"inferperf.{_suffix(verdict, item)}{metric}", value)
+            partial = partial_label(verdict.profile.to_dict())
+            if partial:
+                _add_property(item, f"inferperf.{_suffix(verdict, item)}partial", partial)
+        from .report.terminal import clean
+
         failed = [v for v in verdicts if v.failed]
         if failed:
             from .verdict import failure_text
 
-            pytest.fail("\n\n".join(failure_text(v) for v in failed), pytrace=False)
+            pytest.fail(clean("\n\n".join(failure_text(v) for v in failed), keep_newlines=True),
+                        pytrace=False)
         unchecked = [b.describe() for v in verdicts for b in v.unchecked]
         if unchecked and self.settings.require_pmu:
-            pytest.fail("inferperf: budgets could not be checked on this machine "
-                        f"(--inferperf-require-pmu): {'; '.join(unchecked)}", pytrace=False)
+            pytest.fail(clean("inferperf: budgets could not be checked on this machine "
+                              f"(--inferperf-require-pmu): {'; '.join(unchecked)}"),
+                        pytrace=False)
         if all(v.nothing_checked for v in verdicts):
-            pytest.skip(f"inferperf: budgets not checked on this machine: {'; '.join(unchecked)}")
+            pytest.skip(clean("inferperf: budgets not checked on this machine: "
+                              f"{'; '.join(unchecked)}"))
         return result
 
     def _wants_flamegraphs(self, verdict: Verdict) -> bool:
@@ -302,16 +317,27 @@ class InferperfPlugin:
         from dataclasses import replace
 
         from .flame import capture
+        from .output_errors import describe, make_folder
 
         out_dir = (self.settings.report_dir or Path(self.config.rootpath) / "inferperf-report")
+        folder = out_dir / "flamegraphs"
+        if verdict.profile.partial:  # past its timeout already: no sampling pass
+            return replace(verdict, artifact_notes={
+                "flamegraphs": "not sampled: the measured run stopped at its timeout"})
+        problem = make_folder(folder)
+        if problem is not None:  # output never decides a test: say so once, judge as before
+            return replace(verdict, artifact_notes={FLAME_PROBLEM: problem})
         base_stacks = (baseline.stacks or {}) if baseline is not None else {}
-        operators, op_reason = _operator_table(verdict.profile, call)
-        graphs = capture(
-            call, name=verdict.key, out_dir=out_dir / "flamegraphs",
-            operators=operators, model_name=_model_name(call),
-            baseline_stacks=base_stacks or None,
-            baseline_operators=(baseline.operators or None) if baseline is not None else None,
-        )
+        try:
+            operators, op_reason = _operator_table(verdict.profile, call)
+            graphs = capture(
+                call, name=verdict.key, out_dir=folder,
+                operators=operators, model_name=_model_name(call),
+                baseline_stacks=base_stacks or None,
+                baseline_operators=(baseline.operators or None) if baseline is not None else None,
+            )
+        except Exception as exc:  # a disk full mid-write, a sampler's bug: never the test's
+            return replace(verdict, artifact_notes={FLAME_PROBLEM: describe(exc, folder)})
         artifacts = {k: _relative(Path(v), self.config) for k, v in graphs.paths.items()
                      if k.endswith(".svg")}
         notes = dict(graphs.reasons)
@@ -320,7 +346,7 @@ class InferperfPlugin:
         if baseline is not None and not base_stacks:
             notes["diff"] = "no stacks stored with the baseline (re-run --update-baselines)"
         for kind, path in artifacts.items():
-            item.user_properties.append((f"inferperf.flamegraph.{kind}", path))
+            _add_property(item, f"inferperf.flamegraph.{kind}", path)
         profile = verdict.profile
         if graphs.folded:
             profile = profile.with_(stacks=graphs.stacks_record(STACKS_IN_BASELINE_BYTES))
@@ -331,9 +357,16 @@ class InferperfPlugin:
         from .baseline import BaselineError, baseline_path, class_folder, load_baseline
         from .verdict import judge
 
-        key = item.nodeid if not name else f"{item.nodeid}@{name}"
+        base = baseline_key(item)
+        key = base if not name else f"{base}@{name}"
         spec = spec_for(item)
         path = baseline_path(self.settings.baselines, profile.machine_class, profile.backend, key)
+        other = self.claimed.setdefault(path, key)
+        if other != key:  # two tests, one file: judging either against the other is wrong
+            pytest.fail(f"inferperf: {key} and {other} map to the same baseline file "
+                        f"{_relative(path, self.config)}; neither is compared nor written. "
+                        "Rename one of the tests (or give the pmu_profile calls distinct "
+                        "name=).", pytrace=False)
         baseline, error = None, None
         try:
             baseline = load_baseline(path)
@@ -411,39 +444,86 @@ class InferperfPlugin:
             self.shared.close()
         if _is_worker(self.config) or not self.records:
             return
+        from .baseline import sweep_interrupted_writes
+
+        removed = sweep_interrupted_writes(self.settings.baselines)
+        if removed:
+            self.outputs.append(f"removed {len(removed)} temp file(s) an interrupted baseline "
+                                "write had left")
         # Baselines first: no report output may decide whether a passing run is kept.
         if self.settings.update:
-            self._update_baselines()
-        outputs = [self._write_run_outputs]
-        if self.settings.report_dir is not None:
-            outputs.insert(0, self._write_reports)
-        for write in outputs:
             try:
-                write(session)
-            except OSError as exc:
-                self.write_errors.append(
-                    f"could not write {exc.filename or 'a report file'}: {exc.strerror or exc}; "
-                    "check the path given to --inferperf-report / --inferperf-json / "
-                    "--inferperf-html")
+                self._update_baselines()
+            except KeyboardInterrupt:
+                self._say_written_on_interrupt()
+                raise
+        self._write_outputs(session)
         if self.write_errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def _write_run_outputs(self, session: pytest.Session) -> None:
-        """The run-level JSON (``--inferperf-json``) and the GitHub job summary."""
-        from .report.markdown import append_step_summary
-        from .report.run import commit_of, run_document, run_markdown
+    def _say_written_on_interrupt(self) -> None:
+        """Ctrl-C in the write pass: what was written, before the interrupt goes on."""
+        from .report.terminal import clean
 
-        if self.settings.run_json is not None:
-            document = run_document(self.records, commit=commit_of(self.config.rootpath),
-                                    written=self.written, exit_status=int(session.exitstatus))
-            path = self.settings.run_json
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(json.dumps(document, indent=1, allow_nan=False) + "\n")
-            os.replace(tmp, path)
-            self.outputs.append(f"wrote {_relative(path, self.config)}")
-        if self.settings.run_html is not None:
-            self._write_run_html(self.settings.run_html)
+        terminal = self.config.pluginmanager.getplugin("terminalreporter")
+        lines = [*self.written, *(f"ERROR {e}" for e in self.write_errors),
+                 f"interrupted: {len(self.written)} baseline(s) written before the interrupt; "
+                 "every other baseline is as it was (each write is atomic)"]
+        for line in lines:
+            if terminal is not None:
+                terminal.write_line(clean(line))
+            else:
+                sys.stderr.write(clean(line) + "\n")
+
+    def _write_outputs(self, session: pytest.Session) -> None:
+        """Every report the run asked for; each problem one line, never an exception.
+
+        A problem with an output the user named (``--inferperf-report``, ``--inferperf-json``,
+        ``--inferperf-html``, ``--inferperf-flamegraphs``) is an error that fails the run;
+        with one nobody named (the default flamegraph folder, the CI job summary) a warning.
+        """
+        from .output_errors import describe
+
+        settings = self.settings
+        outputs: list[tuple[str, Path | None, Callable[[], None], bool]] = []
+        if settings.report_dir is not None:
+            outputs.append(("--inferperf-report", settings.report_dir, self._write_reports, True))
+        if settings.run_json is not None:
+            outputs.append(("--inferperf-json", settings.run_json,
+                            functools.partial(self._write_run_json, session), True))
+        if settings.run_html is not None:
+            outputs.append(("--inferperf-html", settings.run_html,
+                            functools.partial(self._write_run_html, settings.run_html), True))
+        outputs.append(("GITHUB_STEP_SUMMARY", None, self._write_step_summary, False))
+        for option, path, write, asked in outputs:
+            try:
+                write()
+            except Exception as exc:  # a renderer's bug must not lose the run either
+                shown = f"{option} {_shown_path(path, self.config)}" if path else option
+                (self.write_errors if asked else self.warnings).append(
+                    f"{shown}: {describe(exc, path)}")
+        problems = dict.fromkeys(note for r in self.records
+                                 if (note := r.get("artifact_notes", {}).get(FLAME_PROBLEM)))
+        for problem in problems:
+            (self.write_errors if settings.flamegraphs_asked else self.warnings).append(
+                f"{FLAME_PROBLEM}: {problem}")
+
+    def _write_run_json(self, session: pytest.Session) -> None:
+        """The run-level JSON (``--inferperf-json``)."""
+        from .report.run import commit_of, run_document
+
+        document = run_document(self.records, commit=commit_of(self.config.rootpath),
+                                written=self.written, exit_status=int(session.exitstatus))
+        path = self.settings.run_json
+        assert path is not None
+        _write_text(path, json.dumps(document, indent=1, allow_nan=False) + "\n")
+        self.outputs.append(f"wrote {_relative(path, self.config)}")
+
+    def _write_step_summary(self) -> None:
+        """The GitHub job summary, where ``$GITHUB_STEP_SUMMARY`` names one."""
+        from .report.markdown import append_step_summary
+        from .report.run import run_markdown
+
         append_step_summary(run_markdown(self.records, written=self.written))
 
     def _write_run_html(self, path: Path) -> None:
@@ -461,13 +541,10 @@ class InferperfPlugin:
                     svgs[link] = target.read_text(encoding="utf-8")
             records.append({**record, "artifacts": artifacts})
         page = render_run_html(records, title="pytest --inferperf", svgs=svgs)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(page, encoding="utf-8")
-        os.replace(tmp, path)
+        _write_text(path, page)
         self.outputs.append(f"wrote {_relative(path, self.config)}")
 
-    def _write_reports(self, session: pytest.Session) -> None:
+    def _write_reports(self) -> None:
         from .baseline import short_hash
 
         folder = self.settings.report_dir
@@ -476,13 +553,29 @@ class InferperfPlugin:
         for record in self.records:
             stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in record["key"])[:120]
             path = folder / f"{stem}-{short_hash(record['key'])}.json"
-            path.write_text(json.dumps(record, indent=1))
+            _write_text(path, json.dumps(record, indent=1))
 
     def _update_baselines(self) -> None:
         from .baseline import BaselineError, baseline_path, load_baseline, save_baseline
+        from .partial import partial_label
         from .profile import Profile
 
+        by_path: dict[Path, set[str]] = {}
+        for record in self.records:  # xdist workers cannot see each other's claims
+            with contextlib.suppress(BaselineError, KeyError, TypeError):
+                profile = record["profile"]
+                by_path.setdefault(baseline_path(self.settings.baselines,
+                                                 profile["machine_class"], profile["backend"],
+                                                 record["key"]), set()).add(record["key"])
+        shared = {key for keys in by_path.values() if len(keys) > 1 for key in keys}
         for record in sorted(self.records, key=lambda r: r["key"]):
+            if record["key"] in shared:
+                others = sorted(k for keys in by_path.values() if record["key"] in keys
+                                for k in keys if k != record["key"])
+                self.write_errors.append(
+                    f"not written: {record['key']} and {', '.join(others)} map to the same "
+                    "baseline file; rename one of the tests")
+                continue
             ran_clean = record["outcome"] == "passed" or (
                 record["outcome"] == "skipped" and record["nothing_checked"]
             )
@@ -491,6 +584,13 @@ class InferperfPlugin:
             profile = Profile.from_dict(record["profile"])
             path = baseline_path(self.settings.baselines, profile.machine_class,
                                  profile.backend, record["key"])
+            partial = partial_label(record["profile"])
+            if partial:  # a run cut at its timeout never becomes the reference
+                self.write_errors.append(
+                    f"not written {_relative(path, self.config)}: {partial}; the old baseline "
+                    "(if any) is kept. Raise the marker's timeout= or lower repeat=, then run "
+                    "--update-baselines again.")
+                continue
             try:
                 old = load_baseline(path)
             except BaselineError:
@@ -528,8 +628,52 @@ class InferperfPlugin:
             terminalreporter.write_line(text)
 
 
+#: Characters XML 1.0 cannot hold at all (junit files must stay well-formed), and the
+#: controls a terminal would obey when a junit file is printed.
+_NOT_XML = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd"
+                                    "\U00010000-\U0010ffff]")
+
+
+def xml_safe(text: object) -> str:
+    """``text`` with every character XML 1.0 forbids (NUL, ESC, lone surrogates) escaped."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", str(text))
+
+
+def _add_property(item: pytest.Item, name: str, value: object) -> None:
+    """A junit ``<property>``: name and text value XML-safe (pytest escapes neither name)."""
+    safe = value if isinstance(value, int | float) and not isinstance(value, bool) \
+        else xml_safe(value)
+    item.user_properties.append((xml_safe(name).replace("\n", "\\n").replace("\r", "\\r"),
+                                 safe))
+
+
 def _suffix(verdict: Verdict, item: pytest.Item) -> str:
-    return "" if verdict.key == item.nodeid else verdict.key[len(item.nodeid) + 1:] + "."
+    base = baseline_key(item)
+    return "" if verdict.key == base else verdict.key[len(base) + 1:] + "."
+
+
+def baseline_key(item: pytest.Item) -> str:
+    """The key of ``item``'s baseline: its file's path from the rootdir, then its name.
+
+    The same as the node id for a file inside the rootdir (so existing baselines keep
+    their names). For a file outside it, where pytest's id may lose the path (``::test_a``
+    for both ``one/test_one.py`` and ``two/test_two.py``), the path relative to the rootdir
+    (``../one/test_one.py``), or the absolute path where there is no relative one.
+    """
+    file_part, sep, test_part = item.nodeid.partition("::")
+    path = getattr(item, "path", None)
+    if not sep or path is None:
+        return item.nodeid
+    root = Path(item.config.rootpath)
+    try:
+        relative = Path(path).relative_to(root).as_posix()
+    except ValueError:
+        try:
+            relative = Path(os.path.relpath(path, root)).as_posix()
+        except ValueError:  # another drive
+            relative = Path(path).as_posix()
+    return item.nodeid if relative == file_part else f"{relative}::{test_part}"
 
 
 def _update_line(path: str, old: Profile | None, record: dict) -> str:
@@ -543,6 +687,30 @@ def _update_line(path: str, old: Profile | None, record: dict) -> str:
                         "latency_p99_ms", "peak_rss_mb") if k in new and k in before]
     changes = ", ".join(f"{k} {before[k]:.4g} -> {new[k]:.4g}" for k in keys)
     return f"updated {path}: {changes}" if changes else f"updated {path}"
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a temp file beside it, then a rename)."""
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:60]}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _shown_path(path: Path, config: pytest.Config) -> str:
+    """``path`` as the user wrote it: relative to where pytest was started, when inside."""
+    try:
+        return os.path.relpath(path, config.invocation_params.dir)
+    except ValueError:
+        return str(path)
 
 
 def _relative(path: Path, config: pytest.Config) -> str:
@@ -658,6 +826,33 @@ def pytest_configure(config: pytest.Config) -> None:
             plugin.warnings.append(message)
             warnings.warn(pytest.PytestWarning(f"inferperf: {message}"), stacklevel=1)
     config.pluginmanager.register(plugin, "inferperf-session")
+    if settings.enabled:
+        from . import watchdog
+
+        watchdog.set_reporter(functools.partial(_report_past_capture, config))
+
+
+def _report_past_capture(config: pytest.Config, text: str) -> None:
+    """A stuck call's report, on the terminal now: pytest's capture is paused to write it."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    terminal = config.pluginmanager.getplugin("terminalreporter")
+    if capman is not None:
+        capman.suspend_global_capture(in_=True)
+    try:
+        if terminal is not None:
+            terminal.write_line("")
+            terminal.write_line(text, red=True)
+        else:
+            sys.stderr.write(text + "\n")
+    finally:
+        if capman is not None:
+            capman.resume_global_capture()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    watchdog = sys.modules.get(f"{__package__}.watchdog")  # imported only when enabled
+    if watchdog is not None:
+        watchdog.set_reporter(None)
 
 
 def _plugin(config: pytest.Config) -> InferperfPlugin:
@@ -715,6 +910,9 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
                 if reason:
                     pytest.skip(f"inferperf: the simulate backend is {reason}")
                 line.phase("simulating: native run, then the region under valgrind")
+                # the marker's timeout= bounds the child too
+                limit = ({"timeout": float(spec.runner["timeout"])} if "timeout" in spec.runner
+                         else {})
                 with ticking(line):
                     result = simulate.profile_via_child(
                         request.node.nodeid, variant or None, rootdir=request.config.rootpath,
@@ -722,7 +920,7 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
                         name=variant or request.node.name,
                         shared=plugin.shared_child(request.node),
                         mode=simulate.mode_for(simulate.spec_metrics(spec)),
-                        run_twice=settings.update,
+                        run_twice=settings.update, **limit,
                     )
             else:
                 from .pmu import make_backend
@@ -747,6 +945,9 @@ def _with_operator_times(profile: Profile, call: Callable[[], Any]) -> Profile:
     """The profile with ONNX Runtime's per-node and per-op-type times (onnx.operator_times)."""
     if "onnxruntime" not in sys.modules:  # no session can exist: skip the import
         return profile
+    if profile.partial:  # the workload already ran past its timeout: call it no more
+        return profile.with_(settings={**profile.settings, "operator_pass": {
+            "skipped": "the measured run stopped at its timeout"}})
     from .onnx import operator_times
 
     fields, reason = operator_times(call, latency_ms=profile.latency.mean_ms)

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from .pmu.base import CounterSample, EventStatus
+from .profile_check import InvalidProfile, check_profile
+from .safe_read import UnreadableFile, read_limited
 
 SCHEMA_VERSION = 1
 SCHEMA_NAME = "pytest-inferperf/profile"
@@ -233,17 +235,12 @@ class Profile:
     def load(cls, path: str | Path) -> Profile:
         path = Path(path)
         try:
-            size = path.stat().st_size
-            if size > MAX_PROFILE_BYTES:
-                raise ProfileFormatError(
-                    f"{path} is {size / 2**20:.0f} MiB, far larger than any profile "
-                    f"(limit {MAX_PROFILE_BYTES >> 20} MiB): it is not a profile. Restore it "
-                    "from version control, or delete it and re-create it with "
-                    "--update-baselines."
-                )
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise ProfileFormatError(f"cannot read profile {path}: {exc.strerror}") from exc
+            raw = read_limited(path, MAX_PROFILE_BYTES, what="profile")
+        except UnreadableFile as exc:
+            cause = FileNotFoundError(str(exc)) if exc.missing else None
+            raise ProfileFormatError(
+                f"{exc}. Restore it from version control, or delete it and re-create it "
+                "with --update-baselines.") from cause
         try:
             text = raw.decode("utf-8")
             data = json.loads(text, parse_constant=_reject_constant)
@@ -277,6 +274,10 @@ def _from_dict(data: Any, source: str) -> Profile:
             f"{source} uses profile schema version {version}, newer than this inferperf "
             f"understands ({SCHEMA_VERSION}). Upgrade pytest-inferperf."
         )
+    try:
+        check_profile(data, schema_version=SCHEMA_VERSION)
+    except InvalidProfile as exc:
+        raise ProfileFormatError(f"{source} is not a valid profile: {exc}. {fix}") from None
     try:
         latency = LatencyStats(**_floats(data["latency"], int_keys=("calls",)))
         memory = data["memory"]

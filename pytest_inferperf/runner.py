@@ -38,6 +38,7 @@ from .profile import (
     Steadiness,
 )
 from .stages import REST_STAGE, StageRecorder, recording
+from .watchdog import CallOverrun, Watchdog
 
 OVERHEAD_SAMPLES = 5
 
@@ -129,11 +130,18 @@ def is_steady(durations: Sequence[float], *, warmup: int, window: int,
     return spread <= threshold, spread
 
 
+#: Most calls in one repeat. A sub-microsecond workload would otherwise get tens of
+#: thousands per repeat (the loop's own timing costs more than the call), and a trivial
+#: test would take seconds; 1,000 calls already average out the timer's resolution.
+MAX_CALLS_PER_REPEAT = 1000
+
+
 def calls_per_repeat(typical_call_ns: float, min_time: float) -> int:
-    """Enough calls that one repeat lasts ``min_time`` seconds (at least one)."""
+    """Enough calls that one repeat lasts ``min_time`` seconds (at least one, at most
+    :data:`MAX_CALLS_PER_REPEAT`)."""
     if typical_call_ns <= 0:
         return 1
-    return max(1, math.ceil(min_time * 1e9 / typical_call_ns))
+    return min(MAX_CALLS_PER_REPEAT, max(1, math.ceil(min_time * 1e9 / typical_call_ns)))
 
 
 # -- the environment -----------------------------------------------------------
@@ -204,10 +212,18 @@ def _note(exc: BaseException, text: str) -> None:
         exc.add_note(text)
 
 
-def _call_timed(call: Callable[[], Any], phase: str) -> int:
+def _call_timed(call: Callable[[], Any], phase: str, guard: Watchdog | None = None) -> int:
     begin = time.perf_counter_ns()
     try:
-        call()
+        if guard is None:
+            call()
+        else:
+            with guard.call():
+                call()
+    except CallOverrun as exc:
+        raise MeasurementTimeout(f"{exc} during {phase}, before any measured repeat. Raise "
+                                 "the timeout (marker keyword `timeout=` or the runner's "
+                                 "`timeout`), or make one call shorter.") from None
     except BaseException as exc:
         _note(exc, f"inferperf: the workload raised during {phase}")
         raise
@@ -354,8 +370,9 @@ class Runner:
             make_backend(self.backend, self.events) if isinstance(self.backend, str)
             else self.backend
         )
-        with measurement_environment(s):
-            warm, steady = self._warm_up(call, begin, deadline)
+        with measurement_environment(s), Watchdog(deadline, timeout=s.timeout,
+                                                  name=name) as guard:
+            warm, steady = self._warm_up(call, begin, deadline, guard)
             tail = warm[s.warmup:][-s.steady_window:] or warm[-s.steady_window:]
             typical = statistics.median(tail) if tail else 0.0
             per_repeat = calls_per_repeat(typical, s.min_time)
@@ -365,7 +382,7 @@ class Runner:
                 mem_method, mem_note = reset_peak_rss()
                 recorder = StageRecorder(counters)
                 repeats, durations, partial_reason = self._measure(
-                    call, counters, recorder, per_repeat, deadline, begin
+                    call, counters, recorder, per_repeat, deadline, begin, guard
                 )
                 peak = read_peak_rss(mem_method)
                 statuses = counters.statuses()
@@ -398,14 +415,14 @@ class Runner:
             created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
 
-    def _warm_up(self, call: Callable[[], Any], begin: float,
-                 deadline: float) -> tuple[list[int], Steadiness]:
+    def _warm_up(self, call: Callable[[], Any], begin: float, deadline: float,
+                 guard: Watchdog | None = None) -> tuple[list[int], Steadiness]:
         s = self.settings
         durations: list[int] = []
         reached, spread = False, math.inf
         warm_budget = begin + (deadline - begin) / 2
         while len(durations) < s.warmup_max:
-            durations.append(_call_timed(call, f"warm-up call {len(durations) + 1}"))
+            durations.append(_call_timed(call, f"warm-up call {len(durations) + 1}", guard))
             if len(durations) >= s.warmup:
                 reached, spread = is_steady(durations, warmup=s.warmup, window=s.steady_window,
                                             threshold=s.steady_threshold)
@@ -425,7 +442,7 @@ class Runner:
 
     def _measure(
         self, call: Callable[[], Any], counters: CounterBackend, recorder: StageRecorder,
-        per_repeat: int, deadline: float, begin: float,
+        per_repeat: int, deadline: float, begin: float, guard: Watchdog | None = None,
     ) -> tuple[list[Repeat], list[int], str | None]:
         s = self.settings
         repeats: list[Repeat] = []
@@ -442,17 +459,27 @@ class Runner:
                     )
                     break
                 calls = 0
+                if guard is not None:
+                    guard.progress = f"{len(repeats)} of {s.repeat} repeats"
                 counters.start()
                 try:
                     start = perf_counter_ns()
                     while calls < per_repeat:
                         t0 = perf_counter_ns()
                         try:
+                            if guard is not None:
+                                guard.armed = True
                             last = call()
+                        except CallOverrun as exc:
+                            partial = interrupted_reason(exc, repeats, calls, s.repeat)
+                            break
                         except BaseException as exc:
                             _note(exc, f"inferperf: the workload raised in measured repeat "
                                        f"{index + 1}, call {calls + 1}; counters were closed")
                             raise
+                        finally:
+                            if guard is not None:
+                                guard.armed = False
                         durations.append(perf_counter_ns() - t0)
                         calls += 1
                         if time.monotonic() > deadline:
@@ -460,10 +487,21 @@ class Runner:
                     wall = perf_counter_ns() - start
                 finally:
                     sample = counters.stop()
-                repeats.append(Repeat(calls, wall, sample))
+                if calls:  # a repeat cut by an interrupted call keeps its finished calls
+                    repeats.append(Repeat(calls, wall, sample))
                 recorder.end_repeat()
+                if partial is not None:
+                    break
         self.last_result = last
         return repeats, durations, partial
+
+
+def interrupted_reason(exc: CallOverrun, repeats: Sequence[Repeat], calls: int,
+                       planned: int) -> str:
+    """The partial reason of a run whose call was interrupted at the timeout."""
+    done = len(repeats) + (1 if calls else 0)
+    return (f"timeout: {exc} in measured repeat {len(repeats) + 1}; kept {done} of {planned} "
+            f"repeats ({sum(r.calls for r in repeats) + calls} calls)")
 
 
 def _stage_stats(recorder: StageRecorder, repeats: Sequence[Repeat]) -> tuple[StageStats, ...]:

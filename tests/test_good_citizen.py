@@ -277,7 +277,8 @@ def test_an_unwritable_run_json_is_one_error_line_and_baselines_are_still_writte
     (pytester.path / "blocker").write_text("a file, not a folder")
     result = run(pytester, "--inferperf-update-baselines", "--inferperf-backend", "none",
                  "--inferperf-json", "blocker/run.json")
-    result.stdout.fnmatch_lines(["created baselines/*", "ERROR could not write *blocker*"])
+    result.stdout.fnmatch_lines(["created baselines/*",
+                                 "ERROR --inferperf-json blocker/run.json: cannot write *"])
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
     assert result.ret == 1
 

@@ -207,3 +207,54 @@ def test_save_then_load_is_identity(tmp_path, valid_json):
     path = tmp_path / "a" / "b.json"
     save_baseline(path, profile)
     assert load_baseline(path) == profile
+
+
+# -- baseline keys -----------------------------------------------------------------
+def _outside_rootdir(pytester) -> list[str]:
+    root = pytester.path / "root"
+    root.mkdir()
+    (root / "pytest.ini").write_text("[pytest]\n")
+    for folder, name in (("one", "test_one.py"), ("two", "test_two.py")):
+        (pytester.path / folder).mkdir()
+        (pytester.path / folder / name).write_text(
+            "def test_a(pmu_profile):\n    pmu_profile(lambda: sum(range(100)))\n")
+    return ["-p", "no:cacheprovider", "--inferperf", "--inferperf-flamegraphs", "none",
+            "--rootdir", str(root), "-c", str(root / "pytest.ini"),
+            str(pytester.path / "one" / "test_one.py"), str(pytester.path / "two" / "test_two.py")]
+
+
+def test_tests_outside_the_rootdir_get_their_own_baselines(pytester):
+    """pytest gives both ``::test_a``; their baselines still live apart, by file path."""
+    args = _outside_rootdir(pytester)
+    result = pytester.runpytest_subprocess(*args, "--update-baselines")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["created baselines/*/%2E%2E*/one/test_one.py/test_a.json",
+                                 "created baselines/*/%2E%2E*/two/test_two.py/test_a.json"])
+    assert "updated" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["../one/test_one.py::test_a *", "../two/test_two.py::test_a *"])
+    files = list((pytester.path / "root" / "baselines").rglob("*.json"))
+    assert len(files) == 2
+
+
+def test_a_collision_is_refused_not_judged(pytester):
+    """Two keys that would share one file (forced here): failed with both names, not written."""
+    pytester.makeconftest("""
+        import pytest_inferperf.baseline as b
+        real = b.baseline_path
+        def one_file(folder, machine_class, backend, nodeid):
+            return real(folder, machine_class, backend, "same.py::test")
+        b.baseline_path = one_file
+    """)
+    pytester.makepyfile(test_x="""
+        def test_a(pmu_profile):
+            pmu_profile(lambda: sum(range(100)))
+        def test_b(pmu_profile):
+            pmu_profile(lambda: sum(range(100)))
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--inferperf",
+                                           "--inferperf-flamegraphs", "none",
+                                           "--update-baselines")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_x.py::test_b and test_x.py::test_a map to the same "
+                                 "baseline file*"])
+    assert len(list(Path(pytester.path, "baselines").rglob("*.json"))) == 1  # the first only

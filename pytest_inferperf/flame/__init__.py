@@ -27,6 +27,7 @@ Must not: import pytest, count, or judge a regression.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -98,6 +99,35 @@ class Flamegraphs:
         if self.calls and self.ms_per_count:
             record.update(calls=self.calls, ms_per_count=self.ms_per_count)
         return record
+
+
+WORKDIR_PREFIX = "inferperf-flame-"
+
+
+def sweep_abandoned_workdirs(tmp: str | None = None) -> list[Path]:
+    """Remove the perf work folders of processes that are gone.
+
+    A workload that ends its process (``os._exit``) during ``perf record`` runs no
+    ``finally``: its ``inferperf-flame-<pid>-*`` folder (perf.data, FIFOs) stays. The
+    next capture removes every such folder whose process no longer exists.
+    """
+    import shutil
+
+    removed = []
+    for folder in Path(tmp or tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*-*"):
+        pid = folder.name[len(WORKDIR_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or not folder.is_dir():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # still running
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
 
 
 def safe_name(name: str) -> str:
@@ -258,7 +288,8 @@ def capture(
             paths["operators.diff.svg"] = str(diff_path)
 
     if native:
-        with tempfile.TemporaryDirectory(prefix="inferperf-flame-") as work:
+        sweep_abandoned_workdirs()
+        with tempfile.TemporaryDirectory(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-") as work:
             result = sample_native(
                 call, seconds=seconds, call_graph=call_graph, event=event, workdir=work,
                 perf=perf, frequency=NATIVE_FREQUENCY,

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..child_process import ENV_CHILD, in_child, is_shared_child
 from ..profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
+from ..result_digest import result_digest
 from ..runner import (
     Runner,
     RunSettings,
@@ -702,6 +703,7 @@ def child_measure(call: Callable[[], Any], *, name: str | None = None,
                 finally:  # the rest of the child runs at uninstrumented speed
                     record["instrumentation_off"] = _instrumentation(request, "off")
                 record["outputs_ok"] = outputs_finite(last)
+                record["result_digest"] = result_digest(last)
     except BaseException as exc:
         record["error"] = f"{type(exc).__name__}: {exc}"
         request.send(record)
@@ -858,6 +860,11 @@ def _run_child(nodeid: str, variant: str, *, rootdir: Path, python: str, timeout
             f"(instrumentation {'from the start' if from_start else 'after warm-up'}). "
             f"Raise the timeout or make the workload smaller.\n{_tail(output)}"
         ) from None
+    except BaseException:  # Ctrl-C: the child has its own session, so it got no SIGINT
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
     wall = time.monotonic() - begin
     log = workdir / "valgrind.log"
     if not result.is_file():
@@ -938,10 +945,12 @@ def profile_via_child(
     if not isinstance(calls, int) or isinstance(calls, bool) or calls < 1:
         raise ValueError(f"calls={calls!r}: calls per simulated repeat must be an integer >= 1")
     label = name or variant or nodeid.rsplit("::", 1)[-1]
-    native_profile = None
+    native_profile, native_digest = None, None
     if native is not None:
-        native_profile = Runner(settings, backend="none", events=()).run(
+        native_runner = Runner(settings, backend="none", events=())
+        native_profile = native_runner.run(
             native, name=label, session=session if session is not None else _session_of(native))
+        native_digest = result_digest(native_runner.last_result)
     root = Path(rootdir)
     keep = workdir is not None
     folder = Path(workdir) if keep else Path(tempfile.mkdtemp(prefix="inferperf-simulate-"))
@@ -974,6 +983,7 @@ def profile_via_child(
             other = _build_profile(label, nodeid, events, settings, second, native_profile,
                                    session, None)
             result = with_run_to_run(result, other, second.wall_s)
+        result = with_honesty_warning(result, native_digest, run.record.get("result_digest"))
         return with_resolution(result)
     finally:
         if not keep:
@@ -1001,6 +1011,19 @@ def _check_run(nodeid: str, run: ChildRun) -> list[dict[str, Any]]:
             f"(is CPython's _ctypes stripped?)"
         )
     return plan
+
+
+def with_honesty_warning(profile: Profile, native: str | None, child: str | None) -> Profile:
+    """``profile`` with a warning when the child returned other results than the native run."""
+    if native is None or child is None or native == child:
+        return profile
+    simulation = dict(profile.settings.get("simulation") or {})
+    simulation["warnings"] = [*simulation.get("warnings", ()), (
+        "the workload returned different results in the simulation child than in the native "
+        f"run (digest {child} vs {native}): it did different work there (pid-, time- or "
+        "environment-dependent code?), so the simulated counts may not describe this run")]
+    simulation["result_digests"] = {"native": native, "child": child}
+    return profile.with_(settings={**profile.settings, "simulation": simulation})
 
 
 def _build_profile(name: str, nodeid: str, events: Sequence[str], settings: RunSettings,

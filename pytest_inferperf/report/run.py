@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..partial import partial_label
 from .markdown import md
 from .terminal import columns, summary_rows
 
@@ -67,6 +68,7 @@ def run_document(records: Sequence[Mapping[str, Any]], *, commit: str | None,
         "failure": r.get("failure"),
         "unchecked": list(r.get("unchecked", ())),
         "partial": bool((r.get("profile") or {}).get("partial")),
+        "partial_label": partial_label(r.get("profile")),
         "artifacts": dict(r.get("artifacts", {})),
     } for r in ordered]
     benchmarks = []

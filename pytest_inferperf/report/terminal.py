@@ -9,9 +9,12 @@ controller renders the same table for ``-n 0`` and ``-n 2``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from tabulate import tabulate
+
+from ..partial import partial_label
 
 #: (metric, title, scale): shown for every run.
 COLUMNS = (
@@ -26,6 +29,33 @@ COLUMNS = (
 OPTIONAL_COLUMNS = (
     ("instructions_per_call", "M instr/call", 1e-6),
 )
+
+
+#: C0 and C1 controls (ESC, CR, NUL, BEL...), DEL, line/paragraph separators and the
+#: bidirectional overrides a hostile name could use to rewrite or hide terminal output.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e"
+                      "\u2066-\u2069]")
+_LAYOUT = frozenset("\n\t")
+
+
+def _visible(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def clean(text: object, *, keep_newlines: bool = False) -> str:
+    """``text`` safe for a terminal: every control character shown as a visible escape.
+
+    ANSI escape sequences, carriage returns, NUL, bell and bidirectional overrides
+    from model node names, test names or files are written as ``\\x1b``, ``\\r``-style
+    escapes (``\\x0d``), so they can neither colour, move the cursor, overwrite a line
+    nor split a table row. ``keep_newlines``: newlines and tabs of a multi-line message
+    stay as they are.
+    """
+    text = str(text)
+    if keep_newlines:
+        return _CONTROL.sub(lambda m: m.group() if m.group() in _LAYOUT else _visible(m), text)
+    return _CONTROL.sub(_visible, text)
 
 
 def _cell(value: float | None, scale: float = 1.0) -> str:
@@ -48,8 +78,12 @@ def summary_rows(records: Sequence[dict]) -> list[list[str]]:
     for record in sorted(records, key=lambda r: r["key"]):
         metrics = record["metrics"]
         status = record["status"] if record["outcome"] != "failed" or record["failed"] else "FAILED"
-        rows.append([record["key"], *(_cell(metrics.get(k), scale) for k, _, scale in shown),
-                     record["change"], status, record.get("diagnosis", "")])
+        partial = partial_label(record.get("profile"))
+        if partial:
+            status = f"{status}, {partial}"
+        rows.append([clean(record["key"]),
+                     *(_cell(metrics.get(k), scale) for k, _, scale in shown),
+                     clean(record["change"]), clean(status), clean(record.get("diagnosis", ""))])
     return rows
 
 
@@ -150,6 +184,12 @@ def render_summary(records: Sequence[dict], written: Sequence[str], errors: Sequ
     if simulated:
         lines.append("")
         lines.extend(simulated)
+    partial = [f"  {r['key']}: {label}" for r in sorted(records, key=lambda r: r["key"])
+               if (label := partial_label(r.get("profile")))]
+    if partial:
+        lines.append("")
+        lines.append("Stopped at the timeout (partial results; never written as baselines):")
+        lines.extend(partial)
     missing = not_counted_line(records)
     if missing:
         lines.append("")
@@ -162,4 +202,5 @@ def render_summary(records: Sequence[dict], written: Sequence[str], errors: Sequ
     lines.extend(outputs)
     lines.extend(f"ERROR {e}" for e in errors)
     lines.extend(f"WARNING {w}" for w in warnings)
-    return "\n".join(lines)
+    # The table's cells are clean already; every other line is one line of text.
+    return "\n".join([lines[0], *(clean(line) for line in lines[1:])])
