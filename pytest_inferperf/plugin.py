@@ -717,6 +717,10 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
             result = measure()
             request.node.stash.setdefault(REMEASURE, {})[variant] = measure
         result = _with_operator_times(result, call)
+        if result.model is None and "onnxruntime" in sys.modules:
+            from .identity import model_of_call
+
+            result = result.with_(model=model_of_call(call))
         recorded.append((variant, result, call))
         return result
 
