@@ -133,8 +133,10 @@ def judge_timing(metric: str, delta: float, tolerance: float,
     machine = (f"the machine ran {factor:.2g}x slower ({clock} time of the calibration) than "
                "at baseline time" if factor > 1.0 else
                "the calibration ran no slower than at baseline time")
-    busy = "; ".join([*(f"now: {r}" for r in floor.busy_now),
-                      *(f"at baseline: {r}" for r in floor.busy_baseline)])
+    busy = "; ".join(
+        ([f"now {', '.join(floor.busy_now)}"] if floor.busy_now else [])
+        + ([f"at baseline time {', '.join(floor.busy_baseline)}"] if floor.busy_baseline
+           else []))
     if ratio > allowed:
         return TimingJudgement(metric, "regressed", (
             f"{what} {delta:+.0%} is beyond the noise floor ({machine}"
