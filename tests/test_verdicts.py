@@ -160,3 +160,30 @@ def test_new_fields_round_trip():
     back = Profile.from_dict(json.loads(p.to_json()))
     assert back.conditions == p.conditions and back.model == p.model
     assert back.memory.growth_bytes == 200 << 20
+
+
+def _record(verdict) -> dict:
+    return {**verdict.summary_dict(), "nodeid": verdict.key, "outcome": "passed",
+            "failure": None}
+
+
+def test_reports_show_inconclusive_with_the_reason():
+    from pytest_inferperf.report.run import run_document, run_markdown
+    from pytest_inferperf.report.terminal import render_summary
+
+    busy = _cond(21.0, 21.0, others=1.7, share=0.6)
+    v = _judge(make(2.56, cond=busy, seed=1), make(2.0, cond=_cond(8, 8, others=1.2)))
+    record = _record(v)
+    text = render_summary([record], [], [], [], update=False)
+    assert "inconclusive: cpu_ms_per_call +28" in text
+    assert "Inconclusive (a warning, not a failure; --inferperf-strict fails it)" in text
+    assert "t::x: cpu_ms_per_call: the machine ran" in text
+    assert "Baselines recorded on a busy machine" in text
+    markdown = run_markdown([record])
+    assert "1 profiled, 0 failed, 1 inconclusive" in markdown
+    assert "- t::x: cpu\\_ms\\_per\\_call: the machine ran" in markdown
+    (test,) = run_document([record], commit=None)["tests"]
+    assert test["verdict"] == "inconclusive" and test["inconclusive"] == list(v.inconclusive)
+    assert test["baseline_busy"] and test["noise_floor"]["busy_now"]
+    assert test["carried_by"] == "cpu_ms_per_call (timing, against the noise floor: nothing " \
+                                 "counted)"
