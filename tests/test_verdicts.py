@@ -181,7 +181,7 @@ def test_reports_show_inconclusive_with_the_reason():
     assert "Baselines recorded on a busy machine" in text
     markdown = run_markdown([record])
     assert "1 profiled, 0 failed, 1 inconclusive" in markdown
-    assert "- t::x: cpu\\_ms\\_per\\_call: the machine ran" in markdown
+    assert "- t::x: cpu_ms_per_call: the machine ran" in markdown
     (test,) = run_document([record], commit=None)["tests"]
     assert test["verdict"] == "inconclusive" and test["inconclusive"] == list(v.inconclusive)
     assert test["baseline_busy"] and test["noise_floor"]["busy_now"]
