@@ -275,7 +275,15 @@ class InferperfPlugin:
         from .verdict import with_confirmation
 
         time.sleep(CONFIRM_PAUSE_S)
-        again, _ = self._judge(item, name, _with_operator_times(remeasure(), call))
+        try:
+            profile = _with_operator_times(remeasure(), call)
+        except TimeoutError as exc:  # the first measurement stands, and says why
+            from dataclasses import replace
+
+            return replace(verdict, confirmation={
+                "held": True, "pause_s": CONFIRM_PAUSE_S,
+                "text": f"not measured again ({exc}): the first measurement stands"})
+        again, _ = self._judge(item, name, profile.with_(model=verdict.profile.model))
         return with_confirmation(verdict, again, pause_s=CONFIRM_PAUSE_S)
 
     def _wants_flamegraphs(self, verdict: Verdict) -> bool:
