@@ -348,7 +348,8 @@ def change_summary(verdict: Verdict) -> str:
     busy = " [baseline recorded on a busy machine]" if verdict.baseline_busy else ""
     if verdict.regressions:
         worst = max(verdict.regressions, key=lambda c: abs(c.delta))
-        held = ", confirmed" if (verdict.confirmation or {}).get("held") else ""
+        held = (", confirmed" if str((verdict.confirmation or {}).get("text", "")).startswith(
+            "confirmed") else "")
         return (f"REGRESSED {worst.metric} {worst.delta:+.1%}{_blamed_on(verdict.change)}"
                 f"{held}{busy}")
     if verdict.inconclusive and verdict.compare_fails:
