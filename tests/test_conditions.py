@@ -146,3 +146,12 @@ def test_floor_serialises():
     floor = NoiseFloor(1.5, 1.2, ("x",), ())
     assert floor.to_dict() == {"slowdown_wall": 1.5, "slowdown_cpu": 1.2, "busy_now": ["x"],
                                "busy_baseline": [], "contended": True, "note": None}
+
+
+def test_time_slicing_excuses_latency_but_not_cpu_time():
+    # another process kept the CPUs busy; the calibration's CPU time did not move
+    floor = floor_of(_cond(10.5, 10.1, others=1.8), _cond(10.0, 10.0))
+    assert floor.busy_now
+    assert judge_timing("cpu_ms_per_call", 0.20, 0.10, floor).outcome == "regressed"
+    assert judge_timing("latency_mean_ms", 0.20, 0.10, floor).outcome == "inconclusive"
+    assert floor.allowed_ratio("latency_mean_ms", 0.10) == pytest.approx(1.65)
