@@ -130,9 +130,14 @@ class TimingJudgement:
     reason: str
 
 
-def judge_timing(metric: str, delta: float, tolerance: float,
-                 floor: NoiseFloor) -> TimingJudgement:
-    """A credible timing regression of ``delta`` against the noise floor."""
+def judge_timing(metric: str, delta: float, tolerance: float, floor: NoiseFloor, *,
+                 cpu_time_judged: bool = False) -> TimingJudgement:
+    """A credible timing regression of ``delta`` against the noise floor.
+
+    ``cpu_time_judged``: CPU time was measured too. Then on a contended machine a
+    latency change alone is inconclusive: wall time there follows the scheduler, and
+    more work shows in CPU time, which is judged on its own floor.
+    """
     ratio = 1.0 + delta
     allowed = floor.allowed_ratio(metric, tolerance)
     clock = TIMING_CLOCK.get(metric, "cpu")
@@ -145,6 +150,10 @@ def judge_timing(metric: str, delta: float, tolerance: float,
         ([f"now {', '.join(floor.busy_now)}"] if floor.busy_now else [])
         + ([f"at baseline time {', '.join(floor.busy_baseline)}"] if floor.busy_baseline
            else []))
+    if clock == "wall" and floor.busy_now and cpu_time_judged:
+        return TimingJudgement(metric, "inconclusive", (
+            f"{what} {delta:+.0%} on a contended machine ({busy}): wall time there follows "
+            "the scheduler, so CPU time carries the verdict"))
     if ratio > allowed:
         return TimingJudgement(metric, "regressed", (
             f"{what} {delta:+.0%} is beyond the noise floor ({machine}"

@@ -91,7 +91,11 @@ class Verdict:
     def timing_judgements(self) -> tuple[TimingJudgement, ...]:
         """Each suspected timing regression against the noise floor."""
         floor = self.noise or NoiseFloor(None, None, (), ())
-        return tuple(judge_timing(c.metric, c.delta, c.tolerance, floor)
+        cpu_judged = (self.comparison is not None
+                      and self.comparison.get("cpu_ms_per_call") is not None
+                      and "cpu_ms_per_call" in self.gated)
+        return tuple(judge_timing(c.metric, c.delta, c.tolerance, floor,
+                                  cpu_time_judged=cpu_judged)
                      for c in self.suspected if c.metric in TIMING_CLOCK)
 
     @property

@@ -155,3 +155,12 @@ def test_time_slicing_excuses_latency_but_not_cpu_time():
     assert judge_timing("cpu_ms_per_call", 0.20, 0.10, floor).outcome == "regressed"
     assert judge_timing("latency_mean_ms", 0.20, 0.10, floor).outcome == "inconclusive"
     assert floor.allowed_ratio("latency_mean_ms", 0.10) == pytest.approx(1.65)
+
+
+def test_on_a_contended_machine_latency_alone_never_fails_where_cpu_time_is_judged():
+    floor = floor_of(_cond(10.2, 10.0, others=1.8, share=0.2), _cond(10.0, 10.0))
+    j = judge_timing("latency_mean_ms", 0.96, 0.10, floor, cpu_time_judged=True)
+    assert j.outcome == "inconclusive"
+    assert "wall time there follows the scheduler, so CPU time carries the verdict" in j.reason
+    # without CPU time (backend none) a latency far beyond the floor still fails
+    assert judge_timing("latency_mean_ms", 2.0, 0.10, floor).outcome == "regressed"
