@@ -23,7 +23,9 @@ briefly. CPU time is not inflated by time slicing - measured under two competing
 CPU-bound processes on the 2-vCPU VM, unchanged tests' CPU time stayed within 5% of
 a baseline recorded without them while their latency tripled
 (docs/benchmarks/noisy-verdicts.md) - so it gets no margin beyond what the
-calibration's own CPU time says (steal, shared caches, the clock). A baseline that
+calibration's own CPU time says (steal, shared caches, the clock). And where CPU
+time is judged, a latency change on a contended machine is inconclusive on its own:
+more work shows in CPU time. A baseline that
 was recorded busy reads slow, so it hides regressions rather than inventing them: it
 is named in every comparison (``verdict``), and adds no margin. A change within the
 floor is *inconclusive*, never *passed*: the data cannot say either way.
