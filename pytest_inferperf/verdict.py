@@ -149,7 +149,8 @@ class Verdict:
             worst = max(self.counted_regressions, key=lambda c: abs(c.delta))
             return f"{worst.metric} (counted)"
         if self.regressions:
-            worst = max(self.regressions, key=lambda c: abs(c.delta))
+            cpu = [c for c in self.regressions if c.metric == "cpu_ms_per_call"]
+            worst = cpu[0] if cpu else max(self.regressions, key=lambda c: abs(c.delta))
             return f"{worst.metric} (timing, beyond the noise floor)"
         work = self.comparison.get("instructions_per_call")
         if work is not None:
