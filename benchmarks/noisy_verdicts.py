@@ -295,8 +295,10 @@ def render(data: Mapping[str, Any]) -> str:
                      f"{cell['inconclusive'] if tool == 'pytest-inferperf' else '-'} | "
                      f"{caught('1.2')} | {caught('1.5')} | {caught('3.0')} |")
     lines += ["", "Conditions while each phase ran (this script's reading of /proc/stat and "
-              "the load average; `others` excludes the tests' own process only, so the two "
-              "competing processes are in it in the loaded phase):", "",
+              "the load average, read by the benchmark script around each pytest run: "
+              "`other processes` are everything but the script itself, so the measured "
+              "pytest run is in it, and so are the two competing processes in the loaded "
+              "phase):", "",
               "| phase | runs | load avg 1 min (median) | other processes busy, CPUs (median) "
               "| steal |", "|---|---|---|---|---|"]
     for phase, cond in (data.get("conditions") or {}).items():
