@@ -14,7 +14,7 @@ import pytest
 from pytest_inferperf import region
 
 
-@pytest.mark.perf(ipc_min=1.0, l1_miss_max=0.10, latency_p99_ms_max=80, peak_rss_mb_max=1024)
+@pytest.mark.perf(ipc_min=1.0, l1_miss_max=0.10, latency_p99_ms_max=80, rss_growth_mb_max=512)
 def test_mobilenet_v2(pmu_profile, session_for, image):
     session = session_for("mobilenet_v2")
     profile = pmu_profile(session.run, None, image)

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .cache import CachedResult, CacheKey, ResultCache, file_sha256
+from .identity import describe_model
 from .machine import this_cpu
 from .metrics import profile_metrics
 from .onnx import InputSpecError, ModelError, SessionSettings
@@ -308,7 +309,7 @@ def analyse_model(
                        timeout=timeout, backend=backend, progress=progress)
     call = functools.partial(session.run, None, inputs)
     notes: dict[str, str] = {}
-    changes: dict[str, Any] = {}
+    changes: dict[str, Any] = {"model": describe_model(model, inputs)}
     operators: list[Any] = []
     if details:
         _say(progress, "operators (ONNX Runtime profiler)…")

@@ -59,14 +59,14 @@ MATERIAL_SHARE = 0.20
 #: An op type stands out when (1 + its change) / (1 + the other op types' change) is at
 #: least this: the 10-30% a shared 2-CPU machine moves every op type by stays below it.
 STANDS_OUT = 1.25
-#: A stage or op type without per-repeat values moves credibly beyond this (as
-#: ``cpu_ms_per_call`` in :data:`compare.DEFAULT_TOLERANCES`).
+#: A stage or op type without per-repeat values moves credibly beyond this (the 10-30%
+#: a shared 2-CPU machine moves timings by, see ``compare.DEFAULT_TOLERANCES``).
 PART_TOLERANCE = 0.25
 #: What the slowdown is measured in, the first one present is the headline.
 SLOWDOWN_METRICS = ("latency_mean_ms", "cpu_ms_per_call", "cycles_per_call")
 #: Metrics that are symptoms, not causes: reported when they move, never a pointer.
 SYMPTOMS = ("cycles_per_call", "cpu_ms_per_call", "latency_mean_ms", "latency_p50_ms",
-            "latency_p95_ms", "latency_p99_ms", "peak_rss_mb")
+            "latency_p95_ms", "latency_p99_ms", "peak_rss_mb", "rss_growth_mb")
 
 
 # -- records ----------------------------------------------------------------------

@@ -332,7 +332,7 @@ def _validate_cmd(args: argparse.Namespace) -> int:
     try:
         result = validate_target(
             args.target, args.baseline, tolerance=args.tolerance, overrides=overrides,
-            shapes=tuple(args.shape or ()),
+            shapes=tuple(args.shape or ()), any_model=args.any_model, strict=args.strict,
             progress=progress.for_target(os.path.basename(args.target)))
     except (UsageError, TimeoutError) as exc:
         return _usage("validate", exc)
@@ -344,6 +344,13 @@ def _validate_cmd(args: argparse.Namespace) -> int:
     if verdict.failed:
         print(clean(failure_text(verdict), keep_newlines=True))
         return EXIT_FAILED
+    if verdict.outcome == "inconclusive":
+        print(clean(f"inconclusive: {result.label} against {result.baseline_path}: "
+                    f"{change_summary(verdict)}"))
+        for reason in verdict.inconclusive:
+            print(clean(f"  {reason}"))
+        print("  (a warning, not a failure; --strict fails it)")
+        return EXIT_OK
     print(clean(f"ok: {result.label} against {result.baseline_path}: "
                 f"{change_summary(verdict)}"))
     return EXIT_OK
@@ -456,8 +463,9 @@ def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
         "validate", help="measure again (or load a report) and judge it against a baseline",
         description="Judge TARGET against --baseline with the plugin's verdict (same "
         "tolerances, statistics and gating). A model is measured again with the baseline's "
-        "settings; a .json is a saved Profile. Exit status: 0 ok, 1 regression, 2 usage "
-        "error (missing or unreadable file, another machine class or backend).")
+        "settings; a .json is a saved Profile. Exit status: 0 ok (or inconclusive: a change "
+        "the machine's state can explain), 1 regression, 2 usage error (missing or "
+        "unreadable file, another machine class or backend, a baseline of another model).")
     validate.add_argument("target", metavar="MODEL.onnx|report.json|MODULE:CALLABLE")
     validate.add_argument("--baseline", required=True, metavar="FILE",
                           help="a saved Profile: report.json of `inferperf analyse`, or a "
@@ -465,6 +473,12 @@ def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
     validate.add_argument("--tolerance", type=float, metavar="X",
                           help="relative tolerance for every metric (0.1 = 10%%); default: "
                                "each metric's own (`inferperf metrics`)")
+    validate.add_argument("--any-model", action="store_true",
+                          help="compare with a baseline of another model (content hash or "
+                               "input shapes differ) instead of refusing it")
+    validate.add_argument("--strict", action="store_true",
+                          help="fail an inconclusive change (one within the noise floor of "
+                               "the machine's state) instead of warning")
     _measure_options(validate, defaults=False)
     _verbose(validate)
     validate.set_defaults(func=_validate_cmd)

@@ -74,6 +74,7 @@ class MetricContext:
     midr: str | None = None
     latency: Mapping[str, float] | None = None
     peak_rss_bytes: int | None = None
+    rss_growth_bytes: int | None = None
 
     @property
     def topdown(self) -> TopdownModel | None:
@@ -179,6 +180,10 @@ def _peak_rss_mb(_c: Counts, ctx: MetricContext) -> float | None:
     return None if ctx.peak_rss_bytes is None else ctx.peak_rss_bytes / (1 << 20)
 
 
+def _rss_growth_mb(_c: Counts, ctx: MetricContext) -> float | None:
+    return None if ctx.rss_growth_bytes is None else ctx.rss_growth_bytes / (1 << 20)
+
+
 _TD = "telemetry-solution neoverse-{v1,v2,n2} metrics (top-down level 1)"
 _MPKI = "X / INST_RETIRED * 1000 (Arm telemetry-solution, perf sbsa.json)"
 
@@ -277,6 +282,9 @@ METRICS: dict[str, Metric] = {
                "p99 / p50 (timer)", _latency_tail),
         Metric("peak_rss_mb", "peak resident memory of the region", "MiB", "lower", (),
                "VmHWM after clear_refs, or ru_maxrss", _peak_rss_mb),
+        Metric("rss_growth_mb", "resident memory the region added above its starting RSS",
+               "MiB", "lower", (), "VmHWM after clear_refs - VmRSS at the region's start",
+               _rss_growth_mb),
     )
 }
 
@@ -301,6 +309,7 @@ def context_of(profile: Profile) -> MetricContext:
         midr=cpu.get("midr"),
         latency={k: v for k, v in vars(profile.latency).items() if isinstance(v, float)},
         peak_rss_bytes=profile.memory.peak_rss_bytes,
+        rss_growth_bytes=profile.memory.growth_bytes,
     )
 
 

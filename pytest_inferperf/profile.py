@@ -2,7 +2,8 @@
 
 Owns: the :class:`Profile` record and its parts (latency, memory, steady
 state, per-repeat samples, stages with their per-repeat times, per-operator
-and per-op-type times), the JSON schema version, and loading and validating
+and per-op-type times, the machine's conditions while measuring, the model that was
+measured), the JSON schema version, and loading and validating
 a serialised Profile. Fields added since version 1 are optional: an older
 file loads with them empty, so no version bump was needed for them. A
 baseline file, ``report.json`` and a CLI result are all serialised Profiles.
@@ -76,11 +77,27 @@ class LatencyStats:
 
 @dataclass(frozen=True)
 class MemoryStats:
-    """Peak resident memory of the measured region and how it was obtained."""
+    """Resident memory of the measured region and how it was obtained.
+
+    ``peak_rss_bytes`` is the absolute peak: it includes everything the process held
+    when the region began, so it depends on which tests ran before. ``start_rss_bytes``
+    is the RSS when the region began (after freed heap memory was handed back to the
+    OS); the growth above it is the region's own (None in profiles recorded before it
+    was stored, and where the peak is the process-lifetime peak).
+    """
 
     peak_rss_bytes: int | None
     method: str  # "clear_refs" (region peak) | "ru_maxrss" (process-lifetime peak)
     note: str | None = None
+    start_rss_bytes: int | None = None
+
+    @property
+    def growth_bytes(self) -> int | None:
+        if self.peak_rss_bytes is None or self.start_rss_bytes is None:
+            return None
+        if self.method != "clear_refs":
+            return None
+        return max(0, self.peak_rss_bytes - self.start_rss_bytes)
 
 
 @dataclass(frozen=True)
@@ -160,6 +177,11 @@ class Profile:
     artifacts: Mapping[str, str] = field(default_factory=dict)
     outputs_ok: bool = True
     created: str = ""
+    # The machine's state while measuring (conditions.recorded): steal, other CPUs' busy
+    # time, load, context switches, CPU vs wall, the calibration workload's timings.
+    conditions: Mapping[str, Any] | None = None
+    # What was measured: {"sha256", "path", "inputs": [{"name", "shape", "dtype"}]}.
+    model: Mapping[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     # -- derived views --------------------------------------------------
@@ -222,6 +244,8 @@ class Profile:
             "stacks": None if self.stacks is None else dict(self.stacks),
             "artifacts": dict(self.artifacts),
             "outputs_ok": self.outputs_ok,
+            "conditions": None if self.conditions is None else dict(self.conditions),
+            "model": None if self.model is None else dict(self.model),
         }
 
     def to_json(self) -> str:
@@ -295,6 +319,8 @@ def _from_dict(data: Any, source: str) -> Profile:
                 else int(memory["peak_rss_bytes"]),
                 method=str(memory["method"]),
                 note=memory.get("note"),
+                start_rss_bytes=None if memory.get("start_rss_bytes") is None
+                else int(memory["start_rss_bytes"]),
             ),
             steady=Steadiness(
                 reached=bool(steady["reached"]),
@@ -317,6 +343,8 @@ def _from_dict(data: Any, source: str) -> Profile:
             artifacts={str(k): str(v) for k, v in data.get("artifacts", {}).items()},
             outputs_ok=bool(data.get("outputs_ok", True)),
             created=str(data.get("created", "")),
+            conditions=None if data.get("conditions") is None else _mapping(data["conditions"]),
+            model=None if data.get("model") is None else _mapping(data["model"]),
             schema_version=version,
         )
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:

@@ -2,7 +2,9 @@
 
 Owns: warm-up until the timings are steady (up to a cap), calibrating calls
 per repeat, counting each repeat separately, per-call latency, peak RSS of
-the measured region, stage attribution, the counting overhead, the
+the measured region and its growth above the region's starting RSS, the
+machine's conditions around the measurement (``conditions.recorded``),
+stage attribution, the counting overhead, the
 measurement environment (gc, seed, CPU pinning, all restored), the timeout
 (partial results) and what happens when the workload raises.
 
@@ -25,6 +27,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from . import conditions
 from .machine import machine_facts, this_cpu
 from .pmu import make_backend
 from .pmu.base import CounterBackend, CounterSample
@@ -194,6 +197,38 @@ def reset_peak_rss() -> tuple[str, str | None]:
         )
 
 
+def release_free_memory() -> bool:
+    """Hand the C heap's free memory back to the OS (glibc ``malloc_trim(0)``).
+
+    Memory freed by earlier tests but kept by the allocator would otherwise be reused
+    by the region without growing RSS: the region's growth would depend on what ran
+    before it. False where there is no glibc.
+    """
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes = [ctypes.c_size_t]
+    trim(0)
+    return True
+
+
+def read_rss() -> int | None:
+    """The resident set size now (``VmRSS``), or None where it cannot be read."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def read_peak_rss(method: str) -> int | None:
     if method == "clear_refs":
         try:
@@ -361,6 +396,7 @@ class Runner:
     backend: str | CounterBackend = "perf"
     events: Sequence[str] = DEFAULT_EVENTS
     last_result: Any = None
+    calibrate_rounds: int = conditions.CALIBRATION_ROUNDS  # 0: no calibration workload
 
     def run(self, call: Callable[[], Any], *, name: str, session: dict | None = None) -> Profile:
         s = self.settings
@@ -377,14 +413,20 @@ class Runner:
             typical = statistics.median(tail) if tail else 0.0
             per_repeat = calls_per_repeat(typical, s.min_time)
             counters.open()
+            machine_state: dict[str, Any] = {}
             try:
                 overhead = measure_overhead(counters)
-                mem_method, mem_note = reset_peak_rss()
                 recorder = StageRecorder(counters)
-                repeats, durations, partial_reason = self._measure(
-                    call, counters, recorder, per_repeat, deadline, begin, guard
-                )
-                peak = read_peak_rss(mem_method)
+                with conditions.recorded(machine_state,
+                                         calibrate_rounds=self.calibrate_rounds):
+                    gc.collect()
+                    release_free_memory()
+                    mem_method, mem_note = reset_peak_rss()
+                    start_rss = read_rss() if mem_method == "clear_refs" else None
+                    repeats, durations, partial_reason = self._measure(
+                        call, counters, recorder, per_repeat, deadline, begin, guard
+                    )
+                    peak = read_peak_rss(mem_method)
                 statuses = counters.statuses()
             finally:
                 counters.close()
@@ -403,7 +445,7 @@ class Runner:
             events=tuple(statuses[e] for e in self.events if e in statuses),
             repeats=tuple(repeats),
             latency=LatencyStats.from_durations_ns(durations),
-            memory=MemoryStats(peak, mem_method, mem_note),
+            memory=MemoryStats(peak, mem_method, mem_note, start_rss),
             steady=steady,
             settings={**s.to_dict(), "calls_per_repeat": per_repeat},
             session=session,
@@ -413,6 +455,7 @@ class Runner:
             partial_reason=partial_reason,
             outputs_ok=outputs_finite(self.last_result),
             created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            conditions=machine_state or None,
         )
 
     def _warm_up(self, call: Callable[[], Any], begin: float, deadline: float,

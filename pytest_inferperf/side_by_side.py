@@ -188,6 +188,7 @@ def side_by_side(entries: Sequence[Analysis], *,
                  quality_higher_is_better: bool = True) -> SideBySide:
     """Compare every entry with the first: metrics, operator types, verdicts, Pareto front."""
     from .budgets import PerfSpec
+    from .identity import different_models
     from .pareto import Variant, pareto_front
     from .verdict import judge
 
@@ -207,6 +208,9 @@ def side_by_side(entries: Sequence[Analysis], *,
                          f"against {first.profile.machine_class} ({first.profile.backend}); "
                          "values are shown side by side only")
             continue
+        other = different_models(entry.profile, first.profile)
+        if other:
+            notes.append(f"{entry.label} is another model than {first.label}: {other}")
         verdicts.append(judge(entry.label, entry.profile, PerfSpec(), baseline=first.profile,
                               baseline_note=f"against {first.label}"))
     values = [profile_metrics(e.profile) for e in entries]

@@ -4,6 +4,9 @@ Owns: :func:`validate_target` and its result :class:`Validation`, and
 :func:`options_like` - the measurement options that repeat how a baseline was measured.
 The verdict is :func:`verdict.judge`'s, with the plugin's own gating.
 
+A baseline of another model (its content hash, or its input names and shapes) is
+refused with :class:`ModelMismatch` unless ``any_model`` asks to compare anyway.
+
 Must not: measure by itself (:mod:`.analyse` does), compare more than one Profile with
 a reference (:mod:`.side_by_side`), write files, parse arguments or print (``cli``).
 A baseline that cannot be used raises :class:`analyse.UsageError`.
@@ -29,6 +32,7 @@ from .analyse import (
     resolve_shapes,
 )
 from .compare import IncomparableError, check_comparable
+from .identity import different_models, identity_of, model_sha256
 from .machine import this_cpu
 from .profile import Profile
 
@@ -69,6 +73,8 @@ def validate_target(
     overrides: Mapping[str, Any] | None = None,
     shapes: Sequence[tuple[str, str]] = (),
     progress: Progress | None = None,
+    any_model: bool = False,
+    strict: bool = False,
 ) -> Validation:
     """Measure ``target`` again (or load it, a ``.json``) and judge it against the baseline.
 
@@ -76,7 +82,9 @@ def validate_target(
     backend) unless ``overrides``/``shapes`` say otherwise. Same verdict as the plugin:
     :func:`verdict.judge` with ``tolerance`` for every metric (None: the defaults) and
     the default gating. Raises :class:`UsageError` for a missing or unreadable file, and
-    for a baseline from another machine class or backend.
+    for a baseline from another machine class or backend; :class:`ModelMismatch` for a
+    baseline of another model (content hash, or input names and shapes) unless
+    ``any_model``. ``strict``: an inconclusive change fails.
     """
     from .budgets import PerfSpec
     from .verdict import judge
@@ -107,6 +115,12 @@ def validate_target(
             if not model.is_file():
                 raise UsageError(f"{target} does not exist (or is not a file). Pass an ONNX "
                                  "model, a report.json, or MODULE:CALLABLE.")
+            known = identity_of(baseline) or {}
+            digest = model_sha256(model)
+            if not any_model and known.get("sha256") and digest and digest != known["sha256"]:
+                raise ModelMismatch(_other_model(baseline_file, (
+                    f"{target} (sha256 {digest[:12]}) is not the model of the baseline, "
+                    f"{known.get('path') or 'a model'} (sha256 {str(known['sha256'])[:12]})")))
             dims = {**dims, **resolve_shapes(model, options.shapes)}
             profile = analyse_model(
                 model, dims=dims, settings=options.session_settings(), warmup=options.warmup,
@@ -120,10 +134,25 @@ def validate_target(
             f"{label} is from {profile.machine_class} with the {profile.backend} backend, "
             f"the baseline from {baseline.machine_class} with the {baseline.backend} "
             "backend"))) from None
+    why = different_models(profile, baseline)
+    if why and not any_model:
+        raise ModelMismatch(_other_model(baseline_file, why))
     spec = PerfSpec(tolerance=tolerance)
     verdict = judge(label, profile, spec, baseline=baseline,
-                    baseline_note=f"baseline {baseline_file}")
+                    baseline_note=f"baseline {baseline_file}"
+                    + (f" (another model: {why})" if why else ""), strict=strict)
     return Validation(label, os.fspath(baseline_file), verdict)
+
+
+class ModelMismatch(UsageError):
+    """The baseline measured another model (exit status 2 unless --any-model)."""
+
+
+def _other_model(baseline_file: str | os.PathLike[str], why: str) -> str:
+    return (f"baseline {os.fspath(baseline_file)} is of another model: {why}. A baseline "
+            "only says something about the model it measured: record one for this model "
+            "with `inferperf analyse MODEL --out DIR` and pass DIR/report.json to "
+            "--baseline, or pass --any-model to compare them anyway.")
 
 
 def _incomparable(baseline_file: str | os.PathLike[str], why: str) -> str:

@@ -286,6 +286,32 @@ def test_validate_usage_errors(models: dict[str, Path], baseline: Path, tmp_path
     assert f"baseline {broken} cannot be used: is not a valid profile: not UTF-8 JSON" in err
 
 
+def test_validate_refuses_a_baseline_of_another_model(
+        models: dict[str, Path], baseline: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stored = Profile.load(baseline).model
+    assert stored is not None and len(stored["sha256"]) == 64
+    assert [i["name"] for i in stored["inputs"]] and all(i["shape"] for i in stored["inputs"])
+    other = str(models["mobilenet_v2_int8"])
+    assert main(["validate", other, "--baseline", str(baseline), *FAST]) == 2
+    err = capsys.readouterr().err
+    assert f"baseline {baseline} is of another model: {other} (sha256 " in err
+    assert "is not the model of the baseline, mobilenet_v2.onnx (sha256 " in err
+    assert "--any-model" in err
+    rc = main(["validate", other, "--baseline", str(baseline), "--any-model", *FAST])
+    assert rc in (0, 1), capsys.readouterr().err
+
+
+def test_validate_refuses_a_saved_profile_of_other_inputs(
+        baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def other_shape(data: dict) -> None:
+        data["model"]["inputs"][0]["shape"] = [8, 3, 224, 224]
+
+    edited = _edit(baseline, tmp_path / "batch8.json", other_shape)
+    assert main(["validate", str(edited), "--baseline", str(baseline)]) == 2
+    err = capsys.readouterr().err
+    assert "was fed" in err and "[8, 3, 224, 224] now" in err
+
+
 # -- compare ------------------------------------------------------------------------------
 def test_compare_fp32_with_int8(models: dict[str, Path], baseline: Path, cache_dir: Path,
                                 tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1133,6 +1133,7 @@ def _build_profile(name: str, nodeid: str, events: Sequence[str], settings: RunS
         overhead=overhead,
         outputs_ok=bool(record.get("outputs_ok", True))
         and (native.outputs_ok if native else True),
+        conditions=native.conditions if native is not None else None,  # timings' machine state
     )
 
 

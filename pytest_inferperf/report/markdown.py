@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 ENV_VAR = "GITHUB_STEP_SUMMARY"
 KEY_METRICS = ("latency_p50_ms", "latency_p99_ms", "latency_mean_ms", "cpu_ms_per_call", "ipc",
-               "l1_miss", "peak_rss_mb")
+               "l1_miss", "rss_growth_mb", "peak_rss_mb")
 _ESCAPES = {"\\": "\\\\", "|": "\\|", "`": "\\`", "[": "\\[", "]": "\\]", "*": "\\*",
             "&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": " ", "\n": " "}
 
@@ -69,9 +69,13 @@ def render_validation(label: str, baseline: str, verdict: Any) -> str:
     """The verdict of ``validate``: ok or what failed, one bullet per finding."""
     from ..verdict import change_summary, failure_text
 
-    status = "FAILED" if verdict.failed else "ok"
+    status = "FAILED" if verdict.failed else (
+        "inconclusive" if verdict.outcome == "inconclusive" else "ok")
     lines = [f"### inferperf validate: {md(label)}: {status}", "",
              f"- **baseline**: {md(baseline)}", f"- **against it**: {md(change_summary(verdict))}"]
+    if verdict.carried_by:
+        lines.append(f"- **carried by**: {md(verdict.carried_by)}")
+    lines += [f"- **inconclusive**: {md(reason)}" for reason in verdict.inconclusive]
     if verdict.failed:
         lines += [f"- {md(line.strip())}" for line in failure_text(verdict).splitlines()[1:]
                   if line.strip()]

@@ -32,6 +32,7 @@ TREND_METRICS = {
     "instructions_per_call": ("instructions", True),
     "ipc": ("instructions/cycle", False),
     "peak_rss_mb": ("MiB", True),
+    "rss_growth_mb": ("MiB", True),
 }
 
 
@@ -70,6 +71,14 @@ def run_document(records: Sequence[Mapping[str, Any]], *, commit: str | None,
         "partial": bool((r.get("profile") or {}).get("partial")),
         "partial_label": partial_label(r.get("profile")),
         "artifacts": dict(r.get("artifacts", {})),
+        "verdict": r.get("verdict"),
+        "inconclusive": list(r.get("inconclusive") or ()),
+        "carried_by": r.get("carried_by") or None,
+        "confirmation": r.get("confirmation"),
+        "noise_floor": r.get("noise_floor"),
+        "conditions": (r.get("profile") or {}).get("conditions"),
+        "busy": list(r.get("busy") or ()),
+        "baseline_busy": list(r.get("baseline_busy") or ()),
     } for r in ordered]
     benchmarks = []
     for test in tests:
@@ -97,9 +106,12 @@ def run_markdown(records: Sequence[Mapping[str, Any]], *, title: str = "pytest -
     if not records:
         return ""
     failed = [r for r in records if r["failed"] or r.get("outcome") == "failed"]
+    doubtful = [r for r in records if r.get("inconclusive") and not r["failed"]]
     machine = next(((r.get("profile") or {}).get("machine_class") for r in records), "?")
-    lines = [f"### {md(title)}: {len(records)} profiled, {len(failed)} failed",
-             "", f"Machine class `{md(machine)}`.", ""]
+    counts = f"{len(records)} profiled, {len(failed)} failed"
+    if doubtful:
+        counts += f", {len(doubtful)} inconclusive"
+    lines = [f"### {md(title)}: {counts}", "", f"Machine class `{md(machine)}`.", ""]
     headers = ["test", *(t for _, t, _ in columns(records)), "vs baseline", "verdict",
                "diagnosis"]
     lines.append("| " + " | ".join(md(h) for h in headers) + " |")
@@ -110,6 +122,16 @@ def run_markdown(records: Sequence[Mapping[str, Any]], *, title: str = "pytest -
         text = record.get("failure") or record.get("diagnosis") or record["status"]
         lines += ["", f"<details><summary>FAILED {md(record['key'])}</summary>", "",
                   "```", str(text).replace("```", "'''"), "```", "", "</details>"]
+    if doubtful:
+        lines += ["", "Inconclusive (a warning: the change cannot be told apart from the "
+                      "machine's state; `--inferperf-strict` fails it):", ""]
+        lines += [f"- {md(r['key'])}: {md(reason)}" for r in sorted(doubtful,
+                                                                    key=lambda r: r["key"])
+                  for reason in r["inconclusive"]]
+    busy = [r for r in sorted(records, key=lambda r: r["key"]) if r.get("baseline_busy")]
+    if busy:
+        lines += ["", "Baselines recorded on a busy machine:", ""]
+        lines += [f"- {md(r['key'])}: {md('; '.join(r['baseline_busy']))}" for r in busy]
     graphs = [(r["key"], kind, path) for r in sorted(records, key=lambda r: r["key"])
               for kind, path in r.get("artifacts", {}).items()]
     if graphs:

@@ -2,6 +2,8 @@
 
 Owns: the one table of every profiled test (key metrics, change against
 the baseline, verdict), what each slower test's change is blamed on, the
+inconclusive tests with their reasons, confirmed regressions and baselines
+recorded on a busy machine, the
 line saying what this machine could not count, and the baseline write
 lines. Works on the plain records that travel from xdist workers, so the
 controller renders the same table for ``-n 0`` and ``-n 2``.
@@ -23,7 +25,9 @@ COLUMNS = (
     ("cpu_ms_per_call", "CPU ms/call", 1.0),
     ("ipc", "IPC", 1.0),
     ("l1_miss", "L1D miss", 1.0),
-    ("peak_rss_mb", "peak MiB", 1.0),
+    # The region's growth above its starting RSS: the same whatever ran before it (the
+    # absolute peak, peak_rss_mb, is in the JSON and budgets may name it).
+    ("rss_growth_mb", "+RSS MiB", 1.0),
 )
 #: Shown only where some test has a value (a PMU, or the simulate backend).
 OPTIONAL_COLUMNS = (
@@ -123,6 +127,28 @@ def change_lines(records: Sequence[dict]) -> list[str]:
     return lines
 
 
+def inconclusive_lines(records: Sequence[dict]) -> list[str]:
+    """Each inconclusive test with the reason; confirmed regressions; busy baselines."""
+    lines = []
+    for record in sorted(records, key=lambda r: r["key"]):
+        for reason in record.get("inconclusive") or ():
+            lines.append(f"  {record['key']}: {reason}")
+    if lines:
+        lines.insert(0, "Inconclusive (a warning, not a failure; --inferperf-strict fails it): "
+                        "the change cannot be told apart from the machine's state:")
+    confirmed = [f"  {r['key']}: {(r.get('confirmation') or {}).get('text')}"
+                 for r in sorted(records, key=lambda r: r["key"])
+                 if (r.get("confirmation") or {}).get("held")]
+    if confirmed:
+        lines += ["Regressions measured twice:", *confirmed]
+    busy = [f"  {r['key']}: {'; '.join(r['baseline_busy'])}"
+            for r in sorted(records, key=lambda r: r["key"]) if r.get("baseline_busy")]
+    if busy:
+        lines += ["Baselines recorded on a busy machine (their timings read slow; re-record "
+                  "them on a quiet one):", *busy]
+    return lines
+
+
 def simulated_lines(records: Sequence[dict]) -> list[str]:
     """What the simulate backend cost against native execution, and its warnings."""
     lines = []
@@ -174,6 +200,10 @@ def render_summary(records: Sequence[dict], written: Sequence[str], errors: Sequ
     if changes:
         lines.append("")
         lines.extend(changes)
+    doubtful = inconclusive_lines(records)
+    if doubtful:
+        lines.append("")
+        lines.extend(doubtful)
     graphs = [f"  {r['key']}: {path}" for r in sorted(records, key=lambda r: r["key"])
               for path in r.get("artifacts", {}).values()]
     if graphs:

@@ -95,6 +95,18 @@ def facts(profile: Profile) -> list[tuple[str, str]]:
     out.append(("runner", f"{steady.warmup_calls} warm-up calls, {state}; {len(profile.repeats)} "
                           f"repeats x {per} call{'' if per == 1 else 's'} = {profile.calls} "
                           "calls"))
+    if profile.conditions:
+        from ..conditions import busy_reasons, summary
+
+        busy = busy_reasons(profile.conditions)
+        out.append(("machine", f"{summary(profile.conditions)}"
+                               + (f"; BUSY: {'; '.join(busy)}" if busy else "; quiet")))
+    model = profile.model
+    if model and model.get("sha256"):
+        inputs = ", ".join(f"{i.get('name')}{list(i.get('shape') or [])}"
+                           for i in model.get("inputs") or ())
+        out.append(("model", f"sha256 {str(model['sha256'])[:12]}"
+                             + (f", inputs {inputs}" if inputs else "")))
     if profile.partial:
         out.append(("partial", str(profile.partial_reason)))
     if not profile.outputs_ok:
@@ -108,7 +120,11 @@ def memory_text(profile: Profile) -> str:
     if mem.peak_rss_bytes is None:
         return f"not measured ({mem.note or mem.method})"
     scope = "region peak" if mem.method == "clear_refs" else "process-lifetime peak"
-    return f"{mem.peak_rss_bytes / 2**20:,.1f} MiB ({scope}, {mem.method})"
+    text = f"{mem.peak_rss_bytes / 2**20:,.1f} MiB ({scope}, {mem.method})"
+    if mem.growth_bytes is not None:
+        text = (f"+{mem.growth_bytes / 2**20:,.1f} MiB above the region's starting RSS; "
+                f"absolute peak {text}")
+    return text
 
 
 def energy_text(profile: Profile) -> str:

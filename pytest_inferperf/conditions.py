@@ -1,0 +1,274 @@
+"""The machine's state while a workload was measured, and a fixed calibration workload.
+
+Owns: reading what the rest of the machine did during a measurement - steal time and
+the other CPUs' busy time (``/proc/stat``), the load average, this process's
+involuntary context switches and CPU time against wall time (``getrusage``), the
+clock frequency where ``cpufreq`` is readable - as :class:`Snapshot` pairs turned into
+one plain ``conditions`` mapping (stored in the Profile); the calibration workload
+(:func:`calibration_round`: fixed pure-Python and numpy work, about 10 ms of one CPU a
+round) timed next to every measurement; and :func:`busy_reasons`, which says in words
+whether those conditions were contended.
+
+Must not: judge a test (that is ``noise`` and ``verdict``) or measure the workload.
+Everything it cannot read is recorded as ``None`` with the reason, never as 0.
+
+The calibration's work never changes within one ``CALIBRATION_VERSION``: its timings
+from two runs, on the same machine class, say how much slower the machine was at one
+time than at the other. Wall time follows time slicing (other runnable processes), CPU
+time follows steal, shared caches and the clock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import statistics
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CONDITIONS_VERSION = 1
+CALIBRATION_VERSION = 1
+CALIBRATION_WORK = ("60,000 iterations of an integer recurrence in pure Python, then "
+                    "4 sorts and prefix sums of a fixed 40,000-element float64 array "
+                    "(numpy, one thread)")
+#: Rounds of the calibration before and after each measurement (about 10 ms of CPU each).
+CALIBRATION_ROUNDS = 2
+
+#: A measurement is contended when any of these holds (``busy_reasons``).
+STEAL_BUSY = 0.05  # 5% of all CPU time stolen by the hypervisor
+OTHERS_BUSY_CPUS = 0.5  # other processes kept half a CPU busy on average
+CALIBRATION_SHARE_BUSY = 0.85  # the single-threaded calibration got < 85% of a CPU
+
+_PROC_STAT = "/proc/stat"
+_LOADAVG = "/proc/loadavg"
+_CPUFREQ = "/sys/devices/system/cpu/cpu{n}/cpufreq/scaling_cur_freq"
+
+
+# -- the calibration workload ----------------------------------------------------------
+def _work() -> int:
+    import numpy as np
+
+    acc = 0
+    for i in range(60_000):
+        acc = (acc * 31 + i) % 1_000_003
+    values = (np.arange(40_000, dtype=np.float64) * 7919.0) % 10_007.0
+    total = 0.0
+    for _ in range(4):
+        total = float(np.cumsum(np.sort(values))[-1])
+    return acc + int(total)
+
+
+_EXPECTED = None  # the work's result, checked once: deterministic work or no calibration
+
+
+def calibration_round() -> tuple[int, int]:
+    """One round of the fixed work: (wall ns, CPU ns of this thread)."""
+    global _EXPECTED
+    wall0, cpu0 = time.perf_counter_ns(), time.thread_time_ns()
+    result = _work()
+    wall, cpu = time.perf_counter_ns() - wall0, time.thread_time_ns() - cpu0
+    if _EXPECTED is None:
+        _EXPECTED = result
+    elif result != _EXPECTED:  # pragma: no cover - a broken numpy or interpreter
+        raise RuntimeError("the calibration workload gave another result: not deterministic")
+    return wall, cpu
+
+
+def calibrate(rounds: int = CALIBRATION_ROUNDS,
+              round_fn: Callable[[], tuple[int, int]] = calibration_round) -> list[list[int]]:
+    """``rounds`` timed rounds of the calibration: ``[[wall_ns, cpu_ns], ...]``."""
+    return [list(round_fn()) for _ in range(rounds)]
+
+
+def calibration_summary(rounds: Sequence[Sequence[int]]) -> dict[str, Any]:
+    """The calibration's medians (ms) and the share of a CPU it got while it ran."""
+    walls = [r[0] / 1e6 for r in rounds]
+    cpus = [r[1] / 1e6 for r in rounds]
+    wall, cpu = statistics.median(walls), statistics.median(cpus)
+    return {"version": CALIBRATION_VERSION, "work": CALIBRATION_WORK,
+            "rounds_wall_ms": [round(v, 4) for v in walls],
+            "rounds_cpu_ms": [round(v, 4) for v in cpus],
+            "wall_ms": round(wall, 4), "cpu_ms": round(cpu, 4),
+            "cpu_share": round(min(1.0, cpu / wall), 4) if wall > 0 else None}
+
+
+# -- machine state ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Snapshot:
+    """What the machine and this process had done up to one instant."""
+
+    wall_ns: int
+    cpu_jiffies: tuple[tuple[int, ...], ...] | None  # per CPU: /proc/stat "cpuN" fields
+    process_cpu_s: float
+    involuntary_switches: int
+    voluntary_switches: int
+
+
+def parse_proc_stat(text: str) -> tuple[tuple[int, ...], ...]:
+    """The per-CPU counters of ``/proc/stat`` (``cpu0``, ``cpu1``, ...; not the total)."""
+    rows = []
+    for line in text.splitlines():
+        name, _, rest = line.partition(" ")
+        if name.startswith("cpu") and name[3:].isdigit():
+            rows.append(tuple(int(v) for v in rest.split()))
+    return tuple(rows)
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return None
+
+
+def snapshot(read: Callable[[str], str | None] = _read) -> Snapshot:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    text = read(_PROC_STAT)
+    return Snapshot(
+        wall_ns=time.monotonic_ns(),
+        cpu_jiffies=parse_proc_stat(text) if text else None,
+        process_cpu_s=usage.ru_utime + usage.ru_stime,
+        involuntary_switches=usage.ru_nivcsw,
+        voluntary_switches=usage.ru_nvcsw,
+    )
+
+
+# /proc/stat columns (proc(5)): user nice system idle iowait irq softirq steal guest guest_nice
+_BUSY = (0, 1, 2, 5, 6)  # guest time is already inside user
+_STEAL = 7
+
+
+def between(before: Snapshot, after: Snapshot, *, clock_ticks: int | None = None,
+            read: Callable[[str], str | None] = _read) -> dict[str, Any]:
+    """The conditions of the interval from ``before`` to ``after`` (plain JSON types)."""
+    wall_s = max(1e-9, (after.wall_ns - before.wall_ns) / 1e9)
+    own_cpu = max(0.0, after.process_cpu_s - before.process_cpu_s)
+    out: dict[str, Any] = {
+        "version": CONDITIONS_VERSION,
+        "wall_s": round(wall_s, 4),
+        "process_cpu_s": round(own_cpu, 4),
+        "cpu_per_wall": round(own_cpu / wall_s, 4),
+        "involuntary_switches": after.involuntary_switches - before.involuntary_switches,
+        "involuntary_switches_per_s": round(
+            (after.involuntary_switches - before.involuntary_switches) / wall_s, 2),
+        "voluntary_switches": after.voluntary_switches - before.voluntary_switches,
+    }
+    notes: dict[str, str] = {}
+    if before.cpu_jiffies and after.cpu_jiffies and len(before.cpu_jiffies) == len(
+            after.cpu_jiffies):
+        hz = clock_ticks or _clock_ticks()
+        deltas = [[a - b for a, b in zip(ra, rb, strict=False)]
+                  for ra, rb in zip(after.cpu_jiffies, before.cpu_jiffies, strict=True)]
+        total = sum(sum(d[:8]) for d in deltas)
+        busy = sum(d[i] for d in deltas for i in _BUSY if i < len(d))
+        steal = sum(d[_STEAL] for d in deltas if len(d) > _STEAL)
+        out["cpus"] = len(deltas)
+        out["steal"] = round(steal / total, 4) if total > 0 else 0.0
+        out["busy_cpus"] = round(busy / hz / wall_s, 3)
+        # Jiffies are coarse (10 ms at USER_HZ 100): a short interval may read up to one
+        # tick per CPU too much, so that much is given to the others' benefit.
+        slack = len(deltas) / hz
+        out["others_busy_cpus"] = round(max(0.0, busy / hz - own_cpu - slack) / wall_s, 3)
+    else:
+        out["cpus"] = os.cpu_count()
+        out["steal"] = out["busy_cpus"] = out["others_busy_cpus"] = None
+        notes["proc_stat"] = f"not available: {_PROC_STAT} is not readable"
+    load = read(_LOADAVG)
+    try:
+        out["load_avg_1m"] = float(load.split()[0]) if load else None
+    except (ValueError, IndexError):
+        out["load_avg_1m"] = None
+    if out["load_avg_1m"] is None:
+        notes["load_avg"] = f"not available: {_LOADAVG} is not readable"
+    freq, why = frequency_mhz(read)
+    out["freq_mhz"] = freq
+    if why:
+        notes["freq"] = why
+    out["notes"] = notes
+    return out
+
+
+def frequency_mhz(read: Callable[[str], str | None] = _read) -> tuple[float | None, str | None]:
+    """The mean current clock of this process's CPUs, or None and why."""
+    values = []
+    for cpu in sorted(os.sched_getaffinity(0)):
+        text = read(_CPUFREQ.format(n=cpu))
+        with contextlib.suppress(ValueError, AttributeError):
+            values.append(int(text.strip()) / 1000.0)  # kHz
+    if not values:
+        return None, ("not available: no cpufreq in sysfs (common in VMs: the hypervisor "
+                      "owns the clock)")
+    return round(statistics.fmean(values), 1), None
+
+
+def _clock_ticks() -> int:
+    try:
+        return int(os.sysconf("SC_CLK_TCK"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not Linux
+        return 100
+
+
+# -- around one measurement ---------------------------------------------------------------
+@contextlib.contextmanager
+def recorded(out: dict[str, Any], *, calibrate_rounds: int = CALIBRATION_ROUNDS,
+             round_fn: Callable[[], tuple[int, int]] = calibration_round) -> Iterator[None]:
+    """Fill ``out`` with the conditions of the enclosed block, calibrated before and after.
+
+    The calibration runs just outside the block (half before, half after), so it sees
+    the machine as the measurement did and never lands inside the counted region.
+    """
+    half = max(1, calibrate_rounds // 2) if calibrate_rounds else 0
+    before = snapshot()
+    rounds = calibrate(half, round_fn) if half else []
+    try:
+        yield
+    finally:
+        if calibrate_rounds:
+            rounds += calibrate(max(1, calibrate_rounds - half), round_fn)
+        after = snapshot()
+        out.update(between(before, after))
+        if rounds:
+            out["calibration"] = calibration_summary(rounds)
+        out["busy_reasons"] = busy_reasons(out)
+
+
+def busy_reasons(conditions: Mapping[str, Any] | None) -> list[str]:
+    """Why the machine counts as contended during a measurement (empty: quiet enough)."""
+    if not conditions:
+        return []
+    reasons = []
+    steal = conditions.get("steal")
+    if isinstance(steal, int | float) and steal >= STEAL_BUSY:
+        reasons.append(f"{steal:.0%} of CPU time stolen by the hypervisor")
+    others = conditions.get("others_busy_cpus")
+    cpus = conditions.get("cpus")
+    if isinstance(others, int | float) and others >= OTHERS_BUSY_CPUS:
+        of = f" of {cpus}" if cpus else ""
+        reasons.append(f"other processes kept {others:.1f}{of} CPUs busy")
+    cal = conditions.get("calibration") or {}
+    share = cal.get("cpu_share") if isinstance(cal, Mapping) else None
+    if isinstance(share, int | float) and share < CALIBRATION_SHARE_BUSY:
+        reasons.append(f"the calibration workload got {share:.0%} of a CPU")
+    return reasons
+
+
+def summary(conditions: Mapping[str, Any] | None) -> str:
+    """One line: ``load 2.3, others kept 1.6 CPUs busy, steal 0%, calibration 11.2 ms``."""
+    if not conditions:
+        return "not recorded"
+    parts = []
+    if conditions.get("load_avg_1m") is not None:
+        parts.append(f"load {conditions['load_avg_1m']:.2f}")
+    if conditions.get("others_busy_cpus") is not None:
+        parts.append(f"others kept {conditions['others_busy_cpus']:.1f} of "
+                     f"{conditions.get('cpus')} CPUs busy")
+    if conditions.get("steal") is not None:
+        parts.append(f"steal {conditions['steal']:.0%}")
+    cal = conditions.get("calibration")
+    if isinstance(cal, Mapping) and cal.get("wall_ms") is not None:
+        parts.append(f"calibration {cal['wall_ms']:.3g} ms wall / {cal['cpu_ms']:.3g} ms CPU")
+    return ", ".join(parts) or "not recorded"

@@ -1,0 +1,193 @@
+"""Verdicts through real pytest runs: inconclusive and strict, confirmation, busy baselines,
+memory growth that does not depend on which tests ran before."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+WORKLOADS = '''
+import hashlib
+
+DATA = b"x" * (1 << 16)
+STATE = {"slow": False}
+
+def hashing(rounds=20):
+    for _ in range(rounds * (3 if STATE["slow"] else 1)):
+        hashlib.sha256(DATA).digest()
+'''
+
+TEST = """
+import os, pytest
+from workloads import STATE, hashing
+
+@pytest.mark.perf(warmup=1, repeat=10)
+def test_hash(pmu_profile):
+    STATE["slow"] = os.environ.get("SLOW") in ("first", "always")
+    pmu_profile(hashing)
+    STATE["slow"] = os.environ.get("SLOW") == "always"  # what a re-measurement sees
+"""
+
+
+@pytest.fixture
+def suite(pytester):
+    pytester.makepyfile(workloads=WORKLOADS, test_a=TEST)
+    return pytester
+
+
+def run(pytester, *args):
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+
+
+def _baseline(pytester) -> Path:
+    (path,) = Path(pytester.path, "baselines").rglob("*.json")
+    return path
+
+
+def _edit(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def _machine_was_3x_faster_and_test_30pct_faster(data: dict) -> None:
+    """The baseline as if recorded when the machine ran 3x faster and the test 1.3x."""
+    cal = data["conditions"]["calibration"]
+    cal["wall_ms"] /= 3
+    cal["cpu_ms"] /= 3
+    for rep in data["repeats"]:
+        count = rep["sample"]["counts"]["task_clock"]
+        count["value"] /= 1.3
+        count["raw"] = int(count["raw"] / 1.3)
+
+
+def test_a_change_within_the_machines_slowdown_is_inconclusive_and_strict_fails_it(suite):
+    run(suite, "--inferperf", "--update-baselines").assert_outcomes(passed=1)
+    _edit(_baseline(suite), _machine_was_3x_faster_and_test_30pct_faster)
+    result = run(suite, "--inferperf", "--inferperf-json", "run.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "*test_a.py::test_hash*inconclusive: * +*% (machine *x slower)*inconclusive*",
+        "Inconclusive (a warning, not a failure; --inferperf-strict fails it)*",
+        "*test_a.py::test_hash: cpu_ms_per_call: the machine ran *x slower (cpu time of the "
+        "calibration) than at baseline time*; CPU time +*% is within that*",
+    ])
+    (test,) = json.loads(Path(suite.path, "run.json").read_text())["tests"]
+    assert test["verdict"] == "inconclusive" and not test["failed"]
+    assert test["inconclusive"][0].startswith("cpu_ms_per_call: the machine ran ")
+    assert test["noise_floor"]["slowdown_cpu"] > 2
+    assert test["conditions"]["calibration"]["cpu_ms"] > 0
+
+    strict = run(suite, "--inferperf", "--inferperf-strict")
+    strict.assert_outcomes(failed=1)
+    strict.stdout.fnmatch_lines(["*inconclusive (fails under --inferperf-strict) "
+                                 "cpu_ms_per_call: the machine ran*"])
+    suite.makeini("[pytest]\ninferperf_strict = true\n")
+    run(suite, "--inferperf").assert_outcomes(failed=1)
+
+
+def test_a_slowdown_that_holds_is_confirmed_before_failing(suite, monkeypatch):
+    run(suite, "--inferperf", "--update-baselines").assert_outcomes(passed=1)
+    monkeypatch.setenv("SLOW", "always")
+    result = run(suite, "--inferperf")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*baseline cpu_ms_per_call: * -> * ms (+*%, tolerance 10%*",
+        "*confirmed: measured again after a 0.5 s pause: cpu_ms_per_call +*% (first +*%)*",
+        "*verdict carried by cpu_ms_per_call (timing, beyond the noise floor)*",
+    ])
+
+
+def test_a_slowdown_that_does_not_hold_is_inconclusive(suite, monkeypatch):
+    run(suite, "--inferperf", "--update-baselines").assert_outcomes(passed=1)
+    monkeypatch.setenv("SLOW", "first")
+    result = run(suite, "--inferperf")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "*test_hash*inconclusive: * +*% (not confirmed)*",
+        "*not confirmed: measured again after a 0.5 s pause: cpu_ms_per_call *(first +*%)*",
+    ])
+
+
+BUSY_CONFTEST = """
+from pytest_inferperf import conditions
+
+_between = conditions.between
+
+def _busy(*args, **kwargs):
+    out = _between(*args, **kwargs)
+    out["others_busy_cpus"] = 1.9  # as two CPU-bound jobs next to the test would
+    return out
+
+conditions.between = _busy
+"""
+
+
+def test_a_baseline_recorded_busy_is_warned_about_then_and_in_every_comparison(suite):
+    suite.makeconftest(BUSY_CONFTEST)
+    result = run(suite, "--inferperf", "--update-baselines")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "WARNING test_a.py::test_hash: baseline recorded on a busy machine (other processes "
+        "kept 1.9 of * CPUs busy*): its timings read slow*",
+    ])
+    stored = json.loads(_baseline(suite).read_text())
+    assert stored["conditions"]["busy_reasons"][0] == (
+        f"other processes kept 1.9 of {stored['conditions']['cpus']} CPUs busy")
+    Path(suite.path, "conftest.py").unlink()
+    later = run(suite, "--inferperf")
+    later.assert_outcomes(passed=1)
+    later.stdout.fnmatch_lines([
+        "*test_hash*[[]baseline recorded on a busy machine[]]*",
+        "Baselines recorded on a busy machine*",
+        "*test_a.py::test_hash: other processes kept 1.9 of * CPUs busy*",
+    ])
+
+
+MEMORY_TESTS = """
+import numpy as np, pytest
+
+KEPT = []
+
+@pytest.mark.perf(warmup=1, repeat=5, min_time=0)
+def test_a_allocates_and_keeps(pmu_profile):
+    def grow():
+        KEPT.append(np.ones(6_000_000))  # 48 MB a call, kept
+    pmu_profile(grow)
+
+@pytest.mark.perf(warmup=1, repeat=5, min_time=0)
+def test_b_allocates_and_frees(pmu_profile):
+    def churn():
+        for _ in range(4):
+            big = [np.ones(2_000_000) for _ in range(3)]  # 48 MB, freed
+            del big
+    pmu_profile(churn)
+
+@pytest.mark.perf(warmup=1, repeat=5, min_time=0)
+def test_c_measured(pmu_profile):
+    def work():
+        a = np.ones(8_000_000)  # 64 MB, freed after each call
+        return float(a.sum())
+    pmu_profile(work)
+"""
+
+
+def _growth(pytester, *args) -> dict[str, float]:
+    result = run(pytester, "--inferperf", "--inferperf-json", "run.json", *args)
+    assert result.ret == 0, result.stdout.str()
+    tests = json.loads(Path(pytester.path, "run.json").read_text())["tests"]
+    return {t["key"].rsplit("::", 1)[1]: t["metrics"] for t in tests}
+
+
+def test_rss_growth_is_the_same_alone_or_after_tests_that_allocated(pytester):
+    pytester.makepyfile(test_mem=MEMORY_TESTS)
+    alone = _growth(pytester, "-k", "test_c")["test_c_measured"]
+    after = _growth(pytester)["test_c_measured"]
+    assert alone["rss_growth_mb"] == pytest.approx(61, rel=0.1)  # 64 MB = 61 MiB
+    assert after["rss_growth_mb"] == pytest.approx(alone["rss_growth_mb"], rel=0.05)
+    # the absolute peak carries what the earlier tests kept
+    assert after["peak_rss_mb"] > alone["peak_rss_mb"] + 100
