@@ -4,8 +4,8 @@ Owns: what a long measurement says while it runs, and when it says it. On a
 terminal one short status is kept at the end of pytest's current line and
 replaced in place (backspaces, so pytest's own line is never overwritten); in
 a log (CI, no terminal) a whole line is written only after ``interval``
-seconds, then at most once per ``interval``; under ``-q`` nothing. A profile
-that finishes before ``after`` seconds shows nothing at all. The counter
+seconds, then at most once per ``interval``; under ``-q`` nothing. On a
+terminal a profile that finishes before ``after`` seconds shows nothing. The counter
 wrapper that reports "repeat k/n" just before each counted region starts
 (skipping the runner's overhead samples) lives here too, so ``inferperf
 analyse`` and the plugin say the same thing.
@@ -113,9 +113,9 @@ class LiveLine:
     def _show(self) -> None:
         now = self._clock()
         elapsed = now - self._begin
-        if elapsed < self._after:
-            return
         if self._tty:
+            if elapsed < self._after:
+                return
             room = self._width - self._column() - 2
             text = f" [inferperf: {self._status(elapsed)}]"
             if len(text) > room:  # cut the tail, keep the elapsed time

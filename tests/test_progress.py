@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import io
 
+# In-process runs put sys.modules back as it was after each run, and numpy's extension
+# cannot be loaded twice in a process: import what the inner runs import first.
+import numpy  # noqa: F401  (the calibration workload measured next to every profile)
+
+import pytest_inferperf.onnx  # noqa: F401  (onnx, onnxruntime: the session facts)
 from pytest_inferperf.progress import QUIET, LiveLine, ProgressCounters, ticking
 
 pytest_plugins = ["pytester"]
