@@ -31,7 +31,10 @@ How a change is explained
 3. A candidate is **named** only if its move is credible (rank test over repeats or
    runs, else beyond :data:`PART_TOLERANCE` / the metric's tolerance) *and* material
    (it can account for at least :data:`MATERIAL_SHARE` of the slowdown). Named causes
-   are listed by share; a metric names its category (``points_to``).
+   are listed by share; a metric names its category (``points_to``). Where the stages
+   and op types named already account for :data:`LOCATED_SHARE` of the slowdown, a
+   metric's move is a consequence of where the time went (a pure-Python stage raises
+   CPU utilisation), not another cause: it stays in "what moved" and points nowhere.
 4. When nothing is named the change is "unexplained by the counters available here",
    and the summary shows what did move, each with its share or "within noise".
 """
@@ -56,6 +59,9 @@ CHANGE_MIN_RELATIVE = 0.10
 #: The share of the slowdown a candidate must be able to account for to be named
 #: (engineering judgement: a fifth; a cause that explains less is a side effect).
 MATERIAL_SHARE = 0.20
+#: Stages and op types that account for this much of the slowdown leave no room for a
+#: counter to be a cause of its own (engineering judgement: what MATERIAL_SHARE leaves).
+LOCATED_SHARE = 1.0 - MATERIAL_SHARE
 #: An op type stands out when (1 + its change) / (1 + the other op types' change) is at
 #: least this: the 10-30% a shared 2-CPU machine moves every op type by stays below it.
 STANDS_OUT = 1.25
@@ -598,9 +604,10 @@ def explain_change(metrics: Mapping[str, float], baseline: Mapping[str, float], 
     for stage in stages:
         if stage.credible and stage.delta_ms > 0 and _material(stage.share):
             causes.append(_stage_cause(stage, op_types, slowdown.wall_ms))
+    located = sum(c.share for c in causes)
     for c in moved:
         if (c.worse and c.credible and c.category and c.metric not in SYMPTOMS
-                and _material(c.share)):
+                and _material(c.share) and located < LOCATED_SHARE):
             causes.append(_metric_cause(c))
     causes.sort(key=lambda c: (-c.share, c.kind, c.name))
     by_category: dict[str, float] = {}
