@@ -103,7 +103,7 @@ def test_thread_started_inside_the_region_is_counted_by_inherit(hw):
         thread.start()
         thread.join()
 
-    inherited, counters = count_region(cpu, in_thread)
+    inherited, _ = count_region(cpu, in_thread)
     main_only = alone.counts["instructions"].value
     assert main_only > 5_000_000
     # The new thread had no counter of its own: inherit carried its work into the
