@@ -206,3 +206,28 @@ def test_the_backend_splits_events_into_groups_that_fit(hw):
     count = sample.counts["instructions"]
     assert count.raw > 5_000_000
     assert count.running_fraction > 0.99  # fitted groups never multiplex
+
+
+def test_flamegraph_draws_native_stacks_or_says_in_one_line_that_perf_sampled_nothing(
+        hw, tmp_path):
+    """On a PMU that counts, ``perf record`` either samples (native view) or, as on
+    GitHub's Arm runners, collects nothing: then one line says so and the Python
+    sampler's view is drawn instead."""
+    import shutil
+
+    from pytest_inferperf.flame import capture
+
+    if shutil.which("perf") is None:
+        pytest.skip("perf is not installed (linux-perf)")
+    graphs = capture(spin, name="hw::spin", out_dir=tmp_path, seconds=1.0)
+    native = graphs.native
+    assert native is not None
+    if native.folded:
+        assert graphs.view == "native" and "native.svg" in graphs.paths
+        assert native.samples > 0
+    else:
+        reason = graphs.reasons["native"]
+        assert "\n" not in reason
+        assert reason.startswith("not available: perf record collected no samples"), reason
+        assert graphs.view == "python" and "python.svg" in graphs.paths
+        assert any(k.endswith(":spin") for k in graphs.folded)
