@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from tabulate import tabulate
 
 from .pmu.cpu import CpuInfo, identify
-from .pmu.events import CATALOGUE, DEFAULT_EVENTS, reason_cause
+from .pmu.events import CATALOGUE, DEFAULT_EVENTS, reason_cause, reason_group
 from .pmu.perf_backend import PerfEventCounters
 from .pmu.trust import distrusted, emulated_reason
 
@@ -124,7 +124,7 @@ def render_text(report: DoctorReport) -> str:
             continue
         number = notes.setdefault(reason_cause(row["reason"]), len(notes) + 1)
         counted = "listed, unused" if row.get("listed") else "no"
-        table.append((row["name"], counted, f"{_headline(row['reason'])} [{number}]"))
+        table.append((row["name"], counted, f"{_headline(reason_group(row['reason']))} [{number}]"))
     lines.append(tabulate(table, headers=("event", "counted", "source / reason"),
                           tablefmt="simple"))
     if notes:

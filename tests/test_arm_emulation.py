@@ -292,7 +292,7 @@ def test_perf_with_no_samples_is_one_line_and_the_python_sampler_stands_in(tmp_p
                                                "samples of cycles")
     assert graphs.view == "python"
     assert {"python.svg", "operators.svg"} <= set(graphs.paths)
-    assert any(k.endswith(":busy") for k in graphs.folded)
+    assert any(":busy" in k for k in graphs.folded)  # its frame, or its genexpr below it
 
 
 @pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")

@@ -230,4 +230,4 @@ def test_flamegraph_draws_native_stacks_or_says_in_one_line_that_perf_sampled_no
         assert "\n" not in reason
         assert reason.startswith("not available: perf record collected no samples"), reason
         assert graphs.view == "python" and "python.svg" in graphs.paths
-        assert any(k.endswith(":spin") for k in graphs.folded)
+        assert any(":spin" in k for k in graphs.folded)

@@ -253,6 +253,8 @@ def reason_group(reason: str) -> str:
     -> ``"not implemented on Cortex-A72"``. Other reasons: their part before the
     first ``":"`` (the cause; the fix follows it), as the reports always showed them.
     """
+    if reason.startswith("emulated PMU ("):  # the evidence is said once, on its own line
+        return "emulated PMU, so its cycles are not a CPU's"
     stripped = _DETAIL.sub("", reason)
     if stripped != reason:
         return stripped
