@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import dataclasses
+import shutil
+import subprocess
 import sys
 
+from pytest_inferperf.pmu.cpu import identify
 from pytest_inferperf.pmu.perf_backend import PerfEventCounters
 
 REPEATS = 10
@@ -33,8 +37,30 @@ def count(counters: PerfEventCounters, work, repeats: int = REPEATS) -> list[flo
     return values
 
 
+def perf_stat_user(argv: list[str], runs: int = REPEATS) -> list[float] | None:
+    """User-space instructions of a whole native program, per run, from ``perf stat``."""
+    perf = shutil.which("perf")
+    if perf is None:
+        return None
+    values = []
+    for _ in range(runs):
+        out = subprocess.run([perf, "stat", "-x,", "-e", "instructions:u", *argv],
+                             capture_output=True, text=True, check=False)
+        field = out.stderr.strip().splitlines()[-1].split(",")[0] if out.stderr else ""
+        if not field.isdigit():
+            return None
+        values.append(float(field))
+    return values
+
+
 def main() -> int:
-    counters = PerfEventCounters(events=("instructions",))
+    native_program = perf_stat_user(["busybox", "seq", "1", "20000"])
+    if native_program:
+        print("native program (busybox seq 1 20000, static), user-space:",
+              spread(native_program))
+    # User space only (what an unprivileged user counts), so timer interrupts are left out.
+    cpu = dataclasses.replace(identify(), privileged=False, paranoid=2)
+    counters = PerfEventCounters(events=("instructions",), cpu=cpu)
     counters.open()
     status = counters.statuses()["instructions"]
     if not status.available:
@@ -49,7 +75,8 @@ def main() -> int:
             for _ in range(8):
                 libc.memset(buf, 1, len(buf))
 
-        print("native (libc memset 8 x 1 MiB via ctypes):", spread(count(counters, native)))
+        print("native call (libc memset 8 x 1 MiB via ctypes), user-space:",
+              spread(count(counters, native)))
 
         import numpy as np
         import onnx
@@ -73,7 +100,7 @@ def main() -> int:
         session = ort.InferenceSession(model.SerializeToString(), options,
                                        providers=["CPUExecutionProvider"])
         x = rng.standard_normal((64, 256)).astype(np.float32)
-        print(f"onnxruntime {ort.__version__} MatMul 64x256x256, 1 thread:",
+        print(f"onnxruntime {ort.__version__} MatMul 64x256x256, 1 thread, user-space:",
               spread(count(counters, lambda: session.run(None, {"x": x}))))
     finally:
         counters.close()
