@@ -302,3 +302,56 @@ def test_doctor_runs_here_without_claiming_emulation_on_this_machine():
     report = run_doctor()
     if report.cpu.emulation is None:
         assert report.emulation is None or "cycles equal instructions" in report.emulation
+
+
+# -- the runner screens what a perf backend counted -------------------------------------------
+
+class _EmulatedPerf:
+    """A perf backend as QEMU's PMU answers: cycles == instructions, listed events at 0."""
+
+    name = "perf"
+    events = ("cycles", "instructions", "stall_frontend", "l1d_refill", "task_clock")
+
+    def open(self):
+        pass
+
+    def start(self):
+        pass
+
+    def stop(self):
+        return self.delta({}, {})
+
+    def snapshot(self):
+        return {}
+
+    def delta(self, begin, end):
+        return _sample(cycles=2_000_000, instructions=2_000_000, stall_frontend=0,
+                       l1d_refill=0, task_clock=1_000_000)
+
+    def close(self):
+        pass
+
+    def statuses(self):
+        return {n: EventStatus(n, True, source="software" if n == "task_clock"
+                               else f"armv8_pmuv3/events/{n}") for n in self.events}
+
+
+def test_runner_takes_emulated_cycles_and_silent_events_out_of_the_profile():
+    from pytest_inferperf.metrics import profile_metrics
+    from pytest_inferperf.runner import Runner, RunSettings
+
+    backend = _EmulatedPerf()
+    runner = Runner(RunSettings(warmup=1, repeat=3, min_time=0), backend=backend,
+                    events=backend.events)
+    profile = runner.run(lambda: None, name="emulated")
+    unavailable = profile.unavailable
+    assert unavailable["cycles"].startswith("emulated PMU (")
+    assert "cycles equal instructions exactly" in unavailable["cycles"]
+    assert unavailable["stall_frontend"].startswith("emulated PMU (")
+    assert unavailable["l1d_refill"].startswith("listed but did not count: ")
+    assert "instructions" not in unavailable and "task_clock" not in unavailable
+    for rep in profile.repeats:
+        assert set(rep.sample.counts) == {"instructions", "task_clock"}
+    metrics = profile_metrics(profile)
+    assert "ipc" not in metrics and "l1_miss" not in metrics
+    assert metrics["instructions_per_call"] == 2_000_000
