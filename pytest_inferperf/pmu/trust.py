@@ -64,24 +64,23 @@ def distrusted(cpu: CpuInfo | None, statuses: Mapping[str, EventStatus],
                samples: Sequence[CounterSample]) -> dict[str, str]:
     """Events whose counted values must not be used, with the reason for each."""
     out: dict[str, str] = {}
+    work = max(((_total(samples, n) or (0.0, 0))[1] for n in ("instructions", "cycles")),
+               default=0)
+    if work >= SILENT_MIN:
+        for name, status in statuses.items():
+            if name in SOFTWARE or not status.available:
+                continue
+            total = _total(samples, name)
+            if total is not None and total[1] == 0:
+                out[name] = (f"listed but did not count: {status.source or 'the PMU'} read 0 "
+                             f"over {work:,} instructions or cycles (an emulated or hidden "
+                             "counter), so it is not used as a zero")
     evidence = emulated_reason(cpu, samples)
     if evidence:
         for name in CYCLE_EVENTS:
             status = statuses.get(name)
-            if status is not None and status.available:
+            if name not in out and status is not None and status.available:
                 out[name] = emulated_event_reason(evidence)
-    work = max(((_total(samples, n) or (0.0, 0))[1] for n in ("instructions", "cycles")),
-               default=0)
-    if work < SILENT_MIN:
-        return out
-    for name, status in statuses.items():
-        if name in out or name in SOFTWARE or not status.available:
-            continue
-        total = _total(samples, name)
-        if total is not None and total[1] == 0:
-            out[name] = (f"listed but did not count: {status.source or 'the PMU'} read 0 "
-                         f"over {work:,} instructions or cycles (an emulated or hidden "
-                         "counter), so it is not used as a zero")
     return out
 
 
