@@ -20,6 +20,7 @@ from .classify import Diagnosis, diagnose, render
 from .compare import Comparison, IncomparableError, compare_profiles
 from .metrics import METRICS, profile_metrics
 from .pmu.events import SOFTWARE_EVENTS
+from .pmu.trust import unjudgeable_metrics
 from .profile import Profile
 
 # Metrics whose change against the baseline fails a test by default. They are
@@ -145,7 +146,8 @@ def judge(
 ) -> Verdict:
     """Judge ``profile``; ``extra_*`` are what the user's hooks added."""
     metrics = {**profile_metrics(profile), **(extra_metrics or {})}
-    budgets = check_budgets(spec.budgets, metrics, profile.unavailable)
+    budgets = check_budgets(spec.budgets, metrics, profile.unavailable,
+                            not_judged=unjudgeable_metrics(profile.machine, profile.unavailable))
     comparison = None
     if baseline is not None:
         try:

@@ -357,3 +357,25 @@ def test_runner_takes_emulated_cycles_and_silent_events_out_of_the_profile():
     metrics = profile_metrics(profile)
     assert "ipc" not in metrics and "l1_miss" not in metrics
     assert metrics["instructions_per_call"] == 2_000_000
+
+
+def test_time_budgets_are_not_judged_on_an_emulated_machine(tmp_path):
+    from pytest_inferperf.pmu.trust import unjudgeable_metrics
+
+    cpu = identify(SystemPaths(qemu_tree(tmp_path, "neoverse-n1")))
+    not_judged = unjudgeable_metrics({"cpu": cpu.to_dict()}, {})
+    assert set(not_judged) == {"latency_mean_ms", "latency_p50_ms", "latency_p95_ms",
+                               "latency_p99_ms", "cpu_ms_per_call"}
+    spec = parse_marker((), {"latency_p99_ms_max": 80, "peak_rss_mb_max": 1024})
+    latency, memory = check_budgets(spec.budgets, {"latency_p99_ms": 500.0,
+                                                   "peak_rss_mb": 100.0}, {},
+                                    not_judged=not_judged)
+    assert latency.status == "unavailable" and not latency.failed
+    assert latency.describe().startswith(
+        "latency_p99_ms_max=80: not checked: emulated machine (QEMU's virt machine")
+    assert memory.status == "pass"  # memory is the guest's own, and judged
+    # Measured evidence alone (cycles found equal to instructions) counts too.
+    measured = unjudgeable_metrics({"cpu": {}}, {"cycles": "emulated PMU (cycles equal "
+                                                           "instructions exactly): x"})
+    assert measured["latency_p50_ms"].startswith("emulated machine (cycles equal instructions")
+    assert unjudgeable_metrics({"cpu": {"emulation": None}}, {}) == {}

@@ -103,3 +103,28 @@ def screen(cpu: CpuInfo | None, statuses: Mapping[str, EventStatus],
         for s in samples
     ]
     return new_statuses, new_samples
+
+
+#: Metrics measured on the machine's clock: under an emulator that clock is the
+#: emulator's (QEMU -icount shift=0 ticks once per instruction), not a CPU's.
+CLOCK_METRICS = ("latency_mean_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms",
+                 "cpu_ms_per_call")
+
+
+def unjudgeable_metrics(machine: Mapping, unavailable: Mapping[str, str]) -> dict[str, str]:
+    """Budget metrics that cannot be judged on this machine, with the reason for each.
+
+    On an emulated machine (its files say so, or its cycles were found to be
+    instructions) times are the emulator's clock: a latency budget written for a real
+    core would judge an instruction count against milliseconds.
+    """
+    cpu = machine.get("cpu") if isinstance(machine, Mapping) else None
+    evidence = cpu.get("emulation") if isinstance(cpu, Mapping) else None
+    cycles = unavailable.get("cycles", "")
+    if not evidence and cycles.startswith("emulated PMU ("):
+        evidence = cycles[len("emulated PMU ("):].split("): ", 1)[0]
+    if not evidence:
+        return {}
+    reason = (f"emulated machine ({evidence}): its clock is the emulator's, not a CPU's, so "
+              "times are not judged against budgets written for real cores")
+    return dict.fromkeys(CLOCK_METRICS, reason)
