@@ -379,3 +379,24 @@ def test_time_budgets_are_not_judged_on_an_emulated_machine(tmp_path):
                                                            "instructions exactly): x"})
     assert measured["latency_p50_ms"].startswith("emulated machine (cycles equal instructions")
     assert unjudgeable_metrics({"cpu": {"emulation": None}}, {}) == {}
+
+
+def test_judging_an_emulated_profile_skips_ipc_and_time_budgets_and_keeps_memory():
+    from pytest_inferperf.runner import Runner, RunSettings
+    from pytest_inferperf.verdict import judge
+
+    backend = _EmulatedPerf()
+    profile = Runner(RunSettings(warmup=1, repeat=3, min_time=0), backend=backend,
+                     events=backend.events).run(lambda: None, name="emulated")
+    # As test_minilm_two_threads failed in the emulated A72 before time budgets were
+    # skipped there: latency_p50_ms = 169.7 (the emulator's clock), budget <= 120.
+    spec = parse_marker((), {"ipc_min": 1.0, "latency_p50_ms_max": 1e-9,
+                             "peak_rss_mb_max": 1e9})
+    verdict = judge("t::emulated", profile, spec, baseline=None, baseline_note="no baseline")
+    by_keyword = {b.budget.keyword: b for b in verdict.budgets}
+    assert by_keyword["ipc_min"].status == "unavailable"
+    assert by_keyword["latency_p50_ms_max"].status == "unavailable"
+    assert "emulated machine (cycles equal instructions exactly" in \
+        by_keyword["latency_p50_ms_max"].reason
+    assert by_keyword["peak_rss_mb_max"].status == "pass"
+    assert not any(b.failed for b in verdict.budgets)
