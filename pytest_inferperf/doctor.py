@@ -149,8 +149,8 @@ def render_text(report: DoctorReport) -> str:
 
 def emulation_line(evidence: str) -> str:
     """What an emulated PMU means for the user, in one line (doctor and report footers)."""
-    return (f"emulated ({evidence}): instruction counts are exact; cycles, IPC and "
-            "cycle-based budgets are not judged here")
+    return (f"emulated ({evidence}): instruction counts are exact; cycles, IPC, "
+            "cycle-based and time budgets are not judged here")
 
 
 def _headline(reason: str) -> str:

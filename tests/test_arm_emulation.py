@@ -213,8 +213,8 @@ def test_summary_footer_says_the_pmu_was_emulated(tmp_path):
     }
     text = render_summary([record], [], [], [], update=False)
     assert ("PMU: emulated (QEMU's virt machine (device tree compatible 'linux,dummy-virt')): "
-            "instruction counts are exact; cycles, IPC and cycle-based budgets are not judged "
-            "here") in text
+            "instruction counts are exact; cycles, IPC, cycle-based and time budgets are not "
+            "judged here") in text
     assert "77.7" in text
 
 

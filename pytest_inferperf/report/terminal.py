@@ -102,8 +102,8 @@ def emulated_line(records: Sequence[dict]) -> str | None:
     evidence = emulated_pmu(records)
     if evidence is None:
         return None
-    return (f"PMU: emulated ({evidence}): instruction counts are exact; cycles, IPC and "
-            "cycle-based budgets are not judged here")
+    return (f"PMU: emulated ({evidence}): instruction counts are exact; cycles, IPC, "
+            "cycle-based and time budgets are not judged here")
 
 
 def change_lines(records: Sequence[dict]) -> list[str]:
