@@ -205,11 +205,18 @@ class BudgetResult:
 
 
 def check_budgets(
-    budgets: tuple[Budget, ...], metrics: Mapping[str, float], unavailable: Mapping[str, str]
+    budgets: tuple[Budget, ...], metrics: Mapping[str, float], unavailable: Mapping[str, str],
+    *, not_judged: Mapping[str, str] | None = None,
 ) -> tuple[BudgetResult, ...]:
-    """Each budget against the measured metrics; unmeasurable ones carry the reason."""
+    """Each budget against the measured metrics; unmeasurable ones carry the reason.
+
+    ``not_judged`` maps metrics this machine cannot judge (an emulator's clock) to why.
+    """
     results = []
     for budget in budgets:
+        if not_judged and budget.metric in not_judged:
+            results.append(BudgetResult(budget, None, "unavailable", not_judged[budget.metric]))
+            continue
         value = metrics.get(budget.metric)
         if value is None:
             missing = missing_inputs(budget.metric, unavailable)

@@ -1,8 +1,10 @@
 """``inferperf doctor``: what this machine can count, what it cannot, and why.
 
 Owns: gathering the machine facts and probing every catalogued event once
-with the real backend, a short self-test that the counters move, and the
-text / JSON rendering of that report.
+with the real backend, a short self-test that the counters move (which also
+finds an emulated PMU, cycles equal to instructions, and listed events that
+never count), and the text / JSON rendering of that report, with one note
+per cause however many events share it.
 
 Must not: change anything on the machine.
 """
@@ -16,8 +18,9 @@ from dataclasses import dataclass
 from tabulate import tabulate
 
 from .pmu.cpu import CpuInfo, identify
-from .pmu.events import CATALOGUE, DEFAULT_EVENTS
+from .pmu.events import CATALOGUE, DEFAULT_EVENTS, reason_cause, reason_group
 from .pmu.perf_backend import PerfEventCounters
+from .pmu.trust import distrusted, emulated_reason
 
 SELF_TEST_NS = 5_000_000
 
@@ -29,11 +32,13 @@ class DoctorReport:
     capacities: dict[str, int]
     exclude_kernel: bool
     self_test: dict
+    emulation: str | None = None  # why the PMU is emulated (files or the self-test)
 
     def to_dict(self) -> dict:
         return {
             "machine_class": self.cpu.machine_class,
             "cpu": self.cpu.to_dict(),
+            "emulated_pmu": self.emulation,
             "exclude_kernel": self.exclude_kernel,
             "group_capacity": self.capacities,
             "events": self.statuses,
@@ -54,6 +59,9 @@ def run_doctor(cpu: CpuInfo | None = None) -> DoctorReport:
         statuses = counters.statuses()
     finally:
         counters.close()
+    hardware = any(s.available and not CATALOGUE[n].is_software for n, s in statuses.items())
+    emulation = emulated_reason(cpu, [sample]) if hardware else None
+    drop = distrusted(cpu, statuses, [sample])
     rows = []
     for name in DEFAULT_EVENTS:
         status = statuses[name]
@@ -61,16 +69,18 @@ def run_doctor(cpu: CpuInfo | None = None) -> DoctorReport:
             {
                 "name": name,
                 "description": CATALOGUE[name].description,
-                "available": status.available,
+                "available": status.available and name not in drop,
                 "source": status.source,
-                "reason": status.reason,
+                "reason": drop.get(name, status.reason),
+                "listed": status.available,
             }
         )
     self_test = {
         "busy_loop_ns": SELF_TEST_NS,
         "counted": {name: count.value for name, count in sample.counts.items()},
     }
-    return DoctorReport(cpu, rows, dict(counters.capacities), counters.exclude_kernel, self_test)
+    return DoctorReport(cpu, rows, dict(counters.capacities), counters.exclude_kernel, self_test,
+                        emulation)
 
 
 def _size(n: int) -> str:
@@ -103,6 +113,8 @@ def render_text(report: DoctorReport) -> str:
                                 f", kernel {'excluded' if report.exclude_kernel else 'counted'})"),
         ("PMUs", pmus),
     ]
+    if report.emulation:
+        facts.append(("PMU", emulation_line(report.emulation)))
     lines = [tabulate(facts, tablefmt="plain"), ""]
     notes: dict[str, int] = {}
     table = []
@@ -110,8 +122,9 @@ def render_text(report: DoctorReport) -> str:
         if row["available"]:
             table.append((row["name"], "yes", row["source"]))
             continue
-        number = notes.setdefault(row["reason"], len(notes) + 1)
-        table.append((row["name"], "no", f"{_headline(row['reason'])} [{number}]"))
+        number = notes.setdefault(reason_cause(row["reason"]), len(notes) + 1)
+        counted = "listed, unused" if row.get("listed") else "no"
+        table.append((row["name"], counted, f"{_headline(reason_group(row['reason']))} [{number}]"))
     lines.append(tabulate(table, headers=("event", "counted", "source / reason"),
                           tablefmt="simple"))
     if notes:
@@ -132,6 +145,12 @@ def render_text(report: DoctorReport) -> str:
             "skipped with this reason. Time, page faults and context switches still work."
         )
     return "\n".join(lines)
+
+
+def emulation_line(evidence: str) -> str:
+    """What an emulated PMU means for the user, in one line (doctor and report footers)."""
+    return (f"emulated ({evidence}): instruction counts are exact; cycles, IPC, "
+            "cycle-based and time budgets are not judged here")
 
 
 def _headline(reason: str) -> str:

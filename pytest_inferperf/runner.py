@@ -23,7 +23,7 @@ import resource
 import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -32,6 +32,7 @@ from .machine import machine_facts, this_cpu
 from .pmu import make_backend
 from .pmu.base import CounterBackend, CounterSample
 from .pmu.events import DEFAULT_EVENTS
+from .pmu.trust import screen
 from .profile import (
     LatencyStats,
     MemoryStats,
@@ -430,6 +431,9 @@ class Runner:
                 statuses = counters.statuses()
             finally:
                 counters.close()
+        if counters.name == "perf" and repeats:  # an emulated PMU's cycles, silent events
+            statuses, samples = screen(this_cpu(), statuses, [r.sample for r in repeats])
+            repeats = [replace(r, sample=s) for r, s in zip(repeats, samples, strict=True)]
         if not repeats:
             raise MeasurementTimeout(
                 f"{name}: no measured repeat finished within timeout={s.timeout:g}s "

@@ -25,6 +25,7 @@ from .conditions import busy_reasons
 from .metrics import METRICS, profile_metrics
 from .noise import TIMING_CLOCK, NoiseFloor, TimingJudgement, floor_of, judge_timing
 from .pmu.events import SOFTWARE_EVENTS
+from .pmu.trust import unjudgeable_metrics
 from .profile import Profile
 
 # Metrics whose change against the baseline fails a test by default. They are
@@ -259,7 +260,8 @@ def judge(
     ``strict``: an inconclusive change (within the noise floor) fails the test.
     """
     metrics = {**profile_metrics(profile), **(extra_metrics or {})}
-    budgets = check_budgets(spec.budgets, metrics, profile.unavailable)
+    budgets = check_budgets(spec.budgets, metrics, profile.unavailable,
+                            not_judged=unjudgeable_metrics(profile.machine, profile.unavailable))
     comparison = None
     if baseline is not None:
         try:

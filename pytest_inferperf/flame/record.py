@@ -13,7 +13,10 @@ It always cleans up: no perf process, perf.data, FIFO or perf map file it made
 outlives the call, whether the workload returns, raises or is interrupted.
 
 Where perf is missing, refused or records nothing, the result has no stacks and
-a ``reason`` saying why and what to do; those never raise. Bad arguments do.
+a ``reason`` saying why and what to do; those never raise. Bad arguments do. A
+window that ran but collected no samples (a PMU that counts but does not
+interrupt) is said in one line (:func:`no_samples_reason`); the caller's Python
+sampler and operator view stand in.
 
 On Python 3.12+ the perf trampoline (``sys.activate_stack_trampoline("perf")``)
 is on during the window so Python functions show up as ``py::name:file`` frames;
@@ -46,6 +49,7 @@ __all__ = [
     "NOT_INSTALLED",
     "NativeSamples",
     "choose_event",
+    "no_samples_reason",
     "refusal_reason",
     "sample_native",
 ]
@@ -115,6 +119,21 @@ def refusal_reason(stderr: str) -> str | None:
     if "no permission" in text or "permission denied" in text:
         return f"not available: perf refused: {_tail(stderr)}"
     return None
+
+
+def no_samples_reason(event: str, seconds: float, calls: int, stderr: str) -> str:
+    """One line for a ``perf record`` that ran and collected no samples.
+
+    Seen where a PMU counts but never interrupts (GitHub's Arm runners: ``perf stat``
+    counts, ``perf record -e cycles`` collects nothing). perf's own progress lines
+    (``[ perf record: ... ]``) say nothing about why and are left out.
+    """
+    said = [line for line in stderr.splitlines()
+            if line.strip() and not line.strip().startswith("[ perf record:")]
+    detail = f" (perf said: {_tail(chr(10).join(said))})" if said else ""
+    return (f"not available: perf record collected no samples of {event} in {seconds:g} s "
+            f"({calls} calls){detail}; counting works but sampling does not here (as on "
+            "GitHub's Arm runners): the Python sampler and the operator view stand in")
 
 
 def _paranoid() -> str:
@@ -328,9 +347,7 @@ def sample_native(
         folded: FoldedStacks = fold_perf_script(text)
         if not folded.samples:
             return _unavailable(
-                chosen,
-                f"not available: perf recorded no samples of {chosen} in {seconds:g} s "
-                f"({calls} calls); {_tail(_read(stderr_path)) or 'no message'}",
+                chosen, no_samples_reason(chosen, seconds, calls, _read(stderr_path)),
                 call_graph, calls,
             )
         # perf names the event it really sampled (``cpu-clock:u`` after a user-only fallback)

@@ -1,9 +1,12 @@
 """What CPU this is: architecture, core, caches, PMUs, and the machine class.
 
 Owns: reading ``/proc/cpuinfo``, ``midr_el1``, cache and PMU folders in
-sysfs, ``perf_event_paranoid``; naming Arm cores from their MIDR and x86
-CPUs from family/model; the stable **machine class** key that baselines
-are filed under (never the hostname, never the frequency).
+sysfs, ``perf_event_paranoid``, the device tree's ``compatible``; naming Arm
+cores from their MIDR and x86 CPUs from family/model; recognising an
+emulated machine (QEMU's virt board, implementer 0x00) from those files; the
+stable **machine class** key that baselines are filed under (never the
+hostname, never the frequency; ``+emulated`` for an emulated machine, so its
+baselines never mix with real silicon's).
 
 Must not: open counters. Reads only files, under an injectable root so
 tests can hand it a fixture tree.
@@ -88,6 +91,12 @@ INTEL_MODELS = {
 }
 
 
+#: The device tree ``compatible`` of QEMU's ``virt`` board (hw/arm/virt.c ``create_fdt``).
+QEMU_VIRT_COMPATIBLE = "linux,dummy-virt"
+#: Appended to the machine class of an emulated machine.
+EMULATED_SUFFIX = "+emulated"
+
+
 @dataclass(frozen=True)
 class SystemPaths:
     """Where sysfs and procfs live (``/`` on a real machine, a tree in tests)."""
@@ -150,10 +159,13 @@ class CpuInfo:
     privileged: bool  # root or CAP_PERFMON / CAP_SYS_ADMIN
     pmus: tuple[PmuInfo, ...]
     core_types: tuple[str, ...] = ()  # big.LITTLE: one entry per core type
+    # Why this machine's PMU is emulated (QEMU's virt board, implementer 0x00), or None.
+    emulation: str | None = None
 
     @property
     def machine_class(self) -> str:
-        return f"{self.arch_slug}-{self.core_slug}"
+        suffix = EMULATED_SUFFIX if self.emulation else ""
+        return f"{self.arch_slug}-{self.core_slug}{suffix}"
 
     @property
     def arch_slug(self) -> str:
@@ -265,6 +277,33 @@ def read_pmus(paths: SystemPaths) -> tuple[PmuInfo, ...]:
     return tuple(pmus)
 
 
+def read_compatible(paths: SystemPaths) -> tuple[str, ...]:
+    """The device tree root's ``compatible`` strings (NUL-separated in the file)."""
+    for base in (paths.proc / "device-tree", paths.sys / "firmware" / "devicetree" / "base"):
+        try:
+            raw = (base / "compatible").read_bytes()
+        except OSError:
+            continue
+        return tuple(s.decode("utf-8", "replace") for s in raw.split(b"\0") if s.strip())
+    return ()
+
+
+def emulation_evidence(compatible: tuple[str, ...], midrs: list[int]) -> str | None:
+    """Why this machine's PMU is emulated, from the files alone; None for real silicon.
+
+    QEMU's ``virt`` board names itself ``linux,dummy-virt`` in the device tree
+    (booted with a kernel and a device tree, as QEMU's full-system emulator does);
+    QEMU's ``max`` CPU model reports implementer 0x00, which no silicon vendor has.
+    Measured evidence (cycles equal to instructions) is ``pmu.trust``'s.
+    """
+    reasons = []
+    if QEMU_VIRT_COMPATIBLE in compatible:
+        reasons.append(f"QEMU's virt machine (device tree compatible '{QEMU_VIRT_COMPATIBLE}')")
+    if any(decode_midr(m)[0] == 0x00 for m in midrs):
+        reasons.append("CPU implementer 0x00, which no silicon vendor has (QEMU's 'max' CPU)")
+    return "; ".join(reasons) or None
+
+
 def decode_midr(midr: int) -> tuple[int, int, int, int]:
     """MIDR_EL1 -> (implementer, variant, part, revision)."""
     return (midr >> 24) & 0xFF, (midr >> 20) & 0xF, (midr >> 4) & 0xFFF, midr & 0xF
@@ -362,6 +401,7 @@ def identify(paths: SystemPaths | None = None, *, arch: str | None = None) -> Cp
             arch = platform.machine()
     midr_text = None
     core_types: tuple[str, ...] = ()
+    midrs: list[int] = []
     if arch in ("aarch64", "arm64"):
         midrs = _arm_midrs(paths, blocks)
         kinds: dict[tuple[int, int], None] = {}
@@ -396,4 +436,5 @@ def identify(paths: SystemPaths | None = None, *, arch: str | None = None) -> Cp
         privileged=is_privileged() if paths.root == Path("/") else False,
         pmus=pmus,
         core_types=core_types,
+        emulation=emulation_evidence(read_compatible(paths), midrs),
     )

@@ -6,6 +6,11 @@ codes, their x86 generic hardware / hw-cache encodings, software events,
 the ratio families that must share a counter group, and resolving a name
 to concrete ``(pmu type, config)`` pairs for the CPU at hand.
 
+Also owns the wording of why an event has no counter (a true cause: "not
+implemented on <core>" only where Arm's event list says so, "not listed by
+this PMU" where the real core has it) and :func:`reason_group`, the cause one
+reason shares with others, which reports group their not-counted lines by.
+
 Must not: open anything. Resolution only reads the facts ``cpu`` gathered;
 whether an event really opens is the counting code's question.
 
@@ -18,9 +23,11 @@ encodings: ``include/uapi/linux/perf_event.h`` (perf_hw_id, perf_hw_cache_id).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from .arm_data import core_implements
 from .cpu import CpuInfo, PmuInfo
 from .perf_event import PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_SOFTWARE
 
@@ -212,11 +219,49 @@ def _arm_choice(spec: EventSpec, pmu: PmuInfo) -> tuple[str, int] | None:
 
 
 def _arm_missing_reason(spec: EventSpec, cpu: CpuInfo, pmu: PmuInfo) -> str:
+    """Why ``pmu`` has no counter for ``spec``: a true cause, from Arm's event lists.
+
+    The text is ``<cause> (<this event's detail>)``; :func:`reason_group` strips the
+    detail so one cause covering many events is said once.
+    """
     wanted = " or ".join(f"{name.upper()} ({code:#x})" for name, code in spec.arm)
-    return (
-        f"not implemented on {cpu.core} ({pmu.name} lists no {wanted} event in sysfs; "
-        "a raw code the core does not list would open and silently read 0)"
-    )
+    detail = (f"({pmu.name} lists no {wanted} in sysfs; a raw code it does not list "
+              "would open and silently read 0)")
+    core, slugs = cpu.core, cpu.core_slug.split("+")
+    known = [core_implements(slug, code) for slug in slugs for _, code in spec.arm]
+    if known and all(k is False for k in known):
+        return f"not implemented on {core} {detail}"
+    if any(k is True for k in known):
+        return (f"not listed by this PMU ({pmu.name}); real {core} cores implement it: "
+                f"the hypervisor or kernel hides it {detail}")
+    return (f"not listed by this PMU ({pmu.name}); Arm publishes no event list for {core} "
+            f"to say whether the core has it {detail}")
+
+
+_DETAIL = re.compile(r"\s*\(\S+ lists no .*\)$", re.S)
+
+
+def reason_cause(reason: str) -> str:
+    """A reason without its per-event detail: the whole cause and fix, said once."""
+    return _DETAIL.sub("", reason)
+
+
+def reason_group(reason: str) -> str:
+    """The cause a reason shares with other events: its per-event detail removed.
+
+    ``"not implemented on Cortex-A72 (armv8_cortex_a72 lists no STALL_FRONTEND ...)"``
+    -> ``"not implemented on Cortex-A72"``. Other reasons: their part before the
+    first ``":"`` (the cause; the fix follows it), as the reports always showed them.
+    """
+    if reason.startswith("emulated PMU ("):  # the evidence is said once, on its own line
+        return "emulated PMU, so its cycles are not a CPU's"
+    stripped = _DETAIL.sub("", reason)
+    if stripped != reason:
+        return stripped
+    head, _, rest = reason.partition(":")
+    if head.strip() == "not available" and rest:  # "not available: <cause>: <detail>"
+        return "not available: " + rest.split(":", 1)[0].split(" (")[0].strip()
+    return head
 
 
 def resolve(names: Sequence[str], cpu: CpuInfo) -> Resolution:

@@ -117,9 +117,11 @@ def _summary(profile: Profile, metrics: Mapping[str, float], diagnosis: Any) -> 
 
 
 def _counting(profile: Profile) -> str:
+    from ..pmu.events import reason_cause  # one row per cause, not per event
+
     by_reason: dict[str, list[str]] = {}
     for event, reason in profile.unavailable.items():
-        by_reason.setdefault(reason, []).append(event)
+        by_reason.setdefault(reason_cause(reason), []).append(event)
     rows: list[tuple[Any, ...]] = [(_Raw('<span class="good">counted</span>'),
                                     ", ".join(shared.counted(profile)) or "nothing", "")]
     rows += [(_Raw('<span class="bad">not counted</span>'), ", ".join(events), reason)

@@ -2,10 +2,11 @@
 
 Owns: the one table of every profiled test (key metrics, change against
 the baseline, verdict), what each slower test's change is blamed on, the
-inconclusive tests with their reasons, confirmed regressions and baselines
-recorded on a busy machine, the
-line saying what this machine could not count, and the baseline write
-lines. Works on the plain records that travel from xdist workers, so the
+footer saying the PMU was emulated (when it was), the inconclusive tests
+with their reasons, confirmed regressions and baselines recorded on a busy
+machine, what this machine could not count (one line per reason, with the
+events it covers), and the baseline write lines. Works on the plain records
+that travel from xdist workers, so the
 controller renders the same table for ``-n 0`` and ``-n 2``.
 """
 
@@ -92,15 +93,18 @@ def summary_rows(records: Sequence[dict]) -> list[list[str]]:
 
 
 def headline(reason: str) -> str:
-    """The cause part of a reason: 'no PMU exposed (ENOENT)'; the fix is in the full text."""
-    head, _, rest = reason.partition(":")
-    if head.strip() == "not available" and rest:  # "not available: <cause>: <detail>"
-        return "not available: " + rest.split(":", 1)[0].split(" (")[0].strip()
-    return head
+    """The cause part of a reason: 'no PMU exposed (ENOENT)'; the fix is in the full text.
+
+    A reason with a per-event detail (``"... (armv8_pmuv3 lists no L1I_CACHE ...)"``)
+    keeps its whole cause and loses the detail, so one cause is one line.
+    """
+    from ..pmu.events import reason_group
+
+    return reason_group(reason)
 
 
-def not_counted_line(records: Sequence[dict]) -> str | None:
-    """What this machine could not count, grouped by reason."""
+def not_counted_lines(records: Sequence[dict]) -> list[str]:
+    """What this machine could not count: one line per reason, with the events it covers."""
     by_reason: dict[str, list[str]] = {}
     for record in records:
         for event, reason in record["unavailable"].items():
@@ -108,9 +112,36 @@ def not_counted_line(records: Sequence[dict]) -> str | None:
             if event not in names:
                 names.append(event)
     if not by_reason:
+        return []
+    lines = ["Not counted here: run `inferperf doctor` for the fixes."]
+    lines.extend(f"  {reason}: {', '.join(events)}" for reason, events in by_reason.items())
+    return lines
+
+
+def not_counted_line(records: Sequence[dict]) -> str | None:
+    """:func:`not_counted_lines` as one text, or None when everything was counted."""
+    lines = not_counted_lines(records)
+    return "\n".join(lines) if lines else None
+
+
+def emulated_pmu(records: Sequence[dict]) -> str | None:
+    """Why the PMU these records were counted on is emulated, or None."""
+    for record in records:
+        cpu = ((record.get("profile") or {}).get("machine") or {}).get("cpu") or {}
+        if cpu.get("emulation"):
+            return str(cpu["emulation"])
+        for reason in record["unavailable"].values():
+            if reason.startswith("emulated PMU ("):
+                return reason[len("emulated PMU ("):].split("): ", 1)[0]
+    return None
+
+
+def emulated_line(records: Sequence[dict]) -> str | None:
+    evidence = emulated_pmu(records)
+    if evidence is None:
         return None
-    parts = [f"{', '.join(events)} ({reason})" for reason, events in by_reason.items()]
-    return "Not counted here: " + "; ".join(parts) + ". Run `inferperf doctor` for the fixes."
+    return (f"PMU: emulated ({evidence}): instruction counts are exact; cycles, IPC, "
+            "cycle-based and time budgets are not judged here")
 
 
 def change_lines(records: Sequence[dict]) -> list[str]:
@@ -214,16 +245,20 @@ def render_summary(records: Sequence[dict], written: Sequence[str], errors: Sequ
     if simulated:
         lines.append("")
         lines.extend(simulated)
+    emulated = emulated_line(records)
+    if emulated:
+        lines.append("")
+        lines.append(emulated)
     partial = [f"  {r['key']}: {label}" for r in sorted(records, key=lambda r: r["key"])
                if (label := partial_label(r.get("profile")))]
     if partial:
         lines.append("")
         lines.append("Stopped at the timeout (partial results; never written as baselines):")
         lines.extend(partial)
-    missing = not_counted_line(records)
+    missing = not_counted_lines(records)
     if missing:
         lines.append("")
-        lines.append(missing)
+        lines.extend(missing)
     if update or errors or outputs:
         lines.append("")
     if update and not written and not errors:

@@ -54,10 +54,12 @@ def counted(profile: Profile) -> list[str]:
 
 
 def not_counted(profile: Profile) -> dict[str, list[str]]:
-    """Events not counted, grouped by reason (the part of it before any ``:``)."""
+    """Events not counted, grouped by reason (its cause, without per-event detail)."""
+    from ..pmu.events import reason_group
+
     groups: dict[str, list[str]] = {}
     for event, reason in profile.unavailable.items():
-        groups.setdefault(reason.split(":", 1)[0].strip(), []).append(event)
+        groups.setdefault(reason_group(reason).strip(), []).append(event)
     return groups
 
 

@@ -1,0 +1,130 @@
+"""Which counted values may be used: an emulated PMU's cycles, events that never moved.
+
+Owns: deciding, from the machine facts and what was counted, that a PMU is
+emulated (``cpu.emulation``, or cycles equal to instructions exactly over
+millions of them, which only QEMU's ``-icount`` produces) and that an event
+the PMU lists read 0 over millions of instructions ("listed but did not
+count"); and taking those values out of the samples, with the reason in the
+event's status, so that no metric, budget or diagnosis uses them as numbers.
+
+Must not: open counters or judge budgets. A value taken out here is reported
+as not counted, with its reason, never as 0.
+
+Why cycles go on an emulated PMU: under ``qemu-system-aarch64 -icount shift=0``
+the guest clock advances one tick per instruction, so ``cpu_cycles`` equals
+``inst_retired`` exactly, IPC is 1.0 whatever the code does, and the stall events
+QEMU lists always read 0 (measured, see docs/counting.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from .base import CounterSample, EventStatus
+from .cpu import CpuInfo
+
+#: Below this many instructions (or cycles) a zero count proves nothing.
+SILENT_MIN = 1_000_000
+#: Events measured in cycles: meaningless where cycles are emulated.
+CYCLE_EVENTS = ("cycles", "stall_frontend", "stall_backend", "stall_backend_mem",
+                "stall_slot", "stall_slot_frontend", "stall_slot_backend")
+SOFTWARE = frozenset({"task_clock", "page_faults", "major_faults", "context_switches",
+                      "cpu_migrations"})
+
+
+def _total(samples: Sequence[CounterSample], name: str) -> tuple[float, int] | None:
+    counts = [s.counts[name] for s in samples if name in s.counts]
+    if not counts:
+        return None
+    return sum(c.value for c in counts), sum(c.raw for c in counts)
+
+
+def emulated_reason(cpu: CpuInfo | None, samples: Sequence[CounterSample] = ()) -> str | None:
+    """Why this PMU is emulated, or None: the machine's files, else cycles == instructions."""
+    evidence = []
+    if cpu is not None and cpu.emulation:
+        evidence.append(cpu.emulation)
+    cycles, instructions = _total(samples, "cycles"), _total(samples, "instructions")
+    if (cycles and instructions and instructions[1] >= SILENT_MIN
+            and all(s.counts["cycles"].raw == s.counts["instructions"].raw
+                    for s in samples if "cycles" in s.counts and "instructions" in s.counts)):
+        evidence.append(f"cycles equal instructions exactly ({instructions[1]:,} of each), "
+                        "as only an emulator's instruction clock (QEMU -icount) counts")
+    return "; ".join(evidence) or None
+
+
+def emulated_event_reason(evidence: str) -> str:
+    """The not-counted reason of a cycle-based event on an emulated PMU."""
+    return (f"emulated PMU ({evidence}): its cycles are not a CPU's, so IPC "
+            "and cycle-based ratios mean nothing there")
+
+
+def distrusted(cpu: CpuInfo | None, statuses: Mapping[str, EventStatus],
+               samples: Sequence[CounterSample]) -> dict[str, str]:
+    """Events whose counted values must not be used, with the reason for each."""
+    out: dict[str, str] = {}
+    work = max(((_total(samples, n) or (0.0, 0))[1] for n in ("instructions", "cycles")),
+               default=0)
+    if work >= SILENT_MIN:
+        for name, status in statuses.items():
+            if name in SOFTWARE or not status.available:
+                continue
+            total = _total(samples, name)
+            if total is not None and total[1] == 0:
+                out[name] = (f"listed but did not count: {status.source or 'the PMU'} read 0 "
+                             f"over {work:,} instructions or cycles (an emulated or hidden "
+                             "counter), so it is not used as a zero")
+    evidence = emulated_reason(cpu, samples)
+    if evidence:
+        for name in CYCLE_EVENTS:
+            status = statuses.get(name)
+            if name not in out and status is not None and status.available:
+                out[name] = emulated_event_reason(evidence)
+    return out
+
+
+def screen(cpu: CpuInfo | None, statuses: Mapping[str, EventStatus],
+           samples: Sequence[CounterSample]) -> tuple[dict[str, EventStatus],
+                                                      list[CounterSample]]:
+    """``statuses`` and ``samples`` with the distrusted events taken out, reasons kept."""
+    drop = distrusted(cpu, statuses, samples)
+    if not drop:
+        return dict(statuses), list(samples)
+    new_statuses = {
+        name: (EventStatus(name, False, source=status.source, reason=drop[name])
+               if name in drop else status)
+        for name, status in statuses.items()
+    }
+    new_samples = [
+        replace(s, counts={n: c for n, c in s.counts.items() if n not in drop},
+                per_thread={t: {n: v for n, v in vals.items() if n not in drop}
+                            for t, vals in s.per_thread.items()})
+        for s in samples
+    ]
+    return new_statuses, new_samples
+
+
+#: Metrics measured on the machine's clock: under an emulator that clock is the
+#: emulator's (QEMU -icount shift=0 ticks once per instruction), not a CPU's.
+CLOCK_METRICS = ("latency_mean_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms",
+                 "cpu_ms_per_call")
+
+
+def unjudgeable_metrics(machine: Mapping, unavailable: Mapping[str, str]) -> dict[str, str]:
+    """Budget metrics that cannot be judged on this machine, with the reason for each.
+
+    On an emulated machine (its files say so, or its cycles were found to be
+    instructions) times are the emulator's clock: a latency budget written for a real
+    core would judge an instruction count against milliseconds.
+    """
+    cpu = machine.get("cpu") if isinstance(machine, Mapping) else None
+    evidence = cpu.get("emulation") if isinstance(cpu, Mapping) else None
+    cycles = unavailable.get("cycles", "")
+    if not evidence and cycles.startswith("emulated PMU ("):
+        evidence = cycles[len("emulated PMU ("):].split("): ", 1)[0]
+    if not evidence:
+        return {}
+    reason = (f"emulated machine ({evidence}): its clock is the emulator's, not a CPU's, so "
+              "times are not judged against budgets written for real cores")
+    return dict.fromkeys(CLOCK_METRICS, reason)
