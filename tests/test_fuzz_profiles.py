@@ -7,13 +7,15 @@ nested containers) or removed, and the result goes through every reader
 (:func:`profile_paths.drive`). The only outcomes allowed: a clear refusal naming the
 file (exit 2 from the CLI), or acceptance followed by judging and rendering without an
 exception. The exhaustive sweep (over 14,000 mutations) is slow; a random sample of it
-runs in the default suite.
+runs in the default suite, and the sweep sends every eighth mutation through the CLI
+(``INFERPERF_FUZZ_CLI_EVERY=1``: all of them).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -74,6 +76,13 @@ def test_random_mutations_through_the_whole_path(tmp_path, path, value):
     drive(dumps(_apply(path, value)), tmp_path)
 
 
+# Every mutation goes through load, judge, every renderer and the update line; every
+# CLI_EVERY-th also through the CLI's validate (both ways) and compare, which write their
+# reports and cost three times the rest. INFERPERF_FUZZ_CLI_EVERY=1 sends every one
+# through the CLI too (14,144 mutations, about 20 minutes on the 2-CPU CI VM).
+CLI_EVERY = int(os.environ.get("INFERPERF_FUZZ_CLI_EVERY", "8"))
+
+
 @pytest.mark.slow
 def test_every_field_at_every_depth_through_the_whole_path(tmp_path):
     failures, total, refused = [], 0, 0
@@ -81,7 +90,8 @@ def test_every_field_at_every_depth_through_the_whole_path(tmp_path):
         for value in [*HOSTILE, OVERFLOW, DELETE]:
             total += 1
             try:
-                refused += drive(dumps(_apply(path, value)), tmp_path) == "refused"
+                refused += drive(dumps(_apply(path, value)), tmp_path,
+                                 cli=total % CLI_EVERY == 0) == "refused"
             except Exception as exc:
                 failures.append(f"{path} = {value!r:.40}: {type(exc).__name__}: {exc}"[:300])
     assert total >= 10_000
