@@ -84,6 +84,7 @@ def test_perf_work_folders_of_exited_processes_are_removed(tmp_path):
     assert not gone.exists() and alive.exists()
 
 
+@pytest.mark.slow  # a minute of valgrind or several pytest runs
 def test_a_simulate_child_is_killed_with_its_group_on_ctrl_c(tmp_path, monkeypatch):
     """Ctrl-C while waiting for a child in its own session: the child's group goes too."""
     from pytest_inferperf.pmu import simulate

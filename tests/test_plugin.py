@@ -246,6 +246,7 @@ def _table(stdout: str) -> list[str]:
     return [line.split()[0] for line in lines if line.startswith("test_a.py::")]
 
 
+@pytest.mark.slow  # several full pytest runs: the default suite stays near 5 minutes
 def test_xdist_gives_the_same_table_and_baselines(suite):
     suite.makepyfile(test_a=f"""
         import pytest

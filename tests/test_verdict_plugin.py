@@ -65,6 +65,7 @@ def _machine_was_3x_faster_and_test_30pct_faster(data: dict) -> None:
         count["raw"] = int(count["raw"] / 1.3)
 
 
+@pytest.mark.slow  # several full pytest runs: the default suite stays near 5 minutes
 def test_a_change_within_the_machines_slowdown_is_inconclusive_and_strict_fails_it(suite):
     run(suite, "--inferperf", "--update-baselines").assert_outcomes(passed=1)
     _edit(_baseline(suite), _machine_was_3x_faster_and_test_30pct_faster)
@@ -102,6 +103,7 @@ def test_a_slowdown_that_holds_is_confirmed_before_failing(suite, monkeypatch):
     ])
 
 
+@pytest.mark.slow  # several full pytest runs: the default suite stays near 5 minutes
 def test_a_slowdown_that_does_not_hold_is_inconclusive(suite, monkeypatch):
     run(suite, "--inferperf", "--update-baselines").assert_outcomes(passed=1)
     monkeypatch.setenv("SLOW", "first")
