@@ -40,7 +40,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -143,27 +142,7 @@ def _virtualised() -> bool | None:
 
 
 # -- 1. overhead --------------------------------------------------------------------
-@contextlib.contextmanager
-def idle_threads(total: int):
-    """Idle threads (blocked on an Event) until ``total`` threads are alive in the process."""
-    from pytest_inferperf.pmu.perf_backend import thread_ids
-
-    stop = threading.Event()
-    threads: list[threading.Thread] = []
-    try:
-        # Top up until the count holds: a thread that was ending when we counted is gone.
-        for _ in range(3):
-            missing = total - len(thread_ids())
-            for _ in range(max(0, missing)):
-                t = threading.Thread(target=stop.wait, daemon=True, name="mq-idle")
-                t.start()
-                threads.append(t)
-            time.sleep(0.05)
-        yield
-    finally:
-        stop.set()
-        for t in threads:
-            t.join()
+from counting_cost import idle_threads  # noqa: E402  (one way to hold N threads alive)
 
 
 def _pct(values: Sequence[float], q: float) -> float:

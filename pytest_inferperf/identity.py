@@ -53,18 +53,14 @@ def describe_model(path: str | os.PathLike[str] | None,
 def model_of_call(call: Any) -> dict[str, Any] | None:
     """The model behind a workload that is ``session.run(None, feeds)``; None otherwise."""
     try:
-        from .onnx import session_of
+        from .onnx import direct_call
     except ImportError:  # pragma: no cover - onnxruntime is a dependency
         return None
-    fn = getattr(call, "func", call)
-    session = session_of(fn)
-    if session is None:
+    found = direct_call(call)
+    if found is None:
         return None
-    args = getattr(call, "args", ())
-    feeds = args[1] if len(args) > 1 else getattr(call, "keywords", {}).get("input_feed")
-    path = getattr(session, "_model_path", None)
-    return describe_model(path if isinstance(path, str) else None,
-                          feeds if isinstance(feeds, Mapping) else None)
+    path = getattr(found.session, "_model_path", None)
+    return describe_model(path if isinstance(path, str) else None, found.feeds)
 
 
 def identity_of(profile: Profile) -> dict[str, Any] | None:

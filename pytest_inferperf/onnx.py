@@ -887,7 +887,8 @@ def session_label(session: Any, index: int = 1) -> str:
     return f"session {index}"
 
 
-def _direct_call(call: Any) -> SessionCall | None:
+def direct_call(call: Any) -> SessionCall | None:
+    """The session and feeds of a workload that is ``session.run(None, feeds)`` itself."""
     fn = getattr(call, "func", call)
     session = session_of(fn)
     if session is None:
@@ -919,7 +920,7 @@ def find_session_calls(call: Any) -> SessionSearch:
     watched: each session seen, with the feeds of its last run, how often it ran and how
     long. Sessions created during that call are found too.
     """
-    direct = _direct_call(call)
+    direct = direct_call(call)
     if direct is not None:
         return SessionSearch((direct,))
     if not callable(call):
