@@ -16,7 +16,6 @@ import contextlib
 import functools
 import json
 import os
-import re
 import sys
 import warnings
 from collections.abc import Callable
@@ -665,20 +664,10 @@ class InferperfPlugin:
             terminalreporter.write_line(text)
 
 
-#: Characters XML 1.0 cannot hold at all (junit files must stay well-formed), and the
-#: controls a terminal would obey when a junit file is printed.
-_NOT_XML = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd"
-                                    "\U00010000-\U0010ffff]")
-
-
-def xml_safe(text: object) -> str:
-    """``text`` with every character XML 1.0 forbids (NUL, ESC, lone surrogates) escaped."""
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                        else f"\\u{ord(m.group()):04x}", str(text))
-
-
 def _add_property(item: pytest.Item, name: str, value: object) -> None:
     """A junit ``<property>``: name and text value XML-safe (pytest escapes neither name)."""
+    from .report.terminal import xml_safe
+
     safe = value if isinstance(value, int | float) and not isinstance(value, bool) \
         else xml_safe(value)
     item.user_properties.append((xml_safe(name).replace("\n", "\\n").replace("\r", "\\r"),

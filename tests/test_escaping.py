@@ -5,8 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from pytest_inferperf.plugin import xml_safe
-from pytest_inferperf.report.terminal import clean, render_summary
+from pytest_inferperf.report.terminal import clean, render_summary, xml_safe
 
 pytest_plugins = ["pytester"]
 

@@ -63,6 +63,17 @@ def clean(text: object, *, keep_newlines: bool = False) -> str:
     return _CONTROL.sub(_visible, text)
 
 
+#: Characters XML 1.0 cannot hold at all (junit files must stay well-formed), and the
+#: controls a terminal would obey when a junit file is printed.
+_NOT_XML = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd"
+                      "\U00010000-\U0010ffff]")
+
+
+def xml_safe(text: object) -> str:
+    """``text`` with every character XML 1.0 forbids (NUL, ESC, lone surrogates) escaped."""
+    return _NOT_XML.sub(_visible, str(text))
+
+
 def _cell(value: float | None, scale: float = 1.0) -> str:
     if value is None:
         return "-"
