@@ -23,8 +23,7 @@ REPEATS = 10
 
 def spread(values: list[float]) -> str:
     lo, hi = min(values), max(values)
-    return (f"min {lo:,.0f}  max {hi:,.0f}  spread {(hi - lo) / lo:.4%}  "
-            f"({len(values)} regions)")
+    return f"min {lo:,.0f}  max {hi:,.0f}  spread {(hi - lo) / lo:.4%}  ({len(values)} regions)"
 
 
 def count(counters: PerfEventCounters, work, repeats: int = REPEATS) -> list[float]:
@@ -44,8 +43,12 @@ def perf_stat_user(argv: list[str], runs: int = REPEATS) -> list[float] | None:
         return None
     values = []
     for _ in range(runs):
-        out = subprocess.run([perf, "stat", "-x,", "-e", "instructions:u", *argv],
-                             capture_output=True, text=True, check=False)
+        out = subprocess.run(
+            [perf, "stat", "-x,", "-e", "instructions:u", *argv],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         field = out.stderr.strip().splitlines()[-1].split(",")[0] if out.stderr else ""
         if not field.isdigit():
             return None
@@ -56,8 +59,7 @@ def perf_stat_user(argv: list[str], runs: int = REPEATS) -> list[float] | None:
 def main() -> int:
     native_program = perf_stat_user(["busybox", "seq", "1", "20000"])
     if native_program:
-        print("native program (busybox seq 1 20000, static), user-space:",
-              spread(native_program))
+        print("native program (busybox seq 1 20000, static), user-space:", spread(native_program))
     # User space only (what an unprivileged user counts), so timer interrupts are left out.
     cpu = dataclasses.replace(identify(), privileged=False, paranoid=2)
     counters = PerfEventCounters(events=("instructions",), cpu=cpu)
@@ -75,8 +77,10 @@ def main() -> int:
             for _ in range(8):
                 libc.memset(buf, 1, len(buf))
 
-        print("native call (libc memset 8 x 1 MiB via ctypes), user-space:",
-              spread(count(counters, native)))
+        print(
+            "native call (libc memset 8 x 1 MiB via ctypes), user-space:",
+            spread(count(counters, native)),
+        )
 
         import numpy as np
         import onnx
@@ -86,7 +90,8 @@ def main() -> int:
         rng = np.random.default_rng(0)
         weight = rng.standard_normal((256, 256)).astype(np.float32)
         graph = helper.make_graph(
-            [helper.make_node("MatMul", ["x", "w"], ["y"])], "mm",
+            [helper.make_node("MatMul", ["x", "w"], ["y"])],
+            "mm",
             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 256])],
             [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 256])],
             [onnx.numpy_helper.from_array(weight, "w")],
@@ -97,11 +102,14 @@ def main() -> int:
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = ort.InferenceSession(model.SerializeToString(), options,
-                                       providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(
+            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
         x = rng.standard_normal((64, 256)).astype(np.float32)
-        print(f"onnxruntime {ort.__version__} MatMul 64x256x256, 1 thread, user-space:",
-              spread(count(counters, lambda: session.run(None, {"x": x}))))
+        print(
+            f"onnxruntime {ort.__version__} MatMul 64x256x256, 1 thread, user-space:",
+            spread(count(counters, lambda: session.run(None, {"x": x}))),
+        )
     finally:
         counters.close()
     return 0

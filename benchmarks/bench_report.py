@@ -28,9 +28,16 @@ def _level_value(label: str) -> float:
     return float(label.rstrip("%")) / 100
 
 
-def _detector(did: str, tool: str, backend: str, metric: str, tolerance: str,
-              flags: Mapping[str, list[bool]], deltas: Mapping[str, list[float]],
-              labels: Sequence[str]) -> dict[str, Any]:
+def _detector(
+    did: str,
+    tool: str,
+    backend: str,
+    metric: str,
+    tolerance: str,
+    flags: Mapping[str, list[bool]],
+    deltas: Mapping[str, list[float]],
+    labels: Sequence[str],
+) -> dict[str, Any]:
     rates: dict[str, dict[str, Any]] = {}
     for label in labels:
         got = flags.get(label, [])
@@ -38,10 +45,14 @@ def _detector(did: str, tool: str, backend: str, metric: str, tolerance: str,
         lo, hi = wilson(k, n)
         d = [x for x in deltas.get(label, []) if x is not None and math.isfinite(x)]
         q = statistics.quantiles(d, n=4) if len(d) >= 2 else [None, None, None]
-        rates[label] = {"flagged": k, "trials": n, "rate": k / n if n else None,
-                        "ci95": [lo, hi],
-                        "median_delta": statistics.median(d) if d else None,
-                        "iqr_delta": [q[0], q[2]]}
+        rates[label] = {
+            "flagged": k,
+            "trials": n,
+            "rate": k / n if n else None,
+            "ci95": [lo, hi],
+            "median_delta": statistics.median(d) if d else None,
+            "iqr_delta": [q[0], q[2]],
+        }
     zero = labels[0] if labels else None
     fa = rates[zero]["rate"] if zero and rates[zero]["trials"] else None
     minimum, why = None, None
@@ -58,10 +69,19 @@ def _detector(did: str, tool: str, backend: str, metric: str, tolerance: str,
         if minimum is None:
             why = f"no level detected in >= {DETECT:.0%} of trials"
     raw = next((lb for lb in labels[1:] if (rates[lb]["rate"] or 0) >= DETECT), None)
-    return {"id": did, "tool": tool, "backend": backend, "metric": metric,
-            "tolerance": tolerance, "false_alarm_rate": fa, "rates": rates,
-            "min_detectable": minimum, "min_detectable_text": minimum or "none",
-            "why_none": why, "detects_80pct_from": raw or "none"}
+    return {
+        "id": did,
+        "tool": tool,
+        "backend": backend,
+        "metric": metric,
+        "tolerance": tolerance,
+        "false_alarm_rate": fa,
+        "rates": rates,
+        "min_detectable": minimum,
+        "min_detectable_text": minimum or "none",
+        "why_none": why,
+        "detects_80pct_from": raw or "none",
+    }
 
 
 def detectors(data: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -81,14 +101,34 @@ def detectors(data: Mapping[str, Any]) -> list[dict[str, Any]]:
                         flags.setdefault(label, []).append(bool(change and change["regressed"]))
                         deltas.setdefault(label, []).append(change["delta"] if change else None)
                 tol = f"{tols.get(metric, 0):.0%} (default)" if mode == "default" else "0"
-                out.append(_detector(f"inferperf/perf/{metric}/{mode}", "pytest-inferperf",
-                                     "perf", metric, tol, flags, deltas, labels))
+                out.append(
+                    _detector(
+                        f"inferperf/perf/{metric}/{mode}",
+                        "pytest-inferperf",
+                        "perf",
+                        metric,
+                        tol,
+                        flags,
+                        deltas,
+                        labels,
+                    )
+                )
         flags = {}
         for trial in ours:
             for label, rec in trial.items():
                 flags.setdefault(label, []).append(bool(rec["verdict_failed"]))
-        out.append(_detector("inferperf/perf/verdict/default", "pytest-inferperf", "perf",
-                             "test verdict (all gated metrics)", "defaults", flags, {}, labels))
+        out.append(
+            _detector(
+                "inferperf/perf/verdict/default",
+                "pytest-inferperf",
+                "perf",
+                "test verdict (all gated metrics)",
+                "defaults",
+                flags,
+                {},
+                labels,
+            )
+        )
     sim = sens.get("simulate") or []
     if sim:
         for mode in ("default", "zero"):
@@ -99,8 +139,18 @@ def detectors(data: Mapping[str, Any]) -> list[dict[str, Any]]:
                     flags.setdefault(label, []).append(bool(change and change["regressed"]))
                     deltas.setdefault(label, []).append(change["delta"] if change else None)
             tol = f"{tols.get(SIM_METRIC, 0):.0%} (default)" if mode == "default" else "0"
-            out.append(_detector(f"inferperf/simulate/{SIM_METRIC}/{mode}", "pytest-inferperf",
-                                 "simulate", SIM_METRIC, tol, flags, deltas, labels))
+            out.append(
+                _detector(
+                    f"inferperf/simulate/{SIM_METRIC}/{mode}",
+                    "pytest-inferperf",
+                    "simulate",
+                    SIM_METRIC,
+                    tol,
+                    flags,
+                    deltas,
+                    labels,
+                )
+            )
     peer = sens.get("peer") or []
     if peer:
         thresholds = list(peer[0]["levels"][labels[0]]["flagged"]) if labels else []
@@ -110,9 +160,18 @@ def detectors(data: Mapping[str, Any]) -> list[dict[str, Any]]:
                 for label, rec in trial["levels"].items():
                     flags.setdefault(label, []).append(bool(rec["flagged"][t]))
                     deltas.setdefault(label, []).append(rec["delta"])
-            out.append(_detector(f"pytest-benchmark/mean/{t}%", "pytest-benchmark", "timer",
-                                 "mean", f"--benchmark-compare-fail=mean:{t}%", flags, deltas,
-                                 labels))
+            out.append(
+                _detector(
+                    f"pytest-benchmark/mean/{t}%",
+                    "pytest-benchmark",
+                    "timer",
+                    "mean",
+                    f"--benchmark-compare-fail=mean:{t}%",
+                    flags,
+                    deltas,
+                    labels,
+                )
+            )
     return out
 
 
@@ -150,15 +209,28 @@ def comparisons(data: Mapping[str, Any], dets: Sequence[Mapping[str, Any]]) -> l
         for d in ours:
             p = peer_for(d, peers)
             fa = _better(d["rates"][zero]["rate"] or 0.0, p["rates"][zero]["rate"] or 0.0)
-            det = _better(d["rates"][top]["rate"] or 0.0, p["rates"][top]["rate"] or 0.0,
-                          lower_is_better=False)
+            det = _better(
+                d["rates"][top]["rate"] or 0.0,
+                p["rates"][top]["rate"] or 0.0,
+                lower_is_better=False,
+            )
             raw = _better(_rank_text(d["detects_80pct_from"]), _rank_text(p["detects_80pct_from"]))
             md = _better(_rank(d), _rank(p))
-            worse = [what for what, v in (("false alarms", fa), (f"detection at {top}", det),
-                                          ("80% detection", raw), ("minimum detectable", md))
-                     if v == "**WORSE**"]
-            head = (f"**Worse than pytest-benchmark** ({', '.join(worse)})" if worse
-                    else "Not worse than pytest-benchmark")
+            worse = [
+                what
+                for what, v in (
+                    ("false alarms", fa),
+                    (f"detection at {top}", det),
+                    ("80% detection", raw),
+                    ("minimum detectable", md),
+                )
+                if v == "**WORSE**"
+            ]
+            head = (
+                f"**Worse than pytest-benchmark** ({', '.join(worse)})"
+                if worse
+                else "Not worse than pytest-benchmark"
+            )
             lines.append(
                 f"{head}: pytest-inferperf `{d['metric']}` ({d['backend']}, tolerance "
                 f"{d['tolerance']}) vs `{p['tolerance']}`: false alarms {_rate_txt(d, zero)} vs "
@@ -166,24 +238,33 @@ def comparisons(data: Mapping[str, Any], dets: Sequence[Mapping[str, Any]]) -> l
                 f"{_rate_txt(p, top)} ({det}); detected in >= 80% of trials from "
                 f"{d['detects_80pct_from']} vs {p['detects_80pct_from']} ({raw}); minimum "
                 f"detectable at <= 5% false alarms {d['min_detectable_text']} vs "
-                f"{p['min_detectable_text']} ({md}).")
+                f"{p['min_detectable_text']} ({md})."
+            )
     cost = check_cost(data)
     if cost.get("ours_s_per_check") and cost.get("peer_s_per_check"):
         o, p_s = cost["ours_s_per_check"], cost["peer_s_per_check"]
         verdict = "**WORSE** (slower)" if o > p_s else "better (faster)"
-        lines.append(f"Time per check: pytest-inferperf {o:.2f} s per profile (warm-up + 30 "
-                     f"repeats), pytest-benchmark {p_s:.2f} s per benchmark (its process "
-                     f"start shared by the levels): pytest-inferperf is {verdict}.")
-    stat = ((data.get("overhead") or {}).get("perf_stat") or {})
+        lines.append(
+            f"Time per check: pytest-inferperf {o:.2f} s per profile (warm-up + 30 "
+            f"repeats), pytest-benchmark {p_s:.2f} s per benchmark (its process "
+            f"start shared by the levels): pytest-inferperf is {verdict}."
+        )
+    stat = (data.get("overhead") or {}).get("perf_stat") or {}
     if "perf_stat_ratio" in stat:
         a, b = stat["inferperf_ratio"] - 1, stat["perf_stat_ratio"] - 1
         spread = stat.get("plain_spread")
         word = "**WORSE than**" if a > b else "no worse than"
-        noise = (f"; the plain loop itself varied by {spread:.0%} between rounds, so both are "
-                 "noise unless they exceed that" if spread is not None else "")
-        lines.append(f"Counting one whole loop: pytest-inferperf's in-process counters {a:+.1%} "
-                     f"wall time, `perf stat -p` attached {b:+.1%}: pytest-inferperf is {word} "
-                     f"perf stat by the median{noise}.")
+        noise = (
+            f"; the plain loop itself varied by {spread:.0%} between rounds, so both are "
+            "noise unless they exceed that"
+            if spread is not None
+            else ""
+        )
+        lines.append(
+            f"Counting one whole loop: pytest-inferperf's in-process counters {a:+.1%} "
+            f"wall time, `perf stat -p` attached {b:+.1%}: pytest-inferperf is {word} "
+            f"perf stat by the median{noise}."
+        )
     return lines
 
 
@@ -193,16 +274,22 @@ def _rank_text(label: str) -> float:
 
 def check_cost(data: Mapping[str, Any]) -> dict[str, float | None]:
     sens = data.get("sensitivity") or {}
-    ours = [s for trial in sens.get("ours") or [] for rec in trial.values()
-            for s in rec["profile_s"].values()]
+    ours = [
+        s
+        for trial in sens.get("ours") or []
+        for rec in trial.values()
+        for s in rec["profile_s"].values()
+    ]
     peer = []
     for trial in sens.get("peer") or []:
         n = len(trial["levels"]) or 1
         peer.extend(w / n for w in trial["wall_s"])
     sim = simulate_seconds(sens.get("simulate") or [])
-    return {"ours_s_per_check": statistics.median(ours) if ours else None,
-            "peer_s_per_check": statistics.median(peer) if peer else None,
-            "simulate_s_per_check": statistics.median(sim) if sim else None}
+    return {
+        "ours_s_per_check": statistics.median(ours) if ours else None,
+        "peer_s_per_check": statistics.median(peer) if peer else None,
+        "simulate_s_per_check": statistics.median(sim) if sim else None,
+    }
 
 
 def simulate_seconds(trials: Sequence[Mapping[str, Any]]) -> list[float]:
@@ -224,8 +311,9 @@ def summarise(data: Mapping[str, Any]) -> dict[str, Any]:
     suite = data.get("suite") or {}
     head: dict[str, Any] = {}
     if isinstance(over.get("start_stop"), list):
-        head["start_stop_median_us"] = {str(r["threads_alive"]): round(r["median_us"], 1)
-                                        for r in over["start_stop"]}
+        head["start_stop_median_us"] = {
+            str(r["threads_alive"]): round(r["median_us"], 1) for r in over["start_stop"]
+        }
     pvn = over.get("profile_vs_none") or {}
     if "latency_mean_ratio" in pvn:
         head["profile_perf_over_none_latency"] = round(pvn["latency_mean_ratio"], 4)
@@ -241,8 +329,12 @@ def summarise(data: Mapping[str, Any]) -> dict[str, Any]:
         head["suite_wall_s"] = {k: round(v, 1) for k, v in suite["wall_s"].items()}
         head["suite_n2_over_n0"] = round(suite["ratio_n2_over_n0"], 3)
         head["suite_verdicts_identical"] = suite["verdicts_identical"]
-    return {"detectors": dets, "headline": head, "comparisons": comparisons(data, dets),
-            "check_cost": check_cost(data)}
+    return {
+        "detectors": dets,
+        "headline": head,
+        "comparisons": comparisons(data, dets),
+        "check_cost": check_cost(data),
+    }
 
 
 # -- Markdown ------------------------------------------------------------------------
@@ -266,23 +358,33 @@ def render_markdown(data: Mapping[str, Any]) -> str:
     params = data.get("parameters") or {}
     labels = list(params.get("levels") or [])
     lines = ["# Measurement quality: results", ""]
-    lines.append("Generated by `benchmarks/measurement_quality.py` (see "
-                 "[benchmarks/README.md](../../benchmarks/README.md)); do not edit by hand.")
+    lines.append(
+        "Generated by `benchmarks/measurement_quality.py` (see "
+        "[benchmarks/README.md](../../benchmarks/README.md)); do not edit by hand."
+    )
     lines.append("")
     lines.append(f"Command: `{data.get('command', '')}`  ")
-    lines.append(f"Started {data.get('started', '?')}, took {_f(data.get('duration_s'), '{:.0f}')}"
-                 f" s. {'Complete.' if data.get('complete') else 'INCOMPLETE (partial run).'}  ")
+    lines.append(
+        f"Started {data.get('started', '?')}, took {_f(data.get('duration_s'), '{:.0f}')}"
+        f" s. {'Complete.' if data.get('complete') else 'INCOMPLETE (partial run).'}  "
+    )
     sens = data.get("sensitivity") or {}
     sim_planned = sens.get("simulate_trials_planned", params.get("simulate_trials"))
     sim_txt = ""
     if (sens.get("simulate_status") or {}).get("available") and sim_planned is not None:
-        sim_txt = (f"; simulate backend: {len(sens.get('simulate') or [])} of "
-                   f"{sim_planned} planned")
+        sim_txt = f"; simulate backend: {len(sens.get('simulate') or [])} of {sim_planned} planned"
     timed_planned = sens.get("trials_planned", params.get("trials"))
-    timed_txt = (f"{sens.get('trials_done', 0)} of {timed_planned} planned" if timed_planned
-                 else "none (timed detectors skipped)")
-    lines.append(f"Trials per level: {timed_txt}" + sim_txt
-                 + (" (--quick)" if params.get("quick") else "") + ".")
+    timed_txt = (
+        f"{sens.get('trials_done', 0)} of {timed_planned} planned"
+        if timed_planned
+        else "none (timed detectors skipped)"
+    )
+    lines.append(
+        f"Trials per level: {timed_txt}"
+        + sim_txt
+        + (" (--quick)" if params.get("quick") else "")
+        + "."
+    )
     lines.append("")
     lines.append("## Machine")
     lines.append("")
@@ -290,15 +392,23 @@ def render_markdown(data: Mapping[str, Any]) -> str:
     why = str(pmu.get("cycles") or pmu.get("error") or "?").split(":")[0]
     pmu_txt = "yes" if pmu.get("exists") else f"no: {why}"
     rows = [
-        ("machine class", m.get("machine_class")), ("CPU", m.get("cpu_model")),
+        ("machine class", m.get("machine_class")),
+        ("CPU", m.get("cpu_model")),
         ("CPUs (usable)", f"{m.get('cpus')} ({m.get('cpus_usable')})"),
-        ("virtualised", m.get("virtualised")), ("kernel", m.get("kernel")),
-        ("Python", m.get("python")), ("ONNX Runtime", m.get("onnxruntime")),
-        ("numpy", m.get("numpy")), ("pytest-benchmark", m.get("pytest_benchmark")),
-        ("hardware PMU", pmu_txt), ("perf_event_paranoid", m.get("perf_event_paranoid")),
+        ("virtualised", m.get("virtualised")),
+        ("kernel", m.get("kernel")),
+        ("Python", m.get("python")),
+        ("ONNX Runtime", m.get("onnxruntime")),
+        ("numpy", m.get("numpy")),
+        ("pytest-benchmark", m.get("pytest_benchmark")),
+        ("hardware PMU", pmu_txt),
+        ("perf_event_paranoid", m.get("perf_event_paranoid")),
         ("load average at start (1/5/15 min)", _loads(m.get("load_avg_start"))),
-        *([("load average after the timed sections", _loads(m["load_avg_timed_end"]))]
-          if m.get("load_avg_timed_end") else []),
+        *(
+            [("load average after the timed sections", _loads(m["load_avg_timed_end"]))]
+            if m.get("load_avg_timed_end")
+            else []
+        ),
         ("load average at end", _loads(m.get("load_avg_end"))),
     ]
     lines += _table(("", ""), rows)
@@ -312,7 +422,7 @@ def render_markdown(data: Mapping[str, Any]) -> str:
     lines += _sensitivity_md(data, s, labels)
     lines += _suite_md(data)
     lines += _limits_md(data.get("limits"))
-    errors = (sens.get("errors") or [])
+    errors = sens.get("errors") or []
     if errors:
         lines += ["## Errors during the run", ""] + [f"- {e.splitlines()[0]}" for e in errors]
         lines.append("")
@@ -330,43 +440,61 @@ def _key_numbers(data: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
     cpus = m.get("cpus") or 1
     # The benchmark itself keeps about one CPU busy; the rest of the load is other work.
     if loads and max(loads) - 1.0 >= 0.5 * cpus:
-        out.append(f"Conditions: 1-minute load average {min(loads):.2f} to {max(loads):.2f} on "
-                   f"{cpus} CPUs while timing (the benchmark itself keeps about one CPU busy): "
-                   "other work competed for the CPUs, and every timing number below includes "
-                   "that contention. A quiet or dedicated runner will do better.")
+        out.append(
+            f"Conditions: 1-minute load average {min(loads):.2f} to {max(loads):.2f} on "
+            f"{cpus} CPUs while timing (the benchmark itself keeps about one CPU busy): "
+            "other work competed for the CPUs, and every timing number below includes "
+            "that contention. A quiet or dedicated runner will do better."
+        )
     elif loads:
-        out.append(f"Conditions: 1-minute load average {min(loads):.2f} to {max(loads):.2f} on "
-                   f"{cpus} CPUs while timing, about what the benchmark itself causes: no other "
-                   "work competed. Timing on a shared VM still moves between runs (see the "
-                   "false alarms below).")
+        out.append(
+            f"Conditions: 1-minute load average {min(loads):.2f} to {max(loads):.2f} on "
+            f"{cpus} CPUs while timing, about what the benchmark itself causes: no other "
+            "work competed. Timing on a shared VM still moves between runs (see the "
+            "false alarms below)."
+        )
     over = data.get("overhead") or {}
     ss = over.get("start_stop")
     if isinstance(ss, list) and ss:
-        cells = ", ".join(f"{r['median_us']:.0f} µs with {r['threads_alive']} "
-                          f"thread{'' if r['threads_alive'] == 1 else 's'}"
-                          for r in ss)
+        cells = ", ".join(
+            f"{r['median_us']:.0f} µs with {r['threads_alive']} "
+            f"thread{'' if r['threads_alive'] == 1 else 's'}"
+            for r in ss
+        )
         per = [r["median_us"] / r["threads_alive"] for r in ss if r["threads_alive"]]
-        out.append(f"Fixed cost of one counted repeat (start + stop + read of every group, "
-                   f"median): {cells}, about {min(per):.0f}-{max(per):.0f} µs per thread. "
-                   "Against a 10 ms repeat that is "
-                   f"{ss[0]['median_us'] / 1e4:.1%} to {ss[-1]['median_us'] / 1e4:.1%}.")
+        out.append(
+            f"Fixed cost of one counted repeat (start + stop + read of every group, "
+            f"median): {cells}, about {min(per):.0f}-{max(per):.0f} µs per thread. "
+            "Against a 10 ms repeat that is "
+            f"{ss[0]['median_us'] / 1e4:.1%} to {ss[-1]['median_us'] / 1e4:.1%}."
+        )
     pvn = over.get("profile_vs_none") or {}
     if "latency_mean_ratio" in pvn:
-        out.append(f"A measured call with counting vs without (`backend=\"perf\"` / "
-                   f"`\"none\"`): per-call latency ratio {pvn['latency_mean_ratio']:.3f}.")
+        out.append(
+            f'A measured call with counting vs without (`backend="perf"` / '
+            f'`"none"`): per-call latency ratio {pvn["latency_mean_ratio"]:.3f}.'
+        )
     dets = {d["id"]: d for d in s.get("detectors") or []}
     best = [d for d in dets.values() if d["tool"] == "pytest-inferperf"]
     if best:
-        out.append("Smallest injected slowdown detected in >= 80% of trials at <= 5% false "
-                   "alarms (the minimum detectable regression): " + "; ".join(
-                       f"{d['metric']} ({d['backend']}, tolerance {d['tolerance']}): "
-                       f"**{d['min_detectable_text']}**" for d in best) + ".")
+        out.append(
+            "Smallest injected slowdown detected in >= 80% of trials at <= 5% false "
+            "alarms (the minimum detectable regression): "
+            + "; ".join(
+                f"{d['metric']} ({d['backend']}, tolerance {d['tolerance']}): "
+                f"**{d['min_detectable_text']}**"
+                for d in best
+            )
+            + "."
+        )
     suite = data.get("suite") or {}
     if "ratio_n2_over_n0" in suite:
         word = "slower" if suite["ratio_n2_over_n0"] > 1 else "faster"
-        out.append(f"Example suite: -n 2 takes {suite['ratio_n2_over_n0']:.2f}x the wall time of "
-                   f"-n 0 ({word}); verdicts identical: "
-                   f"{'yes' if suite['verdicts_identical'] else '**NO**'}.")
+        out.append(
+            f"Example suite: -n 2 takes {suite['ratio_n2_over_n0']:.2f}x the wall time of "
+            f"-n 0 ({word}); verdicts identical: "
+            f"{'yes' if suite['verdicts_identical'] else '**NO**'}."
+        )
     return out
 
 
@@ -381,28 +509,51 @@ def _overhead_md(data: Mapping[str, Any]) -> list[str]:
         lines += [f"Skipped: {over['skipped']}.", ""]
     ss = over.get("start_stop")
     if isinstance(ss, list):
-        lines.append("(a) `PerfEventCounters.start()` + `stop()` (stop reads every group), "
-                     "default events, timed with `time.perf_counter_ns`:")
+        lines.append(
+            "(a) `PerfEventCounters.start()` + `stop()` (stop reads every group), "
+            "default events, timed with `time.perf_counter_ns`:"
+        )
         lines.append("")
-        lines += _table(("threads alive", "threads counted", "open fds", "samples",
-                         "p10 µs", "median µs", "p90 µs", "start µs", "stop+read µs"),
-                        [(r["threads_alive"], r["counted_threads"], r["open_fds"], r["samples"],
-                          _f(r.get("p10_us"), "{:.1f}"),
-                          _f(r["median_us"], "{:.1f}"), _f(r["p90_us"], "{:.1f}"),
-                          _f(r["start_median_us"], "{:.1f}"),
-                          _f(r["stop_read_median_us"], "{:.1f}")) for r in ss])
+        lines += _table(
+            (
+                "threads alive",
+                "threads counted",
+                "open fds",
+                "samples",
+                "p10 µs",
+                "median µs",
+                "p90 µs",
+                "start µs",
+                "stop+read µs",
+            ),
+            [
+                (
+                    r["threads_alive"],
+                    r["counted_threads"],
+                    r["open_fds"],
+                    r["samples"],
+                    _f(r.get("p10_us"), "{:.1f}"),
+                    _f(r["median_us"], "{:.1f}"),
+                    _f(r["p90_us"], "{:.1f}"),
+                    _f(r["start_median_us"], "{:.1f}"),
+                    _f(r["stop_read_median_us"], "{:.1f}"),
+                )
+                for r in ss
+            ],
+        )
         lines.append("")
     elif isinstance(ss, dict) and "error" in ss:
         lines += [f"(a) error: {ss['error']}", ""]
     pvn = over.get("profile_vs_none") or {}
     if "latency_mean_ratio" in pvn:
         lines.append(
-            f"(b) `profile(call, backend=\"perf\")` vs `backend=\"none\"` on the workload, "
+            f'(b) `profile(call, backend="perf")` vs `backend="none"` on the workload, '
             f"{pvn['pairs']} alternating pairs: per-call latency ratio (median of pairs) "
             f"**{pvn['latency_mean_ratio']:.4f}** (mean), {pvn['latency_p50_ratio']:.4f} (p50); "
             f"{_f(pvn['perf_mean_ms'])} ms vs {_f(pvn['none_mean_ms'])} ms per call, "
             f"{_f(pvn['calls_per_repeat'], '{:.0f}')} calls per repeat. An empty start/stop "
-            f"counts {_f(pvn['empty_start_stop_task_clock_us'])} µs of task-clock.")
+            f"counts {_f(pvn['empty_start_stop_task_clock_us'])} µs of task-clock."
+        )
         lines.append("")
     elif "error" in pvn:
         lines += [f"(b) error: {pvn['error']}", ""]
@@ -412,7 +563,8 @@ def _overhead_md(data: Mapping[str, Any]) -> list[str]:
             f"(c) The same loop of {st['loop_calls']} calls ({_f(st['plain_s'])} s), "
             f"{st['rounds']} rounds in rotating order: wall time with `{st['command']}` "
             f"attached / without = **{st['perf_stat_ratio']:.4f}**; with pytest-inferperf's "
-            f"in-process counters around the loop = **{st['inferperf_ratio']:.4f}**.")
+            f"in-process counters around the loop = **{st['inferperf_ratio']:.4f}**."
+        )
         lines.append("")
     elif "skipped" in st:
         lines += [f"(c) perf stat: skipped: {st['skipped']}", ""]
@@ -421,34 +573,50 @@ def _overhead_md(data: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _sensitivity_md(data: Mapping[str, Any], s: Mapping[str, Any],
-                    labels: Sequence[str]) -> list[str]:
+def _sensitivity_md(
+    data: Mapping[str, Any], s: Mapping[str, Any], labels: Sequence[str]
+) -> list[str]:
     wl = data.get("workload") or {}
     sens = data.get("sensitivity") or {}
     lines = ["## 2. Sensitivity", ""]
     if wl:
-        lines.append(f"Workload: {wl.get('model')}; {_f(wl.get('base_ms'))} ms per call at "
-                     f"calibration. Injected slowdown: {wl.get('extra_work')}.")
+        lines.append(
+            f"Workload: {wl.get('model')}; {_f(wl.get('base_ms'))} ms per call at "
+            f"calibration. Injected slowdown: {wl.get('extra_work')}."
+        )
         lines.append("")
-        lines += _table(("level", "extra iterations", "calibrated slowdown",
-                         "re-measured slowdown"),
-                        [(lb, (wl.get("iterations") or {}).get(lb),
-                          _f((wl.get("intended_slowdown") or {}).get(lb), "{:.2%}"),
-                          _f((wl.get("realised_slowdown") or {}).get(lb), "{:+.2%}"))
-                         for lb in labels])
+        lines += _table(
+            ("level", "extra iterations", "calibrated slowdown", "re-measured slowdown"),
+            [
+                (
+                    lb,
+                    (wl.get("iterations") or {}).get(lb),
+                    _f((wl.get("intended_slowdown") or {}).get(lb), "{:.2%}"),
+                    _f((wl.get("realised_slowdown") or {}).get(lb), "{:+.2%}"),
+                )
+                for lb in labels
+            ],
+        )
         lines.append("")
     lines.append(
         "Per trial and level: a baseline profile (no slowdown) and a current profile, "
         "measured back to back in alternating order, levels shuffled; then the verdict. "
         "Rate = flagged trials / trials: at 0% it is the false-alarm rate, above 0% the "
         "detection rate. Minimum detectable = the smallest level flagged in >= 80% of "
-        "trials while false alarms stay <= 5%; \">= 80% from\" is the smallest level "
-        "flagged in >= 80% of trials whatever the false alarms.")
+        'trials while false alarms stay <= 5%; ">= 80% from" is the smallest level '
+        "flagged in >= 80% of trials whatever the false alarms."
+    )
     lines.append("")
     dets = s.get("detectors") or []
     if dets:
-        head = ["tool / metric", "backend", "tolerance", *labels, ">= 80% from",
-                "min detectable (<= 5% false alarms)"]
+        head = [
+            "tool / metric",
+            "backend",
+            "tolerance",
+            *labels,
+            ">= 80% from",
+            "min detectable (<= 5% false alarms)",
+        ]
         rows = []
         for d in dets:
             cells = []
@@ -456,36 +624,57 @@ def _sensitivity_md(data: Mapping[str, Any], s: Mapping[str, Any],
                 r = d["rates"].get(lb) or {}
                 cells.append(f"{r.get('flagged', 0)}/{r.get('trials', 0)}")
             md = d["min_detectable_text"] + (f" ({d['why_none']})" if d["why_none"] else "")
-            rows.append((f"{d['tool']} {d['metric']}", d["backend"], d["tolerance"], *cells,
-                         d.get("detects_80pct_from", "-"), md))
+            rows.append(
+                (
+                    f"{d['tool']} {d['metric']}",
+                    d["backend"],
+                    d["tolerance"],
+                    *cells,
+                    d.get("detects_80pct_from", "-"),
+                    md,
+                )
+            )
         lines += _table(head, rows)
         lines.append("")
-        lines.append("Measured change (current / baseline - 1) per level: median, and in "
-                     "brackets the interquartile range over the trials (the noise):")
+        lines.append(
+            "Measured change (current / baseline - 1) per level: median, and in "
+            "brackets the interquartile range over the trials (the noise):"
+        )
         lines.append("")
         seen = set()
         rows = []
         for d in dets:
             key = (d["tool"], d["backend"], d["metric"])
-            if key in seen or all((d["rates"].get(lb) or {}).get("median_delta") is None
-                                  for lb in labels):
+            if key in seen or all(
+                (d["rates"].get(lb) or {}).get("median_delta") is None for lb in labels
+            ):
                 continue
             seen.add(key)
-            rows.append((f"{d['tool']} {d['metric']}", d["backend"],
-                         *[_delta_cell(d["rates"].get(lb) or {}) for lb in labels]))
+            rows.append(
+                (
+                    f"{d['tool']} {d['metric']}",
+                    d["backend"],
+                    *[_delta_cell(d["rates"].get(lb) or {}) for lb in labels],
+                )
+            )
         lines += _table(["tool / metric", "backend", *labels], rows)
         lines.append("")
         cost = s.get("check_cost") or {}
         parts = []
         if cost.get("ours_s_per_check"):
-            parts.append(f"pytest-inferperf {cost['ours_s_per_check']:.2f} s per profile "
-                         "(perf backend)")
+            parts.append(
+                f"pytest-inferperf {cost['ours_s_per_check']:.2f} s per profile (perf backend)"
+            )
         if cost.get("peer_s_per_check"):
-            parts.append(f"pytest-benchmark {cost['peer_s_per_check']:.2f} s per benchmark "
-                         "including its share of the process start")
+            parts.append(
+                f"pytest-benchmark {cost['peer_s_per_check']:.2f} s per benchmark "
+                "including its share of the process start"
+            )
         if cost.get("simulate_s_per_check"):
-            parts.append(f"pytest-inferperf {cost['simulate_s_per_check']:.1f} s per simulated "
-                         "profile (simulate backend) including its share of its pytest run")
+            parts.append(
+                f"pytest-inferperf {cost['simulate_s_per_check']:.1f} s per simulated "
+                "profile (simulate backend) including its share of its pytest run"
+            )
         if parts:
             lines.append(f"Time per check (median): {'; '.join(parts)}.")
         lines.append("")
@@ -497,8 +686,9 @@ def _sensitivity_md(data: Mapping[str, Any], s: Mapping[str, Any],
     ss = sens.get("simulate_status") or {}
     if ss:
         if ss.get("available"):
-            planned = sens.get("simulate_trials_planned",
-                               (data.get("parameters") or {}).get("simulate_trials"))
+            planned = sens.get(
+                "simulate_trials_planned", (data.get("parameters") or {}).get("simulate_trials")
+            )
             lines += [_simulate_md(sens, labels, planned), ""]
         else:
             lines += ["simulate backend: **not usable here**, so it is not in the tables:", ""]
@@ -512,8 +702,10 @@ def _simulate_md(sens: Mapping[str, Any], labels: Sequence[str], planned: int | 
     trials = sens.get("simulate") or []
     done = len(trials)
     errors = [e for e in sens.get("errors") or [] if e.startswith("simulate trial")]
-    text = ("simulate backend (`--inferperf-backend simulate`, through the plugin and its "
-            f"`--inferperf-report`): {done} of {planned} planned trials done")
+    text = (
+        "simulate backend (`--inferperf-backend simulate`, through the plugin and its "
+        f"`--inferperf-report`): {done} of {planned} planned trials done"
+    )
     if planned is not None and done < planned:
         why = []
         if errors:
@@ -527,17 +719,23 @@ def _simulate_md(sens: Mapping[str, Any], labels: Sequence[str], planned: int | 
     if trials and per_profile:
         profiles = [t.get("profiles") or len(t["levels"]) + 1 for t in trials]
         if walls:
-            text += (f" Each trial is one pytest run of {max(profiles)} simulated profiles: "
-                     "its baseline (test id `base`, the plain call, a test of its own) and "
-                     f"one per level ({len(labels)})")
+            text += (
+                f" Each trial is one pytest run of {max(profiles)} simulated profiles: "
+                "its baseline (test id `base`, the plain call, a test of its own) and "
+                f"one per level ({len(labels)})"
+            )
         else:  # results of an older version of this script
-            text += (" Each trial was two pytest runs: its baseline, then one profile per "
-                     f"level ({len(labels)})")
+            text += (
+                " Each trial was two pytest runs: its baseline, then one profile per "
+                f"level ({len(labels)})"
+            )
         lo, hi = min(per_profile), max(per_profile)
         spread = f"; {lo:.0f}-{hi:.0f} s" if round(lo) != round(hi) else ""
-        text += (f"; each profile re-runs its test under valgrind: "
-                 f"{statistics.median(per_profile):.0f} s per simulated profile here "
-                 f"(median{spread})")
+        text += (
+            f"; each profile re-runs its test under valgrind: "
+            f"{statistics.median(per_profile):.0f} s per simulated profile here "
+            f"(median{spread})"
+        )
         if walls:
             text += f", {statistics.median(walls):.0f} s per trial"
         text += "."
@@ -546,22 +744,30 @@ def _simulate_md(sens: Mapping[str, Any], labels: Sequence[str], planned: int | 
         section = sens.get("simulate_wall_s")
         took = f", {section / 60:.1f} minutes in all" if section else ""
         if jobs > 1:
-            text += (f" {jobs} trials ran at once, in parallel pytest processes{took}, after "
-                     "every timed section: the counts are deterministic instruction counts, "
-                     "not times, so parallel runs do not disturb them, and they never "
-                     "competed with a timing.")
+            text += (
+                f" {jobs} trials ran at once, in parallel pytest processes{took}, after "
+                "every timed section: the counts are deterministic instruction counts, "
+                "not times, so parallel runs do not disturb them, and they never "
+                "competed with a timing."
+            )
         else:
-            text += (f" The trials ran one at a time{took}, after every timed section, so "
-                     "they never competed with a timing.")
+            text += (
+                f" The trials ran one at a time{took}, after every timed section, so "
+                "they never competed with a timing."
+            )
     repeats = sorted({t["repeats"] for t in trials if t.get("repeats")})
     need = sens.get("rank_test_min_repeats")
     if repeats and need and max(repeats) < need:
-        text += (f" It measures {'/'.join(map(str, repeats))} repeats per profile, fewer than "
-                 f"the {need} the rank test needs, so its verdict is the point change "
-                 "against the tolerance alone: at tolerance 0 any change, however small, is "
-                 "a regression.")
-    text += (" The slowdown is calibrated in time; the instruction change it causes is in "
-             "the \"measured change\" table.")
+        text += (
+            f" It measures {'/'.join(map(str, repeats))} repeats per profile, fewer than "
+            f"the {need} the rank test needs, so its verdict is the point change "
+            "against the tolerance alone: at tolerance 0 any change, however small, is "
+            "a regression."
+        )
+    text += (
+        " The slowdown is calibrated in time; the instruction change it causes is in "
+        'the "measured change" table.'
+    )
     return text
 
 
@@ -584,11 +790,13 @@ def _suite_md(data: Mapping[str, Any]) -> list[str]:
         return [*lines, f"Error: {suite['error']}", ""]
     if "wall_s" not in suite:
         return [*lines, "Not run yet.", ""]
-    lines.append(f"`{suite['command']}`, {suite['rounds']} run(s) each, alternating; median "
-                 f"wall time: -n 0 **{suite['wall_s']['n0']:.1f} s**, -n 2 "
-                 f"**{suite['wall_s']['n2']:.1f} s**, ratio -n 2 / -n 0 = "
-                 f"**{suite['ratio_n2_over_n0']:.3f}**. Verdicts (pass/fail per test) identical "
-                 f"across all runs: **{'yes' if suite['verdicts_identical'] else 'NO'}**.")
+    lines.append(
+        f"`{suite['command']}`, {suite['rounds']} run(s) each, alternating; median "
+        f"wall time: -n 0 **{suite['wall_s']['n0']:.1f} s**, -n 2 "
+        f"**{suite['wall_s']['n2']:.1f} s**, ratio -n 2 / -n 0 = "
+        f"**{suite['ratio_n2_over_n0']:.3f}**. Verdicts (pass/fail per test) identical "
+        f"across all runs: **{'yes' if suite['verdicts_identical'] else 'NO'}**."
+    )
     lines.append("")
     first = (suite.get("runs") or {}).get("n0") or []
     second = (suite.get("runs") or {}).get("n2") or []
@@ -596,14 +804,33 @@ def _suite_md(data: Mapping[str, Any]) -> list[str]:
         rows = []
         for key, v in first[0]["verdicts"].items():
             w = second[0]["verdicts"].get(key, {})
-            rows.append((key, v["status"], w.get("status", "-"), _f(v.get("cpu_ms_per_call")),
-                         _f(w.get("cpu_ms_per_call")), _f(v.get("latency_mean_ms")),
-                         _f(w.get("latency_mean_ms"))))
-        lines += _table(("test", "-n 0 verdict", "-n 2 verdict", "-n 0 CPU ms/call",
-                         "-n 2 CPU ms/call", "-n 0 mean ms", "-n 2 mean ms"), rows)
+            rows.append(
+                (
+                    key,
+                    v["status"],
+                    w.get("status", "-"),
+                    _f(v.get("cpu_ms_per_call")),
+                    _f(w.get("cpu_ms_per_call")),
+                    _f(v.get("latency_mean_ms")),
+                    _f(w.get("latency_mean_ms")),
+                )
+            )
+        lines += _table(
+            (
+                "test",
+                "-n 0 verdict",
+                "-n 2 verdict",
+                "-n 0 CPU ms/call",
+                "-n 2 CPU ms/call",
+                "-n 0 mean ms",
+                "-n 2 mean ms",
+            ),
+            rows,
+        )
         lines.append("")
-        lines.append("(From the first run of each mode. Under -n 2 each worker is pinned to "
-                     "its own CPU.)")
+        lines.append(
+            "(From the first run of each mode. Under -n 2 each worker is pinned to its own CPU.)"
+        )
         lines.append("")
     return lines
 
@@ -613,69 +840,94 @@ def _limits_md(limits: Mapping[str, Any] | None) -> list[str]:
     if not limits:
         return []
     lines = ["## 4. Closer to the physical limit", ""]
-    lines.append(f"Generated by `benchmarks/physical_limits.py` ({limits.get('cpus', '?')} "
-                 "CPUs), runs of their own; each part says when it ran, by which command, "
-                 "and the 1-minute "
-                 "load average at its start and end: other work shared the machine, so "
-                 "every comparison below is a ratio within one part, its variants "
-                 "interleaved.")
+    lines.append(
+        f"Generated by `benchmarks/physical_limits.py` ({limits.get('cpus', '?')} "
+        "CPUs), runs of their own; each part says when it ran, by which command, "
+        "and the 1-minute "
+        "load average at its start and end: other work shared the machine, so "
+        "every comparison below is a ratio within one part, its variants "
+        "interleaved."
+    )
     lines.append("")
     runs = limits.get("section_runs") or {}
 
     def when(name: str) -> str:
-        run = runs.get(name) or {"started": limits.get("started"), "load_avg": [
-            (limits.get("load_avg_start") or [None])[0], (limits.get("load_avg_end")
-                                                          or [None])[0]]}
+        run = runs.get(name) or {
+            "started": limits.get("started"),
+            "load_avg": [
+                (limits.get("load_avg_start") or [None])[0],
+                (limits.get("load_avg_end") or [None])[0],
+            ],
+        }
         a, b = (run.get("load_avg") or [None, None])[:2]
-        load = (f"load {a:.2f} to {b:.2f}" if isinstance(a, int | float)
-                and isinstance(b, int | float) else "load ?")
+        load = (
+            f"load {a:.2f} to {b:.2f}"
+            if isinstance(a, int | float) and isinstance(b, int | float)
+            else "load ?"
+        )
         cmd = run.get("command") or limits.get("command")
         return f"(Measured {run.get('started', '?')} by `{cmd}`, {load}.)"
 
     rows = limits.get("counting")
     if isinstance(rows, list) and rows:
-        lines.append("(a) Cost of one counted repeat (`start()` + `stop()`, default events; "
-                     "median µs, and in brackets as a multiple of one raw `read()` of a "
-                     "group leader timed in the same rounds). Free-running: the default "
-                     "(groups enabled once, one read per group at each end). Toggled: "
-                     "`free_running=False`, one `prctl` each way. Per-group ioctls: how "
-                     "it was done before (a read of every group, an enable and a disable "
-                     "ioctl per group, a read and the decode at stop), rebuilt from the "
-                     "same primitives. Decode: the deferred arithmetic, paid when a "
-                     "sample is first looked at, after the measured loop.")
+        lines.append(
+            "(a) Cost of one counted repeat (`start()` + `stop()`, default events; "
+            "median µs, and in brackets as a multiple of one raw `read()` of a "
+            "group leader timed in the same rounds). Free-running: the default "
+            "(groups enabled once, one read per group at each end). Toggled: "
+            "`free_running=False`, one `prctl` each way. Per-group ioctls: how "
+            "it was done before (a read of every group, an enable and a disable "
+            "ioctl per group, a read and the decode at stop), rebuilt from the "
+            "same primitives. Decode: the deferred arithmetic, paid when a "
+            "sample is first looked at, after the measured loop."
+        )
         lines.append("")
         table = []
         for r in rows:
             m, x = r["median_us"], r["raw_reads_per_repeat"]
-            table.append((
-                r["threads_alive"], _f(m["raw_read"], "{:.2f}"),
-                f"{m['free_running']:.1f} ({x['free_running']:.1f})",
-                f"{r['raw_reads_per_thread']['free_running']:.2f}",
-                f"{m['toggled']:.1f} ({x['toggled']:.1f})",
-                f"{m['old_per_group_ioctls']:.1f} ({x['old_per_group_ioctls']:.1f})",
-                f"{m['old_per_group_ioctls'] / m['free_running']:.1f}x",
-                _f(m["decode"], "{:.1f}"),
-                " / ".join(f"{v:.1f}" for v in r["empty_region_task_clock_us"].values()),
-            ))
-        lines += _table(("threads", "raw read µs", "free-running µs (raw reads)",
-                         "free-running raw reads per thread", "toggled µs (raw reads)",
-                         "per-group ioctls µs (raw reads)", "before / now",
-                         "decode µs", "empty region counts µs task-clock (free / toggled)"),
-                        table)
+            table.append(
+                (
+                    r["threads_alive"],
+                    _f(m["raw_read"], "{:.2f}"),
+                    f"{m['free_running']:.1f} ({x['free_running']:.1f})",
+                    f"{r['raw_reads_per_thread']['free_running']:.2f}",
+                    f"{m['toggled']:.1f} ({x['toggled']:.1f})",
+                    f"{m['old_per_group_ioctls']:.1f} ({x['old_per_group_ioctls']:.1f})",
+                    f"{m['old_per_group_ioctls'] / m['free_running']:.1f}x",
+                    _f(m["decode"], "{:.1f}"),
+                    " / ".join(f"{v:.1f}" for v in r["empty_region_task_clock_us"].values()),
+                )
+            )
+        lines += _table(
+            (
+                "threads",
+                "raw read µs",
+                "free-running µs (raw reads)",
+                "free-running raw reads per thread",
+                "toggled µs (raw reads)",
+                "per-group ioctls µs (raw reads)",
+                "before / now",
+                "decode µs",
+                "empty region counts µs task-clock (free / toggled)",
+            ),
+            table,
+        )
         lines.append("")
         lines.append(when("counting"))
         lines.append("")
     sim = limits.get("simulate") or {}
     if "wall_s" in sim:
-        lines.append(f"(b) `{sim['command']}` (a scratch copy, no baselines), "
-                     f"{sim['rounds']} round(s) each, alternating: as shipped (its "
-                     "`l1_miss_max` and `branch_miss_max` budgets need cache and branch "
-                     f"simulation: mode full) **{sim['wall_s']['full']:.1f} s**; the same "
-                     "tests without those two budgets (instructions-only mode, chosen "
-                     f"automatically) **{sim['wall_s']['instructions']:.1f} s**: "
-                     f"{sim['speed_up_instructions_over_full']:.2f}x faster. Instructions "
-                     "per call the same within 0.1%: "
-                     f"**{'yes' if sim['same_instructions_within_0.1pct'] else 'NO'}**.")
+        lines.append(
+            f"(b) `{sim['command']}` (a scratch copy, no baselines), "
+            f"{sim['rounds']} round(s) each, alternating: as shipped (its "
+            "`l1_miss_max` and `branch_miss_max` budgets need cache and branch "
+            f"simulation: mode full) **{sim['wall_s']['full']:.1f} s**; the same "
+            "tests without those two budgets (instructions-only mode, chosen "
+            f"automatically) **{sim['wall_s']['instructions']:.1f} s**: "
+            f"{sim['speed_up_instructions_over_full']:.2f}x faster. Instructions "
+            "per call the same within 0.1%: "
+            f"**{'yes' if sim['same_instructions_within_0.1pct'] else 'NO'}**."
+        )
         lines.append("")
         table = []
         for test, by_mode in sim["instructions_per_call"].items():
@@ -683,17 +935,34 @@ def _limits_md(limits: Mapping[str, Any] | None) -> list[str]:
             cheap = by_mode.get("instructions")
             rec = {m: sim["runs"][m][0]["tests"].get(test, {}) for m in ("full", "instructions")}
             res = rec["full"].get("resolution")
-            table.append((test, _f(full, "{:,.0f}"), _f(cheap, "{:,.0f}"),
-                          f"{(cheap - full) / full:+.4%}" if full and cheap else "-",
-                          f"{res:.2%}" if isinstance(res, int | float) else "-",
-                          " / ".join(_f(rec[m].get("slowdown_vs_native"), "{:.0f}x")
-                                     for m in ("full", "instructions")),
-                          " / ".join(_f(rec[m].get("child_wall_s"), "{:.1f}")
-                                     for m in ("full", "instructions"))))
-        lines += _table(("test", "instructions/call (full)", "instructions/call "
-                         "(instructions only)", "difference", "resolution (full run)",
-                         "instrumented slowdown vs native (full / instructions)",
-                         "s in valgrind (full / instructions)"), table)
+            table.append(
+                (
+                    test,
+                    _f(full, "{:,.0f}"),
+                    _f(cheap, "{:,.0f}"),
+                    f"{(cheap - full) / full:+.4%}" if full and cheap else "-",
+                    f"{res:.2%}" if isinstance(res, int | float) else "-",
+                    " / ".join(
+                        _f(rec[m].get("slowdown_vs_native"), "{:.0f}x")
+                        for m in ("full", "instructions")
+                    ),
+                    " / ".join(
+                        _f(rec[m].get("child_wall_s"), "{:.1f}") for m in ("full", "instructions")
+                    ),
+                )
+            )
+        lines += _table(
+            (
+                "test",
+                "instructions/call (full)",
+                "instructions/call (instructions only)",
+                "difference",
+                "resolution (full run)",
+                "instrumented slowdown vs native (full / instructions)",
+                "s in valgrind (full / instructions)",
+            ),
+            table,
+        )
         lines.append("")
         lines.append(when("simulate"))
         lines.append("")
@@ -701,11 +970,13 @@ def _limits_md(limits: Mapping[str, Any] | None) -> list[str]:
         lines += [f"(b) error: {sim['error']}", ""]
     suite = limits.get("suite") or {}
     if "wall_s" in suite:
-        lines.append(f"(c) `pytest --inferperf examples -n 0|2`, {suite['rounds']} round(s) "
-                     f"each, alternating: -n 0 **{suite['wall_s']['n0']:.1f} s**, -n 2 "
-                     f"**{suite['wall_s']['n2']:.1f} s**, ratio -n 2 / -n 0 = "
-                     f"**{suite['ratio_n2_over_n0']:.3f}**; verdicts identical: "
-                     f"{'yes' if suite['verdicts_identical'] else 'NO'}. {when('suite')}")
+        lines.append(
+            f"(c) `pytest --inferperf examples -n 0|2`, {suite['rounds']} round(s) "
+            f"each, alternating: -n 0 **{suite['wall_s']['n0']:.1f} s**, -n 2 "
+            f"**{suite['wall_s']['n2']:.1f} s**, ratio -n 2 / -n 0 = "
+            f"**{suite['ratio_n2_over_n0']:.3f}**; verdicts identical: "
+            f"{'yes' if suite['verdicts_identical'] else 'NO'}. {when('suite')}"
+        )
         if "cpu_s" in suite:
             fixed = suite.get("fixed_per_process") or {}
 
@@ -723,7 +994,8 @@ def _limits_md(limits: Mapping[str, Any] | None) -> list[str]:
                 f"{cpu('import_numpy_onnx_onnxruntime')} s (each worker, once its first "
                 "test runs); -n 2 adds a controller and a second worker. Each profile "
                 "measures for a fixed time (warm-up, then repeats of a minimum duration), "
-                "so running two at once saves wall time only where a CPU is idle.")
+                "so running two at once saves wall time only where a CPU is idle."
+            )
         lines.append("")
     res = limits.get("resolution") or {}
     if res.get("trials"):
@@ -741,6 +1013,7 @@ def _limits_md(limits: Mapping[str, Any] | None) -> list[str]:
             f"measured change median {dl:+.3%} ({d0:+.4%} for the plain call, largest "
             f"{res['delta_max_abs_at_0']:.4%}). The simulate rows of section 2 predate "
             "this rule: that run judged at the then fixed 2% (and at 0). "
-            f"{when('resolution')}")
+            f"{when('resolution')}"
+        )
         lines.append("")
     return lines

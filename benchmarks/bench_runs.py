@@ -24,10 +24,19 @@ REPO = HERE.parent
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This environment without the calling pytest's variables, one BLAS thread."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "COV_CORE_")) and k != "INFERPERF_SIMULATE_CHILD"}
-    env.update({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                "PYTHONHASHSEED": "0"})
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTEST_", "COV_CORE_")) and k != "INFERPERF_SIMULATE_CHILD"
+    }
+    env.update(
+        {
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "PYTHONHASHSEED": "0",
+        }
+    )
     env.update(extra or {})
     return env
 
@@ -67,7 +76,8 @@ def test_workload(benchmark, workload, level):
 
 _REGRESSED = re.compile(
     r"test_workload\[(?P<id>[^\]]+)\].*?has failed PercentageRegressionCheck: "
-    r"(?P<value>[-+0-9.eEinf]+) > (?P<threshold>[0-9.]+)")
+    r"(?P<value>[-+0-9.eEinf]+) > (?P<threshold>[0-9.]+)"
+)
 
 
 def level_id(label: str) -> str:
@@ -86,8 +96,15 @@ def peer_available() -> str | None:
 class PeerRunner:
     """pytest-benchmark on the same workload: an autosaved baseline run, then a compare run."""
 
-    def __init__(self, scratch: Path, model: Path, counts: Mapping[str, int],
-                 thresholds: Sequence[int], *, quick: bool) -> None:
+    def __init__(
+        self,
+        scratch: Path,
+        model: Path,
+        counts: Mapping[str, int],
+        thresholds: Sequence[int],
+        *,
+        quick: bool,
+    ) -> None:
         self.scratch = scratch
         self.thresholds = list(thresholds)
         self.quick = quick
@@ -97,25 +114,45 @@ class PeerRunner:
         if quick:  # py-cpuinfo takes about 1.5 s per process; metadata only, timing unchanged
             (scratch / "conftest.py").write_text(
                 "def pytest_benchmark_generate_machine_info(config):\n"
-                "    return {'cpu': {}, 'note': 'not collected (--quick)'}\n")
+                "    return {'cpu': {}, 'note': 'not collected (--quick)'}\n"
+            )
         self.ids = {label: level_id(label) for label in counts}
         self.config = scratch / "config.json"
-        self.config.write_text(json.dumps({
-            "model": str(model), "ids": list(self.ids.values()),
-            "iterations": {self.ids[label]: n for label, n in counts.items()},
-        }))
+        self.config.write_text(
+            json.dumps(
+                {
+                    "model": str(model),
+                    "ids": list(self.ids.values()),
+                    "iterations": {self.ids[label]: n for label, n in counts.items()},
+                }
+            )
+        )
 
     def _run(self, mode: str, storage: Path, args: Sequence[str]) -> tuple[str, float, int]:
-        cmd = [sys.executable, "-m", "pytest", "test_peer.py", "-q", "-p", "no:cacheprovider",
-               "-p", "no:inferperf", "-p", "no:xdist", "-p", "no:randomly",
-               f"--benchmark-storage=file://{storage}", *args]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "test_peer.py",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:inferperf",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:randomly",
+            f"--benchmark-storage=file://{storage}",
+            *args,
+        ]
         if self.quick:
             cmd += ["--benchmark-max-time=0.1", "--benchmark-min-rounds=5"]
-        env = clean_env({"MQ_BENCH_DIR": str(HERE), "MQ_CONFIG": str(self.config),
-                         "MQ_MODE": mode})
+        env = clean_env({"MQ_BENCH_DIR": str(HERE), "MQ_CONFIG": str(self.config), "MQ_MODE": mode})
         begin = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=self.scratch, env=env, capture_output=True, text=True,
-                              timeout=600, check=False)
+        proc = subprocess.run(
+            cmd, cwd=self.scratch, env=env, capture_output=True, text=True, timeout=600, check=False
+        )
         return proc.stdout + proc.stderr, time.perf_counter() - begin, proc.returncode
 
     def trial(self, index: int) -> dict[str, Any]:
@@ -124,15 +161,24 @@ class PeerRunner:
         out1, wall1, rc1 = self._run("baseline", storage, ["--benchmark-autosave"])
         saved = sorted(storage.rglob("*.json"))
         if rc1 != 0 or not saved:
-            raise RuntimeError(f"pytest-benchmark baseline run failed (rc {rc1}):\n"
-                               f"{tail(out1, self.scratch)}")
+            raise RuntimeError(
+                f"pytest-benchmark baseline run failed (rc {rc1}):\n{tail(out1, self.scratch)}"
+            )
         fails = [f"mean:{t}%" for t in self.thresholds]
-        out2, wall2, rc2 = self._run("current", storage, [
-            "--benchmark-compare", "--benchmark-compare-fail", *fails,
-            f"--benchmark-json={current_json}"])
+        out2, wall2, rc2 = self._run(
+            "current",
+            storage,
+            [
+                "--benchmark-compare",
+                "--benchmark-compare-fail",
+                *fails,
+                f"--benchmark-json={current_json}",
+            ],
+        )
         if not current_json.exists():
-            raise RuntimeError(f"pytest-benchmark compare run failed (rc {rc2}):\n"
-                               f"{tail(out2, self.scratch)}")
+            raise RuntimeError(
+                f"pytest-benchmark compare run failed (rc {rc2}):\n{tail(out2, self.scratch)}"
+            )
         base = _means(json.loads(saved[-1].read_text()))
         cur = _means(json.loads(current_json.read_text()))
         flagged: dict[str, list[int]] = {}
@@ -141,8 +187,9 @@ class PeerRunner:
         levels: dict[str, dict[str, Any]] = {}
         for label, pid in self.ids.items():
             if pid not in base or pid not in cur:
-                raise RuntimeError(f"pytest-benchmark reported no {pid}:\n"
-                                   f"{tail(out2, self.scratch)}")
+                raise RuntimeError(
+                    f"pytest-benchmark reported no {pid}:\n{tail(out2, self.scratch)}"
+                )
             delta = cur[pid]["mean"] / base[pid]["mean"] - 1
             levels[label] = {
                 "delta": delta,
@@ -161,8 +208,10 @@ def _means(data: Mapping[str, Any]) -> dict[str, dict[str, float]]:
     out = {}
     for bench in data.get("benchmarks", []):
         param = (bench.get("params") or {}).get("level") or bench.get("param")
-        out[str(param)] = {"mean": float(bench["stats"]["mean"]),
-                           "rounds": int(bench["stats"]["rounds"])}
+        out[str(param)] = {
+            "mean": float(bench["stats"]["mean"]),
+            "rounds": int(bench["stats"]["rounds"]),
+        }
     return out
 
 
@@ -199,15 +248,22 @@ def simulate_status(scratch: Path) -> dict[str, Any]:
     missing: list[str] = []
     scratch.mkdir(parents=True, exist_ok=True)
     (scratch / "pytest.ini").write_text("[pytest]\n")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=scratch,
-                          env=clean_env(), capture_output=True, text=True, timeout=120,
-                          check=False)
-    line = next((ln.strip() for ln in proc.stdout.splitlines()
-                 if "--inferperf-backend" in ln), "")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help"],
+        cwd=scratch,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    line = next((ln.strip() for ln in proc.stdout.splitlines() if "--inferperf-backend" in ln), "")
     wired = "simulate" in line
     if not wired:
-        missing.append(f"`pytest --help` in a scratch project lists `{line or 'no backend option'}`"
-                       ": the plugin has no simulate choice")
+        missing.append(
+            f"`pytest --help` in a scratch project lists `{line or 'no backend option'}`"
+            ": the plugin has no simulate choice"
+        )
     try:
         from pytest_inferperf.pmu import make_backend
 
@@ -222,12 +278,17 @@ def simulate_status(scratch: Path) -> dict[str, Any]:
 
         source = inspect.getsource(plugin)
         if not wired:
-            hooks = [name for name in ("profile_via_child", "child_measure", "in_child")
-                     if name not in source]
+            hooks = [
+                name
+                for name in ("profile_via_child", "child_measure", "in_child")
+                if name not in source
+            ]
             if hooks:
-                missing.append("pytest_inferperf/plugin.py never calls "
-                               f"pytest_inferperf.pmu.simulate.{', '.join(hooks)}: pmu_profile "
-                               "cannot start or serve the valgrind child")
+                missing.append(
+                    "pytest_inferperf/plugin.py never calls "
+                    f"pytest_inferperf.pmu.simulate.{', '.join(hooks)}: pmu_profile "
+                    "cannot start or serve the valgrind child"
+                )
     except Exception as exc:
         missing.append(f"pytest_inferperf.plugin does not import: {exc}")
     try:
@@ -258,18 +319,26 @@ class SimulateRunner:
         self.ids = {SIM_BASELINE: "base", **{label: level_id(label) for label in counts}}
         iterations = {SIM_BASELINE: 0, **counts}
         self.config = scratch / "config.json"
-        self.config.write_text(json.dumps({
-            "model": str(model), "ids": list(self.ids.values()),
-            "iterations": {self.ids[label]: n for label, n in iterations.items()},
-        }))
+        self.config.write_text(
+            json.dumps(
+                {
+                    "model": str(model),
+                    "ids": list(self.ids.values()),
+                    "iterations": {self.ids[label]: n for label, n in iterations.items()},
+                }
+            )
+        )
 
     @property
     def labels(self) -> list[str]:
         """The baseline label first, then the levels."""
         return list(self.ids)
 
-    def run(self, index: int, labels: Sequence[str] | None = None,
-            ) -> tuple[dict[str, dict], float]:
+    def run(
+        self,
+        index: int,
+        labels: Sequence[str] | None = None,
+    ) -> tuple[dict[str, dict], float]:
         """One simulate profile per label (as a dict), and the run's wall seconds.
 
         ``labels``: default every label (:data:`SIM_BASELINE` and the levels), all in one
@@ -279,16 +348,42 @@ class SimulateRunner:
         report = self.scratch / f"report-{index}"
         shutil.rmtree(report, ignore_errors=True)
         selected = [f"test_simulate.py::test_workload[{self.ids[label]}]" for label in labels]
-        cmd = [sys.executable, "-m", "pytest", *selected, "-q", "-p", "no:cacheprovider",
-               "-p", "no:benchmark", "-p", "no:xdist", "-p", "no:randomly", "--inferperf",
-               "--inferperf-backend", "simulate", "--inferperf-flamegraphs", "none",
-               "--inferperf-baselines", str(self.scratch / "no-baselines"),
-               "--inferperf-report", str(report),
-               f"--basetemp={self.scratch / f'basetemp-{index}'}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            *selected,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:benchmark",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:randomly",
+            "--inferperf",
+            "--inferperf-backend",
+            "simulate",
+            "--inferperf-flamegraphs",
+            "none",
+            "--inferperf-baselines",
+            str(self.scratch / "no-baselines"),
+            "--inferperf-report",
+            str(report),
+            f"--basetemp={self.scratch / f'basetemp-{index}'}",
+        ]
         env = clean_env({"MQ_BENCH_DIR": str(HERE), "MQ_CONFIG": str(self.config)})
         begin = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=self.scratch, env=env, capture_output=True, text=True,
-                              timeout=3600, check=False)
+        proc = subprocess.run(
+            cmd,
+            cwd=self.scratch,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=3600,
+            check=False,
+        )
         wall = time.perf_counter() - begin
         profiles: dict[str, dict] = {}
         by_id = {pid: label for label, pid in self.ids.items()}
@@ -300,9 +395,11 @@ class SimulateRunner:
         shutil.rmtree(report, ignore_errors=True)
         shutil.rmtree(self.scratch / f"basetemp-{index}", ignore_errors=True)
         if set(profiles) != set(labels):
-            raise RuntimeError(f"simulate run gave profiles for {sorted(profiles)}, wanted "
-                               f"{sorted(labels)} (rc {proc.returncode}):\n"
-                               f"{tail(proc.stdout + proc.stderr, self.scratch)}")
+            raise RuntimeError(
+                f"simulate run gave profiles for {sorted(profiles)}, wanted "
+                f"{sorted(labels)} (rc {proc.returncode}):\n"
+                f"{tail(proc.stdout + proc.stderr, self.scratch)}"
+            )
         return profiles, wall
 
 
@@ -318,8 +415,15 @@ def prepare_suite(scratch: Path) -> Path:
         shutil.copy2(path, dst / "models" / path.name)
     (scratch / "pytest.ini").write_text("[pytest]\n")
     if len(list((dst / "models").glob("*.onnx"))) < 4:
-        subprocess.run([sys.executable, str(dst / "build_models.py")], cwd=scratch,
-                       env=clean_env(), capture_output=True, text=True, timeout=600, check=True)
+        subprocess.run(
+            [sys.executable, str(dst / "build_models.py")],
+            cwd=scratch,
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+        )
     return dst
 
 
@@ -327,13 +431,30 @@ def run_suite(scratch: Path, workers: int, tag: str) -> dict[str, Any]:
     """``pytest --inferperf examples -n <workers>``: wall time and every verdict."""
     report = scratch / f"report-{tag}"
     shutil.rmtree(report, ignore_errors=True)
-    cmd = [sys.executable, "-m", "pytest", "--inferperf", "examples", "-n", str(workers),
-           "--inferperf-flamegraphs", "none", "--inferperf-baselines", "no-baselines",
-           "--inferperf-report", str(report), "-q", "-p", "no:cacheprovider", "-p",
-           "no:randomly"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--inferperf",
+        "examples",
+        "-n",
+        str(workers),
+        "--inferperf-flamegraphs",
+        "none",
+        "--inferperf-baselines",
+        "no-baselines",
+        "--inferperf-report",
+        str(report),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+    ]
     begin = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=scratch, env=clean_env(), capture_output=True, text=True,
-                          timeout=900, check=False)
+    proc = subprocess.run(
+        cmd, cwd=scratch, env=clean_env(), capture_output=True, text=True, timeout=900, check=False
+    )
     wall = time.perf_counter() - begin
     verdicts: dict[str, dict[str, Any]] = {}
     for path in sorted(report.glob("*.json")) if report.is_dir() else []:
@@ -345,11 +466,21 @@ def run_suite(scratch: Path, workers: int, tag: str) -> dict[str, Any]:
             "cpu_ms_per_call": (record.get("metrics") or {}).get("cpu_ms_per_call"),
             "latency_mean_ms": (record.get("metrics") or {}).get("latency_mean_ms"),
         }
-    summary = next((ln.strip("= ").strip() for ln in reversed(proc.stdout.splitlines())
-                    if " in " in ln and ("passed" in ln or "failed" in ln or "error" in ln)),
-                   "")
-    out: dict[str, Any] = {"workers": workers, "wall_s": wall, "exit_code": proc.returncode,
-                           "summary": summary, "verdicts": verdicts}
+    summary = next(
+        (
+            ln.strip("= ").strip()
+            for ln in reversed(proc.stdout.splitlines())
+            if " in " in ln and ("passed" in ln or "failed" in ln or "error" in ln)
+        ),
+        "",
+    )
+    out: dict[str, Any] = {
+        "workers": workers,
+        "wall_s": wall,
+        "exit_code": proc.returncode,
+        "summary": summary,
+        "verdicts": verdicts,
+    }
     if proc.returncode not in (0, 1) or not verdicts:
         out["output_tail"] = tail(proc.stdout + proc.stderr, scratch)
     return out

@@ -53,8 +53,7 @@ CAL_QUANTILE = 0.10  # the statistic calibration uses (see interleaved_quantiles
 CALIBRATION_SAMPLES = 2  # seeded random inputs the static quantiser calibrates on
 
 
-def build_float_model(path: str | os.PathLike[str], *, image: int = IMAGE,
-                      seed: int = 0) -> Path:
+def build_float_model(path: str | os.PathLike[str], *, image: int = IMAGE, seed: int = 0) -> Path:
     """Write the float32 benchmark CNN to ``path``; input ``image`` float32 [1, 3, S, S]."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
@@ -73,8 +72,17 @@ def build_float_model(path: str | os.PathLike[str], *, image: int = IMAGE,
         w = const(f"w{i}", rng.standard_normal((c_out, c_in, 3, 3)) * np.sqrt(2 / (9 * c_in)))
         b = const(f"b{i}", rng.standard_normal(c_out) * 0.01)
         conv = f"conv{i}"
-        nodes.append(helper.make_node("Conv", [x, w, b], [conv], name=conv, kernel_shape=[3, 3],
-                                      strides=[stride, stride], pads=[1, 1, 1, 1]))
+        nodes.append(
+            helper.make_node(
+                "Conv",
+                [x, w, b],
+                [conv],
+                name=conv,
+                kernel_shape=[3, 3],
+                strides=[stride, stride],
+                pads=[1, 1, 1, 1],
+            )
+        )
         x = f"relu{i}"
         nodes.append(helper.make_node("Relu", [conv], [x], name=x))
         c_in = c_out
@@ -84,13 +92,18 @@ def build_float_model(path: str | os.PathLike[str], *, image: int = IMAGE,
     fc_b = const("fc_b", np.zeros(10))
     nodes.append(helper.make_node("Gemm", ["flat", fc_w, fc_b], ["logits"], name="fc", transB=1))
     graph = helper.make_graph(
-        nodes, "bench_cnn",
+        nodes,
+        "bench_cnn",
         [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, image, image])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10])],
         inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8,
-                              producer_name="pytest-inferperf benchmarks")
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 17)],
+        ir_version=8,
+        producer_name="pytest-inferperf benchmarks",
+    )
     onnx.checker.check_model(model)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -103,15 +116,24 @@ class RandomCalibration:
 
     def __init__(self, image: int, *, samples: int = CALIBRATION_SAMPLES, seed: int = 0) -> None:
         rng = np.random.default_rng(seed)
-        self._batches = iter([{"image": rng.standard_normal((1, 3, image, image))
-                               .astype(np.float32)} for _ in range(samples)])
+        self._batches = iter(
+            [
+                {"image": rng.standard_normal((1, 3, image, image)).astype(np.float32)}
+                for _ in range(samples)
+            ]
+        )
 
     def get_next(self) -> dict[str, np.ndarray] | None:
         return next(self._batches, None)
 
 
-def quantize_int8(source: str | os.PathLike[str], target: str | os.PathLike[str], *,
-                  image: int = IMAGE, seed: int = 0) -> Path:
+def quantize_int8(
+    source: str | os.PathLike[str],
+    target: str | os.PathLike[str],
+    *,
+    image: int = IMAGE,
+    seed: int = 0,
+) -> Path:
     """Write the statically quantised int8 copy of the float CNN ``source`` to ``target``.
 
     ``quantize_static`` in QOperator format (``QLinearConv``, ``QLinearGlobalAveragePool``,
@@ -125,9 +147,15 @@ def quantize_int8(source: str | os.PathLike[str], target: str | os.PathLike[str]
     out = Path(target)
     out.parent.mkdir(parents=True, exist_ok=True)
     with quiet_quantization():
-        quantize_static(str(source), str(out), RandomCalibration(image, seed=seed),
-                        quant_format=QuantFormat.QOperator, per_channel=True,
-                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+        quantize_static(
+            str(source),
+            str(out),
+            RandomCalibration(image, seed=seed),
+            quant_format=QuantFormat.QOperator,
+            per_channel=True,
+            activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QInt8,
+        )
     return out
 
 
@@ -138,18 +166,21 @@ def build_model(path: str | os.PathLike[str], *, image: int = IMAGE, seed: int =
     logits [1, 10].
     """
     out = Path(path)
-    source = build_float_model(out.with_name(f"{out.stem}_float32{out.suffix}"), image=image,
-                               seed=seed)
+    source = build_float_model(
+        out.with_name(f"{out.stem}_float32{out.suffix}"), image=image, seed=seed
+    )
     return quantize_int8(source, out, image=image, seed=seed)
 
 
 def describe_model(image: int = IMAGE) -> str:
-    return (f"int8 CNN (float32 model statically quantised: QOperator, QLinearConv, "
-            f"per-channel int8 weights, uint8 activations, {CALIBRATION_SAMPLES} seeded random "
-            f"calibration inputs): 3x3 conv 3->16, 3x3/2 conv 16->32, 3x3/2 conv 32->64 "
-            f"(each with a ReLU, fused into the QLinearConv), global average pool, Gemm "
-            f"64->10; input 1x3x{image}x{image} "
-            "float32; ONNX Runtime CPU, 1 intra-op thread, spinning off")
+    return (
+        f"int8 CNN (float32 model statically quantised: QOperator, QLinearConv, "
+        f"per-channel int8 weights, uint8 activations, {CALIBRATION_SAMPLES} seeded random "
+        f"calibration inputs): 3x3 conv 3->16, 3x3/2 conv 16->32, 3x3/2 conv 32->64 "
+        f"(each with a ReLU, fused into the QLinearConv), global average pool, Gemm "
+        f"64->10; input 1x3x{image}x{image} "
+        "float32; ONNX Runtime CPU, 1 intra-op thread, spinning off"
+    )
 
 
 def spin(n: int) -> int:
@@ -171,8 +202,9 @@ class Workload:
     def __post_init__(self) -> None:
         from pytest_inferperf.onnx import SessionSettings, make_session
 
-        self.session = make_session(self.model, SessionSettings(intra_op_threads=1,
-                                                                allow_spinning=False))
+        self.session = make_session(
+            self.model, SessionSettings(intra_op_threads=1, allow_spinning=False)
+        )
         rng = np.random.default_rng(1)
         side = self.session.get_inputs()[0].shape[-1]
         self.feeds = {"image": rng.standard_normal((1, 3, side, side)).astype(np.float32)}
@@ -181,8 +213,10 @@ class Workload:
         """The measured call: one inference, plus ``n`` iterations of extra work."""
         session, feeds = self.session, self.feeds
         if n <= 0:
+
             def run() -> Any:
                 return session.run(None, feeds)
+
             return run
         if n > EXTRA_MAX:
             raise ValueError(f"n={n} > {EXTRA_MAX}")
@@ -191,18 +225,25 @@ class Workload:
             result = session.run(None, feeds)
             spin(n)
             return result
+
         return run_slower
 
     def extra(self, n: int) -> Callable[[], Any]:
         """The extra work alone (for calibration)."""
+
         def run() -> Any:
             return spin(n)
+
         return run
 
 
-def interleaved_quantiles(calls: Sequence[Callable[[], Any]], rounds: int,
-                          per_round: int = 5, clock: Callable[[], int] = time.thread_time_ns,
-                          quantile: float = CAL_QUANTILE) -> list[float]:
+def interleaved_quantiles(
+    calls: Sequence[Callable[[], Any]],
+    rounds: int,
+    per_round: int = 5,
+    clock: Callable[[], int] = time.thread_time_ns,
+    quantile: float = CAL_QUANTILE,
+) -> list[float]:
     """A low quantile of ns per call of each callable, measured round-robin.
 
     Round-robin, so drift hits all alike. The clock is this thread's CPU time by default
@@ -229,10 +270,13 @@ class Calibration:
     intended: Mapping[str, float]  # level label -> extra ns / base ns (calibrated)
 
     def to_dict(self) -> dict:
-        return {"base_ms": self.base_ns / 1e6, "extra_intercept_us": self.intercept_ns / 1e3,
-                "extra_ns_per_iteration": self.ns_per_iteration,
-                "iterations": dict(self.counts),
-                "intended_slowdown": {k: float(v) for k, v in self.intended.items()}}
+        return {
+            "base_ms": self.base_ns / 1e6,
+            "extra_intercept_us": self.intercept_ns / 1e3,
+            "extra_ns_per_iteration": self.ns_per_iteration,
+            "iterations": dict(self.counts),
+            "intended_slowdown": {k: float(v) for k, v in self.intended.items()},
+        }
 
 
 def level_label(fraction: float) -> str:
@@ -253,8 +297,9 @@ def calibrate(workload: Workload, levels: Sequence[float], *, quick: bool = Fals
     for _ in range(30):
         plain()
     n1, n2 = 100, 10_000
-    base, t1, t2 = interleaved_quantiles([plain, workload.extra(n1), workload.extra(n2)],
-                                         rounds=40 if quick else 400, per_round=1)
+    base, t1, t2 = interleaved_quantiles(
+        [plain, workload.extra(n1), workload.extra(n2)], rounds=40 if quick else 400, per_round=1
+    )
     per_iter = max((t2 - t1) / (n2 - n1), 1.0)
     intercept = max(t1 - per_iter * n1, 0.0)
     counts: dict[str, int] = {}
@@ -270,8 +315,9 @@ def calibrate(workload: Workload, levels: Sequence[float], *, quick: bool = Fals
     return Calibration(base, intercept, per_iter, counts, intended)
 
 
-def realised_slowdowns(workload: Workload, counts: Mapping[str, int], *,
-                       rounds: int) -> dict[str, float]:
+def realised_slowdowns(
+    workload: Workload, counts: Mapping[str, int], *, rounds: int
+) -> dict[str, float]:
     """Re-measured (with extra) / (plain) - 1 per level (10th percentiles of CPU time)."""
     labels = list(counts)
     calls = [workload.call(0)] + [workload.call(counts[label]) for label in labels]

@@ -109,8 +109,13 @@ def _empty_regions(counters: PerfEventCounters, n: int = 20) -> list[float]:
     return out
 
 
-def _one_round(kind: str, n: int, times: dict[str, list[float]],
-               empty: dict[str, list[float]], info: dict[str, tuple[int, int, int]]) -> None:
+def _one_round(
+    kind: str,
+    n: int,
+    times: dict[str, list[float]],
+    empty: dict[str, list[float]],
+    info: dict[str, tuple[int, int, int]],
+) -> None:
     """Open the counters ``kind`` needs (only they are open), warm up, time ``n`` repeats."""
     counters = PerfEventCounters(free_running=kind == "free_running")
     counters.open()
@@ -140,8 +145,9 @@ def _one_round(kind: str, n: int, times: dict[str, list[float]],
 KINDS = ("raw_read", "free_running", "toggled", "old_per_group_ioctls")
 
 
-def measure(thread_counts: Sequence[int] = (1, 4, 16), samples: int = 2000,
-            rounds: int = 10) -> list[dict[str, Any]]:
+def measure(
+    thread_counts: Sequence[int] = (1, 4, 16), samples: int = 2000, rounds: int = 10
+) -> list[dict[str, Any]]:
     """Median µs per variant, per number of threads alive; ratios to one raw read.
 
     Rounds rotate the variants' order; each round opens only the set it times,
@@ -155,31 +161,35 @@ def measure(thread_counts: Sequence[int] = (1, 4, 16), samples: int = 2000,
             empty: dict[str, list[float]] = {"free_running": [], "toggled": []}
             info: dict[str, tuple[int, int, int]] = {}
             for r in range(rounds):
-                for kind in KINDS[r % 4:] + KINDS[:r % 4]:
+                for kind in KINDS[r % 4 :] + KINDS[: r % 4]:
                     _one_round(kind, per_round, times, empty, info)
             load = list(os.getloadavg())
         med = {k: statistics.median(v) for k, v in times.items()}
         raw = med["raw_read"]
         threads = info["free_running"][0]
         variants = KINDS[1:]
-        rows.append({
-            "threads_alive": threads,
-            "groups": {k: info[k][1] for k in variants},
-            "open_fds": {k: info[k][2] for k in variants},
-            "samples": per_round * rounds,
-            "median_us": med,
-            "p90_us": {k: sorted(v)[int(0.9 * (len(v) - 1))] for k, v in times.items()},
-            "raw_reads_per_repeat": {k: med[k] / raw for k in variants},
-            "raw_reads_per_thread": {k: med[k] / raw / threads for k in variants},
-            "empty_region_task_clock_us": {k: statistics.median(v) for k, v in empty.items()},
-            "load_avg_after": load,
-        })
+        rows.append(
+            {
+                "threads_alive": threads,
+                "groups": {k: info[k][1] for k in variants},
+                "open_fds": {k: info[k][2] for k in variants},
+                "samples": per_round * rounds,
+                "median_us": med,
+                "p90_us": {k: sorted(v)[int(0.9 * (len(v) - 1))] for k, v in times.items()},
+                "raw_reads_per_repeat": {k: med[k] / raw for k in variants},
+                "raw_reads_per_thread": {k: med[k] / raw / threads for k in variants},
+                "empty_region_task_clock_us": {k: statistics.median(v) for k, v in empty.items()},
+                "load_avg_after": load,
+            }
+        )
     return rows
 
 
 def format_rows(rows: Sequence[dict[str, Any]]) -> list[str]:
-    head = ("threads | raw read µs | free-running µs (raw reads) | toggled µs (raw reads) | "
-            "per-group ioctls µs (raw reads) | decode µs | free-running per thread (raw reads)")
+    head = (
+        "threads | raw read µs | free-running µs (raw reads) | toggled µs (raw reads) | "
+        "per-group ioctls µs (raw reads) | decode µs | free-running per thread (raw reads)"
+    )
     out = [head]
     for r in rows:
         m, x = r["median_us"], r["raw_reads_per_repeat"]
@@ -187,7 +197,8 @@ def format_rows(rows: Sequence[dict[str, Any]]) -> list[str]:
             f"{r['threads_alive']} | {m['raw_read']:.2f} | {m['free_running']:.1f} "
             f"({x['free_running']:.1f}) | {m['toggled']:.1f} ({x['toggled']:.1f}) | "
             f"{m['old_per_group_ioctls']:.1f} ({x['old_per_group_ioctls']:.1f}) | "
-            f"{m['decode']:.1f} | {r['raw_reads_per_thread']['free_running']:.2f}")
+            f"{m['decode']:.1f} | {r['raw_reads_per_thread']['free_running']:.2f}"
+        )
     return out
 
 

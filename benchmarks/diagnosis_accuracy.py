@@ -61,9 +61,14 @@ def explain_json(path: Path, cpu: str | None) -> dict:
 def run_case(name: str, case: dict, corpus: Path = CORPUS) -> Outcome:
     data = explain_json(corpus / f"{name}.txt", case.get("cpu"))
     primary = data["diagnosis"]["primary"]
-    return Outcome(name, case.get("cpu"), tuple(case["expected"]),
-                   primary["category"] if primary else "none",
-                   primary["confidence"] if primary else None, case.get("xfail"))
+    return Outcome(
+        name,
+        case.get("cpu"),
+        tuple(case["expected"]),
+        primary["category"] if primary else "none",
+        primary["confidence"] if primary else None,
+        case.get("xfail"),
+    )
 
 
 def evaluate(corpus: Path = CORPUS) -> list[Outcome]:
@@ -73,17 +78,19 @@ def evaluate(corpus: Path = CORPUS) -> list[Outcome]:
 def report(outcomes: list[Outcome]) -> str:
     hits = sum(o.hit for o in outcomes)
     width = max(len(o.name) for o in outcomes)
-    gots = [o.got + (f" {o.confidence:.2f}" if o.confidence is not None else "")
-            for o in outcomes]
+    gots = [o.got + (f" {o.confidence:.2f}" if o.confidence is not None else "") for o in outcomes]
     exp_width = max(len("expected (author)"), *(len(" | ".join(o.expected)) for o in outcomes))
     got_width = max(len("got"), *(len(g) for g in gots))
     lines = [f"{'case':<{width}}  {'expected (author)':<{exp_width}}  {'got':<{got_width}}  ok"]
     for o, got in zip(outcomes, gots, strict=True):
-        lines.append(f"{o.name:<{width}}  {' | '.join(o.expected):<{exp_width}}  "
-                     f"{got:<{got_width}}  {'yes' if o.hit else 'NO'}")
+        lines.append(
+            f"{o.name:<{width}}  {' | '.join(o.expected):<{exp_width}}  "
+            f"{got:<{got_width}}  {'yes' if o.hit else 'NO'}"
+        )
     lines.append("")
-    lines.append(f"accuracy on the primary category: {hits}/{len(outcomes)} = "
-                 f"{hits / len(outcomes):.1%}")
+    lines.append(
+        f"accuracy on the primary category: {hits}/{len(outcomes)} = {hits / len(outcomes):.1%}"
+    )
     misses = [o for o in outcomes if not o.hit]
     if misses:
         lines.append("misses:")
@@ -100,10 +107,17 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = evaluate()
     if args.json:
         hits = sum(o.hit for o in outcomes)
-        print(json.dumps({"cases": len(outcomes), "hits": hits,
-                          "accuracy": hits / len(outcomes),
-                          "outcomes": [{**vars(o), "hit": o.hit} for o in outcomes]},
-                         indent=2))
+        print(
+            json.dumps(
+                {
+                    "cases": len(outcomes),
+                    "hits": hits,
+                    "accuracy": hits / len(outcomes),
+                    "outcomes": [{**vars(o), "hit": o.hit} for o in outcomes],
+                },
+                indent=2,
+            )
+        )
     else:
         print(report(outcomes))
     return 0

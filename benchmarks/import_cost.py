@@ -46,8 +46,13 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 def importtime(statement: str) -> dict[str, int]:
     """Cumulative import time in microseconds of each module ``statement`` imported."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-c", statement],
-                          capture_output=True, text=True, env=ENV, check=True)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", statement],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        check=True,
+    )
     out: dict[str, int] = {}
     for line in done.stderr.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
@@ -60,24 +65,45 @@ def importtime(statement: str) -> dict[str, int]:
 
 def loaded_modules(statement: str, prefixes: tuple[str, ...]) -> list[str]:
     """Modules starting with ``prefixes`` that are loaded after ``statement``."""
-    code = (f"{statement}\nimport sys, json\n"
-            f"print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefixes!r}))))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=ENV, check=True)
+    code = (
+        f"{statement}\nimport sys, json\n"
+        f"print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefixes!r}))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, check=True
+    )
     return json.loads(done.stdout)
 
 
 def pytest_run_s(folder: Path, *extra: str) -> float:
     begin = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                    "-p", "no:randomly", *extra, str(folder)],
-                   capture_output=True, check=True, cwd=folder, env=ENV)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            *extra,
+            str(folder),
+        ],
+        capture_output=True,
+        check=True,
+        cwd=folder,
+        env=ENV,
+    )
     return time.perf_counter() - begin
 
 
 def measure(rounds: int) -> dict:
-    installed = {name: module for name, module in PLUGINS.items()
-                 if importlib.util.find_spec(module.split(".")[0]) is not None}
+    installed = {
+        name: module
+        for name, module in PLUGINS.items()
+        if importlib.util.find_spec(module.split(".")[0]) is not None
+    }
     pytest_us: list[int] = []
     plugin_us: dict[str, list[int]] = {name: [] for name in installed}
     with_plugin, without_plugin = [], []
@@ -119,7 +145,8 @@ def measure(rounds: int) -> dict:
         },
         "engine_modules_loaded": loaded_modules(
             "import pytest_inferperf.plugin",
-            ("numpy", "onnx", "onnxruntime", "tabulate", "xdist", "pytest_inferperf.")),
+            ("numpy", "onnx", "onnxruntime", "tabulate", "xdist", "pytest_inferperf."),
+        ),
         "suite_with_plugin_s": statistics.median(with_plugin),
         "suite_without_plugin_s": statistics.median(without_plugin),
         "suite_ratio_median": statistics.median(ratios),
@@ -143,8 +170,10 @@ def render(result: dict) -> str:
         f"| `import pytest` | {result['import_pytest_ms']:.1f} | 100% |",
     ]
     for name, row in result["plugins"].items():
-        lines.append(f"| `import {row['module']}` after pytest ({name}) | "
-                     f"{row['import_ms']:.1f} | {row['share_of_pytest']:.1%} |")
+        lines.append(
+            f"| `import {row['module']}` after pytest ({name}) | "
+            f"{row['import_ms']:.1f} | {row['share_of_pytest']:.1%} |"
+        )
     lines += [
         "",
         f"Modules that `import pytest_inferperf.plugin` loads besides itself: "
@@ -164,8 +193,9 @@ def render(result: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--out", type=Path, default=None,
-                        help="folder for import-cost.md and import-cost.json")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="folder for import-cost.md and import-cost.json"
+    )
     args = parser.parse_args(argv)
     result = measure(args.rounds)
     text = render(result)

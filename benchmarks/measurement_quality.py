@@ -100,9 +100,11 @@ def machine_section() -> dict[str, Any]:
     try:
         counters.open()
         statuses = counters.statuses()
-        pmu = {"exists": statuses["cycles"].available and statuses["instructions"].available,
-               "cycles": statuses["cycles"].reason or "counted",
-               "task_clock": statuses["task_clock"].reason or "counted"}
+        pmu = {
+            "exists": statuses["cycles"].available and statuses["instructions"].available,
+            "cycles": statuses["cycles"].reason or "counted",
+            "task_clock": statuses["task_clock"].reason or "counted",
+        }
     except Exception as exc:
         pmu = {"exists": False, "error": f"{type(exc).__name__}: {exc}"}
     finally:
@@ -174,14 +176,19 @@ def start_stop_cost(thread_counts: Sequence[int], samples: int) -> list[dict[str
                     start_us.append((t1 - t0) / 1e3)
                     stop_us.append((t2 - t1) / 1e3)
                     total_us.append((t2 - t0) / 1e3)
-                out.append({
-                    "threads_alive": alive, "counted_threads": len(counters.threads),
-                    "open_fds": counters.open_fds, "samples": samples,
-                    "median_us": statistics.median(total_us), "p90_us": _pct(total_us, 0.9),
-                    "p10_us": _pct(total_us, 0.1),
-                    "start_median_us": statistics.median(start_us),
-                    "stop_read_median_us": statistics.median(stop_us),
-                })
+                out.append(
+                    {
+                        "threads_alive": alive,
+                        "counted_threads": len(counters.threads),
+                        "open_fds": counters.open_fds,
+                        "samples": samples,
+                        "median_us": statistics.median(total_us),
+                        "p90_us": _pct(total_us, 0.9),
+                        "p10_us": _pct(total_us, 0.1),
+                        "start_median_us": statistics.median(start_us),
+                        "stop_read_median_us": statistics.median(stop_us),
+                    }
+                )
             finally:
                 counters.close()
         log(f"start/stop with {alive} threads: {out[-1]['median_us']:.1f} µs median")
@@ -220,8 +227,13 @@ def _perf_usable() -> str | None:
     if shutil.which("perf") is None:
         return "perf is not installed (apt install linux-perf)"
     try:
-        proc = subprocess.run(["perf", "stat", "-x", ",", "-e", "task-clock", "true"],
-                              capture_output=True, text=True, timeout=60, check=False)
+        proc = subprocess.run(
+            ["perf", "stat", "-x", ",", "-e", "task-clock", "true"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return f"perf stat does not run: {exc}"
     if proc.returncode != 0 or "task-clock" not in proc.stderr:
@@ -229,8 +241,9 @@ def _perf_usable() -> str | None:
     return None
 
 
-def perf_stat_cost(call: Callable[[], Any], base_ns: float, rounds: int,
-                   loop_s: float) -> dict[str, Any]:
+def perf_stat_cost(
+    call: Callable[[], Any], base_ns: float, rounds: int, loop_s: float
+) -> dict[str, Any]:
     """The same loop plain, with `perf stat -p <this pid>` attached, and with our counters."""
     from pytest_inferperf.pmu.perf_backend import PerfEventCounters
 
@@ -247,9 +260,12 @@ def perf_stat_cost(call: Callable[[], Any], base_ns: float, rounds: int,
         return (time.perf_counter_ns() - t0) / 1e9
 
     def with_perf_stat() -> tuple[float, float | None]:
-        proc = subprocess.Popen(["perf", "stat", "-x", ",", "-e", "task-clock,page-faults",
-                                 "-p", str(os.getpid())], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            ["perf", "stat", "-x", ",", "-e", "task-clock,page-faults", "-p", str(os.getpid())],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             time.sleep(0.5)  # let perf attach to every thread (outside the timed loop)
             wall = loop()
@@ -280,7 +296,7 @@ def perf_stat_cost(call: Callable[[], Any], base_ns: float, rounds: int,
     plain, stat, ours, counted = [], [], [], []
     kinds = ["plain", "perf_stat", "inferperf"]
     for r in range(rounds):
-        for kind in kinds[r % 3:] + kinds[:r % 3]:
+        for kind in kinds[r % 3 :] + kinds[: r % 3]:
             if kind == "plain":
                 plain.append(loop())
             elif kind == "perf_stat":
@@ -292,7 +308,8 @@ def perf_stat_cost(call: Callable[[], Any], base_ns: float, rounds: int,
     stat_ratios = [s / p for s, p in zip(stat, plain, strict=True)]
     ours_ratios = [o / p for o, p in zip(ours, plain, strict=True)]
     result = {
-        "rounds": rounds, "loop_calls": calls,
+        "rounds": rounds,
+        "loop_calls": calls,
         "plain_s": statistics.median(plain),
         "perf_stat_ratio": statistics.median(stat_ratios),
         "inferperf_ratio": statistics.median(ours_ratios),
@@ -301,8 +318,10 @@ def perf_stat_cost(call: Callable[[], Any], base_ns: float, rounds: int,
         "perf_stat_counted_task_clock_ms": [c for c in counted if c is not None],
         "command": "perf stat -x , -e task-clock,page-faults -p <pid>",
     }
-    log(f"perf stat attached: loop ratio {result['perf_stat_ratio']:.4f}; in-process counters "
-        f"{result['inferperf_ratio']:.4f}")
+    log(
+        f"perf stat attached: loop ratio {result['perf_stat_ratio']:.4f}; in-process counters "
+        f"{result['inferperf_ratio']:.4f}"
+    )
     return result
 
 
@@ -312,17 +331,31 @@ def _change(verdict: Any, metric: str) -> dict[str, Any] | None:
         return None
     for change in verdict.comparison.changes:
         if change.metric == metric:
-            return {"delta": change.delta, "p": change.p_value, "status": change.status,
-                    "regressed": metric in {c.metric for c in verdict.regressions}}
+            return {
+                "delta": change.delta,
+                "p": change.p_value,
+                "status": change.status,
+                "regressed": metric in {c.metric for c in verdict.regressions},
+            }
     return None
 
 
 def judge_pair(current: Profile, baseline: Profile, metrics: Sequence[str]) -> dict[str, Any]:
     """Our verdicts: default tolerances, and tolerance 0 on ``metrics``."""
-    default = judge("mq::workload", current, PerfSpec(), baseline=baseline,
-                    baseline_note="measured in this trial")
-    zero = judge("mq::workload", current, PerfSpec(tolerance={m: 0.0 for m in metrics}),
-                 baseline=baseline, baseline_note="measured in this trial")
+    default = judge(
+        "mq::workload",
+        current,
+        PerfSpec(),
+        baseline=baseline,
+        baseline_note="measured in this trial",
+    )
+    zero = judge(
+        "mq::workload",
+        current,
+        PerfSpec(tolerance={m: 0.0 for m in metrics}),
+        baseline=baseline,
+        baseline_note="measured in this trial",
+    )
     return {
         "verdict_failed": default.failed,
         "default": {m: _change(default, m) for m in metrics},
@@ -330,8 +363,9 @@ def judge_pair(current: Profile, baseline: Profile, metrics: Sequence[str]) -> d
     }
 
 
-def ours_trial(workload: bw.Workload, counts: Mapping[str, int], trial: int,
-               seed: int) -> dict[str, Any]:
+def ours_trial(
+    workload: bw.Workload, counts: Mapping[str, int], trial: int, seed: int
+) -> dict[str, Any]:
     """A baseline and a current profile per level (levels shuffled, order alternating)."""
     labels = list(counts)
     position = {label: i for i, label in enumerate(labels)}
@@ -363,8 +397,13 @@ def simulate_trial(runner: SimulateRunner, labels: Sequence[str], trial: int) ->
     """
     profiles, wall = runner.run(trial, [SIM_BASELINE, *labels])
     baseline = Profile.from_dict(profiles[SIM_BASELINE])
-    out: dict[str, Any] = {"trial": trial, "wall_s": wall, "profiles": len(profiles),
-                           "repeats": len(baseline.repeats), "levels": {}}
+    out: dict[str, Any] = {
+        "trial": trial,
+        "wall_s": wall,
+        "profiles": len(profiles),
+        "repeats": len(baseline.repeats),
+        "levels": {},
+    }
     for label in labels:
         record = judge_pair(Profile.from_dict(profiles[label]), baseline, (SIM_METRIC,))
         out["levels"][label] = record
@@ -374,29 +413,54 @@ def simulate_trial(runner: SimulateRunner, labels: Sequence[str], trial: int) ->
 # -- the run -----------------------------------------------------------------------
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--trials", type=int, default=None,
-                   help="trials per slowdown level (default 20; 2 with --quick)")
-    p.add_argument("--quick", action="store_true",
-                   help="a fast, rough run (about a minute): fewer samples and rounds")
-    p.add_argument("--out", default="docs/benchmarks",
-                   help="folder for results.json and results.md (default docs/benchmarks)")
-    p.add_argument("--levels", default=None,
-                   help="slowdown levels in %%, comma-separated (default 0,0.5,1,2,5,10)")
-    p.add_argument("--skip", default="",
-                   help=f"sections to leave out, comma-separated: {', '.join(SECTIONS)}")
-    p.add_argument("--simulate-trials", type=int, default=None,
-                   help="trials with the simulate backend, where it is usable: one pytest "
-                        "run per trial, each of its profiles (a baseline and one per level) "
-                        "re-running its test under valgrind (default: --trials; 0 with "
-                        "--quick)")
-    p.add_argument("--simulate-jobs", type=int, default=2,
-                   help="simulate trials run at once, in parallel pytest processes (default "
-                        "2): the counts are instruction counts, not times, so parallel runs "
-                        "do not disturb them")
+    p.add_argument(
+        "--trials",
+        type=int,
+        default=None,
+        help="trials per slowdown level (default 20; 2 with --quick)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a fast, rough run (about a minute): fewer samples and rounds",
+    )
+    p.add_argument(
+        "--out",
+        default="docs/benchmarks",
+        help="folder for results.json and results.md (default docs/benchmarks)",
+    )
+    p.add_argument(
+        "--levels",
+        default=None,
+        help="slowdown levels in %%, comma-separated (default 0,0.5,1,2,5,10)",
+    )
+    p.add_argument(
+        "--skip", default="", help=f"sections to leave out, comma-separated: {', '.join(SECTIONS)}"
+    )
+    p.add_argument(
+        "--simulate-trials",
+        type=int,
+        default=None,
+        help="trials with the simulate backend, where it is usable: one pytest "
+        "run per trial, each of its profiles (a baseline and one per level) "
+        "re-running its test under valgrind (default: --trials; 0 with "
+        "--quick)",
+    )
+    p.add_argument(
+        "--simulate-jobs",
+        type=int,
+        default=2,
+        help="simulate trials run at once, in parallel pytest processes (default "
+        "2): the counts are instruction counts, not times, so parallel runs "
+        "do not disturb them",
+    )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--rerender", action="store_true",
-                   help="measure nothing: recompute the summary and results.md from the "
-                        "results.json under --out (after a change to the report code)")
+    p.add_argument(
+        "--rerender",
+        action="store_true",
+        help="measure nothing: recompute the summary and results.md from the "
+        "results.json under --out (after a change to the report code)",
+    )
     args = p.parse_args(argv)
     args.trials = args.trials if args.trials is not None else (2 if args.quick else 20)
     if args.simulate_trials is None:
@@ -423,8 +487,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def scrub(text: str) -> str:
     """Text for the repository: no absolute local paths, no host name."""
     here = Path(__file__).resolve().parent.parent
-    for path, name in ((str(here), "<repo>"), (sys.prefix, "<venv>"),
-                       (tempfile.gettempdir(), "<tmp>"), (str(Path.home()), "<home>")):
+    for path, name in (
+        (str(here), "<repo>"),
+        (sys.prefix, "<venv>"),
+        (tempfile.gettempdir(), "<tmp>"),
+        (str(Path.home()), "<home>"),
+    ):
         if len(path) > 1:
             text = text.replace(path, name)
     host = platform.node()
@@ -465,21 +533,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     quick = args.quick
     labels = [bw.level_label(v) for v in args.level_values]
-    results = Results(Path(args.out), {
-        "schema": SCHEMA,
-        "version": 1,
-        "command": shlex.join(["python", "benchmarks/measurement_quality.py", *argv]),
-        "parameters": {"trials": args.trials, "quick": quick, "levels": labels,
-                       "skipped": sorted(args.skipped), "simulate_trials": args.simulate_trials,
-                       "simulate_jobs": args.simulate_jobs,
-                       "seed": args.seed, "peer_thresholds_pct": list(PEER_THRESHOLDS),
-                       "default_tolerances": {m: DEFAULT_TOLERANCES[m]
-                                              for m in (*TIMING_METRICS, SIM_METRIC)}},
-        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine_section(),
-    })
-    log(f"machine: {results.data['machine']['cpu_model']}, load "
-        f"{results.data['machine']['load_avg_start']}")
+    results = Results(
+        Path(args.out),
+        {
+            "schema": SCHEMA,
+            "version": 1,
+            "command": shlex.join(["python", "benchmarks/measurement_quality.py", *argv]),
+            "parameters": {
+                "trials": args.trials,
+                "quick": quick,
+                "levels": labels,
+                "skipped": sorted(args.skipped),
+                "simulate_trials": args.simulate_trials,
+                "simulate_jobs": args.simulate_jobs,
+                "seed": args.seed,
+                "peer_thresholds_pct": list(PEER_THRESHOLDS),
+                "default_tolerances": {
+                    m: DEFAULT_TOLERANCES[m] for m in (*TIMING_METRICS, SIM_METRIC)
+                },
+            },
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "machine": machine_section(),
+        },
+    )
+    log(
+        f"machine: {results.data['machine']['cpu_model']}, load "
+        f"{results.data['machine']['load_avg_start']}"
+    )
     scratch = Path(tempfile.mkdtemp(prefix="inferperf-mq-"))
     try:
         run_all(args, labels, results, scratch, quick)
@@ -501,8 +581,9 @@ def _section(results: Results, name: str, fn: Callable[[], Any]) -> Any:
     return value
 
 
-def run_all(args: argparse.Namespace, labels: list[str], results: Results, scratch: Path,
-            quick: bool) -> None:
+def run_all(
+    args: argparse.Namespace, labels: list[str], results: Results, scratch: Path, quick: bool
+) -> None:
     data = results.data
     skipped = args.skipped
     # The workload and its calibration come first: every section uses them.
@@ -510,36 +591,47 @@ def run_all(args: argparse.Namespace, labels: list[str], results: Results, scrat
     workload = bw.Workload(model)
     cal = bw.calibrate(workload, args.level_values, quick=quick)
     realised = bw.realised_slowdowns(workload, cal.counts, rounds=30 if quick else 300)
-    data["workload"] = {"model": bw.describe_model(), **cal.to_dict(),
-                        "realised_slowdown": realised,
-                        "extra_work": "a pure-Python integer loop of n iterations after each "
-                                      "inference, n calibrated once (10th percentile of thread "
-                                      "CPU time; see bench_workload.py for why not numpy)"}
-    log(f"workload {cal.base_ns / 1e6:.3f} ms/call; iterations {dict(cal.counts)}; realised "
-        f"{ {k: round(v, 4) for k, v in realised.items()} }")
+    data["workload"] = {
+        "model": bw.describe_model(),
+        **cal.to_dict(),
+        "realised_slowdown": realised,
+        "extra_work": "a pure-Python integer loop of n iterations after each "
+        "inference, n calibrated once (10th percentile of thread "
+        "CPU time; see bench_workload.py for why not numpy)",
+    }
+    log(
+        f"workload {cal.base_ns / 1e6:.3f} ms/call; iterations {dict(cal.counts)}; realised "
+        f"{ {k: round(v, 4) for k, v in realised.items()} }"
+    )
     plain = workload.call(0)
 
     overhead: dict[str, Any] = {}
     if "overhead" in skipped:
         overhead["skipped"] = "--skip overhead"
     else:
-        overhead["start_stop"] = _section(results, "start/stop", lambda: start_stop_cost(
-            (1, 4, 16), 100 if quick else 2000))
-        overhead["profile_vs_none"] = _section(results, "perf vs none", lambda: profile_vs_none(
-            plain, 1 if quick else 20))
+        overhead["start_stop"] = _section(
+            results, "start/stop", lambda: start_stop_cost((1, 4, 16), 100 if quick else 2000)
+        )
+        overhead["profile_vs_none"] = _section(
+            results, "perf vs none", lambda: profile_vs_none(plain, 1 if quick else 20)
+        )
     if "perf_stat" in skipped:
         overhead["perf_stat"] = {"skipped": "--skip perf_stat"}
     else:
-        overhead["perf_stat"] = _section(results, "perf stat", lambda: perf_stat_cost(
-            plain, cal.base_ns, 1 if quick else 6, 0.1 if quick else 0.5))
+        overhead["perf_stat"] = _section(
+            results,
+            "perf stat",
+            lambda: perf_stat_cost(plain, cal.base_ns, 1 if quick else 6, 0.1 if quick else 0.5),
+        )
     data["overhead"] = overhead
     results.save()
 
     if "suite" in skipped:
         data["suite"] = {"skipped": "--skip suite"}
     else:
-        data["suite"] = _section(results, "suite", lambda: suite_section(scratch / "suite",
-                                                                         1 if quick else 2))
+        data["suite"] = _section(
+            results, "suite", lambda: suite_section(scratch / "suite", 1 if quick else 2)
+        )
     results.save()
 
     sensitivity_section(args, labels, results, scratch, model, workload, cal, quick)
@@ -560,8 +652,10 @@ def suite_section(scratch: Path, rounds: int) -> dict[str, Any]:
             runs[tag].append(run)
             log(f"suite -{tag[0]} {tag[1:]}: {run['wall_s']:.1f} s, {run['summary']}")
     wall = {tag: statistics.median(r["wall_s"] for r in rs) for tag, rs in runs.items()}
-    outcomes = {tag: [{k: (v["outcome"], v["failed"]) for k, v in r["verdicts"].items()}
-                      for r in rs] for tag, rs in runs.items()}
+    outcomes = {
+        tag: [{k: (v["outcome"], v["failed"]) for k, v in r["verdicts"].items()} for r in rs]
+        for tag, rs in runs.items()
+    }
     all_maps = outcomes["n0"] + outcomes["n2"]
     identical = bool(all_maps) and all(m == all_maps[0] and m for m in all_maps)
     cpu_ratio = {}
@@ -573,7 +667,7 @@ def suite_section(scratch: Path, rounds: int) -> dict[str, Any]:
     return {
         "rounds": rounds,
         "command": "pytest --inferperf examples -n {0|2} --inferperf-flamegraphs none "
-                   "(a scratch copy of examples/, no baselines)",
+        "(a scratch copy of examples/, no baselines)",
         "wall_s": wall,
         "ratio_n2_over_n0": wall["n2"] / wall["n0"],
         "verdicts_identical": identical,
@@ -582,13 +676,25 @@ def suite_section(scratch: Path, rounds: int) -> dict[str, Any]:
     }
 
 
-def sensitivity_section(args: argparse.Namespace, labels: list[str], results: Results,
-                        scratch: Path, model: Path, workload: bw.Workload,
-                        cal: bw.Calibration, quick: bool) -> None:
+def sensitivity_section(
+    args: argparse.Namespace,
+    labels: list[str],
+    results: Results,
+    scratch: Path,
+    model: Path,
+    workload: bw.Workload,
+    cal: bw.Calibration,
+    quick: bool,
+) -> None:
     """The timed detectors (our perf backend, pytest-benchmark), trial by trial."""
     data = results.data
-    sens: dict[str, Any] = {"trials_planned": args.trials, "trials_done": 0, "ours": [],
-                            "peer": [], "simulate": []}
+    sens: dict[str, Any] = {
+        "trials_planned": args.trials,
+        "trials_done": 0,
+        "ours": [],
+        "peer": [],
+        "simulate": [],
+    }
     data["sensitivity"] = sens
     run_ours = "sensitivity" not in args.skipped
     peer = None
@@ -598,12 +704,14 @@ def sensitivity_section(args: argparse.Namespace, labels: list[str], results: Re
         sens["peer_status"] = {"available": False, "reason": reason}
     else:
         peer = PeerRunner(scratch / "peer", model, cal.counts, PEER_THRESHOLDS, quick=quick)
-        sens["peer_status"] = {"available": True, "thresholds_pct": list(PEER_THRESHOLDS),
-                               "settings": "pytest-benchmark defaults (min_rounds 5, max_time "
-                                           "1 s, timer perf_counter), one process for the "
-                                           "autosaved baseline and one for the compare run"
-                                           + ("; --quick: max_time 0.1 s, machine info "
-                                              "not collected" if quick else "")}
+        sens["peer_status"] = {
+            "available": True,
+            "thresholds_pct": list(PEER_THRESHOLDS),
+            "settings": "pytest-benchmark defaults (min_rounds 5, max_time "
+            "1 s, timer perf_counter), one process for the "
+            "autosaved baseline and one for the compare run"
+            + ("; --quick: max_time 0.1 s, machine info not collected" if quick else ""),
+        }
     results.save()
     if not run_ours and peer is None:
         sens["trials_planned"] = 0
@@ -628,8 +736,14 @@ def sensitivity_section(args: argparse.Namespace, labels: list[str], results: Re
         log(f"trial {trial + 1}/{args.trials} done in {time.perf_counter() - t0:.1f} s")
 
 
-def simulate_section(args: argparse.Namespace, labels: list[str], results: Results,
-                     scratch: Path, model: Path, cal: bw.Calibration) -> None:
+def simulate_section(
+    args: argparse.Namespace,
+    labels: list[str],
+    results: Results,
+    scratch: Path,
+    model: Path,
+    cal: bw.Calibration,
+) -> None:
     """The simulate backend's trials, ``--simulate-jobs`` pytest processes at a time.
 
     Run after every timed section: valgrind keeps CPUs busy for minutes. Parallel runs
@@ -638,20 +752,32 @@ def simulate_section(args: argparse.Namespace, labels: list[str], results: Resul
     """
     sens = results.data["sensitivity"]
     planned = args.simulate_trials
-    sens.update({"simulate_trials_planned": planned, "simulate_trials_done": 0,
-                 "simulate_jobs": args.simulate_jobs, "rank_test_min_repeats": MIN_REPEATS,
-                 "simulate": []})
+    sens.update(
+        {
+            "simulate_trials_planned": planned,
+            "simulate_trials_done": 0,
+            "simulate_jobs": args.simulate_jobs,
+            "rank_test_min_repeats": MIN_REPEATS,
+            "simulate": [],
+        }
+    )
     if "simulate" in args.skipped:
         sens["simulate_status"] = {"available": False, "missing": ["--skip simulate"]}
     elif planned < 1:
-        sens["simulate_status"] = {"available": False, "missing": [
-            "--simulate-trials 0 (the default with --quick: each simulated profile re-runs "
-            "its test under valgrind)"]}
+        sens["simulate_status"] = {
+            "available": False,
+            "missing": [
+                "--simulate-trials 0 (the default with --quick: each simulated profile re-runs "
+                "its test under valgrind)"
+            ],
+        }
     else:
         status = simulate_status(scratch / "simulate-probe")
         sens["simulate_status"] = status
-        log(f"simulate backend: {'usable' if status['available'] else 'not usable'}"
-            + ("" if status["available"] else f": {'; '.join(status['missing'])}"))
+        log(
+            f"simulate backend: {'usable' if status['available'] else 'not usable'}"
+            + ("" if status["available"] else f": {'; '.join(status['missing'])}")
+        )
     results.save()
     if not sens["simulate_status"].get("available"):
         return
@@ -672,8 +798,10 @@ def simulate_section(args: argparse.Namespace, labels: list[str], results: Resul
             else:
                 sens["simulate"].append(record)
                 sens["simulate"].sort(key=lambda r: r["trial"])
-                log(f"simulate trial {trial + 1}/{planned}: {record['profiles']} profiles in "
-                    f"{record['wall_s']:.1f} s")
+                log(
+                    f"simulate trial {trial + 1}/{planned}: {record['profiles']} profiles in "
+                    f"{record['wall_s']:.1f} s"
+                )
             sens["simulate_trials_done"] = len(sens["simulate"])
             sens["simulate_wall_s"] = time.perf_counter() - begin
             results.save()

@@ -49,7 +49,7 @@ SLOWED = "test_hash"
 LEVELS = (1.0, 1.2, 1.5, 3.0)
 PEER_FAIL = "mean:10%"
 
-WORKLOADS = '''
+WORKLOADS = """
 import hashlib, os
 
 import numpy as np
@@ -86,9 +86,9 @@ def session_and_feeds():
     session = ort.InferenceSession(model_path(), options, providers=["CPUExecutionProvider"])
     feeds = {"x": np.ones((64, 256), np.float32)}
     return session, feeds
-'''
+"""
 
-OURS = '''
+OURS = """
 import pytest
 from workloads import factor, hashing, session_and_feeds, sort_values
 
@@ -108,9 +108,9 @@ def test_sort(pmu_profile):
 @pytest.mark.perf(warmup=2, repeat=15)
 def test_onnx(pmu_profile):
     pmu_profile(SESSION.run, None, FEEDS)
-'''
+"""
 
-PEER = '''
+PEER = """
 from workloads import factor, hashing, session_and_feeds, sort_values
 
 SESSION, FEEDS = session_and_feeds()
@@ -126,7 +126,7 @@ def test_sort(benchmark):
 
 def test_onnx(benchmark):
     benchmark(SESSION.run, None, FEEDS)
-'''
+"""
 
 _PEER_FAILED = re.compile(r"(test_\w+) \(\d+_\w+\)\s*-\s*Field 'mean' has failed")
 
@@ -143,15 +143,20 @@ def build_model(path: Path) -> None:
     rng = np.random.default_rng(0)
     nodes, inits, prev = [], [], "x"
     for i in range(4):
-        w = numpy_helper.from_array(rng.standard_normal((256, 256)).astype(np.float32) / 16,
-                                    name=f"w{i}")
+        w = numpy_helper.from_array(
+            rng.standard_normal((256, 256)).astype(np.float32) / 16, name=f"w{i}"
+        )
         inits.append(w)
         out = "y" if i == 3 else f"h{i}"
         nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [out]))
         prev = out
     graph = helper.make_graph(
-        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 256])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 256])], inits)
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 256])],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.save(model, path)
@@ -159,8 +164,9 @@ def build_model(path: Path) -> None:
 
 def clean_env(extra: Mapping[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "NV_"))}
-    env.update({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
-                **extra})
+    env.update(
+        {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0", **extra}
+    )
     env.pop("GITHUB_STEP_SUMMARY", None)
     return env
 
@@ -180,34 +186,61 @@ def competing(n: int) -> Iterator[list[int]]:
 
 
 def _pytest(scratch: Path, args: Sequence[str], env: Mapping[str, str]) -> tuple[int, str, float]:
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-           "-p", "no:xdist", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:xdist",
+        *args,
+    ]
     begin = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=scratch, env=clean_env(env), capture_output=True, text=True,
-                          timeout=900, check=False)
+    proc = subprocess.run(
+        cmd,
+        cwd=scratch,
+        env=clean_env(env),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     return proc.returncode, proc.stdout + proc.stderr, time.perf_counter() - begin
 
 
 def ours_run(scratch: Path, factor: float, tag: str, *, update: bool = False) -> dict[str, Any]:
     out_json = scratch / f"ours-{tag}.json"
-    args = ["test_ours.py", "--inferperf", "--inferperf-flamegraphs", "none",
-            "--inferperf-json", str(out_json)]
+    args = [
+        "test_ours.py",
+        "--inferperf",
+        "--inferperf-flamegraphs",
+        "none",
+        "--inferperf-json",
+        str(out_json),
+    ]
     if update:
         args.append("--update-baselines")
     rc, output, wall = _pytest(scratch, args, {"NV_SLOWED": SLOWED, "NV_FACTOR": str(factor)})
     if not out_json.exists():
         raise RuntimeError(f"pytest --inferperf wrote no JSON (rc {rc}):\n{output[-3000:]}")
-    tests = {t["key"].rsplit("::", 1)[-1]: t
-             for t in json.loads(out_json.read_text())["tests"]}
+    tests = {t["key"].rsplit("::", 1)[-1]: t for t in json.loads(out_json.read_text())["tests"]}
     return {
-        "rc": rc, "wall_s": round(wall, 2),
+        "rc": rc,
+        "wall_s": round(wall, 2),
         "failed": sorted(k for k, t in tests.items() if t["failed"]),
-        "inconclusive": sorted(k for k, t in tests.items() if t.get("verdict") == "inconclusive"
-                               and not t["failed"]),
-        "confirmed": sorted(k for k, t in tests.items()
-                            if (t.get("confirmation") or {}).get("held")),
-        "not_confirmed": sorted(k for k, t in tests.items()
-                                if t.get("confirmation") and not t["confirmation"]["held"]),
+        "inconclusive": sorted(
+            k for k, t in tests.items() if t.get("verdict") == "inconclusive" and not t["failed"]
+        ),
+        "confirmed": sorted(
+            k for k, t in tests.items() if (t.get("confirmation") or {}).get("held")
+        ),
+        "not_confirmed": sorted(
+            k for k, t in tests.items() if t.get("confirmation") and not t["confirmation"]["held"]
+        ),
         "cells": {k: t["vs_baseline"] for k, t in tests.items()},
         "cpu_ms_per_call": {k: t["metrics"].get("cpu_ms_per_call") for k, t in tests.items()},
         "busy": {k: t.get("busy") for k, t in tests.items()},
@@ -217,19 +250,24 @@ def ours_run(scratch: Path, factor: float, tag: str, *, update: bool = False) ->
 def peer_run(scratch: Path, factor: float, tag: str, *, save: bool = False) -> dict[str, Any]:
     storage = f"file://{scratch / 'peer-storage'}"
     args = ["test_peer.py", "-p", "no:inferperf", f"--benchmark-storage={storage}"]
-    args += (["--benchmark-save=base"] if save else
-             ["--benchmark-compare=0001", f"--benchmark-compare-fail={PEER_FAIL}"])
+    args += (
+        ["--benchmark-save=base"]
+        if save
+        else ["--benchmark-compare=0001", f"--benchmark-compare-fail={PEER_FAIL}"]
+    )
     rc, output, wall = _pytest(scratch, args, {"NV_SLOWED": SLOWED, "NV_FACTOR": str(factor)})
     if rc not in (0, 1) or (save and rc != 0):
         raise RuntimeError(f"pytest-benchmark run failed (rc {rc}):\n{output[-3000:]}")
-    return {"rc": rc, "wall_s": round(wall, 2),
-            "failed": sorted(set(_PEER_FAILED.findall(output)))}
+    return {"rc": rc, "wall_s": round(wall, 2), "failed": sorted(set(_PEER_FAILED.findall(output)))}
 
 
 def phase_plan(trials: int, phase: str) -> list[float]:
-    counts = {1.0: trials, 3.0: trials,
-              1.2: trials if phase == "quiet" else max(1, trials // 2),
-              1.5: max(1, trials // 2)}
+    counts = {
+        1.0: trials,
+        3.0: trials,
+        1.2: trials if phase == "quiet" else max(1, trials // 2),
+        1.5: max(1, trials // 2),
+    }
     plan: list[float] = []
     for i in range(max(counts.values())):  # levels interleaved, not one after another
         plan += [level for level in LEVELS if counts[level] > i]
@@ -241,8 +279,9 @@ def summarise(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for run in runs:
         key = f"{run['tool']}/{run['phase']}"
-        cell = out.setdefault(key, {"unchanged_test_runs": 0, "false_alarms": 0,
-                                    "inconclusive": 0, "levels": {}})
+        cell = out.setdefault(
+            key, {"unchanged_test_runs": 0, "false_alarms": 0, "inconclusive": 0, "levels": {}}
+        )
         level = cell["levels"].setdefault(str(run["factor"]), {"runs": 0, "detected": 0})
         res = run["result"]
         unchanged = [t for t in TESTS if run["factor"] == 1.0 or t != SLOWED]
@@ -255,30 +294,41 @@ def summarise(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         else:
             level["runs"] += 1
             level["runs_with_a_failure"] = level.get("runs_with_a_failure", 0) + int(
-                bool(res["failed"]))
+                bool(res["failed"])
+            )
     for cell in out.values():
-        cell["false_alarm_rate"] = (cell["false_alarms"] / cell["unchanged_test_runs"]
-                                    if cell["unchanged_test_runs"] else None)
+        cell["false_alarm_rate"] = (
+            cell["false_alarms"] / cell["unchanged_test_runs"]
+            if cell["unchanged_test_runs"]
+            else None
+        )
     return out
 
 
 def render(data: Mapping[str, Any]) -> str:
     s = data.get("summary") or {}
-    lines = ["# Verdicts on a busy machine: pytest-inferperf vs pytest-benchmark", "",
-             f"Command: `{data['command']}`. Started {data['started']}"
-             + ("" if data.get("complete") else " (**incomplete**: interrupted)") + ".", "",
-             f"Machine: {data['machine']['cpu_model']}, {data['machine']['cpus']} vCPUs, "
-             f"Python {data['machine']['python']}, pytest-benchmark "
-             f"{data['machine']['pytest_benchmark']}. The machine is shared: other people's "
-             "jobs ran during every phase (their load is in the conditions below).", "",
-             "Suite: three tests (pure-Python hashing, a numpy sort, an ONNX Runtime MatMul "
-             "chain), the same workloads under `pmu_profile` and under pytest-benchmark's "
-             f"`benchmark` fixture. Baselines recorded once, first. Slowdowns are injected "
-             f"into `{SLOWED}` only (its work x1.2, x1.5, x3). pytest-benchmark: defaults and "
-             f"`--benchmark-compare-fail={PEER_FAIL}`; pytest-inferperf: defaults.", "",
-             "| tool | phase | unchanged: runs with a failure | false alarms (test runs) | "
-             "inconclusive (unchanged test runs) | x1.2 caught | x1.5 caught | x3 caught |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Verdicts on a busy machine: pytest-inferperf vs pytest-benchmark",
+        "",
+        f"Command: `{data['command']}`. Started {data['started']}"
+        + ("" if data.get("complete") else " (**incomplete**: interrupted)")
+        + ".",
+        "",
+        f"Machine: {data['machine']['cpu_model']}, {data['machine']['cpus']} vCPUs, "
+        f"Python {data['machine']['python']}, pytest-benchmark "
+        f"{data['machine']['pytest_benchmark']}. The machine is shared: other people's "
+        "jobs ran during every phase (their load is in the conditions below).",
+        "",
+        "Suite: three tests (pure-Python hashing, a numpy sort, an ONNX Runtime MatMul "
+        "chain), the same workloads under `pmu_profile` and under pytest-benchmark's "
+        f"`benchmark` fixture. Baselines recorded once, first. Slowdowns are injected "
+        f"into `{SLOWED}` only (its work x1.2, x1.5, x3). pytest-benchmark: defaults and "
+        f"`--benchmark-compare-fail={PEER_FAIL}`; pytest-inferperf: defaults.",
+        "",
+        "| tool | phase | unchanged: runs with a failure | false alarms (test runs) | "
+        "inconclusive (unchanged test runs) | x1.2 caught | x1.5 caught | x3 caught |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for key in sorted(s):
         tool, phase = key.split("/")
         cell = s[key]
@@ -287,31 +337,47 @@ def render(data: Mapping[str, Any]) -> str:
         def caught(f: str, lv: Mapping[str, Any] = lv) -> str:
             x = lv.get(f)
             return f"{x['detected']}/{x['runs']}" if x else "-"
+
         same = lv.get("1.0", {})
         rate = cell["false_alarm_rate"]
-        lines.append(f"| {tool} | {phase} | {same.get('runs_with_a_failure', 0)}/"
-                     f"{same.get('runs', 0)} | {cell['false_alarms']}/"
-                     f"{cell['unchanged_test_runs']} ({0 if rate is None else rate:.0%}) | "
-                     f"{cell['inconclusive'] if tool == 'pytest-inferperf' else '-'} | "
-                     f"{caught('1.2')} | {caught('1.5')} | {caught('3.0')} |")
-    lines += ["", "Conditions while each phase ran (this script's reading of /proc/stat and "
-              "the load average, read by the benchmark script around each pytest run: "
-              "`other processes` are everything but the script itself, so the measured "
-              "pytest run is in it, and so are the two competing processes in the loaded "
-              "phase):", "",
-              "| phase | runs | load avg 1 min (median) | other processes busy, CPUs (median) "
-              "| steal |", "|---|---|---|---|---|"]
+        lines.append(
+            f"| {tool} | {phase} | {same.get('runs_with_a_failure', 0)}/"
+            f"{same.get('runs', 0)} | {cell['false_alarms']}/"
+            f"{cell['unchanged_test_runs']} ({0 if rate is None else rate:.0%}) | "
+            f"{cell['inconclusive'] if tool == 'pytest-inferperf' else '-'} | "
+            f"{caught('1.2')} | {caught('1.5')} | {caught('3.0')} |"
+        )
+    lines += [
+        "",
+        "Conditions while each phase ran (this script's reading of /proc/stat and "
+        "the load average, read by the benchmark script around each pytest run: "
+        "`other processes` are everything but the script itself, so the measured "
+        "pytest run is in it, and so are the two competing processes in the loaded "
+        "phase):",
+        "",
+        "| phase | runs | load avg 1 min (median) | other processes busy, CPUs (median) | steal |",
+        "|---|---|---|---|---|",
+    ]
     for phase, cond in (data.get("conditions") or {}).items():
-        lines.append(f"| {phase} | {cond['runs']} | {cond['load_avg_1m_median']} | "
-                     f"{cond['others_busy_cpus_median']} | {cond['steal_median']} |")
-    lines += ["", "Baseline conditions as pytest-inferperf recorded them: "
-              f"{data.get('baseline_busy') or 'quiet'}.", ""]
+        lines.append(
+            f"| {phase} | {cond['runs']} | {cond['load_avg_1m_median']} | "
+            f"{cond['others_busy_cpus_median']} | {cond['steal_median']} |"
+        )
+    lines += [
+        "",
+        "Baseline conditions as pytest-inferperf recorded them: "
+        f"{data.get('baseline_busy') or 'quiet'}.",
+        "",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def scrub(text: str) -> str:
-    for path, name in ((str(Path(__file__).resolve().parent.parent), "<repo>"),
-                       (sys.prefix, "<venv>"), (tempfile.gettempdir(), "<tmp>")):
+    for path, name in (
+        (str(Path(__file__).resolve().parent.parent), "<repo>"),
+        (sys.prefix, "<venv>"),
+        (tempfile.gettempdir(), "<tmp>"),
+    ):
         if len(path) > 1:
             text = text.replace(path, name)
     return text
@@ -352,13 +418,25 @@ def main(argv: Sequence[str] | None = None) -> int:
                 cpu_model = line.split(":", 1)[1].strip()
                 break
     data: dict[str, Any] = {
-        "schema": SCHEMA, "version": 1,
-        "command": " ".join(["python", "benchmarks/noisy_verdicts.py",
-                             *(argv if argv is not None else sys.argv[1:])]),
+        "schema": SCHEMA,
+        "version": 1,
+        "command": " ".join(
+            [
+                "python",
+                "benchmarks/noisy_verdicts.py",
+                *(argv if argv is not None else sys.argv[1:]),
+            ]
+        ),
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpu_model": cpu_model, "cpus": os.cpu_count(),
-                    "python": platform.python_version(), "pytest_benchmark": peer_version},
-        "complete": False, "runs": [], "conditions": {},
+        "machine": {
+            "cpu_model": cpu_model,
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "pytest_benchmark": peer_version,
+        },
+        "complete": False,
+        "runs": [],
+        "conditions": {},
     }
     scratch = Path(tempfile.mkdtemp(prefix="inferperf-nv-"))
     try:
@@ -369,16 +447,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         build_model(scratch / "chain.onnx")
         log("baselines (nothing of ours competing)")
         base = ours_run(scratch, 1.0, "baseline", update=True)
-        data["baseline_busy"] = "; ".join(sorted({"; ".join(v) for v in base["busy"].values()
-                                                  if v})) or None
+        data["baseline_busy"] = (
+            "; ".join(sorted({"; ".join(v) for v in base["busy"].values() if v})) or None
+        )
         peer_run(scratch, 1.0, "baseline", save=True)
         for phase in args.phases.split(","):
             burners = 2 if phase == "loaded" else 0
             readings = []
             with competing(burners):
                 for i, factor in enumerate(phase_plan(args.trials, phase)):
-                    for tool in (("pytest-inferperf", "pytest-benchmark") if i % 2 == 0
-                                 else ("pytest-benchmark", "pytest-inferperf")):
+                    for tool in (
+                        ("pytest-inferperf", "pytest-benchmark")
+                        if i % 2 == 0
+                        else ("pytest-benchmark", "pytest-inferperf")
+                    ):
                         before = conditions.snapshot()
                         if tool == "pytest-inferperf":
                             result = ours_run(scratch, factor, f"{phase}-{i}")
@@ -386,20 +468,35 @@ def main(argv: Sequence[str] | None = None) -> int:
                             result = peer_run(scratch, factor, f"{phase}-{i}")
                         state = conditions.between(before, conditions.snapshot())
                         readings.append(state)
-                        data["runs"].append({"tool": tool, "phase": phase, "factor": factor,
-                                             "result": result,
-                                             "conditions": {k: state.get(k) for k in (
-                                                 "load_avg_1m", "others_busy_cpus", "steal")}})
-                        log(f"{phase} x{factor} {tool}: failed {result['failed']}"
-                            + (f", inconclusive {result['inconclusive']}"
-                               if result.get("inconclusive") else ""))
+                        data["runs"].append(
+                            {
+                                "tool": tool,
+                                "phase": phase,
+                                "factor": factor,
+                                "result": result,
+                                "conditions": {
+                                    k: state.get(k)
+                                    for k in ("load_avg_1m", "others_busy_cpus", "steal")
+                                },
+                            }
+                        )
+                        log(
+                            f"{phase} x{factor} {tool}: failed {result['failed']}"
+                            + (
+                                f", inconclusive {result['inconclusive']}"
+                                if result.get("inconclusive")
+                                else ""
+                            )
+                        )
                         data["conditions"][phase] = {
-                            "runs": len(readings), "competing_processes": burners,
-                            "load_avg_1m_median": _median([r.get("load_avg_1m")
-                                                           for r in readings]),
-                            "others_busy_cpus_median": _median([r.get("others_busy_cpus")
-                                                                for r in readings]),
-                            "steal_median": _median([r.get("steal") for r in readings])}
+                            "runs": len(readings),
+                            "competing_processes": burners,
+                            "load_avg_1m_median": _median([r.get("load_avg_1m") for r in readings]),
+                            "others_busy_cpus_median": _median(
+                                [r.get("others_busy_cpus") for r in readings]
+                            ),
+                            "steal_median": _median([r.get("steal") for r in readings]),
+                        }
                         save(out, data)
         data["complete"] = True
         save(out, data)

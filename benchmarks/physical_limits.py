@@ -76,27 +76,52 @@ def simulate_section(scratch: Path, rounds: int) -> dict[str, Any]:
         for test, rec in rs[0]["tests"].items():
             instr.setdefault(test, {})[kind] = rec.get("instructions_per_call")
     same = all(
-        v.get("full") and v.get("instructions")
-        and abs(v["full"] - v["instructions"]) / v["full"] < 0.001 for v in instr.values())
+        v.get("full")
+        and v.get("instructions")
+        and abs(v["full"] - v["instructions"]) / v["full"] < 0.001
+        for v in instr.values()
+    )
     return {
         "command": "pytest --inferperf --inferperf-backend simulate examples/test_simulated.py",
-        "rounds": rounds, "wall_s": wall,
+        "rounds": rounds,
+        "wall_s": wall,
         "speed_up_instructions_over_full": wall["full"] / wall["instructions"],
-        "instructions_per_call": instr, "same_instructions_within_0.1pct": same,
-        "runs": runs, "load_avg_after": list(os.getloadavg()),
+        "instructions_per_call": instr,
+        "same_instructions_within_0.1pct": same,
+        "runs": runs,
+        "load_avg_after": list(os.getloadavg()),
     }
 
 
 def _simulate_run(scratch: Path, tag: str) -> dict[str, Any]:
     report = scratch / f"report-{tag}"
     shutil.rmtree(report, ignore_errors=True)
-    cmd = [sys.executable, "-m", "pytest", "--inferperf", "--inferperf-backend", "simulate",
-           "examples/test_simulated.py", "--inferperf-flamegraphs", "none",
-           "--inferperf-baselines", "no-baselines", "--inferperf-report", str(report), "-q",
-           "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--inferperf",
+        "--inferperf-backend",
+        "simulate",
+        "examples/test_simulated.py",
+        "--inferperf-flamegraphs",
+        "none",
+        "--inferperf-baselines",
+        "no-baselines",
+        "--inferperf-report",
+        str(report),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:xdist",
+    ]
     begin = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=scratch, env=clean_env(), capture_output=True, text=True,
-                          timeout=1800, check=False)
+    proc = subprocess.run(
+        cmd, cwd=scratch, env=clean_env(), capture_output=True, text=True, timeout=1800, check=False
+    )
     wall = time.perf_counter() - begin
     tests: dict[str, dict[str, Any]] = {}
     for path in sorted(report.glob("*.json")) if report.is_dir() else []:
@@ -105,7 +130,8 @@ def _simulate_run(scratch: Path, tag: str) -> dict[str, Any]:
         tests[record["key"]] = {
             "outcome": record.get("outcome"),
             "instructions_per_call": (record.get("metrics") or {}).get("instructions_per_call"),
-            "mode": sim.get("mode"), "child_wall_s": sim.get("child_wall_s"),
+            "mode": sim.get("mode"),
+            "child_wall_s": sim.get("child_wall_s"),
             "resolution": (sim.get("resolution") or {}).get("instructions_per_call"),
             "slowdown_vs_native": sim.get("slowdown_vs_native"),
         }
@@ -131,8 +157,9 @@ def _children_cpu() -> float:
 def _cpu_of(cmd: list[str], cwd: Path) -> dict[str, float]:
     """Wall and CPU seconds (user + system, the process and its children) of ``cmd``."""
     cpu0, t0 = _children_cpu(), time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, env=clean_env(), capture_output=True, text=True,
-                   timeout=600, check=False)
+    subprocess.run(
+        cmd, cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=600, check=False
+    )
     return {"wall_s": time.perf_counter() - t0, "cpu_s": _children_cpu() - cpu0}
 
 
@@ -152,31 +179,58 @@ def suite_section(scratch: Path, rounds: int) -> dict[str, Any]:
             run = run_suite(scratch, int(tag[1:]), f"{tag}-{r}")
             run["cpu_s"] = _children_cpu() - cpu0
             runs[tag].append(run)
-            log(f"suite -n {tag[1:]}: {run['wall_s']:.1f} s, {run['cpu_s']:.1f} s CPU, "
-                f"{run['summary']}")
+            log(
+                f"suite -n {tag[1:]}: {run['wall_s']:.1f} s, {run['cpu_s']:.1f} s CPU, "
+                f"{run['summary']}"
+            )
     fixed = {
-        "pytest_collect_only": _cpu_of([sys.executable, "-m", "pytest", "--inferperf",
-                                        "examples", "--collect-only", "-q", "-p",
-                                        "no:cacheprovider", "-n", "0"], scratch),
+        "pytest_collect_only": _cpu_of(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "--inferperf",
+                "examples",
+                "--collect-only",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "-n",
+                "0",
+            ],
+            scratch,
+        ),
         "pytest_version": _cpu_of([sys.executable, "-m", "pytest", "--version"], scratch),
         "import_numpy_onnx_onnxruntime": _cpu_of(
-            [sys.executable, "-c", "import numpy, onnx, onnxruntime"], scratch),
+            [sys.executable, "-c", "import numpy, onnx, onnxruntime"], scratch
+        ),
     }
     wall = {tag: statistics.median(r["wall_s"] for r in rs) for tag, rs in runs.items()}
     cpu = {tag: statistics.median(r["cpu_s"] for r in rs) for tag, rs in runs.items()}
-    maps = [{k: (v["outcome"], v["failed"]) for k, v in r["verdicts"].items()}
-            for rs in runs.values() for r in rs]
-    return {"rounds": rounds, "wall_s": wall, "cpu_s": cpu,
-            "ratio_n2_over_n0": wall["n2"] / wall["n0"],
-            "cpu_ratio_n2_over_n0": cpu["n2"] / cpu["n0"], "fixed_per_process": fixed,
-            "verdicts_identical": bool(maps) and all(m == maps[0] and m for m in maps),
-            "runs": {t: [{k: v for k, v in r.items() if k != "verdicts"} for r in rs]
-                     for t, rs in runs.items()},
-            "load_avg_after": list(os.getloadavg())}
+    maps = [
+        {k: (v["outcome"], v["failed"]) for k, v in r["verdicts"].items()}
+        for rs in runs.values()
+        for r in rs
+    ]
+    return {
+        "rounds": rounds,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "ratio_n2_over_n0": wall["n2"] / wall["n0"],
+        "cpu_ratio_n2_over_n0": cpu["n2"] / cpu["n0"],
+        "fixed_per_process": fixed,
+        "verdicts_identical": bool(maps) and all(m == maps[0] and m for m in maps),
+        "runs": {
+            t: [{k: v for k, v in r.items() if k != "verdicts"} for r in rs]
+            for t, rs in runs.items()
+        },
+        "load_avg_after": list(os.getloadavg()),
+    }
 
 
-def resolution_section(scratch: Path, trials: int, jobs: int,
-                       target: float = 0.005) -> dict[str, Any]:
+def resolution_section(
+    scratch: Path, trials: int, jobs: int, target: float = 0.005
+) -> dict[str, Any]:
     """Detection of a ``target`` change in instructions, and false alarms, over ``trials``."""
     import concurrent.futures
 
@@ -199,47 +253,67 @@ def resolution_section(scratch: Path, trials: int, jobs: int,
     n = max(1, round(target / per_iteration))
     label = f"{target:.1%}"
     runner = SimulateRunner(scratch / "trials", model, {"0%": 0, label: n})
-    log(f"resolution: {per_iteration:.3%} of the instructions per iteration: {n} iterations "
-        f"for {label}")
+    log(
+        f"resolution: {per_iteration:.3%} of the instructions per iteration: {n} iterations "
+        f"for {label}"
+    )
 
     def trial(index: int) -> dict[str, Any]:
         profiles, wall = runner.run(index + 1)
         baseline = Profile.from_dict(profiles[SIM_BASELINE])
         out: dict[str, Any] = {"trial": index, "wall_s": wall}
         for lvl in ("0%", label):
-            change = compare_profiles(Profile.from_dict(profiles[lvl]), baseline,
-                                      metrics=("instructions_per_call",)).get(
-                                          "instructions_per_call")
-            out[lvl] = {"delta": change.delta, "tolerance": change.tolerance,
-                        "status": change.status, "flagged": change.status == "regressed"}
+            change = compare_profiles(
+                Profile.from_dict(profiles[lvl]), baseline, metrics=("instructions_per_call",)
+            ).get("instructions_per_call")
+            out[lvl] = {
+                "delta": change.delta,
+                "tolerance": change.tolerance,
+                "status": change.status,
+                "flagged": change.status == "regressed",
+            }
         return out
 
     done: list[dict[str, Any]] = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         for future in concurrent.futures.as_completed(
-                [pool.submit(trial, i) for i in range(trials)]):
+            [pool.submit(trial, i) for i in range(trials)]
+        ):
             try:
                 done.append(future.result())
             except Exception as exc:  # a failed trial is reported, not counted
                 log(f"resolution trial failed: {str(exc).splitlines()[0]}")
             else:
-                log(f"resolution trial {len(done)}/{trials}: "
-                    f"{ {k: v['status'] for k, v in done[-1].items() if isinstance(v, dict)} }")
+                log(
+                    f"resolution trial {len(done)}/{trials}: "
+                    f"{ {k: v['status'] for k, v in done[-1].items() if isinstance(v, dict)} }"
+                )
     done.sort(key=lambda r: r["trial"])
 
     def rate(lvl: str) -> list[int]:
         return [sum(1 for r in done if r[lvl]["flagged"]), len(done)]
 
     return {
-        "trials": len(done), "trials_planned": trials, "jobs": jobs, "level": label,
-        "iterations": n, "instructions_per_iteration": per_iteration,
-        "false_alarms": rate("0%"), "detected": rate(label),
+        "trials": len(done),
+        "trials_planned": trials,
+        "jobs": jobs,
+        "level": label,
+        "iterations": n,
+        "instructions_per_iteration": per_iteration,
+        "false_alarms": rate("0%"),
+        "detected": rate(label),
         "tolerance_median": statistics.median(
-            r[lvl]["tolerance"] for r in done for lvl in ("0%", label)) if done else None,
-        "delta_median": {lvl: statistics.median(r[lvl]["delta"] for r in done) if done
-                         else None for lvl in ("0%", label)},
+            r[lvl]["tolerance"] for r in done for lvl in ("0%", label)
+        )
+        if done
+        else None,
+        "delta_median": {
+            lvl: statistics.median(r[lvl]["delta"] for r in done) if done else None
+            for lvl in ("0%", label)
+        },
         "delta_max_abs_at_0": max((abs(r["0%"]["delta"]) for r in done), default=None),
-        "records": done, "load_avg_after": list(os.getloadavg()),
+        "records": done,
+        "load_avg_after": list(os.getloadavg()),
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
 
@@ -253,9 +327,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--samples", type=int, default=2000, help="timed repeats per variant")
     p.add_argument("--trials", type=int, default=20, help="trials of the resolution section")
     p.add_argument("--jobs", type=int, default=2, help="simulate trials run at once")
-    p.add_argument("--keep", action="store_true",
-                   help="keep the sections of an existing limits.json this run does not "
-                        "measure (each says when it ran)")
+    p.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the sections of an existing limits.json this run does not "
+        "measure (each says when it ran)",
+    )
     argv = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(argv)
     skipped = {s for s in args.skip.split(",") if s}
@@ -264,7 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     data: dict[str, Any] = {
         "command": shlex.join(["python", "benchmarks/physical_limits.py", *argv]),
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "cpus": os.cpu_count(), "load_avg_start": list(os.getloadavg()),
+        "cpus": os.cpu_count(),
+        "load_avg_start": list(os.getloadavg()),
     }
     out = Path(args.out)
     scratch = Path(tempfile.mkdtemp(prefix="inferperf-limits-"))
@@ -273,8 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         "counting": lambda: counting_cost.measure(samples=args.samples),
         "simulate": lambda: simulate_section(scratch / "simulate", args.rounds),
         "suite": lambda: suite_section(scratch / "suite", args.suite_rounds),
-        "resolution": lambda: resolution_section(scratch / "resolution", args.trials,
-                                                 args.jobs),
+        "resolution": lambda: resolution_section(scratch / "resolution", args.trials, args.jobs),
     }
     try:
         for name, run in sections.items():
@@ -283,8 +360,11 @@ def main(argv: list[str] | None = None) -> int:
             started = datetime.now(timezone.utc).isoformat(timespec="seconds")
             load = os.getloadavg()[0]
             data[name] = run()
-            data["section_runs"][name] = {"started": started, "command": data["command"],
-                                          "load_avg": [load, os.getloadavg()[0]]}
+            data["section_runs"][name] = {
+                "started": started,
+                "command": data["command"],
+                "load_avg": [load, os.getloadavg()[0]],
+            }
             if name == "counting":
                 for line in counting_cost.format_rows(data["counting"]):
                     log(line)
@@ -300,9 +380,12 @@ def main(argv: list[str] | None = None) -> int:
             if name in skipped and name in old:
                 data[name] = old[name]
                 data["section_runs"][name] = (old.get("section_runs") or {}).get(name) or {
-                    "started": old.get("started"), "load_avg": [
+                    "started": old.get("started"),
+                    "load_avg": [
                         (old.get("load_avg_start") or [None])[0],
-                        (old.get("load_avg_end") or [None])[0]]}
+                        (old.get("load_avg_end") or [None])[0],
+                    ],
+                }
     (out / "limits.json").write_text(scrub(json.dumps(data, indent=1)) + "\n")
     results = out / "results.json"
     if results.is_file():

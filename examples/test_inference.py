@@ -21,8 +21,9 @@ def test_mobilenet_v2(pmu_profile, session_for, image):
     assert profile.outputs_ok  # functional checks still belong to the test
 
 
-@pytest.mark.perf(ipc_min=0.8, branch_miss_max=0.05, latency_p99_ms_max=150,
-                  page_faults_per_call_max=50)
+@pytest.mark.perf(
+    ipc_min=0.8, branch_miss_max=0.05, latency_p99_ms_max=150, page_faults_per_call_max=50
+)
 @pytest.mark.parametrize("variant", ["minilm", "minilm_int8"])
 def test_minilm_encoder(pmu_profile, session_for, tokens, variant):
     session = session_for(variant)
@@ -32,8 +33,12 @@ def test_minilm_encoder(pmu_profile, session_for, tokens, variant):
 
 # Two threads on a small shared runner compete with everything else on it: CPU time
 # and latency move more between runs, so this test loosens its baseline tolerance.
-@pytest.mark.perf(threads=2, cpu_utilisation_max=2.5, latency_p50_ms_max=120,
-                  tolerance={"cpu_ms_per_call": 0.6, "latency_mean_ms": 0.6})
+@pytest.mark.perf(
+    threads=2,
+    cpu_utilisation_max=2.5,
+    latency_p50_ms_max=120,
+    tolerance={"cpu_ms_per_call": 0.6, "latency_mean_ms": 0.6},
+)
 def test_minilm_two_threads(pmu_profile, session_for, tokens):
     """Two intra-op threads: the pool threads are counted, so CPU time covers both."""
     session = session_for("minilm")

@@ -116,8 +116,10 @@ def _shape_facts(model: str | os.PathLike[str]) -> tuple[list[str], dict[str, li
     try:
         graph = onnx.load(os.fspath(model), load_external_data=False).graph
     except Exception as exc:  # onnx raises DecodeError, OSError, ... for a bad file
-        raise UsageError(f"{model} is not an ONNX model onnx can read ({exc}). Pass a .onnx "
-                         "file, or a report.json.") from None
+        raise UsageError(
+            f"{model} is not an ONNX model onnx can read ({exc}). Pass a .onnx "
+            "file, or a report.json."
+        ) from None
     weights = {t.name for t in graph.initializer}
     symbolic: list[str] = []
     inputs: dict[str, list[tuple]] = {}
@@ -139,8 +141,9 @@ def _describe_axes(axes: Sequence[tuple]) -> str:
     return "[" + ", ".join(str(f) if f else (p or "?") for _, f, p in axes) + "]"
 
 
-def resolve_shapes(model: str | os.PathLike[str],
-                   shapes: Sequence[tuple[str, str]]) -> dict[str, int]:
+def resolve_shapes(
+    model: str | os.PathLike[str], shapes: Sequence[tuple[str, str]]
+) -> dict[str, int]:
     """``--shape`` values as the ``dims`` of :func:`onnx.make_inputs`, checked against the model.
 
     ``NAME=N`` sets a symbolic dimension; ``INPUT=AxB...`` (or ``A,B``) sets every axis of a
@@ -156,12 +159,16 @@ def resolve_shapes(model: str | os.PathLike[str],
         if name in inputs and (len(sizes) > 1 or name not in symbolic):
             axes = inputs[name]
             if len(sizes) != len(axes):
-                raise UsageError(f"--shape {name}={value}: input {name} has {len(axes)} "
-                                 f"dimensions {_describe_axes(axes)}, not {len(sizes)}.")
+                raise UsageError(
+                    f"--shape {name}={value}: input {name} has {len(axes)} "
+                    f"dimensions {_describe_axes(axes)}, not {len(sizes)}."
+                )
             for (axis, fixed, param), size in zip(axes, sizes, strict=True):
                 if fixed is not None and fixed != size:
-                    raise UsageError(f"--shape {name}={value}: axis {axis} of {name} is fixed "
-                                     f"at {fixed} in the model {_describe_axes(axes)}.")
+                    raise UsageError(
+                        f"--shape {name}={value}: axis {axis} of {name} is fixed "
+                        f"at {fixed} in the model {_describe_axes(axes)}."
+                    )
                 if fixed is None:
                     dims[param or f"{name}:{axis}"] = size
         elif len(sizes) == 1 and (name in symbolic or ":" in name):
@@ -170,7 +177,8 @@ def resolve_shapes(model: str | os.PathLike[str],
             raise UsageError(
                 f"--shape {name}={value}: {model} has no symbolic dimension or input named "
                 f"{name!r}. Symbolic dimensions: {', '.join(symbolic) or 'none'}; inputs: "
-                + ", ".join(f"{n}{_describe_axes(a)}" for n, a in inputs.items()) + "."
+                + ", ".join(f"{n}{_describe_axes(a)}" for n, a in inputs.items())
+                + "."
             )
     return dims
 
@@ -196,15 +204,31 @@ def _say(progress: Progress | None, text: str) -> None:
         progress(text)
 
 
-def _measure(fn: Callable[..., Any], args: tuple, *, name: str, warmup: int, repeat: int,
-             timeout: float, backend: str, progress: Progress | None) -> Profile:
+def _measure(
+    fn: Callable[..., Any],
+    args: tuple,
+    *,
+    name: str,
+    warmup: int,
+    repeat: int,
+    timeout: float,
+    backend: str,
+    progress: Progress | None,
+) -> Profile:
     from .runner import RunnerConfigError, profile
 
     _say(progress, "warm-up…")
     try:
-        return profile(fn, *args, name=name, backend=_counters(backend, repeat, progress),
-                       warmup=warmup, warmup_max=max(50, warmup), repeat=repeat,
-                       timeout=timeout)
+        return profile(
+            fn,
+            *args,
+            name=name,
+            backend=_counters(backend, repeat, progress),
+            warmup=warmup,
+            warmup_max=max(50, warmup),
+            repeat=repeat,
+            timeout=timeout,
+        )
     except RunnerConfigError as exc:
         raise UsageError(str(exc)) from None
 
@@ -217,26 +241,28 @@ def _ceilings(threads: int) -> Any:
     return measure_ceilings(seconds=0.3, threads=threads)
 
 
-def _operators(path: Path, inputs: Mapping[str, Any], settings: SessionSettings,
-               repeat: int) -> tuple[list[Any], str | None]:
+def _operators(
+    path: Path, inputs: Mapping[str, Any], settings: SessionSettings, repeat: int
+) -> tuple[list[Any], str | None]:
     from .onnx import profile_operators
 
     try:
-        return profile_operators(path, inputs, settings=settings,
-                                 runs=max(1, min(repeat, OPERATOR_RUNS)), warmup=2), None
+        return profile_operators(
+            path, inputs, settings=settings, runs=max(1, min(repeat, OPERATOR_RUNS)), warmup=2
+        ), None
     except Exception as exc:  # an optional view: a failure is reported, never fatal
         return [], f"not available: ONNX Runtime's profiler failed: {exc}"
 
 
-def _roofline(path: Path, dims: Mapping[str, int], operators: Sequence[Any],
-              threads: int) -> tuple[dict | None, str | None]:
+def _roofline(
+    path: Path, dims: Mapping[str, int], operators: Sequence[Any], threads: int
+) -> tuple[dict | None, str | None]:
     from .roofline import op_costs, roofline_summary
 
     if not operators:
         return None, "not available: it needs the operator table"
     try:
-        return roofline_summary(op_costs(path, dims), operators,
-                                _ceilings(max(1, threads))), None
+        return roofline_summary(op_costs(path, dims), operators, _ceilings(max(1, threads))), None
     except Exception as exc:  # an optional view: a failure is reported, never fatal
         return None, f"not available: {type(exc).__name__}: {exc}"
 
@@ -248,9 +274,15 @@ def _energy(call: Callable[[], Any], latency_ms: float) -> dict:
     return measure_energy(call, calls=calls).to_dict()
 
 
-def _flamegraphs(call: Callable[[], Any], *, requested: bool, name: str, out_dir: Path,
-                 operators: Sequence[Any] | None,
-                 progress: Progress | None) -> tuple[dict[str, Any], dict[str, str]]:
+def _flamegraphs(
+    call: Callable[[], Any],
+    *,
+    requested: bool,
+    name: str,
+    out_dir: Path,
+    operators: Sequence[Any] | None,
+    progress: Progress | None,
+) -> tuple[dict[str, Any], dict[str, str]]:
     """The flamegraph pass, if ``requested``: Profile changes and notes (view -> reason).
 
     The changes are ``artifacts`` (view -> path relative to ``out_dir``) and the
@@ -261,10 +293,18 @@ def _flamegraphs(call: Callable[[], Any], *, requested: bool, name: str, out_dir
     _say(progress, "flamegraphs…")
     from .flame import capture
 
-    graphs = capture(call, name=name, out_dir=out_dir / "flamegraphs",
-                     operators=operators or None, model_name=name)
-    artifacts = {kind: os.path.relpath(path, out_dir)
-                 for kind, path in graphs.paths.items() if kind.endswith(".svg")}
+    graphs = capture(
+        call,
+        name=name,
+        out_dir=out_dir / "flamegraphs",
+        operators=operators or None,
+        model_name=name,
+    )
+    artifacts = {
+        kind: os.path.relpath(path, out_dir)
+        for kind, path in graphs.paths.items()
+        if kind.endswith(".svg")
+    }
     stacks = graphs.stacks_record(STACKS_KEPT_BYTES)
     notes = {f"flamegraph {k}": v for k, v in graphs.reasons.items() if v != "not requested"}
     return {"artifacts": artifacts, "stacks": stacks}, notes
@@ -305,8 +345,16 @@ def analyse_model(
     except ModelError as exc:
         raise UsageError(f"{exc}. Pass a .onnx file ONNX Runtime can load.") from None
     name = model.stem
-    profile = _measure(session.run, (None, inputs), name=name, warmup=warmup, repeat=repeat,
-                       timeout=timeout, backend=backend, progress=progress)
+    profile = _measure(
+        session.run,
+        (None, inputs),
+        name=name,
+        warmup=warmup,
+        repeat=repeat,
+        timeout=timeout,
+        backend=backend,
+        progress=progress,
+    )
     call = functools.partial(session.run, None, inputs)
     notes: dict[str, str] = {}
     changes: dict[str, Any] = {"model": describe_model(model, inputs)}
@@ -326,8 +374,14 @@ def analyse_model(
         changes["energy"] = _energy(call, profile.latency.mean_ms)
     else:
         notes["details"] = "not measured: operators, roofline and energy (validate)"
-    views, reasons = _flamegraphs(call, requested=flamegraph, name=name, out_dir=Path(out_dir),
-                                  operators=operators, progress=progress)
+    views, reasons = _flamegraphs(
+        call,
+        requested=flamegraph,
+        name=name,
+        out_dir=Path(out_dir),
+        operators=operators,
+        progress=progress,
+    )
     changes.update(views)
     notes.update(reasons)
     facts = {
@@ -346,15 +400,18 @@ def load_callable(spec: str) -> tuple[Callable[[], Any], str]:
     """``package.module:callable`` or ``path/to/file.py:callable`` (also ``obj.method``)."""
     module_part, sep, attr = spec.rpartition(":")
     if not sep or not module_part or not attr:
-        raise UsageError(f"{spec!r} is neither a model file nor MODULE:CALLABLE "
-                         "(e.g. mypkg.bench:run or path/to/bench.py:run).")
+        raise UsageError(
+            f"{spec!r} is neither a model file nor MODULE:CALLABLE "
+            "(e.g. mypkg.bench:run or path/to/bench.py:run)."
+        )
     try:
         module = _import(module_part)
     except UsageError:
         raise
     except Exception as exc:  # whatever the user's module raises while importing
-        raise UsageError(f"cannot import {module_part!r} for {spec!r}: "
-                         f"{type(exc).__name__}: {exc}") from None
+        raise UsageError(
+            f"cannot import {module_part!r} for {spec!r}: {type(exc).__name__}: {exc}"
+        ) from None
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -363,13 +420,18 @@ def load_callable(spec: str) -> tuple[Callable[[], Any], str]:
     if not callable(obj):
         raise UsageError(f"{spec!r} is a {type(obj).__name__}, not a callable.")
     try:
-        required = [p.name for p in inspect.signature(obj).parameters.values()
-                    if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        required = [
+            p.name
+            for p in inspect.signature(obj).parameters.values()
+            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
     except (TypeError, ValueError):
         required = []
     if required:
-        raise UsageError(f"{spec!r} needs arguments ({', '.join(required)}); analyse calls it "
-                         "with none. Wrap it in a function that takes no arguments.")
+        raise UsageError(
+            f"{spec!r} needs arguments ({', '.join(required)}); analyse calls it "
+            "with none. Wrap it in a function that takes no arguments."
+        )
     return obj, spec
 
 
@@ -377,8 +439,7 @@ def _import(module_part: str) -> Any:
     if module_part.endswith(".py") or os.sep in module_part or "/" in module_part:
         path = Path(module_part)
         if not path.is_file():
-            raise UsageError(f"{module_part} does not exist (from the target "
-                             f"{module_part}:...).")
+            raise UsageError(f"{module_part} does not exist (from the target {module_part}:...).")
         name = f"_inferperf_target_{abs(hash(str(path.resolve())))}"
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
@@ -425,11 +486,19 @@ def analyse_callable(
     note says why.
     """
     fn, name = load_callable(spec)
-    profile = _measure(fn, (), name=name, warmup=warmup, repeat=repeat, timeout=timeout,
-                       backend=backend, progress=progress)
+    profile = _measure(
+        fn,
+        (),
+        name=name,
+        warmup=warmup,
+        repeat=repeat,
+        timeout=timeout,
+        backend=backend,
+        progress=progress,
+    )
     notes = {
         "roofline": "not available: the target is a Python callable; run inferperf analyse "
-                    "on its .onnx model for the roofline",
+        "on its .onnx model for the roofline",
     }
     changes: dict[str, Any] = {}
     operators: list[Any] = []
@@ -447,16 +516,23 @@ def analyse_callable(
         changes["energy"] = _energy(fn, profile.latency.mean_ms)
     else:
         notes["operators"] = "not measured (validate)"
-    views, reasons = _flamegraphs(fn, requested=flamegraph, name=name, out_dir=Path(out_dir),
-                                  operators=operators or None, progress=progress)
+    views, reasons = _flamegraphs(
+        fn,
+        requested=flamegraph,
+        name=name,
+        out_dir=Path(out_dir),
+        operators=operators or None,
+        progress=progress,
+    )
     changes.update(views)
     notes.update(reasons)
     facts = {"kind": "callable", "target": spec, "flamegraph": flamegraph, "notes": notes}
     return profile.with_(settings={**settings, "analyse": facts}, **changes)
 
 
-def _callable_operators(fn: Callable[[], Any], latency_ms: float
-                        ) -> tuple[dict[str, Any], str | None]:
+def _callable_operators(
+    fn: Callable[[], Any], latency_ms: float
+) -> tuple[dict[str, Any], str | None]:
     from .onnx import operator_times
 
     try:
@@ -524,14 +600,23 @@ def analyse_target(
     out = Path(out_dir)
     if is_callable_target(target):
         profile = analyse_callable(
-            target, warmup=options.warmup, repeat=options.repeat, timeout=options.timeout,
-            backend=options.backend, flamegraph=options.flamegraph, out_dir=out,
-            details=options.details, progress=progress)
+            target,
+            warmup=options.warmup,
+            repeat=options.repeat,
+            timeout=options.timeout,
+            backend=options.backend,
+            flamegraph=options.flamegraph,
+            out_dir=out,
+            details=options.details,
+            progress=progress,
+        )
         return Analysis(target, target, profile)
     model = Path(target)
     if not model.is_file():
-        raise UsageError(f"{target} does not exist (or is not a file). Pass an ONNX model "
-                         "file or MODULE:CALLABLE.")
+        raise UsageError(
+            f"{target} does not exist (or is not a file). Pass an ONNX model "
+            "file or MODULE:CALLABLE."
+        )
     dims = resolve_shapes(model, options.shapes)
     settings = options.session_settings()
     key = cache_key(model, options, _full_dims(model, dims)) if cache is not None else None
@@ -540,9 +625,18 @@ def analyse_target(
         if hit is not None and _artifacts_present(hit.profile, out):
             return Analysis(model.stem, target, hit.profile, cached=hit)
     profile = analyse_model(
-        model, dims=dims, settings=settings, warmup=options.warmup, repeat=options.repeat,
-        timeout=options.timeout, backend=options.backend, flamegraph=options.flamegraph,
-        out_dir=out, details=options.details, progress=progress)
+        model,
+        dims=dims,
+        settings=settings,
+        warmup=options.warmup,
+        repeat=options.repeat,
+        timeout=options.timeout,
+        backend=options.backend,
+        flamegraph=options.flamegraph,
+        out_dir=out,
+        details=options.details,
+        progress=progress,
+    )
     notes: tuple[str, ...] = ()
     if cache is not None and key is not None:
         error = cache.store(key, profile)
@@ -554,18 +648,28 @@ def load_profile(path: str | os.PathLike[str], role: str) -> Profile:
     """A saved Profile (report.json, baseline) or :class:`UsageError` naming the file and fix."""
     path = Path(path)
     if not path.exists():
-        raise UsageError(f"{role} {path} does not exist. Create one with "
-                         f"`inferperf analyse MODEL --out DIR` and pass DIR/report.json.")
+        raise UsageError(
+            f"{role} {path} does not exist. Create one with "
+            f"`inferperf analyse MODEL --out DIR` and pass DIR/report.json."
+        )
     try:
         return Profile.load(path)
     except ProfileFormatError as exc:
-        text = str(exc).replace(
-            "Restore it from version control, or delete it and re-create it with "
-            "--update-baselines.", "").strip()
+        text = (
+            str(exc)
+            .replace(
+                "Restore it from version control, or delete it and re-create it with "
+                "--update-baselines.",
+                "",
+            )
+            .strip()
+        )
         text = text.removeprefix(str(path)).strip()
-        raise UsageError(f"{role} {path} cannot be used: {text} Re-create it with "
-                         "`inferperf analyse MODEL --out DIR` (DIR/report.json), or restore "
-                         "it from version control.") from None
+        raise UsageError(
+            f"{role} {path} cannot be used: {text} Re-create it with "
+            "`inferperf analyse MODEL --out DIR` (DIR/report.json), or restore "
+            "it from version control."
+        ) from None
 
 
 def diagnosis_of(profile: Profile) -> Any:
@@ -573,7 +677,10 @@ def diagnosis_of(profile: Profile) -> Any:
     from .classify import diagnose
 
     cpu = profile.machine.get("cpu") or {}
-    return diagnose(profile_metrics(profile), core=str(cpu.get("core_slug", "")),
-                    unavailable=profile.unavailable, session=profile.session,
-                    cpu_count=cpu.get("cpu_count"))
-
+    return diagnose(
+        profile_metrics(profile),
+        core=str(cpu.get("core_slug", "")),
+        unavailable=profile.unavailable,
+        session=profile.session,
+        cpu_count=cpu.get("cpu_count"),
+    )

@@ -55,9 +55,7 @@ STALE_TEMP_S = 600.0  # a temp file this old is no write in progress
 _ALLOWED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._+=,@-[]")
 _HASH_MARK = "~"  # never in _ALLOWED, so only a hash suffix can put it in a name
 _WINDOWS_RESERVED = frozenset(
-    {"CON", "PRN", "AUX", "NUL"}
-    | {f"COM{i}" for i in range(10)}
-    | {f"LPT{i}" for i in range(10)}
+    {"CON", "PRN", "AUX", "NUL"} | {f"COM{i}" for i in range(10)} | {f"LPT{i}" for i in range(10)}
 )
 _PROFILE_FIX = (
     "Restore it from version control, or delete it and re-create it with --update-baselines."
@@ -189,8 +187,14 @@ def load_baseline(path: str | os.PathLike[str]) -> Profile | None:
         if isinstance(exc.__cause__, FileNotFoundError):  # removed since the check above
             return None
         raise BaselineError(_unusable(path, str(exc))) from None
-    except (ValueError, TypeError, KeyError, AttributeError, OverflowError,
-            RecursionError) as exc:  # Profile.load lets a few odd values through
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        AttributeError,
+        OverflowError,
+        RecursionError,
+    ) as exc:  # Profile.load lets a few odd values through
         cause = f"{path} is not a valid profile: {type(exc).__name__}: {exc}"
         raise BaselineError(_unusable(path, cause)) from None
 
@@ -214,18 +218,20 @@ def save_baseline(path: str | os.PathLike[str], profile: Profile) -> None:
         data = (profile.to_json() + "\n").encode("utf-8")
     except (ValueError, TypeError) as exc:
         raise BaselineError(
-            f"cannot save baseline {path}: the profile cannot be serialised ({exc}). "
-            f"{_kept(path)}"
+            f"cannot save baseline {path}: the profile cannot be serialised ({exc}). {_kept(path)}"
         ) from None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise BaselineError(f"cannot create the folder {path.parent} for baseline {path}: "
-                            f"{_strerror(exc)}. {_kept(path)}") from exc
+        raise BaselineError(
+            f"cannot create the folder {path.parent} for baseline {path}: "
+            f"{_strerror(exc)}. {_kept(path)}"
+        ) from exc
     tmp: str | None = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:60]}.{os.getpid()}.",
-                                   suffix=TEMP_SUFFIX)
+        fd, tmp = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name[:60]}.{os.getpid()}.", suffix=TEMP_SUFFIX
+        )
         with os.fdopen(fd, "wb") as fh:
             _chmod_like(fh.fileno(), path)
             fh.write(data)
@@ -244,8 +250,9 @@ def save_baseline(path: str | os.PathLike[str], profile: Profile) -> None:
     _fsync_dir(path.parent)
 
 
-def sweep_interrupted_writes(baselines_dir: str | os.PathLike[str],
-                             *, older_than_s: float = STALE_TEMP_S) -> list[Path]:
+def sweep_interrupted_writes(
+    baselines_dir: str | os.PathLike[str], *, older_than_s: float = STALE_TEMP_S
+) -> list[Path]:
     """Remove the temp files that interrupted writes (``kill -9``, power loss) left behind.
 
     Only this module's own temp files (``.<name>.json.<pid>.<random>.tmp``): one whose

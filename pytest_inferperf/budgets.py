@@ -152,8 +152,9 @@ def _parse_tolerance(value: Any, marker: str) -> float | dict[str, float]:
             if metric not in METRICS:
                 guesses = difflib.get_close_matches(str(metric), METRICS, n=2)
                 hint = f" Did you mean {' or '.join(guesses)}?" if guesses else ""
-                raise MarkerError(f"@pytest.mark.{marker}(tolerance=...): unknown metric "
-                                  f"{metric!r}.{hint}")
+                raise MarkerError(
+                    f"@pytest.mark.{marker}(tolerance=...): unknown metric {metric!r}.{hint}"
+                )
             out[metric] = check(f"[{metric!r}]", v)
         return out
     return check("", value)
@@ -165,14 +166,16 @@ def _parse_runner_value(key: str, value: Any, marker: str) -> Any:
         low = 0 if key == "warmup" else 1
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise MarkerError(
-                f"@pytest.mark.{marker}({key}={value!r}): must be an integer >= {low}")
+                f"@pytest.mark.{marker}({key}={value!r}): must be an integer >= {low}"
+            )
         return value
     if kind == "number":
         low_ok = value >= 0 if key == "min_time" else value > 0  # min_time=0: one call/repeat
         if not _is_number(value) or not low_ok:
             bound = ">= 0" if key == "min_time" else "> 0"
-            raise MarkerError(f"@pytest.mark.{marker}({key}={value!r}): must be a number {bound} "
-                              "(seconds)")
+            raise MarkerError(
+                f"@pytest.mark.{marker}({key}={value!r}): must be a number {bound} (seconds)"
+            )
         return float(value)
     cpus = (value,) if isinstance(value, int) and not isinstance(value, bool) else value
     if not isinstance(cpus, list | tuple) or not all(
@@ -200,13 +203,18 @@ class BudgetResult:
         op = ">=" if b.kind == "min" else "<="
         delta = (self.value - b.limit) / b.limit * 100 if b.limit else math.inf
         verdict = "ok" if self.status == "pass" else "FAILED"
-        return (f"{b.metric} = {self.value:.4g}, budget {op} {b.limit:g} "
-                f"({delta:+.1f}% from the limit): {verdict}")
+        return (
+            f"{b.metric} = {self.value:.4g}, budget {op} {b.limit:g} "
+            f"({delta:+.1f}% from the limit): {verdict}"
+        )
 
 
 def check_budgets(
-    budgets: tuple[Budget, ...], metrics: Mapping[str, float], unavailable: Mapping[str, str],
-    *, not_judged: Mapping[str, str] | None = None,
+    budgets: tuple[Budget, ...],
+    metrics: Mapping[str, float],
+    unavailable: Mapping[str, str],
+    *,
+    not_judged: Mapping[str, str] | None = None,
 ) -> tuple[BudgetResult, ...]:
     """Each budget against the measured metrics; unmeasurable ones carry the reason.
 
@@ -224,8 +232,9 @@ def check_budgets(
                 by_reason: dict[str, list[str]] = {}
                 for event, why in missing.items():
                     by_reason.setdefault(why, []).append(event)
-                reason = "; ".join(f"needs {', '.join(events)}, {why}"
-                                   for why, events in by_reason.items())
+                reason = "; ".join(
+                    f"needs {', '.join(events)}, {why}" for why, events in by_reason.items()
+                )
             else:
                 reason = f"{budget.metric} could not be computed from what was counted"
             results.append(BudgetResult(budget, None, "unavailable", reason))

@@ -36,8 +36,9 @@ ENTRY_VERSION = 1
 ENV_VAR = "INFERPERF_CACHE_DIR"
 
 
-def cache_dir(explicit: str | os.PathLike[str] | None = None,
-              env: Mapping[str, str] | None = None) -> Path:
+def cache_dir(
+    explicit: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+) -> Path:
     """The cache folder: ``explicit``, else ``$INFERPERF_CACHE_DIR``, else the XDG default."""
     env = os.environ if env is None else env
     if explicit:
@@ -67,8 +68,11 @@ class CacheKey:
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model_sha256": self.model_sha256, "machine_class": self.machine_class,
-                "options": json.loads(json.dumps(self.options, sort_keys=True))}
+        return {
+            "model_sha256": self.model_sha256,
+            "machine_class": self.machine_class,
+            "options": json.loads(json.dumps(self.options, sort_keys=True)),
+        }
 
     @property
     def digest(self) -> str:
@@ -99,8 +103,9 @@ class ResultCache:
         """The entry of ``key``; None when there is none or it is unusable (then ignored)."""
         path = self.path_for(key)
         try:
-            data = json.loads(read_limited(path, MAX_PROFILE_BYTES, what="cache entry")
-                              .decode("utf-8"))
+            data = json.loads(
+                read_limited(path, MAX_PROFILE_BYTES, what="cache entry").decode("utf-8")
+            )
         except (OSError, UnicodeDecodeError, ValueError, RecursionError):
             return None  # UnreadableFile (a FIFO, too large, missing) is an OSError
         return parse_entry(data, key, path)
@@ -115,8 +120,10 @@ class ResultCache:
         if profile.partial:
             from .partial import partial_label
 
-            return (f"result not cached: {partial_label(profile.to_dict())}; the next run "
-                    "measures again")
+            return (
+                f"result not cached: {partial_label(profile.to_dict())}; the next run "
+                "measures again"
+            )
         entry = {
             "schema": ENTRY_SCHEMA,
             "version": ENTRY_VERSION,

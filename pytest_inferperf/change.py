@@ -71,8 +71,16 @@ PART_TOLERANCE = 0.25
 #: What the slowdown is measured in, the first one present is the headline.
 SLOWDOWN_METRICS = ("latency_mean_ms", "cpu_ms_per_call", "cycles_per_call")
 #: Metrics that are symptoms, not causes: reported when they move, never a pointer.
-SYMPTOMS = ("cycles_per_call", "cpu_ms_per_call", "latency_mean_ms", "latency_p50_ms",
-            "latency_p95_ms", "latency_p99_ms", "peak_rss_mb", "rss_growth_mb")
+SYMPTOMS = (
+    "cycles_per_call",
+    "cpu_ms_per_call",
+    "latency_mean_ms",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "peak_rss_mb",
+    "rss_growth_mb",
+)
 
 
 # -- records ----------------------------------------------------------------------
@@ -119,10 +127,18 @@ class PartChange:
         return "outside the region() stages" if self.name == REST_STAGE else self.name
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name, "baseline_ms": self.baseline_ms,
-                "current_ms": self.current_ms, "relative": _json_float(self.relative),
-                "credible": self.credible, "share": self.share, "detail": self.detail,
-                "nodes": list(self.nodes), "stands_out": self.stands_out}
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "baseline_ms": self.baseline_ms,
+            "current_ms": self.current_ms,
+            "relative": _json_float(self.relative),
+            "credible": self.credible,
+            "share": self.share,
+            "detail": self.detail,
+            "nodes": list(self.nodes),
+            "stands_out": self.stands_out,
+        }
 
 
 @dataclass(frozen=True)
@@ -161,15 +177,26 @@ class Slowdown:
     def text(self) -> str:
         unit = METRICS[self.metric].unit if self.metric in METRICS else ""
         extra = self.current - self.baseline
-        amount = (f"{extra:+.3g} ms per call" if unit == "ms"
-                  else f"{extra:+.3g} {self.metric.removesuffix('_per_call')} per call")
-        return (f"{self.metric} {fmt(self.baseline)} -> {fmt(self.current)}"
-                f"{' ' + unit if unit else ''} ({amount}, {pct(self.relative)})")
+        amount = (
+            f"{extra:+.3g} ms per call"
+            if unit == "ms"
+            else f"{extra:+.3g} {self.metric.removesuffix('_per_call')} per call"
+        )
+        return (
+            f"{self.metric} {fmt(self.baseline)} -> {fmt(self.current)}"
+            f"{' ' + unit if unit else ''} ({amount}, {pct(self.relative)})"
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "baseline": self.baseline, "current": self.current,
-                "wall_ms": self.wall_ms, "cpu_ms": self.cpu_ms, "cycles": self.cycles,
-                "credible": self.credible}
+        return {
+            "metric": self.metric,
+            "baseline": self.baseline,
+            "current": self.current,
+            "wall_ms": self.wall_ms,
+            "cpu_ms": self.cpu_ms,
+            "cycles": self.cycles,
+            "credible": self.credible,
+        }
 
 
 @dataclass(frozen=True)
@@ -192,14 +219,32 @@ class ChangeExplanation:
             "points_to": self.points_to,
             "unexplained": self.unexplained,
             "slowdown": None if self.slowdown is None else self.slowdown.to_dict(),
-            "causes": [{"kind": c.kind, "name": c.name, "share": c.share, "text": c.text,
-                        "category": c.category} for c in self.causes],
+            "causes": [
+                {
+                    "kind": c.kind,
+                    "name": c.name,
+                    "share": c.share,
+                    "text": c.text,
+                    "category": c.category,
+                }
+                for c in self.causes
+            ],
             "stages": [s.to_dict() for s in self.stages],
             "op_types": [o.to_dict() for o in self.op_types],
-            "moved": [{"metric": m.metric, "baseline": m.baseline, "current": m.current,
-                       "relative": _json_float(m.relative), "worse": m.worse,
-                       "category": m.category, "credible": m.credible, "share": m.share,
-                       "cost": m.cost} for m in self.moved],
+            "moved": [
+                {
+                    "metric": m.metric,
+                    "baseline": m.baseline,
+                    "current": m.current,
+                    "relative": _json_float(m.relative),
+                    "worse": m.worse,
+                    "category": m.category,
+                    "credible": m.credible,
+                    "share": m.share,
+                    "cost": m.cost,
+                }
+                for m in self.moved
+            ],
         }
 
 
@@ -232,8 +277,13 @@ def share_text(share: float | None) -> str:
         return "no cost on record"
     if share >= 0.995:
         return "all of the slowdown"
-    return f"{share:.0%} of the slowdown" if share >= 0.01 else \
-        f"{share:.1%} of the slowdown" if share >= 0.001 else "<0.1% of the slowdown"
+    return (
+        f"{share:.0%} of the slowdown"
+        if share >= 0.01
+        else f"{share:.1%} of the slowdown"
+        if share >= 0.001
+        else "<0.1% of the slowdown"
+    )
 
 
 def _json_float(value: float) -> float | str:
@@ -255,8 +305,9 @@ def _tolerance(metric: str) -> float:
     return DEFAULT_TOLERANCES.get(metric, FALLBACK_TOLERANCE)
 
 
-def _credible_metric(metric: str, baseline: float, current: float,
-                     credible: Mapping[str, bool] | None) -> bool:
+def _credible_metric(
+    metric: str, baseline: float, current: float, credible: Mapping[str, bool] | None
+) -> bool:
     """The caller's judgement (rank test) where given, else a move beyond the tolerance."""
     if credible is not None and metric in credible:
         return bool(credible[metric])
@@ -266,8 +317,12 @@ def _credible_metric(metric: str, baseline: float, current: float,
     return abs(delta) > _tolerance(metric)
 
 
-def credible_part(baseline_values: Sequence[float], current_values: Sequence[float],
-                  baseline: float, current: float) -> tuple[bool, str]:
+def credible_part(
+    baseline_values: Sequence[float],
+    current_values: Sequence[float],
+    baseline: float,
+    current: float,
+) -> tuple[bool, str]:
     """Whether a stage's or op type's move is beyond its noise, and how that was decided.
 
     With :data:`compare.MIN_REPEATS` values on each side: the rank test (``p <
@@ -282,8 +337,9 @@ def credible_part(baseline_values: Sequence[float], current_values: Sequence[flo
         base_mid, cur_mid = _median(baseline_values), _median(current_values)
         same_way = (cur_mid - base_mid) * (current - baseline) > 0
         ok = p < ALPHA and same_way and abs(rel) >= CHANGE_MIN_RELATIVE
-        return ok, (f"p={p:.2g}, Mann-Whitney U over {len(current_values)} vs "
-                    f"{len(baseline_values)}")
+        return ok, (
+            f"p={p:.2g}, Mann-Whitney U over {len(current_values)} vs {len(baseline_values)}"
+        )
     return abs(rel) > PART_TOLERANCE, f"point values (tolerance {PART_TOLERANCE:.0%})"
 
 
@@ -296,8 +352,11 @@ def _median(values: Sequence[float]) -> float:
 # -- the slowdown and what a metric's move costs ------------------------------------------
 
 
-def slowdown_of(metrics: Mapping[str, float], baseline: Mapping[str, float],
-                credible: Mapping[str, bool] | None = None) -> Slowdown | None:
+def slowdown_of(
+    metrics: Mapping[str, float],
+    baseline: Mapping[str, float],
+    credible: Mapping[str, bool] | None = None,
+) -> Slowdown | None:
     """The slowdown per call in every unit measured on both sides; None if none was."""
     present = [m for m in SLOWDOWN_METRICS if m in metrics and m in baseline]
     if not present:
@@ -306,13 +365,21 @@ def slowdown_of(metrics: Mapping[str, float], baseline: Mapping[str, float],
     def extra(name: str) -> float | None:
         return float(metrics[name]) - float(baseline[name]) if name in present else None
 
-    got_worse = any(float(metrics[m]) > float(baseline[m])
-                    and _credible_metric(m, float(baseline[m]), float(metrics[m]), credible)
-                    for m in present)
+    got_worse = any(
+        float(metrics[m]) > float(baseline[m])
+        and _credible_metric(m, float(baseline[m]), float(metrics[m]), credible)
+        for m in present
+    )
     head = present[0]
-    return Slowdown(head, float(baseline[head]), float(metrics[head]),
-                    wall_ms=extra("latency_mean_ms"), cpu_ms=extra("cpu_ms_per_call"),
-                    cycles=extra("cycles_per_call"), credible=got_worse)
+    return Slowdown(
+        head,
+        float(baseline[head]),
+        float(metrics[head]),
+        wall_ms=extra("latency_mean_ms"),
+        cpu_ms=extra("cpu_ms_per_call"),
+        cycles=extra("cycles_per_call"),
+        credible=got_worse,
+    )
 
 
 def _share(extra: float, of: float | None) -> float | None:
@@ -321,8 +388,12 @@ def _share(extra: float, of: float | None) -> float | None:
     return max(0.0, extra) / of
 
 
-def metric_share(metric: str, metrics: Mapping[str, float], baseline: Mapping[str, float],
-                 slowdown: Slowdown | None) -> tuple[float | None, str]:
+def metric_share(
+    metric: str,
+    metrics: Mapping[str, float],
+    baseline: Mapping[str, float],
+    slowdown: Slowdown | None,
+) -> tuple[float | None, str]:
     """The share of the slowdown ``metric``'s move can account for at most, and how.
 
     ``(None, why)`` when the metric has no cost on record or the slowdown is not
@@ -348,8 +419,10 @@ def metric_share(metric: str, metrics: Mapping[str, float], baseline: Mapping[st
             note = f" beyond the {fmt(expected)} the baseline's rate gives a call this long"
         extra_ms = max(0.0, extra) * cost.cost / 1000.0
         share = _share(extra_ms, slowdown.time_ms)
-        return share, (f"{fmt(max(0.0, extra))} more per call{note} x {fmt(cost.cost)} "
-                       f"{cost.unit} = {fmt(extra_ms)} ms [{cost.source}]")
+        return share, (
+            f"{fmt(max(0.0, extra))} more per call{note} x {fmt(cost.cost)} "
+            f"{cost.unit} = {fmt(extra_ms)} ms [{cost.source}]"
+        )
     cycles = both("cycles_per_call")
     if cost.kind == "mpki_cycles":
         instr = both("instructions_per_call")
@@ -359,7 +432,8 @@ def metric_share(metric: str, metrics: Mapping[str, float], baseline: Mapping[st
         extra = extra_events * cost.cost
         return _share(extra, slowdown.cycles), (
             f"{fmt(extra_events)} more per call x {fmt(cost.cost)} {cost.unit} = "
-            f"{fmt(extra)} cycles [{cost.source}]")
+            f"{fmt(extra)} cycles [{cost.source}]"
+        )
     if cost.kind == "cycle_fraction":
         if cycles is None:
             return None, "cycles not counted"
@@ -372,7 +446,8 @@ def metric_share(metric: str, metrics: Mapping[str, float], baseline: Mapping[st
         extra = (cur - base) / ipc[1]
         return _share(extra, slowdown.cycles), (
             f"{fmt(cur - base)} more instructions per call at the baseline's IPC "
-            f"{fmt(ipc[1])} = {fmt(extra)} cycles")
+            f"{fmt(ipc[1])} = {fmt(extra)} cycles"
+        )
     if cost.kind == "ipc":
         instr = both("instructions_per_call")
         if instr is None or cur <= 0 or base <= 0:
@@ -380,7 +455,8 @@ def metric_share(metric: str, metrics: Mapping[str, float], baseline: Mapping[st
         extra = instr[0] / cur - instr[0] / base
         return _share(extra, slowdown.cycles), (
             f"{fmt(instr[0])} instructions per call at IPC {fmt(cur)} instead of "
-            f"{fmt(base)} = {fmt(extra)} more cycles")
+            f"{fmt(base)} = {fmt(extra)} more cycles"
+        )
     if cost.kind == "utilisation":
         wall = both("latency_mean_ms")
         if wall is None:
@@ -388,13 +464,18 @@ def metric_share(metric: str, metrics: Mapping[str, float], baseline: Mapping[st
         extra_ms = (cur - base) * wall[0]
         return _share(extra_ms, slowdown.cpu_ms), (
             f"{fmt(cur - base)} more busy CPUs x {fmt(wall[0])} ms per call = "
-            f"{fmt(extra_ms)} CPU ms")
+            f"{fmt(extra_ms)} CPU ms"
+        )
     raise ValueError(f"unknown cost kind {cost.kind!r} for {metric} in thresholds")
 
 
-def metric_changes(metrics: Mapping[str, float], baseline: Mapping[str, float], *,
-                   credible: Mapping[str, bool] | None = None,
-                   slowdown: Slowdown | None = None) -> tuple[MetricChange, ...]:
+def metric_changes(
+    metrics: Mapping[str, float],
+    baseline: Mapping[str, float],
+    *,
+    credible: Mapping[str, bool] | None = None,
+    slowdown: Slowdown | None = None,
+) -> tuple[MetricChange, ...]:
     """Every metric of both sides that moved by :data:`CHANGE_MIN_RELATIVE`, largest first."""
     changes: list[MetricChange] = []
     for name in sorted(set(metrics) & set(baseline)):
@@ -409,16 +490,28 @@ def metric_changes(metrics: Mapping[str, float], baseline: Mapping[str, float], 
         if spec is not None and rel != 0:
             worse = (rel > 0) == (spec.better == "lower")
         share, cost = metric_share(name, metrics, baseline, slowdown)
-        changes.append(MetricChange(name, base, cur, rel, worse, METRIC_CATEGORY.get(name),
-                                    _credible_metric(name, base, cur, credible), share, cost))
+        changes.append(
+            MetricChange(
+                name,
+                base,
+                cur,
+                rel,
+                worse,
+                METRIC_CATEGORY.get(name),
+                _credible_metric(name, base, cur, credible),
+                share,
+                cost,
+            )
+        )
     return tuple(sorted(changes, key=lambda c: (-abs(c.relative), c.metric)))
 
 
 # -- stages and op types --------------------------------------------------------------------
 
 
-def stage_changes(current: Profile, baseline: Profile,
-                  slowdown: Slowdown | None = None) -> tuple[PartChange, ...]:
+def stage_changes(
+    current: Profile, baseline: Profile, slowdown: Slowdown | None = None
+) -> tuple[PartChange, ...]:
     """Each ``region()`` stage (and the time outside them), ms per call, largest move first."""
     now, before = _stages_ms(current), _stages_ms(baseline)
     if not now or not before:
@@ -429,8 +522,18 @@ def stage_changes(current: Profile, baseline: Profile,
         base_ms, base_runs = before.get(name, (0.0, []))
         cur_ms, cur_runs = now.get(name, (0.0, []))
         credible, detail = credible_part(base_runs, cur_runs, base_ms, cur_ms)
-        out.append(PartChange("stage", name, base_ms, cur_ms, _relative(cur_ms, base_ms),
-                              credible, _share(cur_ms - base_ms, wall), detail))
+        out.append(
+            PartChange(
+                "stage",
+                name,
+                base_ms,
+                cur_ms,
+                _relative(cur_ms, base_ms),
+                credible,
+                _share(cur_ms - base_ms, wall),
+                detail,
+            )
+        )
     return tuple(sorted(out, key=lambda p: (-abs(p.delta_ms), p.name)))
 
 
@@ -443,8 +546,11 @@ def _stages_ms(profile: Profile) -> dict[str, tuple[float, list[float]]]:
     for stage in profile.stages:
         runs: list[float] = []
         if len(stage.repeat_wall_ns) == len(profile.repeats):
-            runs = [w / r.calls / 1e6 for w, r in zip(stage.repeat_wall_ns, profile.repeats,
-                                                      strict=True) if r.calls]
+            runs = [
+                w / r.calls / 1e6
+                for w, r in zip(stage.repeat_wall_ns, profile.repeats, strict=True)
+                if r.calls
+            ]
         out[stage.name] = (stage.wall_ns / calls / 1e6, runs)
     return out
 
@@ -460,9 +566,11 @@ def op_type_table(profile: Profile) -> dict[str, tuple[int, float, list[float]]]
     if profile.op_types:
         for row in profile.op_types:
             runs = [float(v) / 1000.0 for v in row.get("runs_us") or ()]
-            out[str(row.get("op_type") or "?")] = (int(row.get("nodes") or 0),
-                                                   float(row.get("mean_us") or 0.0) / 1000.0,
-                                                   runs)
+            out[str(row.get("op_type") or "?")] = (
+                int(row.get("nodes") or 0),
+                float(row.get("mean_us") or 0.0) / 1000.0,
+                runs,
+            )
         return out
     for op in profile.operators:
         op_type = str(op.get("op_type") or "?")
@@ -471,8 +579,9 @@ def op_type_table(profile: Profile) -> dict[str, tuple[int, float, list[float]]]
     return out
 
 
-def op_type_changes(current: Profile, baseline: Profile,
-                    slowdown: Slowdown | None = None) -> tuple[PartChange, ...]:
+def op_type_changes(
+    current: Profile, baseline: Profile, slowdown: Slowdown | None = None
+) -> tuple[PartChange, ...]:
     """Each op type's time per run against the baseline, largest move first."""
     now, before = op_type_table(current), op_type_table(baseline)
     if not now or not before:
@@ -491,9 +600,20 @@ def op_type_changes(current: Profile, baseline: Profile,
         if rest_before > 0 and base_ms > 0:
             rest_rel = _relative(rest_now, rest_before)
             stands_out = (1 + rel) >= STANDS_OUT * (1 + rest_rel)
-        out.append(PartChange("op_type", name, base_ms, cur_ms, rel, credible,
-                              _share(cur_ms - base_ms, wall), detail,
-                              (base_nodes, cur_nodes), stands_out))
+        out.append(
+            PartChange(
+                "op_type",
+                name,
+                base_ms,
+                cur_ms,
+                rel,
+                credible,
+                _share(cur_ms - base_ms, wall),
+                detail,
+                (base_nodes, cur_nodes),
+                stands_out,
+            )
+        )
     return tuple(sorted(out, key=lambda p: (-abs(p.delta_ms), p.name)))
 
 
@@ -504,21 +624,26 @@ def _material(share: float | None) -> bool:
     return share is not None and share >= MATERIAL_SHARE
 
 
-def _stage_cause(stage: PartChange, ops: Sequence[PartChange],
-                 slowdown_ms: float | None) -> Cause:
-    text = (f"stage `{stage.label}` {stage.delta_ms:+.3g} ms per call "
-            f"({pct(stage.relative)}, {share_text(stage.share)})")
+def _stage_cause(stage: PartChange, ops: Sequence[PartChange], slowdown_ms: float | None) -> Cause:
+    text = (
+        f"stage `{stage.label}` {stage.delta_ms:+.3g} ms per call "
+        f"({pct(stage.relative)}, {share_text(stage.share)})"
+    )
     if ops:  # the model's own time is known: did it take part?
         before = sum(o.baseline_ms for o in ops)
         now = sum(o.current_ms for o in ops)
         rel = _relative(now, before)
         model_share = _share(now - before, slowdown_ms)
         if abs(rel) <= PART_TOLERANCE:
-            text += (f": the regression is outside the model (ONNX Runtime's operators "
-                     f"{pct(rel)} in total)")
+            text += (
+                f": the regression is outside the model (ONNX Runtime's operators "
+                f"{pct(rel)} in total)"
+            )
         elif model_share is not None and model_share < MATERIAL_SHARE:
-            text += (f": the regression is mostly outside the model (ONNX Runtime's "
-                     f"operators {pct(rel)} in total, {share_text(model_share)})")
+            text += (
+                f": the regression is mostly outside the model (ONNX Runtime's "
+                f"operators {pct(rel)} in total, {share_text(model_share)})"
+            )
     return Cause("stage", stage.name, stage.share or 0.0, text)
 
 
@@ -527,8 +652,10 @@ def _op_cause(op: PartChange, ops: Sequence[PartChange]) -> Cause:
     if op.nodes[0] != op.nodes[1]:
         nodes += f", {op.nodes[0]} in the baseline"
     rest = [o for o in ops if o.name != op.name]
-    text = (f"op type {op.name} {op.delta_ms:+.3g} ms per run ({pct(op.relative)}; {nodes}; "
-            f"{share_text(op.share)})")
+    text = (
+        f"op type {op.name} {op.delta_ms:+.3g} ms per run ({pct(op.relative)}; {nodes}; "
+        f"{share_text(op.share)})"
+    )
     if rest:
         before = sum(o.baseline_ms for o in rest)
         now = sum(o.current_ms for o in rest)
@@ -537,13 +664,14 @@ def _op_cause(op: PartChange, ops: Sequence[PartChange]) -> Cause:
 
 
 def _metric_cause(change: MetricChange) -> Cause:
-    text = (f"{change.metric} {pct(change.relative)} ({fmt(change.baseline)} -> "
-            f"{fmt(change.current)}) can account for up to {share_text(change.share)}")
+    text = (
+        f"{change.metric} {pct(change.relative)} ({fmt(change.baseline)} -> "
+        f"{fmt(change.current)}) can account for up to {share_text(change.share)}"
+    )
     return Cause("metric", change.metric, change.share or 0.0, text, change.category)
 
 
-def _what_moved(moved: Sequence[MetricChange], parts: Sequence[PartChange],
-                limit: int = 4) -> str:
+def _what_moved(moved: Sequence[MetricChange], parts: Sequence[PartChange], limit: int = 4) -> str:
     items: list[tuple[int, float, str]] = []
     for c in moved:
         if c.metric in SYMPTOMS:
@@ -556,9 +684,13 @@ def _what_moved(moved: Sequence[MetricChange], parts: Sequence[PartChange],
             tag = "credible"  # nothing to weigh it against: no slowdown in its unit
         else:
             tag = "credible, no cost on record"
-        items.append((0 if c.credible else 1, -abs(c.relative),
-                      f"{c.metric} {pct(c.relative)} ({fmt(c.baseline)} -> {fmt(c.current)}; "
-                      f"{tag})"))
+        items.append(
+            (
+                0 if c.credible else 1,
+                -abs(c.relative),
+                f"{c.metric} {pct(c.relative)} ({fmt(c.baseline)} -> {fmt(c.current)}; {tag})",
+            )
+        )
     for p in parts:
         if abs(p.relative) < CHANGE_MIN_RELATIVE:
             continue
@@ -566,16 +698,25 @@ def _what_moved(moved: Sequence[MetricChange], parts: Sequence[PartChange],
         if p.kind == "op_type" and p.credible and not p.stands_out:
             tag += ", as much as the other op types"
         what = "op type" if p.kind == "op_type" else "stage"
-        items.append((0 if p.credible else 1, -abs(p.relative),
-                      f"{what} {p.label} {p.delta_ms:+.3g} ms ({pct(p.relative)}; {tag})"))
+        items.append(
+            (
+                0 if p.credible else 1,
+                -abs(p.relative),
+                f"{what} {p.label} {p.delta_ms:+.3g} ms ({pct(p.relative)}; {tag})",
+            )
+        )
     items.sort(key=lambda t: (t[0], t[1]))
     return ", ".join(t[2] for t in items[:limit]) or "nothing beyond 10%"
 
 
-def explain_change(metrics: Mapping[str, float], baseline: Mapping[str, float], *,
-                   credible: Mapping[str, bool] | None = None,
-                   stages: Sequence[PartChange] = (),
-                   op_types: Sequence[PartChange] = ()) -> ChangeExplanation:
+def explain_change(
+    metrics: Mapping[str, float],
+    baseline: Mapping[str, float],
+    *,
+    credible: Mapping[str, bool] | None = None,
+    stages: Sequence[PartChange] = (),
+    op_types: Sequence[PartChange] = (),
+) -> ChangeExplanation:
     """Explain the change from ``baseline`` to ``metrics`` (see the module doc).
 
     ``credible`` maps a metric to whether its move is beyond its noise (the rank test of
@@ -585,18 +726,29 @@ def explain_change(metrics: Mapping[str, float], baseline: Mapping[str, float], 
     """
     slowdown = slowdown_of(metrics, baseline, credible)
     moved = metric_changes(metrics, baseline, credible=credible, slowdown=slowdown)
-    if not moved and not any(abs(p.relative) >= CHANGE_MIN_RELATIVE
-                             for p in (*stages, *op_types)):
-        return ChangeExplanation((), None, f"no metric moved by {CHANGE_MIN_RELATIVE:.0%} or "
-                                 "more against the baseline", stages=tuple(stages),
-                                 op_types=tuple(op_types), slowdown=slowdown)
+    if not moved and not any(abs(p.relative) >= CHANGE_MIN_RELATIVE for p in (*stages, *op_types)):
+        return ChangeExplanation(
+            (),
+            None,
+            f"no metric moved by {CHANGE_MIN_RELATIVE:.0%} or more against the baseline",
+            stages=tuple(stages),
+            op_types=tuple(op_types),
+            slowdown=slowdown,
+        )
     if slowdown is None or not slowdown.credible:
-        head = ("no credible slowdown" if slowdown is not None
-                else "no time or cycles measured on both sides")
-        return ChangeExplanation(moved, None, f"{head}; moved most: "
-                                 f"{_what_moved(moved, [*stages, *op_types])}",
-                                 stages=tuple(stages), op_types=tuple(op_types),
-                                 slowdown=slowdown)
+        head = (
+            "no credible slowdown"
+            if slowdown is not None
+            else "no time or cycles measured on both sides"
+        )
+        return ChangeExplanation(
+            moved,
+            None,
+            f"{head}; moved most: {_what_moved(moved, [*stages, *op_types])}",
+            stages=tuple(stages),
+            op_types=tuple(op_types),
+            slowdown=slowdown,
+        )
     causes: list[Cause] = []
     for op in op_types:
         if op.credible and op.stands_out and op.delta_ms > 0 and _material(op.share):
@@ -606,8 +758,14 @@ def explain_change(metrics: Mapping[str, float], baseline: Mapping[str, float], 
             causes.append(_stage_cause(stage, op_types, slowdown.wall_ms))
     located = sum(c.share for c in causes)
     for c in moved:
-        if (c.worse and c.credible and c.category and c.metric not in SYMPTOMS
-                and _material(c.share) and located < LOCATED_SHARE):
+        if (
+            c.worse
+            and c.credible
+            and c.category
+            and c.metric not in SYMPTOMS
+            and _material(c.share)
+            and located < LOCATED_SHARE
+        ):
             causes.append(_metric_cause(c))
     causes.sort(key=lambda c: (-c.share, c.kind, c.name))
     by_category: dict[str, float] = {}
@@ -620,16 +778,30 @@ def explain_change(metrics: Mapping[str, float], baseline: Mapping[str, float], 
         if points_to:
             summary += f"; points to {points_to} ({CATEGORIES[points_to]})"
     else:
-        summary = (f"{slowdown.text()}, unexplained by the counters available here; what "
-                   f"moved: {_what_moved(moved, [*stages, *op_types])}")
-    return ChangeExplanation(moved, points_to, summary, tuple(causes), tuple(stages),
-                             tuple(op_types), slowdown, unexplained=not causes)
+        summary = (
+            f"{slowdown.text()}, unexplained by the counters available here; what "
+            f"moved: {_what_moved(moved, [*stages, *op_types])}"
+        )
+    return ChangeExplanation(
+        moved,
+        points_to,
+        summary,
+        tuple(causes),
+        tuple(stages),
+        tuple(op_types),
+        slowdown,
+        unexplained=not causes,
+    )
 
 
-def explain_profiles(current: Profile, baseline: Profile, *,
-                     metrics: Mapping[str, float] | None = None,
-                     baseline_metrics: Mapping[str, float] | None = None,
-                     comparison: Comparison | None = None) -> ChangeExplanation:
+def explain_profiles(
+    current: Profile,
+    baseline: Profile,
+    *,
+    metrics: Mapping[str, float] | None = None,
+    baseline_metrics: Mapping[str, float] | None = None,
+    comparison: Comparison | None = None,
+) -> ChangeExplanation:
     """:func:`explain_change` of two Profiles, with their stages and op types.
 
     ``comparison`` (:func:`compare.compare_profiles` of the same two) supplies the rank
@@ -638,15 +810,18 @@ def explain_profiles(current: Profile, baseline: Profile, *,
     from .metrics import profile_metrics
 
     now = dict(metrics) if metrics is not None else profile_metrics(current)
-    before = dict(baseline_metrics) if baseline_metrics is not None \
-        else profile_metrics(baseline)
+    before = dict(baseline_metrics) if baseline_metrics is not None else profile_metrics(baseline)
     credible = None
     if comparison is not None:
         credible = {c.metric: c.status in ("regressed", "improved") for c in comparison.changes}
     slowdown = slowdown_of(now, before, credible)
-    return explain_change(now, before, credible=credible,
-                          stages=stage_changes(current, baseline, slowdown),
-                          op_types=op_type_changes(current, baseline, slowdown))
+    return explain_change(
+        now,
+        before,
+        credible=credible,
+        stages=stage_changes(current, baseline, slowdown),
+        op_types=op_type_changes(current, baseline, slowdown),
+    )
 
 
 # -- rendering -----------------------------------------------------------------------------
@@ -655,9 +830,10 @@ def explain_profiles(current: Profile, baseline: Profile, *,
 def part_lines(change: ChangeExplanation, limit: int = 5) -> list[str]:
     """The stage and op-type tables of a change, one line each (largest moves first)."""
     lines = []
-    for kind, parts, unit in (("stages", change.stages, "ms per call"),
-                              ("op types", change.op_types, "ms per run, ONNX Runtime "
-                                                            "profiler")):
+    for kind, parts, unit in (
+        ("stages", change.stages, "ms per call"),
+        ("op types", change.op_types, "ms per run, ONNX Runtime profiler"),
+    ):
         if not parts:
             continue
         cells = []
@@ -669,8 +845,9 @@ def part_lines(change: ChangeExplanation, limit: int = 5) -> list[str]:
                 tags.append(f"{p.nodes[1]} node{'s' if p.nodes[1] != 1 else ''}")
             if not p.credible and abs(p.relative) >= CHANGE_MIN_RELATIVE:
                 tags.append("within noise")
-            cells.append(f"{p.label} {fmt(p.baseline_ms)} -> {fmt(p.current_ms)} "
-                         f"({', '.join(tags)})")
+            cells.append(
+                f"{p.label} {fmt(p.baseline_ms)} -> {fmt(p.current_ms)} ({', '.join(tags)})"
+            )
         more = f"; {len(parts) - limit} more" if len(parts) > limit else ""
         lines.append(f"{kind} ({unit}): {'; '.join(cells)}{more}")
     return lines
@@ -683,7 +860,9 @@ def metric_lines(change: ChangeExplanation, limit: int = 10) -> list[str]:
         tag = {True: "worse", False: "better", None: ""}[c.worse]
         noise = "" if c.credible is None else ("credible" if c.credible else "noise")
         share = "" if c.share is None else f"<= {c.share:.0%} of slowdown"
-        lines.append(f"{c.metric:<26} {fmt(c.baseline):>10} -> {fmt(c.current):<10} "
-                     f"{pct(c.relative):>8} {tag:<6} {noise:<8} {share:<20} "
-                     f"{('-> ' + c.category) if c.category else ''}".rstrip())
+        lines.append(
+            f"{c.metric:<26} {fmt(c.baseline):>10} -> {fmt(c.current):<10} "
+            f"{pct(c.relative):>8} {tag:<6} {noise:<8} {share:<20} "
+            f"{('-> ' + c.category) if c.category else ''}".rstrip()
+        )
     return lines

@@ -69,8 +69,18 @@ from .thresholds import (
     core_facts,
 )
 
-__all__ = ["CHANGE_MIN_RELATIVE", "ChangeExplanation", "Diagnosis", "Evidence", "Finding",
-           "MetricChange", "RuleContext", "diagnose", "explain_change", "render"]
+__all__ = [
+    "CHANGE_MIN_RELATIVE",
+    "ChangeExplanation",
+    "Diagnosis",
+    "Evidence",
+    "Finding",
+    "MetricChange",
+    "RuleContext",
+    "diagnose",
+    "explain_change",
+    "render",
+]
 
 KEY_WEIGHT, SUPPORT_WEIGHT, SIGNAL_CEILING = 1.0, 0.5, 0.85
 _CACHE_MPKI = ("l1d_mpki", "l2_mpki", "llc_mpki")
@@ -138,9 +148,14 @@ class RuleContext:
     cpu_count: int | None = None
 
     @classmethod
-    def of(cls, core: str, *, unavailable: Mapping[str, str] | None = None,
-           session: Mapping[str, Any] | None = None,
-           cpu_count: int | None = None) -> RuleContext:
+    def of(
+        cls,
+        core: str,
+        *,
+        unavailable: Mapping[str, str] | None = None,
+        session: Mapping[str, Any] | None = None,
+        cpu_count: int | None = None,
+    ) -> RuleContext:
         """The context ``diagnose`` builds, for callers of the rules hook."""
         return cls(core, core_facts(core), dict(unavailable or {}), session, cpu_count)
 
@@ -153,8 +168,11 @@ class RuleContext:
         if not isinstance(intra, int) or isinstance(intra, bool) or intra <= 0:
             return None
         inter = self.session.get("inter_op_threads")
-        if self.session.get("execution_mode") == "parallel" and isinstance(inter, int) \
-                and inter > 0:
+        if (
+            self.session.get("execution_mode") == "parallel"
+            and isinstance(inter, int)
+            and inter > 0
+        ):
             return intra + inter
         return intra
 
@@ -249,15 +267,20 @@ def why_missing(metric: str, ctx: RuleContext) -> str:
     uncounted: dict[str, list[str]] = {}  # the reason's headline -> events
     for event in spec.inputs:
         if event in ctx.facts.lacks:
-            reasons.append(f"no {_event_name(event)} on {ctx.facts.name} "
-                           f"({ctx.facts.lacks_source})")
+            reasons.append(
+                f"no {_event_name(event)} on {ctx.facts.name} ({ctx.facts.lacks_source})"
+            )
         elif event in ctx.unavailable:
             headline = ctx.unavailable[event].split(":", 1)[0]  # full text: inferperf doctor
             uncounted.setdefault(headline, []).append(_event_name(event))
-    reasons.extend(f"{', '.join(events)} not counted: {headline}"
-                   for headline, events in uncounted.items())
-    if not reasons and metric in ("frontend_bound", "backend_bound", "retiring",
-                                  "bad_speculation") and ctx.facts.family != "arm-topdown":
+    reasons.extend(
+        f"{', '.join(events)} not counted: {headline}" for headline, events in uncounted.items()
+    )
+    if (
+        not reasons
+        and metric in ("frontend_bound", "backend_bound", "retiring", "bad_speculation")
+        and ctx.facts.family != "arm-topdown"
+    ):
         reasons.append(f"no level-1 top-down formula for {ctx.facts.name}")
     if not reasons:
         reasons.append(f"not measured (needs {', '.join(spec.inputs)})")
@@ -284,16 +307,19 @@ def _signal(row: Threshold, metrics: Mapping[str, float], ctx: RuleContext) -> _
         return _Signal(row, None, why_missing(row.metric, ctx))
     scale = _scale(row, ctx)
     if scale is None:
-        what = {"width": f"issue width of {ctx.facts.name} unknown",
-                "useful_threads": "threads configured for the work unknown (no session "
-                                  "settings, or ORT chooses and the CPU count is unknown)",
-                "cpu_count": "CPU count unknown"}[row.relative_to or ""]
+        what = {
+            "width": f"issue width of {ctx.facts.name} unknown",
+            "useful_threads": "threads configured for the work unknown (no session "
+            "settings, or ORT chooses and the CPU count is unknown)",
+            "cpu_count": "CPU count unknown",
+        }[row.relative_to or ""]
         return _Signal(row, None, f"{row.metric}: {what}")
     source = row.source if not row.judgement else f"{row.source}: {row.why}"
     if row.relative_to == "width":
         source += f" (width {_fmt(scale)}: {ctx.facts.width_source})"
-    return _Signal(row, Evidence(row.metric, float(value), row.value * scale, row.comparison,
-                                 source), None)
+    return _Signal(
+        row, Evidence(row.metric, float(value), row.value * scale, row.comparison, source), None
+    )
 
 
 # -- explanations and recommendations ------------------------------------------------
@@ -338,88 +364,125 @@ def _recommend(category: str, evidence: tuple[Evidence, ...], ctx: RuleContext) 
     level = session.get("graph_optimization_level")
     not_all = level is not None and level != "all"
     cpus = f" ({ctx.cpu_count} CPUs here)" if ctx.cpu_count else ""
-    opt_all = ("Set graph_optimization_level to ORT_ENABLE_ALL"
-               + (f" (it is '{level}')" if not_all else "")
-               + ": operator fusion and the NCHWc layout transformer cut intermediate "
-                 "tensors and kernel count.")
-    int8 = ("Quantise to int8 (onnxruntime.quantization.quantize_dynamic / quantize_static): "
-            "weights and activations shrink 4x, and int8 dot-product kernels do 4x the "
-            "multiply-accumulates per instruction.")
+    opt_all = (
+        "Set graph_optimization_level to ORT_ENABLE_ALL"
+        + (f" (it is '{level}')" if not_all else "")
+        + ": operator fusion and the NCHWc layout transformer cut intermediate "
+        "tensors and kernel count."
+    )
+    int8 = (
+        "Quantise to int8 (onnxruntime.quantization.quantize_dynamic / quantize_static): "
+        "weights and activations shrink 4x, and int8 dot-product kernels do 4x the "
+        "multiply-accumulates per instruction."
+    )
     recs: list[str] = []
     if category == "retiring":
-        recs += ["Do less work: q" + int8[1:],
-                 opt_all,
-                 "Use a smaller or distilled model, or a shorter input, if the accuracy "
-                 "budget allows: the core is already near its peak rate."]
+        recs += [
+            "Do less work: q" + int8[1:],
+            opt_all,
+            "Use a smaller or distilled model, or a shorter input, if the accuracy "
+            "budget allows: the core is already near its peak rate.",
+        ]
     elif category == "ipc_collapse":
-        recs += ["Profile operators (SessionOptions.enable_profiling) and find the ones that "
-                 "take the time at low throughput: they are likely scalar/reference kernels; "
-                 "replace, fuse or quantise them.",
-                 opt_all, int8,
-                 "Batch more inputs per call so each kernel has independent rows to overlap."]
+        recs += [
+            "Profile operators (SessionOptions.enable_profiling) and find the ones that "
+            "take the time at low throughput: they are likely scalar/reference kernels; "
+            "replace, fuse or quantise them.",
+            opt_all,
+            int8,
+            "Batch more inputs per call so each kernel has independent rows to overlap.",
+        ]
     elif category == "l1d_residency":
-        recs += ["Shrink the per-kernel working set: a smaller batch or shorter sequence "
-                 "keeps each tile within L1D.",
-                 opt_all, int8]
+        recs += [
+            "Shrink the per-kernel working set: a smaller batch or shorter sequence "
+            "keeps each tile within L1D.",
+            opt_all,
+            int8,
+        ]
     elif category == "l2_llc_residency":
-        recs += ["Use a shorter sequence length or a smaller batch so one layer's "
-                 "activations fit in L2.", int8]
+        recs += [
+            "Use a shorter sequence length or a smaller batch so one layer's "
+            "activations fit in L2.",
+            int8,
+        ]
         if _fired(evidence, "llc_mpki"):
-            recs.append("LLC misses go to DRAM: try intra_op_num_threads = physical cores of "
-                        "one NUMA node; more threads only add bandwidth pressure.")
+            recs.append(
+                "LLC misses go to DRAM: try intra_op_num_threads = physical cores of "
+                "one NUMA node; more threads only add bandwidth pressure."
+            )
         recs.append(opt_all)
     elif category == "tlb_churn":
-        recs += ["Back tensors with huge pages: set transparent huge pages to 'madvise' or "
-                 "'always' (/sys/kernel/mm/transparent_hugepage/enabled) and run with "
-                 "GLIBC_TUNABLES=glibc.malloc.hugetlb=1.",
-                 "Keep the ORT memory arena on (enable_cpu_mem_arena) so tensors come from a "
-                 "few large blocks instead of scattered allocations.", int8]
+        recs += [
+            "Back tensors with huge pages: set transparent huge pages to 'madvise' or "
+            "'always' (/sys/kernel/mm/transparent_hugepage/enabled) and run with "
+            "GLIBC_TUNABLES=glibc.malloc.hugetlb=1.",
+            "Keep the ORT memory arena on (enable_cpu_mem_arena) so tensors come from a "
+            "few large blocks instead of scattered allocations.",
+            int8,
+        ]
     elif category == "branch_misprediction":
-        recs += [opt_all,
-                 "Batch inputs per call: per-operator dispatch and shape checks are amortised "
-                 "over more rows.",
-                 "Keep data-dependent control flow (If/Loop, NonZero, dynamic shapes) out of "
-                 "the hot path; tree ensembles are branchy by nature."]
+        recs += [
+            opt_all,
+            "Batch inputs per call: per-operator dispatch and shape checks are amortised "
+            "over more rows.",
+            "Keep data-dependent control flow (If/Loop, NonZero, dynamic shapes) out of "
+            "the hot path; tree ensembles are branchy by nature.",
+        ]
     elif category == "frontend_bound":
-        recs += [opt_all,
-                 "Batch more work per call so each kernel's code stays hot in L1I.",
-                 "Use static input shapes so ORT reuses one kernel variant per operator."]
+        recs += [
+            opt_all,
+            "Batch more work per call so each kernel's code stays hot in L1I.",
+            "Use static input shapes so ORT reuses one kernel variant per operator.",
+        ]
         if _fired(evidence, "itlb_mpki"):
-            recs.append("ITLB walks: back the onnxruntime library text with huge pages "
-                        "(THP for read-only file mappings).")
+            recs.append(
+                "ITLB walks: back the onnxruntime library text with huge pages "
+                "(THP for read-only file mappings)."
+            )
     elif category == "backend_bound":
-        recs += [int8,
-                 f"Match intra_op_num_threads to the physical cores{cpus}.",
-                 opt_all]
+        recs += [int8, f"Match intra_op_num_threads to the physical cores{cpus}.", opt_all]
     elif category == "thread_spinning":
         if _fired(evidence, "session.allow_spinning"):
-            recs.append("Set session.intra_op.allow_spinning=0 (and session.inter_op."
-                        "allow_spinning=0): sess_options.add_session_config_entry("
-                        "'session.intra_op.allow_spinning', '0').")
+            recs.append(
+                "Set session.intra_op.allow_spinning=0 (and session.inter_op."
+                "allow_spinning=0): sess_options.add_session_config_entry("
+                "'session.intra_op.allow_spinning', '0')."
+            )
         if _fired(evidence, "session.threads"):
-            recs.append(f"Use at most one intra-op thread per CPU{cpus}; with several sessions "
-                        "or pytest-xdist workers, divide the cores between them.")
+            recs.append(
+                f"Use at most one intra-op thread per CPU{cpus}; with several sessions "
+                "or pytest-xdist workers, divide the cores between them."
+            )
         if _fired(evidence, "cpu_utilisation") and not _fired(evidence, "session.allow_spinning"):
-            recs.append("Other threads are busy too (other sessions, OpenMP/BLAS pools): set "
-                        "OMP_NUM_THREADS=1 when ORT owns the threads.")
-        recs.append("Pin the pool (session.intra_op_thread_affinities, or taskset/numactl) "
-                    "so threads do not contend for the same CPUs.")
+            recs.append(
+                "Other threads are busy too (other sessions, OpenMP/BLAS pools): set "
+                "OMP_NUM_THREADS=1 when ORT owns the threads."
+            )
+        recs.append(
+            "Pin the pool (session.intra_op_thread_affinities, or taskset/numactl) "
+            "so threads do not contend for the same CPUs."
+        )
     elif category == "page_faults":
         if _fired(evidence, "session.enable_mem_arena") or session.get("enable_mem_arena") is False:
-            recs.append("Turn the CPU memory arena on (SessionOptions.enable_cpu_mem_arena = "
-                        "True): without it every call maps fresh pages.")
-        recs += ["Preallocate outputs and bind them with IOBinding (session.io_binding(), "
-                 "bind_ortvalue_output) so outputs are not allocated every call.",
-                 "Keep glibc from handing memory back between calls (MALLOC_TRIM_THRESHOLD_, "
-                 "MALLOC_MMAP_THRESHOLD_) or preload a caching allocator (jemalloc, mimalloc).",
-                 "Warm up longer so the arena reaches its steady size before measuring."]
+            recs.append(
+                "Turn the CPU memory arena on (SessionOptions.enable_cpu_mem_arena = "
+                "True): without it every call maps fresh pages."
+            )
+        recs += [
+            "Preallocate outputs and bind them with IOBinding (session.io_binding(), "
+            "bind_ortvalue_output) so outputs are not allocated every call.",
+            "Keep glibc from handing memory back between calls (MALLOC_TRIM_THRESHOLD_, "
+            "MALLOC_MMAP_THRESHOLD_) or preload a caching allocator (jemalloc, mimalloc).",
+            "Warm up longer so the arena reaches its steady size before measuring.",
+        ]
     elif category == "noisy_machine":
-        recs += ["Pin the process and ORT's threads to dedicated cores (taskset -c / numactl "
-                 "--physcpubind, session.intra_op_thread_affinities).",
-                 "Stop other load on the machine (or isolate CPUs) and use the 'performance' "
-                 "cpufreq governor.",
-                 "Repeat the measurement: a noisy run's counters describe the machine, not "
-                 "the model."]
+        recs += [
+            "Pin the process and ORT's threads to dedicated cores (taskset -c / numactl "
+            "--physcpubind, session.intra_op_thread_affinities).",
+            "Stop other load on the machine (or isolate CPUs) and use the 'performance' "
+            "cpufreq governor.",
+            "Repeat the measurement: a noisy run's counters describe the machine, not the model.",
+        ]
     return list(dict.fromkeys(recs))
 
 
@@ -430,8 +493,10 @@ def _explanation(category: str, crossed: list[_Signal], discounted_by: list[str]
         assert ev is not None
         parts.append(f"{ev.line()} [{sig.row.role}; {ev.source}].")
     if discounted_by:
-        parts.append("Confidence halved: the more specific "
-                     f"{', '.join(discounted_by)} also fired (top-down decision tree).")
+        parts.append(
+            "Confidence halved: the more specific "
+            f"{', '.join(discounted_by)} also fired (top-down decision tree)."
+        )
     return " ".join(p for p in parts if p)
 
 
@@ -454,8 +519,13 @@ def _judge(category: str, metrics: Mapping[str, float], ctx: RuleContext) -> _Ju
     # Keys of other core families say what this core would need (e.g. STALL_BACKEND).
     seen = {s.row.metric for s in keys}
     for row in THRESHOLDS:
-        if (row.category == category and row.role == "key" and row.metric not in seen
-                and row.metric not in metrics and not row.applies_to(ctx.facts.family)):
+        if (
+            row.category == category
+            and row.role == "key"
+            and row.metric not in seen
+            and row.metric not in metrics
+            and not row.applies_to(ctx.facts.family)
+        ):
             seen.add(row.metric)
             signals.append(_Signal(row, None, why_missing(row.metric, ctx)))
     judged = _Judged(category, signals)
@@ -463,9 +533,12 @@ def _judge(category: str, metrics: Mapping[str, float], ctx: RuleContext) -> _Ju
     judged.fired = any(s.crossed for s in keys)
     if judged.fired:
         judged.confidence = combine(
-            (KEY_WEIGHT if s.row.role == "key" else SUPPORT_WEIGHT,
-             strength(s.evidence.value, s.evidence.threshold, s.evidence.comparison))
-            for s in signals if s.crossed and s.evidence is not None
+            (
+                KEY_WEIGHT if s.row.role == "key" else SUPPORT_WEIGHT,
+                strength(s.evidence.value, s.evidence.threshold, s.evidence.comparison),
+            )
+            for s in signals
+            if s.crossed and s.evidence is not None
         )
     return judged
 
@@ -502,30 +575,39 @@ def diagnose(
         if not j.evaluable:
             reasons = [s.missing for s in j.signals if s.row.role == "key" and s.missing]
             not_judged[category] = "; ".join(dict.fromkeys(reasons)) or (
-                f"no threshold on record for {ctx.facts.name} ({ctx.facts.family})")
+                f"no threshold on record for {ctx.facts.name} ({ctx.facts.family})"
+            )
             continue
         if not j.fired:
             continue
         children = [c for c in CHILDREN.get(category, ()) if judged.get(c) and judged[c].fired]
         confidence = j.confidence * (CHILD_DISCOUNT if children else 1.0)
-        crossed = sorted((s for s in j.signals if s.crossed and s.evidence is not None),
-                         key=lambda s: (s.row.role != "key", -strength(
-                             s.evidence.value, s.evidence.threshold, s.evidence.comparison),
-                             s.row.metric))
+        crossed = sorted(
+            (s for s in j.signals if s.crossed and s.evidence is not None),
+            key=lambda s: (
+                s.row.role != "key",
+                -strength(s.evidence.value, s.evidence.threshold, s.evidence.comparison),
+                s.row.metric,
+            ),
+        )
         evidence = tuple(s.evidence for s in crossed if s.evidence is not None)
         explanation = _explanation(category, crossed, children)
         if category == "backend_bound" and not any(m in metrics for m in _CACHE_MPKI):
-            explanation += (" No cache refills were counted: waiting on memory and busy "
-                            "execution units both look like this; count L1D/L2/LL refills "
-                            "to tell them apart.")
-        findings.append(Finding(
-            category=category,
-            title=CATEGORIES[category],
-            confidence=round(confidence, 3),
-            evidence=evidence,
-            recommendations=tuple(_recommend(category, evidence, ctx)),
-            explanation=explanation,
-        ))
+            explanation += (
+                " No cache refills were counted: waiting on memory and busy "
+                "execution units both look like this; count L1D/L2/LL refills "
+                "to tell them apart."
+            )
+        findings.append(
+            Finding(
+                category=category,
+                title=CATEGORIES[category],
+                confidence=round(confidence, 3),
+                evidence=evidence,
+                recommendations=tuple(_recommend(category, evidence, ctx)),
+                explanation=explanation,
+            )
+        )
     findings.extend(extra_findings)
     findings.sort(key=lambda f: (-f.confidence, f.category))
     change = None
@@ -559,24 +641,32 @@ def _ipc_collapse_gate(judged: Mapping[str, _Judged], metrics: Mapping[str, floa
         share = l1d * cost * rate / 1000.0  # worst-case refill cycles / cycles
         if share < L1_ONLY_EXONERATES_BELOW:
             return None  # even at DRAM latency the L1D refills cannot explain it
-        return (f"{low}, and the only memory count is L1D refills: {l1d:.3g} MPKI; "
-                f"were each a {cost:.0f}-cycle miss to DRAM or to another core's cache, "
-                f"they would take {min(share, 1.0):.0%} of the cycles, so memory stalls "
-                "are not ruled out (low IPC alone is not enough): count stall_backend "
-                "(stalled-cycles-backend), L2/LLC refills or top-down slots too")
-    return (f"{low}, but nothing was counted that tells memory stalls from ILP-limited "
-            "compute (low IPC alone is not enough): count stall_backend "
-            "(stalled-cycles-backend), L1D/L2/LLC refills or top-down slots too")
+        return (
+            f"{low}, and the only memory count is L1D refills: {l1d:.3g} MPKI; "
+            f"were each a {cost:.0f}-cycle miss to DRAM or to another core's cache, "
+            f"they would take {min(share, 1.0):.0%} of the cycles, so memory stalls "
+            "are not ruled out (low IPC alone is not enough): count stall_backend "
+            "(stalled-cycles-backend), L2/LLC refills or top-down slots too"
+        )
+    return (
+        f"{low}, but nothing was counted that tells memory stalls from ILP-limited "
+        "compute (low IPC alone is not enough): count stall_backend "
+        "(stalled-cycles-backend), L1D/L2/LLC refills or top-down slots too"
+    )
 
 
 def _notes(ctx: RuleContext) -> tuple[str, ...]:
     if ctx.facts.family != "unknown":
         return ()
     if not ctx.core:
-        return ("no core named: judged with the generic rules (every threshold whose "
-                "metric was counted; no issue width, so IPC is not judged); pass --cpu",)
-    return (f"core '{ctx.core}' is not on record: judged with the generic rules (every "
-            "threshold whose metric was counted; no issue width, so IPC is not judged)",)
+        return (
+            "no core named: judged with the generic rules (every threshold whose "
+            "metric was counted; no issue width, so IPC is not judged); pass --cpu",
+        )
+    return (
+        f"core '{ctx.core}' is not on record: judged with the generic rules (every "
+        "threshold whose metric was counted; no issue width, so IPC is not judged)",
+    )
 
 
 # -- rendering --------------------------------------------------------------------------
@@ -587,9 +677,17 @@ def _finding_as_dict(finding: Finding) -> dict[str, Any]:
         "category": finding.category,
         "title": finding.title,
         "confidence": finding.confidence,
-        "evidence": [{"metric": e.metric, "value": e.value, "threshold": e.threshold,
-                      "comparison": e.comparison, "crossed": e.crossed, "source": e.source}
-                     for e in finding.evidence],
+        "evidence": [
+            {
+                "metric": e.metric,
+                "value": e.value,
+                "threshold": e.threshold,
+                "comparison": e.comparison,
+                "crossed": e.crossed,
+                "source": e.source,
+            }
+            for e in finding.evidence
+        ],
         "recommendations": list(finding.recommendations),
         "explanation": finding.explanation,
     }
@@ -626,8 +724,9 @@ def render(diagnosis: Diagnosis, verbose: bool = False) -> str:
     if primary is None:
         lines.append(f"{head}: no threshold of concern crossed.")
     else:
-        lines.append(f"{head}: {primary.title} [{primary.category}], "
-                     f"confidence {primary.confidence:.2f}")
+        lines.append(
+            f"{head}: {primary.title} [{primary.category}], confidence {primary.confidence:.2f}"
+        )
         lines.append(f"  evidence: {_evidence_line(primary)}")
         recs = primary.recommendations if verbose else primary.recommendations[:2]
         for i, rec in enumerate(recs, 1):
@@ -648,8 +747,9 @@ def render(diagnosis: Diagnosis, verbose: bool = False) -> str:
         lines.append(f"Why {primary.category}: {primary.explanation}")
     for finding in diagnosis.secondary:
         lines.append("")
-        lines.append(f"Also {finding.title} [{finding.category}], "
-                     f"confidence {finding.confidence:.2f}")
+        lines.append(
+            f"Also {finding.title} [{finding.category}], confidence {finding.confidence:.2f}"
+        )
         if finding.explanation:
             lines.append(f"  {finding.explanation}")
         else:
@@ -663,8 +763,9 @@ def render(diagnosis: Diagnosis, verbose: bool = False) -> str:
             lines.append(f"  {category}: {why}")
     if diagnosis.change is not None and diagnosis.change.moved:
         lines.append("")
-        lines.append("Change against the baseline (largest relative moves; noise: within "
-                     "the run-to-run spread; share: what the move can cost at most):")
+        lines.append(
+            "Change against the baseline (largest relative moves; noise: within "
+            "the run-to-run spread; share: what the move can cost at most):"
+        )
         lines.extend(f"  {line}" for line in metric_lines(diagnosis.change))
     return "\n".join(lines)
-

@@ -62,8 +62,9 @@ def _explain(args: argparse.Namespace) -> int:
             session["intra_op_threads"] = args.intra_op_threads
         if args.spinning is not None:
             session["allow_spinning"] = args.spinning == "on"
-    diagnosis = diagnose(metrics, core=core, unavailable=report.unavailable, session=session,
-                         cpu_count=args.cpus)
+    diagnosis = diagnose(
+        metrics, core=core, unavailable=report.unavailable, session=session, cpu_count=args.cpus
+    )
     if args.json:
         import json
 
@@ -75,8 +76,7 @@ def _explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _explain_text(args: argparse.Namespace, report, core: str,
-                  metrics: dict[str, float]) -> str:
+def _explain_text(args: argparse.Namespace, report, core: str, metrics: dict[str, float]) -> str:
     from tabulate import tabulate
 
     from .metrics import METRICS
@@ -84,23 +84,35 @@ def _explain_text(args: argparse.Namespace, report, core: str,
     runs = len(report.runs)
     where = f"{args.file} ({report.format}"
     where += f", {report.elapsed_s:.3f} s elapsed" if report.elapsed_s else ""
-    where += f", {runs} runs kept apart: metrics are the median over the runs" if runs > 1 \
-        else ""
+    where += f", {runs} runs kept apart: metrics are the median over the runs" if runs > 1 else ""
     lines = [f"perf stat: {where}); core: {core or 'unknown (pass --cpu)'}"]
     if args.verbose:
         for i, run in enumerate(report.runs, 1):
             if runs > 1:
                 lines.append(f"run {i}: {run.title or 'perf stat'}")
-            rows = [(e.event.text, "-" if (n := _logical(e, run.arch)) is None else n,
-                     e.status if e.value is None else f"{e.value:,.2f}".rstrip("0").rstrip("."),
-                     e.unit, "" if e.running_pct is None else f"{e.running_pct:.2f}%")
-                    for e in run.entries]
+            rows = [
+                (
+                    e.event.text,
+                    "-" if (n := _logical(e, run.arch)) is None else n,
+                    e.status if e.value is None else f"{e.value:,.2f}".rstrip("0").rstrip("."),
+                    e.unit,
+                    "" if e.running_pct is None else f"{e.running_pct:.2f}%",
+                )
+                for e in run.entries
+            ]
             if rows:
-                lines.append(tabulate(rows, headers=("perf event", "logical", "value", "unit",
-                                                     "running"), disable_numparse=True))
+                lines.append(
+                    tabulate(
+                        rows,
+                        headers=("perf event", "logical", "value", "unit", "running"),
+                        disable_numparse=True,
+                    )
+                )
             if run.perf_metrics:
-                lines.append("perf's own top-down level 1: " + ", ".join(
-                    f"{k} {v:.3f}" for k, v in run.perf_metrics.items()))
+                lines.append(
+                    "perf's own top-down level 1: "
+                    + ", ".join(f"{k} {v:.3f}" for k, v in run.perf_metrics.items())
+                )
             lines.append("")
     multiplexed = report.multiplexed
     rows = []
@@ -109,37 +121,53 @@ def _explain_text(args: argparse.Namespace, report, core: str,
         if spec is None:
             continue
         mux = [multiplexed[i] for i in spec.inputs if i in multiplexed]
-        rows.append((name, _value(value), spec.unit, spec.description,
-                     f"{min(mux):.0f}%" if mux else ""))
-    lines.append(tabulate(rows, headers=("metric", "value", "unit", "what", "running"),
-                          disable_numparse=True))
+        rows.append(
+            (name, _value(value), spec.unit, spec.description, f"{min(mux):.0f}%" if mux else "")
+        )
+    lines.append(
+        tabulate(
+            rows, headers=("metric", "value", "unit", "what", "running"), disable_numparse=True
+        )
+    )
     if report.unavailable:
-        lines.append("not counted: " + "; ".join(f"{k} ({v})"
-                                                 for k, v in report.unavailable.items()))
+        lines.append(
+            "not counted: " + "; ".join(f"{k} ({v})" for k, v in report.unavailable.items())
+        )
     if report.unmapped:
         lines.append("ignored (no logical name): " + ", ".join(report.unmapped))
     return "\n".join(lines)
 
 
-def _explain_json(args: argparse.Namespace, report, core: str, metrics: dict[str, float],
-                  diagnosis) -> dict[str, object]:
+def _explain_json(
+    args: argparse.Namespace, report, core: str, metrics: dict[str, float], diagnosis
+) -> dict[str, object]:
     """``inferperf explain --json``: docs/diagnosis.md describes every field."""
     from .classify import diagnosis_as_dict
 
     runs = []
     for run in report.runs:
-        runs.append({
-            "title": run.title,
-            "elapsed_s": run.elapsed_s,
-            "counts": run.counts,
-            "perf_metrics": run.perf_metrics,
-            "unavailable": run.unavailable,
-            "unmapped": list(run.unmapped),
-            "multiplexed": run.multiplexed,
-            "events": [{"event": e.event.text, "logical": _logical(e, run.arch),
-                        "value": e.value, "unit": e.unit, "status": e.status,
-                        "running_pct": e.running_pct} for e in run.entries],
-        })
+        runs.append(
+            {
+                "title": run.title,
+                "elapsed_s": run.elapsed_s,
+                "counts": run.counts,
+                "perf_metrics": run.perf_metrics,
+                "unavailable": run.unavailable,
+                "unmapped": list(run.unmapped),
+                "multiplexed": run.multiplexed,
+                "events": [
+                    {
+                        "event": e.event.text,
+                        "logical": _logical(e, run.arch),
+                        "value": e.value,
+                        "unit": e.unit,
+                        "status": e.status,
+                        "running_pct": e.running_pct,
+                    }
+                    for e in run.entries
+                ],
+            }
+        )
     return {
         "schema": "inferperf-explain/1",
         "file": str(args.file),
@@ -176,17 +204,25 @@ def _metrics(args: argparse.Namespace) -> int:
     from .verdict import GATED_METRICS
 
     rows = [
-        (name, m.description + (f" ({m.unit})" if m.unit else ""), m.better,
-         ", ".join(m.inputs) or "timer / memory",
-         f"{DEFAULT_TOLERANCES.get(name, FALLBACK_TOLERANCE):.0%}",
-         "yes" if name in GATED_METRICS else "no")
+        (
+            name,
+            m.description + (f" ({m.unit})" if m.unit else ""),
+            m.better,
+            ", ".join(m.inputs) or "timer / memory",
+            f"{DEFAULT_TOLERANCES.get(name, FALLBACK_TOLERANCE):.0%}",
+            "yes" if name in GATED_METRICS else "no",
+        )
         for name, m in METRICS.items()
     ]
-    print(tabulate(rows, headers=("metric", "what", "better", "inputs", "tolerance", "gates"),
-                   disable_numparse=True))
+    print(
+        tabulate(
+            rows,
+            headers=("metric", "what", "better", "inputs", "tolerance", "gates"),
+            disable_numparse=True,
+        )
+    )
     print("\nBudget keywords: <metric>_min=, <metric>_max= in @pytest.mark.perf(...).")
     return EXIT_OK
-
 
 
 # -- analyse | validate | compare --------------------------------------------------------
@@ -244,7 +280,8 @@ def _quality_arg(text: str) -> tuple[str, float]:
     if not sep or not name or not math.isfinite(number):
         raise argparse.ArgumentTypeError(
             f"--quality {text!r}: write NAME=VALUE, e.g. mobilenet_v2=0.718 (NAME is a "
-            "compared variant, VALUE a finite number such as its accuracy)")
+            "compared variant, VALUE a finite number such as its accuracy)"
+        )
     return name, number
 
 
@@ -253,8 +290,11 @@ def _options(args: argparse.Namespace, **defaults: object) -> object:
 
     values = {k: getattr(args, k) for k in ("threads", "warmup", "repeat", "timeout", "backend")}
     values = {k: (defaults[k] if v is None and k in defaults else v) for k, v in values.items()}
-    return Options(shapes=tuple(args.shape or ()), flamegraph=getattr(args, "flamegraph", False),
-                   **{k: v for k, v in values.items() if v is not None})
+    return Options(
+        shapes=tuple(args.shape or ()),
+        flamegraph=getattr(args, "flamegraph", False),
+        **{k: v for k, v in values.items() if v is not None},
+    )
 
 
 def _cache(args: argparse.Namespace) -> object:
@@ -275,19 +315,27 @@ def _usage(command: str, exc: Exception) -> int:
     return EXIT_USAGE
 
 
-def _analyse_entry(target: str, options: object, args: argparse.Namespace, out: str,
-                   progress: _ProgressLine) -> object:
+def _analyse_entry(
+    target: str, options: object, args: argparse.Namespace, out: str, progress: _ProgressLine
+) -> object:
     from .analyse import analyse_target
 
     try:
-        result = analyse_target(target, options, out_dir=out, cache=_cache(args),
-                                force=args.force,
-                                progress=progress.for_target(os.path.basename(target)))
+        result = analyse_target(
+            target,
+            options,
+            out_dir=out,
+            cache=_cache(args),
+            force=args.force,
+            progress=progress.for_target(os.path.basename(target)),
+        )
     finally:
         progress.clear()
     if result.cached:
-        print(f"{target}: cached result from {_when(result.cached.stored)}; --force to measure "
-              "again", file=sys.stderr)
+        print(
+            f"{target}: cached result from {_when(result.cached.stored)}; --force to measure again",
+            file=sys.stderr,
+        )
     for note in result.notes:
         print(f"{target}: {note}", file=sys.stderr)
     return result
@@ -327,32 +375,41 @@ def _validate_cmd(args: argparse.Namespace) -> int:
     from .verdict import change_summary, failure_text
 
     progress = _ProgressLine()
-    overrides = {k: getattr(args, k) for k in ("threads", "warmup", "repeat", "timeout",
-                                               "backend")}
+    overrides = {k: getattr(args, k) for k in ("threads", "warmup", "repeat", "timeout", "backend")}
     try:
         result = validate_target(
-            args.target, args.baseline, tolerance=args.tolerance, overrides=overrides,
-            shapes=tuple(args.shape or ()), any_model=args.any_model, strict=args.strict,
-            progress=progress.for_target(os.path.basename(args.target)))
+            args.target,
+            args.baseline,
+            tolerance=args.tolerance,
+            overrides=overrides,
+            shapes=tuple(args.shape or ()),
+            any_model=args.any_model,
+            strict=args.strict,
+            progress=progress.for_target(os.path.basename(args.target)),
+        )
     except (UsageError, TimeoutError) as exc:
         return _usage("validate", exc)
     finally:
         progress.clear()
     verdict = result.verdict
     markdown.append_step_summary(
-        markdown.render_validation(result.label, result.baseline_path, verdict))
+        markdown.render_validation(result.label, result.baseline_path, verdict)
+    )
     if verdict.failed:
         print(clean(failure_text(verdict), keep_newlines=True))
         return EXIT_FAILED
     if verdict.outcome == "inconclusive":
-        print(clean(f"inconclusive: {result.label} against {result.baseline_path}: "
-                    f"{change_summary(verdict)}"))
+        print(
+            clean(
+                f"inconclusive: {result.label} against {result.baseline_path}: "
+                f"{change_summary(verdict)}"
+            )
+        )
         for reason in verdict.inconclusive:
             print(clean(f"  {reason}"))
         print("  (a warning, not a failure; --strict fails it)")
         return EXIT_OK
-    print(clean(f"ok: {result.label} against {result.baseline_path}: "
-                f"{change_summary(verdict)}"))
+    print(clean(f"ok: {result.label} against {result.baseline_path}: {change_summary(verdict)}"))
     return EXIT_OK
 
 
@@ -371,16 +428,19 @@ def _compare_cmd(args: argparse.Namespace) -> int:
     try:
         if args.quantize:
             if len(targets) != 1 or targets[0].endswith(".json"):
-                raise UsageError("--quantize dynamic takes exactly one ONNX model: "
-                                 "`inferperf compare model.onnx --quantize dynamic`.")
+                raise UsageError(
+                    "--quantize dynamic takes exactly one ONNX model: "
+                    "`inferperf compare model.onnx --quantize dynamic`."
+                )
             source = Path(targets[0])
             quantized = Path(args.out) / f"{source.stem}_int8_dynamic.onnx"
-            print(f"quantizing {source} -> {quantize_dynamic(source, quantized)}",
-                  file=sys.stderr)
+            print(f"quantizing {source} -> {quantize_dynamic(source, quantized)}", file=sys.stderr)
             targets.append(str(quantized))
         if len(targets) < 2:
-            raise UsageError("compare needs at least two profiles or models, or one model "
-                             "with --quantize dynamic.")
+            raise UsageError(
+                "compare needs at least two profiles or models, or one model "
+                "with --quantize dynamic."
+            )
         options = _options(args, threads=1, warmup=3, repeat=30, timeout=60.0, backend="perf")
         entries = []
         for target in targets:
@@ -390,10 +450,14 @@ def _compare_cmd(args: argparse.Namespace) -> int:
                 entries.append(_analyse_entry(target, options, args, args.out, progress))
         labels = entry_labels(targets, [e.profile for e in entries])
         entries = [replace(e, label=label) for e, label in zip(entries, labels, strict=True)]
-        side = side_by_side(entries, quality=args.quality or (),
-                            quality_higher_is_better=not args.quality_lower_is_better)
-        side, files = write_comparison(side, args.out,
-                                       title=f"inferperf compare: {', '.join(labels)}")
+        side = side_by_side(
+            entries,
+            quality=args.quality or (),
+            quality_higher_is_better=not args.quality_lower_is_better,
+        )
+        side, files = write_comparison(
+            side, args.out, title=f"inferperf compare: {', '.join(labels)}"
+        )
     except (UsageError, TimeoutError) as exc:
         return _usage("compare", exc)
     print(clean(text.render_comparison(side, args.out), keep_newlines=True))
@@ -405,100 +469,168 @@ def _compare_cmd(args: argparse.Namespace) -> int:
 
 def _measure_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     """Options of every command that measures; without defaults they follow the baseline."""
+
     def shown(value: object) -> str:
         return f" (default {value})" if defaults else " (default: as the baseline was)"
 
-    parser.add_argument("--shape", action="append", type=_shape_arg, metavar="NAME=DIMS",
-                        help="a symbolic dimension (sequence=128, batch=1) or a whole input "
-                             "(input_ids=1x128); repeatable. Default batch=1, sequence=128")
-    parser.add_argument("--warmup", type=int, metavar="N",
-                        help="warm-up calls before the steady-state check" + shown(3))
-    parser.add_argument("--repeat", type=int, metavar="N",
-                        help="measured repeats, each counted separately" + shown(30))
-    parser.add_argument("--timeout", type=float, metavar="S",
-                        help="seconds for warm-up and repeats; partial results after it"
-                             + shown(60))
-    parser.add_argument("--threads", type=int, metavar="N",
-                        help="ONNX Runtime intra-op threads" + shown(1))
-    parser.add_argument("--backend", choices=("perf", "none"),
-                        help="counters: perf (perf_event_open) or none (timing and memory "
-                             "only)" + shown("perf"))
+    parser.add_argument(
+        "--shape",
+        action="append",
+        type=_shape_arg,
+        metavar="NAME=DIMS",
+        help="a symbolic dimension (sequence=128, batch=1) or a whole input "
+        "(input_ids=1x128); repeatable. Default batch=1, sequence=128",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        metavar="N",
+        help="warm-up calls before the steady-state check" + shown(3),
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        metavar="N",
+        help="measured repeats, each counted separately" + shown(30),
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="seconds for warm-up and repeats; partial results after it" + shown(60),
+    )
+    parser.add_argument(
+        "--threads", type=int, metavar="N", help="ONNX Runtime intra-op threads" + shown(1)
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("perf", "none"),
+        help="counters: perf (perf_event_open) or none (timing and memory only)" + shown("perf"),
+    )
 
 
 def _verbose(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="the full traceback of an unexpected error")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="the full traceback of an unexpected error"
+    )
 
 
 def _cache_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--force", action="store_true",
-                        help="measure again even when a cached result exists")
-    parser.add_argument("--cache-dir", metavar="DIR",
-                        help="result cache (default $INFERPERF_CACHE_DIR, else "
-                             "$XDG_CACHE_HOME/inferperf, else ~/.cache/inferperf)")
+    parser.add_argument(
+        "--force", action="store_true", help="measure again even when a cached result exists"
+    )
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="result cache (default $INFERPERF_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/inferperf, else ~/.cache/inferperf)",
+    )
 
 
 def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
     analyse = sub.add_parser(
-        "analyse", aliases=["analyze"],
+        "analyse",
+        aliases=["analyze"],
         help="measure an ONNX model or a Python callable; terminal, JSON and HTML report",
         description="Measure MODEL.onnx (or MODULE:CALLABLE, called with no arguments) the "
         "way `pytest --inferperf` does, then the operator table, roofline and energy in "
         "separate passes. Writes DIR/report.json (the Profile) and DIR/report.html. Exit "
-        "status: 0 measured, 1 the outputs held NaN or infinity, 2 usage error.")
+        "status: 0 measured, 1 the outputs held NaN or infinity, 2 usage error.",
+    )
     analyse.add_argument("target", metavar="MODEL.onnx|MODULE:CALLABLE")
     _measure_options(analyse, defaults=True)
-    analyse.add_argument("--out", metavar="DIR", default="inferperf-report",
-                         help="report folder (default ./inferperf-report)")
-    analyse.add_argument("--flamegraph", action="store_true",
-                         help="also sample native and Python stacks (a separate pass) and "
-                              "write flamegraphs under DIR/flamegraphs")
-    analyse.add_argument("--json", action="store_true",
-                         help="print the Profile as JSON instead of the report")
+    analyse.add_argument(
+        "--out",
+        metavar="DIR",
+        default="inferperf-report",
+        help="report folder (default ./inferperf-report)",
+    )
+    analyse.add_argument(
+        "--flamegraph",
+        action="store_true",
+        help="also sample native and Python stacks (a separate pass) and "
+        "write flamegraphs under DIR/flamegraphs",
+    )
+    analyse.add_argument(
+        "--json", action="store_true", help="print the Profile as JSON instead of the report"
+    )
     _cache_options(analyse)
     _verbose(analyse)
     analyse.set_defaults(func=_analyse_cmd)
 
     validate = sub.add_parser(
-        "validate", help="measure again (or load a report) and judge it against a baseline",
+        "validate",
+        help="measure again (or load a report) and judge it against a baseline",
         description="Judge TARGET against --baseline with the plugin's verdict (same "
         "tolerances, statistics and gating). A model is measured again with the baseline's "
         "settings; a .json is a saved Profile. Exit status: 0 ok (or inconclusive: a change "
         "the machine's state can explain), 1 regression, 2 usage error (missing or "
-        "unreadable file, another machine class or backend, a baseline of another model).")
+        "unreadable file, another machine class or backend, a baseline of another model).",
+    )
     validate.add_argument("target", metavar="MODEL.onnx|report.json|MODULE:CALLABLE")
-    validate.add_argument("--baseline", required=True, metavar="FILE",
-                          help="a saved Profile: report.json of `inferperf analyse`, or a "
-                               "baseline file of the plugin")
-    validate.add_argument("--tolerance", type=float, metavar="X",
-                          help="relative tolerance for every metric (0.1 = 10%%); default: "
-                               "each metric's own (`inferperf metrics`)")
-    validate.add_argument("--any-model", action="store_true",
-                          help="compare with a baseline of another model (content hash or "
-                               "input shapes differ) instead of refusing it")
-    validate.add_argument("--strict", action="store_true",
-                          help="fail an inconclusive change (one within the noise floor of "
-                               "the machine's state) instead of warning")
+    validate.add_argument(
+        "--baseline",
+        required=True,
+        metavar="FILE",
+        help="a saved Profile: report.json of `inferperf analyse`, or a "
+        "baseline file of the plugin",
+    )
+    validate.add_argument(
+        "--tolerance",
+        type=float,
+        metavar="X",
+        help="relative tolerance for every metric (0.1 = 10%%); default: "
+        "each metric's own (`inferperf metrics`)",
+    )
+    validate.add_argument(
+        "--any-model",
+        action="store_true",
+        help="compare with a baseline of another model (content hash or "
+        "input shapes differ) instead of refusing it",
+    )
+    validate.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail an inconclusive change (one within the noise floor of "
+        "the machine's state) instead of warning",
+    )
     _measure_options(validate, defaults=False)
     _verbose(validate)
     validate.set_defaults(func=_validate_cmd)
 
     compare = sub.add_parser(
-        "compare", help="profiles and models side by side, deltas against the first",
+        "compare",
+        help="profiles and models side by side, deltas against the first",
         description="Compare report.json profiles and ONNX models (analysed, cached) with "
         "the first: metrics, operator types, a differential operator flamegraph, and the "
         "Pareto front with --quality. Writes DIR/compare.json and DIR/compare.html. Exit "
-        "status: 0 ok, 1 a credible regression against the first, 2 usage error.")
+        "status: 0 ok, 1 a credible regression against the first, 2 usage error.",
+    )
     compare.add_argument("targets", nargs="+", metavar="A", help="report.json or MODEL.onnx")
-    compare.add_argument("--quantize", choices=("dynamic",),
-                         help="compare one model with its dynamically quantised int8 variant")
-    compare.add_argument("--quality", action="append", type=_quality_arg, metavar="NAME=VALUE",
-                         help="a quality score (accuracy, F1...) of a variant; marks the "
-                              "latency/quality Pareto front. Repeatable")
-    compare.add_argument("--quality-lower-is-better", action="store_true",
-                         help="the quality score is an error or a loss")
-    compare.add_argument("--out", metavar="DIR", default="inferperf-report",
-                         help="report folder (default ./inferperf-report)")
+    compare.add_argument(
+        "--quantize",
+        choices=("dynamic",),
+        help="compare one model with its dynamically quantised int8 variant",
+    )
+    compare.add_argument(
+        "--quality",
+        action="append",
+        type=_quality_arg,
+        metavar="NAME=VALUE",
+        help="a quality score (accuracy, F1...) of a variant; marks the "
+        "latency/quality Pareto front. Repeatable",
+    )
+    compare.add_argument(
+        "--quality-lower-is-better",
+        action="store_true",
+        help="the quality score is an error or a loss",
+    )
+    compare.add_argument(
+        "--out",
+        metavar="DIR",
+        default="inferperf-report",
+        help="report folder (default ./inferperf-report)",
+    )
     _measure_options(compare, defaults=True)
     _cache_options(compare)
     _verbose(compare)
@@ -526,26 +658,44 @@ def build_parser() -> argparse.ArgumentParser:
     _verbose(metrics)
     metrics.set_defaults(func=_metrics)
     explain = sub.add_parser(
-        "explain", help="diagnose a saved 'perf stat' output (text, -x, CSV or -j JSON)",
+        "explain",
+        help="diagnose a saved 'perf stat' output (text, -x, CSV or -j JSON)",
         description="Read perf stat output, compute the metrics and explain why the run is "
         "slow. Several runs in one file are kept apart. Exit status: 0 explained, 2 "
         "unreadable or not perf stat output, or an unknown --cpu.",
     )
     explain.add_argument("file", metavar="FILE", help="perf stat output (text, -x, CSV, -j)")
-    explain.add_argument("--cpu", metavar="CORE",
-                         help="core slug when the file does not name it, e.g. cortex-a72, "
-                              "neoverse-n1, neoverse-v2")
-    explain.add_argument("--calls", type=int, metavar="N",
-                         help="inference calls in the run, for per-call metrics")
+    explain.add_argument(
+        "--cpu",
+        metavar="CORE",
+        help="core slug when the file does not name it, e.g. cortex-a72, neoverse-n1, neoverse-v2",
+    )
+    explain.add_argument(
+        "--calls", type=int, metavar="N", help="inference calls in the run, for per-call metrics"
+    )
     explain.add_argument("--cpus", type=int, metavar="N", help="CPUs the run could use")
-    explain.add_argument("--intra-op-threads", type=int, metavar="N",
-                         help="ONNX Runtime intra_op_num_threads of the run")
-    explain.add_argument("--spinning", choices=("on", "off"),
-                         help="whether ORT's session.intra_op.allow_spinning was on")
-    explain.add_argument("-v", "--verbose", action="store_true",
-                         help="every event, every finding and the full reasoning")
-    explain.add_argument("--json", action="store_true",
-                         help="the parsed runs, metrics and diagnosis as JSON (for scripts)")
+    explain.add_argument(
+        "--intra-op-threads",
+        type=int,
+        metavar="N",
+        help="ONNX Runtime intra_op_num_threads of the run",
+    )
+    explain.add_argument(
+        "--spinning",
+        choices=("on", "off"),
+        help="whether ORT's session.intra_op.allow_spinning was on",
+    )
+    explain.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="every event, every finding and the full reasoning",
+    )
+    explain.add_argument(
+        "--json",
+        action="store_true",
+        help="the parsed runs, metrics and diagnosis as JSON (for scripts)",
+    )
     explain.set_defaults(func=_explain)
     _add_measuring_commands(sub)
     return parser
@@ -582,14 +732,19 @@ def run(args: argparse.Namespace) -> int:
 def _crashed(args: argparse.Namespace, exc: BaseException) -> int:
     """An unexpected error: one line naming it (the traceback with -v), exit status 3."""
     if isinstance(exc, MemoryError):
-        cause = ("ran out of memory (MemoryError): lower --shape, --repeat or the model's "
-                 "size")
+        cause = "ran out of memory (MemoryError): lower --shape, --repeat or the model's size"
     else:
         cause = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    print(f"inferperf {args.command}: unexpected error, {clean(cause)[:2000]}. This is a "
-          "bug of inferperf or of the workload; "
-          + ("the traceback follows." if getattr(args, "verbose", False) else
-             "run again with -v for the traceback."), file=sys.stderr)
+    print(
+        f"inferperf {args.command}: unexpected error, {clean(cause)[:2000]}. This is a "
+        "bug of inferperf or of the workload; "
+        + (
+            "the traceback follows."
+            if getattr(args, "verbose", False)
+            else "run again with -v for the traceback."
+        ),
+        file=sys.stderr,
+    )
     if getattr(args, "verbose", False):
         import traceback
 

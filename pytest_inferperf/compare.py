@@ -215,14 +215,16 @@ def compare_profiles(
             continue
         if wanted is not None and name not in wanted:
             continue
-        changes.append(judge_metric(
-            name,
-            base_values[name],
-            cur_values[name],
-            tolerance=tols.get(name, FALLBACK_TOLERANCE),
-            baseline_repeats=[r[name] for r in base_rep if name in r],
-            current_repeats=[r[name] for r in cur_rep if name in r],
-        ))
+        changes.append(
+            judge_metric(
+                name,
+                base_values[name],
+                cur_values[name],
+                tolerance=tols.get(name, FALLBACK_TOLERANCE),
+                baseline_repeats=[r[name] for r in base_rep if name in r],
+                current_repeats=[r[name] for r in cur_rep if name in r],
+            )
+        )
     return Comparison(tuple(changes))
 
 
@@ -260,22 +262,27 @@ def judge_metric(
         med_move = float(np.median(current_repeats) - np.median(baseline_repeats))
         same_way = delta != 0 and med_move != 0 and (med_move > 0) == (delta > 0)
         credible = p_value < ALPHA and same_way
-        detail = (f"p={p_value:.3g}, Mann-Whitney U over {len(current_repeats)} vs "
-                  f"{len(baseline_repeats)} repeats")
+        detail = (
+            f"p={p_value:.3g}, Mann-Whitney U over {len(current_repeats)} vs "
+            f"{len(baseline_repeats)} repeats"
+        )
         if p_value < ALPHA and delta != 0 and not same_way:
             detail += "; per-repeat medians moved the other way"
     else:
         credible = beyond
-        detail = (f"point values only: {len(current_repeats)} vs {len(baseline_repeats)} "
-                  f"repeats (rank test needs {MIN_REPEATS} each)")
+        detail = (
+            f"point values only: {len(current_repeats)} vs {len(baseline_repeats)} "
+            f"repeats (rank test needs {MIN_REPEATS} each)"
+        )
     if not beyond:
         status = "ok"
     elif not credible:
         status = "noise"
     else:
         status = "regressed" if worse else "improved"
-    return MetricChange(name, baseline, current, delta, tolerance, better, status, credible,
-                        detail, p_value)
+    return MetricChange(
+        name, baseline, current, delta, tolerance, better, status, credible, detail, p_value
+    )
 
 
 def relative_delta(baseline: float, current: float, zero_floor: float = 0.0) -> float:
@@ -324,8 +331,9 @@ def _rank(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean_rank[inverse], counts.astype(float)
 
 
-def _tolerances(overrides: Mapping[str, float] | None,
-                measured: Mapping[str, float] | None = None) -> dict[str, float]:
+def _tolerances(
+    overrides: Mapping[str, float] | None, measured: Mapping[str, float] | None = None
+) -> dict[str, float]:
     tols = {**DEFAULT_TOLERANCES, **(measured or {})}
     for name, value in (overrides or {}).items():
         value = float(value)
@@ -341,6 +349,7 @@ def _wanted(names: Iterable[str] | None) -> set[str] | None:
     wanted = set(names)
     unknown = sorted(wanted - set(metrics_mod.METRICS))
     if unknown:
-        raise ValueError(f"unknown metric(s) {', '.join(unknown)}; known: "
-                         f"{', '.join(metrics_mod.METRICS)}")
+        raise ValueError(
+            f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(metrics_mod.METRICS)}"
+        )
     return wanted

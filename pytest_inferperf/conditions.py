@@ -32,9 +32,11 @@ from typing import Any
 
 CONDITIONS_VERSION = 1
 CALIBRATION_VERSION = 1
-CALIBRATION_WORK = ("60,000 iterations of an integer recurrence in pure Python, then "
-                    "4 sorts and prefix sums of a fixed 40,000-element float64 array "
-                    "(numpy, one thread)")
+CALIBRATION_WORK = (
+    "60,000 iterations of an integer recurrence in pure Python, then "
+    "4 sorts and prefix sums of a fixed 40,000-element float64 array "
+    "(numpy, one thread)"
+)
 #: Rounds of the calibration before and after each measurement (about 10 ms of CPU each).
 CALIBRATION_ROUNDS = 2
 
@@ -78,8 +80,9 @@ def calibration_round() -> tuple[int, int]:
     return wall, cpu
 
 
-def calibrate(rounds: int = CALIBRATION_ROUNDS,
-              round_fn: Callable[[], tuple[int, int]] = calibration_round) -> list[list[int]]:
+def calibrate(
+    rounds: int = CALIBRATION_ROUNDS, round_fn: Callable[[], tuple[int, int]] = calibration_round
+) -> list[list[int]]:
     """``rounds`` timed rounds of the calibration: ``[[wall_ns, cpu_ns], ...]``."""
     return [list(round_fn()) for _ in range(rounds)]
 
@@ -89,11 +92,15 @@ def calibration_summary(rounds: Sequence[Sequence[int]]) -> dict[str, Any]:
     walls = [r[0] / 1e6 for r in rounds]
     cpus = [r[1] / 1e6 for r in rounds]
     wall, cpu = statistics.median(walls), statistics.median(cpus)
-    return {"version": CALIBRATION_VERSION, "work": CALIBRATION_WORK,
-            "rounds_wall_ms": [round(v, 4) for v in walls],
-            "rounds_cpu_ms": [round(v, 4) for v in cpus],
-            "wall_ms": round(wall, 4), "cpu_ms": round(cpu, 4),
-            "cpu_share": round(min(1.0, cpu / wall), 4) if wall > 0 else None}
+    return {
+        "version": CALIBRATION_VERSION,
+        "work": CALIBRATION_WORK,
+        "rounds_wall_ms": [round(v, 4) for v in walls],
+        "rounds_cpu_ms": [round(v, 4) for v in cpus],
+        "wall_ms": round(wall, 4),
+        "cpu_ms": round(cpu, 4),
+        "cpu_share": round(min(1.0, cpu / wall), 4) if wall > 0 else None,
+    }
 
 
 # -- machine state ------------------------------------------------------------------------
@@ -142,8 +149,13 @@ _BUSY = (0, 1, 2, 5, 6)  # guest time is already inside user
 _STEAL = 7
 
 
-def between(before: Snapshot, after: Snapshot, *, clock_ticks: int | None = None,
-            read: Callable[[str], str | None] = _read) -> dict[str, Any]:
+def between(
+    before: Snapshot,
+    after: Snapshot,
+    *,
+    clock_ticks: int | None = None,
+    read: Callable[[str], str | None] = _read,
+) -> dict[str, Any]:
     """The conditions of the interval from ``before`` to ``after`` (plain JSON types)."""
     wall_s = max(1e-9, (after.wall_ns - before.wall_ns) / 1e9)
     own_cpu = max(0.0, after.process_cpu_s - before.process_cpu_s)
@@ -154,15 +166,21 @@ def between(before: Snapshot, after: Snapshot, *, clock_ticks: int | None = None
         "cpu_per_wall": round(own_cpu / wall_s, 4),
         "involuntary_switches": after.involuntary_switches - before.involuntary_switches,
         "involuntary_switches_per_s": round(
-            (after.involuntary_switches - before.involuntary_switches) / wall_s, 2),
+            (after.involuntary_switches - before.involuntary_switches) / wall_s, 2
+        ),
         "voluntary_switches": after.voluntary_switches - before.voluntary_switches,
     }
     notes: dict[str, str] = {}
-    if before.cpu_jiffies and after.cpu_jiffies and len(before.cpu_jiffies) == len(
-            after.cpu_jiffies):
+    if (
+        before.cpu_jiffies
+        and after.cpu_jiffies
+        and len(before.cpu_jiffies) == len(after.cpu_jiffies)
+    ):
         hz = clock_ticks or _clock_ticks()
-        deltas = [[a - b for a, b in zip(ra, rb, strict=False)]
-                  for ra, rb in zip(after.cpu_jiffies, before.cpu_jiffies, strict=True)]
+        deltas = [
+            [a - b for a, b in zip(ra, rb, strict=False)]
+            for ra, rb in zip(after.cpu_jiffies, before.cpu_jiffies, strict=True)
+        ]
         total = sum(sum(d[:8]) for d in deltas)
         busy = sum(d[i] for d in deltas for i in _BUSY if i < len(d))
         steal = sum(d[_STEAL] for d in deltas if len(d) > _STEAL)
@@ -200,8 +218,9 @@ def frequency_mhz(read: Callable[[str], str | None] = _read) -> tuple[float | No
         with contextlib.suppress(ValueError, AttributeError):
             values.append(int(text.strip()) / 1000.0)  # kHz
     if not values:
-        return None, ("not available: no cpufreq in sysfs (common in VMs: the hypervisor "
-                      "owns the clock)")
+        return None, (
+            "not available: no cpufreq in sysfs (common in VMs: the hypervisor owns the clock)"
+        )
     return round(statistics.fmean(values), 1), None
 
 
@@ -214,8 +233,12 @@ def _clock_ticks() -> int:
 
 # -- around one measurement ---------------------------------------------------------------
 @contextlib.contextmanager
-def recorded(out: dict[str, Any], *, calibrate_rounds: int = CALIBRATION_ROUNDS,
-             round_fn: Callable[[], tuple[int, int]] = calibration_round) -> Iterator[None]:
+def recorded(
+    out: dict[str, Any],
+    *,
+    calibrate_rounds: int = CALIBRATION_ROUNDS,
+    round_fn: Callable[[], tuple[int, int]] = calibration_round,
+) -> Iterator[None]:
     """Fill ``out`` with the conditions of the enclosed block, calibrated before and after.
 
     The calibration runs just outside the block (half before, half after), so it sees
@@ -264,8 +287,10 @@ def summary(conditions: Mapping[str, Any] | None) -> str:
     if conditions.get("load_avg_1m") is not None:
         parts.append(f"load {conditions['load_avg_1m']:.2f}")
     if conditions.get("others_busy_cpus") is not None:
-        parts.append(f"others kept {conditions['others_busy_cpus']:.1f} of "
-                     f"{conditions.get('cpus')} CPUs busy")
+        parts.append(
+            f"others kept {conditions['others_busy_cpus']:.1f} of "
+            f"{conditions.get('cpus')} CPUs busy"
+        )
     if conditions.get("steal") is not None:
         parts.append(f"steal {conditions['steal']:.0%}")
     cal = conditions.get("calibration")

@@ -79,8 +79,9 @@ def run_doctor(cpu: CpuInfo | None = None) -> DoctorReport:
         "busy_loop_ns": SELF_TEST_NS,
         "counted": {name: count.value for name, count in sample.counts.items()},
     }
-    return DoctorReport(cpu, rows, dict(counters.capacities), counters.exclude_kernel, self_test,
-                        emulation)
+    return DoctorReport(
+        cpu, rows, dict(counters.capacities), counters.exclude_kernel, self_test, emulation
+    )
 
 
 def _size(n: int) -> str:
@@ -95,8 +96,11 @@ def render_text(report: DoctorReport) -> str:
     if cpu.pmus:
         pmus = "; ".join(
             f"{p.name} (type {p.type}, cpus {_cpu_range(p.cpus)}"
-            + (f", {report.capacities[p.name]} counters per group" if p.name in report.capacities
-               else "")
+            + (
+                f", {report.capacities[p.name]} counters per group"
+                if p.name in report.capacities
+                else ""
+            )
             + ")"
             for p in cpu.pmus
         )
@@ -109,8 +113,11 @@ def render_text(report: DoctorReport) -> str:
         ("CPUs", str(cpu.cpu_count)),
         ("Caches", ", ".join(f"{c.label} {_size(c.size_bytes)}" for c in cpu.caches) or "unknown"),
         ("Kernel", cpu.kernel),
-        ("perf_event_paranoid", f"{paranoid} ({'privileged' if cpu.privileged else 'unprivileged'}"
-                                f", kernel {'excluded' if report.exclude_kernel else 'counted'})"),
+        (
+            "perf_event_paranoid",
+            f"{paranoid} ({'privileged' if cpu.privileged else 'unprivileged'}"
+            f", kernel {'excluded' if report.exclude_kernel else 'counted'})",
+        ),
         ("PMUs", pmus),
     ]
     if report.emulation:
@@ -125,8 +132,9 @@ def render_text(report: DoctorReport) -> str:
         number = notes.setdefault(reason_cause(row["reason"]), len(notes) + 1)
         counted = "listed, unused" if row.get("listed") else "no"
         table.append((row["name"], counted, f"{_headline(reason_group(row['reason']))} [{number}]"))
-    lines.append(tabulate(table, headers=("event", "counted", "source / reason"),
-                          tablefmt="simple"))
+    lines.append(
+        tabulate(table, headers=("event", "counted", "source / reason"), tablefmt="simple")
+    )
     if notes:
         lines.append("")
         lines.extend(f"[{number}] {reason}" for reason, number in notes.items())
@@ -149,8 +157,10 @@ def render_text(report: DoctorReport) -> str:
 
 def emulation_line(evidence: str) -> str:
     """What an emulated PMU means for the user, in one line (doctor and report footers)."""
-    return (f"emulated ({evidence}): instruction counts are exact; cycles, IPC, "
-            "cycle-based and time budgets are not judged here")
+    return (
+        f"emulated ({evidence}): instruction counts are exact; cycles, IPC, "
+        "cycle-based and time budgets are not judged here"
+    )
 
 
 def _headline(reason: str) -> str:

@@ -245,9 +245,7 @@ def _delta_uj(source: EnergySource, before: int, after: int) -> int | None:
     return None
 
 
-def measure_energy(
-    call: Callable[[], Any], *, calls: int, root: Path = Path("/")
-) -> EnergyResult:
+def measure_energy(call: Callable[[], Any], *, calls: int, root: Path = Path("/")) -> EnergyResult:
     """Energy per call of ``call`` over ``calls`` calls, from the counters under ``root``.
 
     Reads every summed counter, makes the calls, reads them again. A counter that went
@@ -281,20 +279,24 @@ def measure_energy(
         delta = _delta_uj(source, b, a)
         if delta is None:
             return EnergyResult(
-                None, source_text,
+                None,
+                source_text,
                 f"not measured: {source.path} went backwards ({b} -> {a} µJ) and its wrap "
                 "point (max_energy_range_uj) is unknown",
-                calls=calls, seconds=seconds,
+                calls=calls,
+                seconds=seconds,
             )
         domains[source.label] = delta / 1e6 / calls
         total_uj += delta
     if total_uj <= 0:
         return EnergyResult(
-            None, source_text,
+            None,
+            source_text,
             f"not measured: the counters did not advance over {calls} calls "
             f"({seconds * 1e3:.3g} ms); they update about every millisecond, so measure "
             "more calls",
-            calls=calls, seconds=seconds,
+            calls=calls,
+            seconds=seconds,
         )
     joules = total_uj / 1e6 / calls
     if not math.isfinite(joules):  # pragma: no cover - integers in, finite out

@@ -41,8 +41,9 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec
-def pytest_inferperf_metrics(counts: Mapping[str, float],
-                             context: MetricContext) -> dict[str, float]:
+def pytest_inferperf_metrics(
+    counts: Mapping[str, float], context: MetricContext
+) -> dict[str, float]:
     """Add derived metrics.
 
     ``counts`` are the counter totals of a region by logical event name (``cycles``,
@@ -54,8 +55,7 @@ def pytest_inferperf_metrics(counts: Mapping[str, float],
 
 
 @hookspec
-def pytest_inferperf_rules(metrics: Mapping[str, float],
-                           context: RuleContext) -> list[Finding]:
+def pytest_inferperf_rules(metrics: Mapping[str, float], context: RuleContext) -> list[Finding]:
     """Add findings to a diagnosis.
 
     ``metrics`` are all metrics (built-in and hook-added); ``context`` is the
@@ -67,8 +67,9 @@ def pytest_inferperf_rules(metrics: Mapping[str, float],
     """
 
 
-def plugin_manager(plugins: Iterable[Any] = (), *,
-                   load_entrypoints: bool = False) -> pluggy.PluginManager:
+def plugin_manager(
+    plugins: Iterable[Any] = (), *, load_entrypoints: bool = False
+) -> pluggy.PluginManager:
     """A plugin manager with these hook specifications and ``plugins`` registered."""
     pm = pluggy.PluginManager(PROJECT)
     pm.add_hookspecs(sys.modules[__name__])
@@ -83,8 +84,12 @@ class HookResultError(ValueError):
     """A hook implementation returned something unusable; the message names it."""
 
 
-def extra_metrics(pm: pluggy.PluginManager, counts: Mapping[str, float],
-                  context: MetricContext, builtin: Iterable[str] = ()) -> dict[str, float]:
+def extra_metrics(
+    pm: pluggy.PluginManager,
+    counts: Mapping[str, float],
+    context: MetricContext,
+    builtin: Iterable[str] = (),
+) -> dict[str, float]:
     """Call ``pytest_inferperf_metrics`` and merge the results into one dict."""
     taken = set(builtin)
     merged: dict[str, float] = {}
@@ -93,18 +98,21 @@ def extra_metrics(pm: pluggy.PluginManager, counts: Mapping[str, float],
             continue
         if not isinstance(result, Mapping):
             raise HookResultError(
-                f"pytest_inferperf_metrics must return a dict of floats, got {type(result)!r}")
+                f"pytest_inferperf_metrics must return a dict of floats, got {type(result)!r}"
+            )
         for name, value in result.items():
             if name in taken:
                 raise HookResultError(
-                    f"pytest_inferperf_metrics: metric {name!r} is already defined")
+                    f"pytest_inferperf_metrics: metric {name!r} is already defined"
+                )
             merged[str(name)] = float(value)
             taken.add(name)
     return merged
 
 
-def extra_findings(pm: pluggy.PluginManager, metrics: Mapping[str, float],
-                   context: RuleContext) -> list[Finding]:
+def extra_findings(
+    pm: pluggy.PluginManager, metrics: Mapping[str, float], context: RuleContext
+) -> list[Finding]:
     """Call ``pytest_inferperf_rules`` and flatten the results (for ``diagnose``)."""
     from .classify import Finding
 
@@ -113,10 +121,12 @@ def extra_findings(pm: pluggy.PluginManager, metrics: Mapping[str, float],
         for finding in result or ():
             if not isinstance(finding, Finding):
                 raise HookResultError(
-                    f"pytest_inferperf_rules must return Finding objects, got {type(finding)!r}")
+                    f"pytest_inferperf_rules must return Finding objects, got {type(finding)!r}"
+                )
             if not 0.0 <= finding.confidence <= 1.0:
                 raise HookResultError(
                     f"pytest_inferperf_rules: {finding.category} has confidence "
-                    f"{finding.confidence}, outside 0..1")
+                    f"{finding.confidence}, outside 0..1"
+                )
             found.append(finding)
     return found

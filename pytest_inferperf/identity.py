@@ -38,13 +38,19 @@ def model_sha256(path: str | os.PathLike[str]) -> str | None:
         return None
 
 
-def describe_model(path: str | os.PathLike[str] | None,
-                   feeds: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def describe_model(
+    path: str | os.PathLike[str] | None, feeds: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
     """The ``model`` field: ``{"sha256", "path", "inputs": [{"name", "shape", "dtype"}]}``."""
     digest = model_sha256(path) if path else None
-    inputs = [{"name": str(name), "shape": [int(d) for d in getattr(value, "shape", ())],
-               "dtype": str(getattr(value, "dtype", type(value).__name__))}
-              for name, value in (feeds or {}).items()]
+    inputs = [
+        {
+            "name": str(name),
+            "shape": [int(d) for d in getattr(value, "shape", ())],
+            "dtype": str(getattr(value, "dtype", type(value).__name__)),
+        }
+        for name, value in (feeds or {}).items()
+    ]
     if digest is None and not inputs:
         return None
     return {"sha256": digest, "path": Path(path).name if path else None, "inputs": inputs}
@@ -69,9 +75,11 @@ def identity_of(profile: Profile) -> dict[str, Any] | None:
         return dict(profile.model)
     facts = profile.settings.get("analyse")
     if isinstance(facts, Mapping) and facts.get("model_sha256"):
-        return {"sha256": facts["model_sha256"],
-                "path": Path(str(facts.get("target") or "")).name or None,
-                "dims": dict(facts.get("dims") or {})}
+        return {
+            "sha256": facts["model_sha256"],
+            "path": Path(str(facts.get("target") or "")).name or None,
+            "dims": dict(facts.get("dims") or {}),
+        }
     return None
 
 
@@ -93,8 +101,7 @@ def different_models(current: Profile, baseline: Profile) -> str | None:
     ins_a = [(i.get("name"), list(i.get("shape") or ())) for i in a.get("inputs") or ()]
     ins_b = [(i.get("name"), list(i.get("shape") or ())) for i in b.get("inputs") or ()]
     if ins_a and ins_b and ins_a != ins_b:
-        return (f"{_label(a)} was fed {_inputs(ins_a)} now, {_inputs(ins_b)} at baseline "
-                "time")
+        return f"{_label(a)} was fed {_inputs(ins_a)} now, {_inputs(ins_b)} at baseline time"
     return None
 
 

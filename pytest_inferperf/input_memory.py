@@ -50,11 +50,13 @@ def _size(n: float) -> str:
     return f"{n / 1e3:.3g} kB"
 
 
-def check_inputs_fit(inputs: Mapping[str, tuple[Sequence[int], int]],
-                     available: int | None = None) -> None:
+def check_inputs_fit(
+    inputs: Mapping[str, tuple[Sequence[int], int]], available: int | None = None
+) -> None:
     """Raise :class:`InputsTooLarge` unless ``{name: (shape, item bytes)}`` fits in memory."""
-    needed = {name: math.prod(int(d) for d in shape) * int(item)
-              for name, (shape, item) in inputs.items()}
+    needed = {
+        name: math.prod(int(d) for d in shape) * int(item) for name, (shape, item) in inputs.items()
+    }
     total = sum(needed.values())
     limit = available if available is not None else available_bytes()
     if limit is None or total <= limit * SHARE:

@@ -83,13 +83,17 @@ class NoiseFloor:
         return self.factor(metric) * (1.0 + tolerance) * margin
 
     def to_dict(self) -> dict[str, Any]:
-        return {"slowdown_wall": self.slowdown_wall, "slowdown_cpu": self.slowdown_cpu,
-                "busy_now": list(self.busy_now), "busy_baseline": list(self.busy_baseline),
-                "contended": self.contended, "note": self.note}
+        return {
+            "slowdown_wall": self.slowdown_wall,
+            "slowdown_cpu": self.slowdown_cpu,
+            "busy_now": list(self.busy_now),
+            "busy_baseline": list(self.busy_baseline),
+            "contended": self.contended,
+            "note": self.note,
+        }
 
 
-def floor_of(current: Mapping[str, Any] | None,
-             baseline: Mapping[str, Any] | None) -> NoiseFloor:
+def floor_of(current: Mapping[str, Any] | None, baseline: Mapping[str, Any] | None) -> NoiseFloor:
     """The noise floor between two Profiles' ``conditions`` (either may be missing)."""
     cur_cal = _calibration(current)
     base_cal = _calibration(baseline)
@@ -97,15 +101,16 @@ def floor_of(current: Mapping[str, Any] | None,
     note = None
     if cur_cal is None or base_cal is None:
         which = "the baseline" if base_cal is None else "this run"
-        note = (f"no calibration recorded with {which} (recorded by pytest-inferperf 0.x "
-                "before conditions were stored; re-record with --update-baselines)")
+        note = (
+            f"no calibration recorded with {which} (recorded by pytest-inferperf 0.x "
+            "before conditions were stored; re-record with --update-baselines)"
+        )
     elif cur_cal.get("version") != base_cal.get("version"):
         note = "the calibration workload changed since the baseline; re-record it"
     else:
         wall = _ratio(cur_cal.get("wall_ms"), base_cal.get("wall_ms"))
         cpu = _ratio(cur_cal.get("cpu_ms"), base_cal.get("cpu_ms"))
-    return NoiseFloor(wall, cpu, tuple(busy_reasons(current)), tuple(busy_reasons(baseline)),
-                      note)
+    return NoiseFloor(wall, cpu, tuple(busy_reasons(current)), tuple(busy_reasons(baseline)), note)
 
 
 def _calibration(conditions: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -132,8 +137,9 @@ class TimingJudgement:
     reason: str
 
 
-def judge_timing(metric: str, delta: float, tolerance: float, floor: NoiseFloor, *,
-                 cpu_time_judged: bool = False) -> TimingJudgement:
+def judge_timing(
+    metric: str, delta: float, tolerance: float, floor: NoiseFloor, *, cpu_time_judged: bool = False
+) -> TimingJudgement:
     """A credible timing regression of ``delta`` against the noise floor.
 
     ``cpu_time_judged``: CPU time was measured too. Then on a contended machine a
@@ -145,28 +151,51 @@ def judge_timing(metric: str, delta: float, tolerance: float, floor: NoiseFloor,
     clock = TIMING_CLOCK.get(metric, "cpu")
     what = _what(metric)
     factor = floor.factor(metric)
-    machine = (f"the machine ran {factor:.2g}x slower ({clock} time of the calibration) than "
-               "at baseline time" if factor > 1.0 else
-               "the calibration ran no slower than at baseline time")
+    machine = (
+        f"the machine ran {factor:.2g}x slower ({clock} time of the calibration) than "
+        "at baseline time"
+        if factor > 1.0
+        else "the calibration ran no slower than at baseline time"
+    )
     busy = "; ".join(
         ([f"now {', '.join(floor.busy_now)}"] if floor.busy_now else [])
-        + ([f"at baseline time {', '.join(floor.busy_baseline)}"] if floor.busy_baseline
-           else []))
+        + ([f"at baseline time {', '.join(floor.busy_baseline)}"] if floor.busy_baseline else [])
+    )
     if clock == "wall" and floor.busy_now and cpu_time_judged:
-        return TimingJudgement(metric, "inconclusive", (
-            f"{what} {delta:+.0%} on a contended machine ({busy}): wall time there follows "
-            "the scheduler, so CPU time carries the verdict"))
+        return TimingJudgement(
+            metric,
+            "inconclusive",
+            (
+                f"{what} {delta:+.0%} on a contended machine ({busy}): wall time there follows "
+                "the scheduler, so CPU time carries the verdict"
+            ),
+        )
     if ratio > allowed:
-        return TimingJudgement(metric, "regressed", (
-            f"{what} {delta:+.0%} is beyond the noise floor ({machine}"
-            f"{'; ' + busy if busy else ''}; up to {allowed:.2f}x could be the machine)"))
-    return TimingJudgement(metric, "inconclusive", (
-        f"{machine}{'; ' + busy if busy else ''}; {what} {delta:+.0%} is within that "
-        f"(up to {allowed:.2f}x could be the machine)"))
+        return TimingJudgement(
+            metric,
+            "regressed",
+            (
+                f"{what} {delta:+.0%} is beyond the noise floor ({machine}"
+                f"{'; ' + busy if busy else ''}; up to {allowed:.2f}x could be the machine)"
+            ),
+        )
+    return TimingJudgement(
+        metric,
+        "inconclusive",
+        (
+            f"{machine}{'; ' + busy if busy else ''}; {what} {delta:+.0%} is within that "
+            f"(up to {allowed:.2f}x could be the machine)"
+        ),
+    )
 
 
 def _what(metric: str) -> str:
-    return {"cpu_ms_per_call": "CPU time", "cycles_per_call": "cycles",
-            "latency_mean_ms": "mean latency", "latency_p50_ms": "median latency",
-            "latency_p95_ms": "p95 latency", "latency_p99_ms": "p99 latency",
-            "latency_tail_ratio": "the latency tail"}.get(metric, metric)
+    return {
+        "cpu_ms_per_call": "CPU time",
+        "cycles_per_call": "cycles",
+        "latency_mean_ms": "mean latency",
+        "latency_p50_ms": "median latency",
+        "latency_p95_ms": "p95 latency",
+        "latency_p99_ms": "p99 latency",
+        "latency_tail_ratio": "the latency tail",
+    }.get(metric, metric)

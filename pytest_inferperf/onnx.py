@@ -241,7 +241,6 @@ def make_session(
 # --------------------------------------------------------------------------- inputs
 
 
-
 def _load_graph(model: ModelSource | onnx_pkg.ModelProto) -> onnx_pkg.GraphProto:
     if isinstance(model, onnx.ModelProto):
         return model.graph
@@ -327,8 +326,11 @@ def _check_dim_names(graph: onnx_pkg.GraphProto, dims: Mapping[str, int]) -> Non
         for axis, dim in enumerate(vi.type.tensor_type.shape.dim):
             if dim.HasField("dim_value") and dim.dim_value > 0:
                 continue
-            known.append(dim.dim_param if dim.HasField("dim_param") and dim.dim_param
-                         else f"{vi.name}:{axis}")
+            known.append(
+                dim.dim_param
+                if dim.HasField("dim_param") and dim.dim_param
+                else f"{vi.name}:{axis}"
+            )
     unknown = [name for name in dims if name not in known]
     if unknown:
         name = unknown[0]
@@ -496,12 +498,12 @@ def make_inputs(
             raise InputSpecError(f"input {vi.name!r} is not a tensor; feed it yourself.")
         shapes[vi.name] = _resolve_shape(vi, dims)
     try:  # before any allocation: batch=10**12 is a clear refusal, not a MemoryError
-        check_inputs_fit({vi.name: (shapes[vi.name], _numpy_dtype(vi).itemsize)
-                          for vi in _graph_inputs(graph)})
+        check_inputs_fit(
+            {vi.name: (shapes[vi.name], _numpy_dtype(vi).itemsize) for vi in _graph_inputs(graph)}
+        )
     except InputsTooLarge as exc:
         raise InputSpecError(str(exc)) from None
-    return {vi.name: _input_values(vi, shapes[vi.name], index, rng)
-            for vi in _graph_inputs(graph)}
+    return {vi.name: _input_values(vi, shapes[vi.name], index, rng) for vi in _graph_inputs(graph)}
 
 
 # --------------------------------------------------------------------------- profiles
@@ -850,9 +852,15 @@ def op_type_runs(
         node, op_type = _node_key(event)
         runs.setdefault(op_type or "?", [0.0] * kept)[index] += float(event["dur"])
         nodes.setdefault(op_type or "?", set()).add(node)
-    rows = [{"op_type": op_type, "nodes": len(nodes[op_type]),
-             "mean_us": sum(values) / len(values), "runs_us": values}
-            for op_type, values in runs.items()]
+    rows = [
+        {
+            "op_type": op_type,
+            "nodes": len(nodes[op_type]),
+            "mean_us": sum(values) / len(values),
+            "runs_us": values,
+        }
+        for op_type, values in runs.items()
+    ]
     return sorted(rows, key=lambda r: (-r["mean_us"], r["op_type"]))
 
 
@@ -928,8 +936,11 @@ def find_session_calls(call: Any) -> SessionSearch:
     seen: dict[int, list[Any]] = {}  # id(session) -> [session, feeds, runs, ns]
     unreplayable: list[str] = []
     cls = ort.InferenceSession
-    originals = {name: (name in cls.__dict__, getattr(cls, name))
-                 for name in ("run", *_WATCHED_OTHER) if hasattr(cls, name)}
+    originals = {
+        name: (name in cls.__dict__, getattr(cls, name))
+        for name in ("run", *_WATCHED_OTHER)
+        if hasattr(cls, name)
+    }
 
     def watched(self: Any, output_names: Any, input_feed: Any, *args: Any, **kw: Any) -> Any:
         begin = time.perf_counter_ns()
@@ -945,6 +956,7 @@ def find_session_calls(call: Any) -> SessionSearch:
         def run_other(self: Any, *args: Any, **kw: Any) -> Any:
             unreplayable.append(name)
             return originals[name][1](self, *args, **kw)
+
         return run_other
 
     cls.run = watched  # type: ignore[method-assign]
@@ -961,8 +973,14 @@ def find_session_calls(call: Any) -> SessionSearch:
                 delattr(cls, name)
     entries = sorted(seen.values(), key=lambda e: -e[3])
     found = tuple(
-        SessionCall(session, dict(feeds), "found", runs=runs, seconds=ns / 1e9,
-                    label=session_label(session, index))
+        SessionCall(
+            session,
+            dict(feeds),
+            "found",
+            runs=runs,
+            seconds=ns / 1e9,
+            label=session_label(session, index),
+        )
         for index, (session, feeds, runs, ns) in enumerate(entries, start=1)
         if isinstance(feeds, Mapping)
     )
@@ -970,11 +988,17 @@ def find_session_calls(call: Any) -> SessionSearch:
     if found:
         return SessionSearch(found)
     if unreplayable:
-        return SessionSearch((), f"not available: the workload runs its session through "
-                                 f"{unreplayable[0]}, whose inputs cannot be replayed; profile "
-                                 "a call of session.run instead")
-    return SessionSearch((), "not available: no ONNX Runtime session ran in one watched call "
-                             "of the workload (InferenceSession.run was never called)")
+        return SessionSearch(
+            (),
+            f"not available: the workload runs its session through "
+            f"{unreplayable[0]}, whose inputs cannot be replayed; profile "
+            "a call of session.run instead",
+        )
+    return SessionSearch(
+        (),
+        "not available: no ONNX Runtime session ran in one watched call "
+        "of the workload (InferenceSession.run was never called)",
+    )
 
 
 def _unique_labels(found: tuple[SessionCall, ...]) -> tuple[SessionCall, ...]:
@@ -1022,10 +1046,13 @@ def _profile_session(found: SessionCall, runs: int) -> tuple[list[OperatorStat],
     if not model:
         raise ModelError("the session's model can be neither re-read nor re-used")
     with tempfile.TemporaryDirectory(prefix="inferperf-ort-") as tmp:
-        trace = _run_profiled(model, found.feeds, _settings_of(session),
-                              PASS_WARMUP + runs, Path(tmp))
-        return (with_weight_types(parse_ort_profile(trace, skip_runs=PASS_WARMUP), model),
-                op_type_runs(trace, skip_runs=PASS_WARMUP))
+        trace = _run_profiled(
+            model, found.feeds, _settings_of(session), PASS_WARMUP + runs, Path(tmp)
+        )
+        return (
+            with_weight_types(parse_ort_profile(trace, skip_runs=PASS_WARMUP), model),
+            op_type_runs(trace, skip_runs=PASS_WARMUP),
+        )
 
 
 def _merge_op_types(tables: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
@@ -1044,9 +1071,9 @@ def _merge_op_types(tables: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[
     return sorted(merged.values(), key=lambda r: (-r["mean_us"], r["op_type"]))
 
 
-def operator_times(call: Any, *, latency_ms: float | None = None,
-                   found: SessionCall | SessionSearch | None = None
-                   ) -> tuple[dict[str, Any], str | None]:
+def operator_times(
+    call: Any, *, latency_ms: float | None = None, found: SessionCall | SessionSearch | None = None
+) -> tuple[dict[str, Any], str | None]:
     """Per-node and per-op-type times of the models a workload runs, or why not.
 
     For each session the workload runs (:func:`find_session_calls`; at most
@@ -1081,8 +1108,10 @@ def operator_times(call: Any, *, latency_ms: float | None = None,
             failed[session.label] = str(exc)
             continue
         profiled.append(session)
-        operators += [{**replace(op, model=session.label).to_dict(),
-                       "session_runs_per_call": session.runs} for op in stats]
+        operators += [
+            {**replace(op, model=session.label).to_dict(), "session_runs_per_call": session.runs}
+            for op in stats
+        ]
         tables.append(op_types)
     if not profiled:
         why = next(iter(failed.values()), "")
@@ -1096,17 +1125,29 @@ def operator_times(call: Any, *, latency_ms: float | None = None,
         for o in operators:  # shares of the whole workload's operator time
             o["share"] = float(o["total_us"]) / grand
     record: dict[str, Any] = {
-        "runs": runs, "warmup": PASS_WARMUP, "wall_ms": round(wall_ms, 1),
+        "runs": runs,
+        "warmup": PASS_WARMUP,
+        "wall_ms": round(wall_ms, 1),
         "session": profiled[0].how,
-        "sessions": [{"label": s.label, "how": s.how, "runs_per_call": s.runs,
-                      "seconds_per_call": round(s.seconds, 6)} for s in profiled],
+        "sessions": [
+            {
+                "label": s.label,
+                "how": s.how,
+                "runs_per_call": s.runs,
+                "seconds_per_call": round(s.seconds, 6),
+            }
+            for s in profiled
+        ],
     }
     if failed:
         record["failed"] = failed
     if len(search.sessions) > MAX_SESSIONS:
         record["not_profiled"] = [s.label for s in search.sessions[MAX_SESSIONS:]]
-    return {"operators": tuple(operators), "op_types": tuple(_merge_op_types(tables)),
-            "operator_pass": record}, None
+    return {
+        "operators": tuple(operators),
+        "op_types": tuple(_merge_op_types(tables)),
+        "operator_pass": record,
+    }, None
 
 
 def with_operator_times(profile: Any, call: Any) -> Any:

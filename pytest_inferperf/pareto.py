@@ -56,11 +56,7 @@ class Variant:
 
 
 def _finite(value: object) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    )
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _check_unique(variants: Sequence[Variant]) -> None:
@@ -92,7 +88,8 @@ def pareto_front(
     _check_unique(variants)
     scored = [v for v in variants if v.quality is not None]
     front = [
-        v for v in scored
+        v
+        for v in scored
         if not any(_dominates(o, v, quality_higher_is_better) for o in scored if o is not v)
     ]
     sign = -1.0 if quality_higher_is_better else 1.0
@@ -121,10 +118,15 @@ def render_pareto_svg(
     """
     on_front = set(front)
     scored = [v for v in variants if v.quality is not None]
-    x_axis = Axis.fit("latency per call (ms, lower is better)",
-                      [v.latency_ms for v in scored], log=False, zero=True)
-    y_axis = Axis.fit(quality_label, [v.quality for v in scored if v.quality is not None],
-                      log=False)
+    x_axis = Axis.fit(
+        "latency per call (ms, lower is better)",
+        [v.latency_ms for v in scored],
+        log=False,
+        zero=True,
+    )
+    y_axis = Axis.fit(
+        quality_label, [v.quality for v in scored if v.quality is not None], log=False
+    )
     chart = Chart(
         title=title,
         x=x_axis,
@@ -137,17 +139,21 @@ def render_pareto_svg(
         chart.notes.append("no quality score (not placed): " + ", ".join(missing))
     by_name = {v.name: v for v in scored}
     line = [by_name[name] for name in front if name in by_name]
-    chart.polyline([(v.latency_ms, v.quality or 0.0) for v in line],
-                   stroke=FRONT_COLOUR, width=1.6, dash="5,3")
+    chart.polyline(
+        [(v.latency_ms, v.quality or 0.0) for v in line], stroke=FRONT_COLOUR, width=1.6, dash="5,3"
+    )
     for v in sorted(scored, key=lambda v: v.name in on_front):  # front drawn on top
         quality = v.quality if v.quality is not None else 0.0
         is_front = v.name in on_front
         chart.dot(
-            v.latency_ms, quality,
+            v.latency_ms,
+            quality,
             radius=6.0 if is_front else 4.5,
             fill=FRONT_COLOUR if is_front else OTHER_COLOUR,
-            hover=(f"{v.name}\nlatency {v.latency_ms:.4g} ms\n{quality_label} {quality:.6g}"
-                   f"\n{'on the Pareto front' if is_front else 'dominated'}"),
+            hover=(
+                f"{v.name}\nlatency {v.latency_ms:.4g} ms\n{quality_label} {quality:.6g}"
+                f"\n{'on the Pareto front' if is_front else 'dominated'}"
+            ),
         )
         chart.label(v.latency_ms, quality, v.name, fill="#222222" if is_front else "#666666")
     chart.legend("Pareto front", FRONT_COLOUR)

@@ -26,8 +26,11 @@ def partial_label(profile: Mapping[str, Any] | None) -> str | None:
     planned = settings.get("repeat")
     planned = planned if isinstance(planned, int) and not isinstance(planned, bool) else "?"
     timeout = settings.get("timeout")
-    if isinstance(timeout, int | float) and not isinstance(timeout, bool) \
-            and math.isfinite(timeout):
+    if (
+        isinstance(timeout, int | float)
+        and not isinstance(timeout, bool)
+        and math.isfinite(timeout)
+    ):
         limit = f"timeout {timeout:g} s"
     else:
         limit = "stopped early"

@@ -49,7 +49,7 @@ NOT_COUNTED = "<not counted>"
 REASONS = {
     NOT_SUPPORTED: "perf stat: <not supported> (the kernel or this CPU has no such event)",
     NOT_COUNTED: "perf stat: <not counted> (never got a counter: the group did not fit, or "
-                 "the task never ran on that PMU's CPUs)",
+    "the task never ran on that PMU's CPUs)",
 }
 
 
@@ -60,42 +60,69 @@ class PerfStatError(ValueError):
 # -- event names -----------------------------------------------------------------------
 
 _GENERIC: dict[str, str] = {
-    "cycles": "cycles", "cpu-cycles": "cycles",
+    "cycles": "cycles",
+    "cpu-cycles": "cycles",
     "instructions": "instructions",
-    "branches": "branches", "branch-instructions": "branches", "branch-loads": "branches",
-    "branch-misses": "branch_misses", "branch-load-misses": "branch_misses",
-    "stalled-cycles-frontend": "stall_frontend", "idle-cycles-frontend": "stall_frontend",
-    "stalled-cycles-backend": "stall_backend", "idle-cycles-backend": "stall_backend",
-    "l1-dcache-loads": "l1d_access", "l1-dcache-load-misses": "l1d_refill",
-    "l1-icache-loads": "l1i_access", "l1-icache-load-misses": "l1i_refill",
-    "llc-loads": "llc_read", "llc-load-misses": "llc_miss",
-    "dtlb-loads": "dtlb_access", "itlb-loads": "itlb_access",
-    "task-clock": "task_clock", "cpu-clock": "task_clock",
-    "page-faults": "page_faults", "faults": "page_faults",
+    "branches": "branches",
+    "branch-instructions": "branches",
+    "branch-loads": "branches",
+    "branch-misses": "branch_misses",
+    "branch-load-misses": "branch_misses",
+    "stalled-cycles-frontend": "stall_frontend",
+    "idle-cycles-frontend": "stall_frontend",
+    "stalled-cycles-backend": "stall_backend",
+    "idle-cycles-backend": "stall_backend",
+    "l1-dcache-loads": "l1d_access",
+    "l1-dcache-load-misses": "l1d_refill",
+    "l1-icache-loads": "l1i_access",
+    "l1-icache-load-misses": "l1i_refill",
+    "llc-loads": "llc_read",
+    "llc-load-misses": "llc_miss",
+    "dtlb-loads": "dtlb_access",
+    "itlb-loads": "itlb_access",
+    "task-clock": "task_clock",
+    "cpu-clock": "task_clock",
+    "page-faults": "page_faults",
+    "faults": "page_faults",
     "major-faults": "major_faults",
-    "context-switches": "context_switches", "cs": "context_switches",
-    "cpu-migrations": "cpu_migrations", "migrations": "cpu_migrations",
+    "context-switches": "context_switches",
+    "cs": "context_switches",
+    "cpu-migrations": "cpu_migrations",
+    "migrations": "cpu_migrations",
     "task-clock-msecs": "task_clock",  # perf 2.6.3x printed the unit in the name
     # Arm PMUv3 LL/L3 names that are not in the catalogue's preferred list: L3D_CACHE
     # (0x2B) and L3D_CACHE_REFILL (0x2A) count the L3 of cores with one, LL_CACHE (0x32) /
     # LL_CACHE_MISS (0x33) the last level (Linux common-and-microarch.json); perf lists
     # them as l3d_cache, l3d_cache_refill, ll_cache, ll_cache_miss.
-    "l3d_cache": "llc_read", "l3d_cache_rd": "llc_read", "ll_cache": "llc_read",
-    "l3d_cache_refill": "llc_miss", "l3d_cache_refill_rd": "llc_miss",
-    "ll_cache_miss": "llc_miss", "l3d_cache_lmiss_rd": "llc_miss",
+    "l3d_cache": "llc_read",
+    "l3d_cache_rd": "llc_read",
+    "ll_cache": "llc_read",
+    "l3d_cache_refill": "llc_miss",
+    "l3d_cache_refill_rd": "llc_miss",
+    "ll_cache_miss": "llc_miss",
+    "l3d_cache_lmiss_rd": "llc_miss",
     # Intel named events that are the generic counts (Intel SDM vol. 3B: CPU_CLK_UNHALTED
     # .THREAD, INST_RETIRED.ANY; RESOURCE_STALLS.ANY counts "resource-related stall
     # cycles" at allocation, i.e. cycles the backend refused new uops).
-    "cpu_clk_unhalted.thread": "cycles", "cpu_clk_unhalted.core": "cycles",
-    "inst_retired.any": "instructions", "resource_stalls.any": "stall_backend",
+    "cpu_clk_unhalted.thread": "cycles",
+    "cpu_clk_unhalted.core": "cycles",
+    "inst_retired.any": "instructions",
+    "resource_stalls.any": "stall_backend",
 }
 _GENERIC_BY_ARCH: dict[str, dict[str, str]] = {
     # drivers/perf/arm_pmuv3.c armv8_pmuv3_perf_map / armv8_pmuv3_perf_cache_map
-    "arm": {"cache-references": "l1d_access", "cache-misses": "l1d_refill",
-            "dtlb-load-misses": "l1d_tlb_refill"},
+    "arm": {
+        "cache-references": "l1d_access",
+        "cache-misses": "l1d_refill",
+        "dtlb-load-misses": "l1d_tlb_refill",
+    },
     # x86: generic cache-* are LLC; hw-cache DTLB/ITLB read misses are page walks
-    "x86": {"cache-references": "llc_read", "cache-misses": "llc_miss",
-            "dtlb-load-misses": "dtlb_walk", "itlb-load-misses": "itlb_walk"},
+    "x86": {
+        "cache-references": "llc_read",
+        "cache-misses": "llc_miss",
+        "dtlb-load-misses": "dtlb_walk",
+        "itlb-load-misses": "itlb_walk",
+    },
 }
 _ARM_NAMES: dict[str, str] = {}
 _ARM_CODES: dict[int, str] = {}
@@ -104,8 +131,12 @@ for _logical, _spec in CATALOGUE.items():
         _ARM_NAMES.setdefault(_name, _logical)
         _ARM_CODES.setdefault(_code, _logical)
 # Raw codes of the LL/L3 names above (Arm ARM PMUv3 common events).
-for _code, _logical in ((0x2B, "llc_read"), (0x2A, "llc_miss"), (0x32, "llc_read"),
-                        (0x33, "llc_miss")):
+for _code, _logical in (
+    (0x2B, "llc_read"),
+    (0x2A, "llc_miss"),
+    (0x32, "llc_read"),
+    (0x33, "llc_miss"),
+):
     _ARM_CODES.setdefault(_code, _logical)
 
 # Intel top-down level-1 events. Ice Lake and later: slots and the topdown-* fractions of
@@ -114,11 +145,20 @@ for _code, _logical in ((0x2B, "llc_read"), (0x2A, "llc_miss"), (0x32, "llc_read
 # formulas", lkml 2016-01): FrontendBound = fetch-bubbles / total-slots, BadSpeculation =
 # (slots-issued - slots-retired + recovery-bubbles) / total-slots, Retiring =
 # slots-retired / total-slots, BackendBound = 1 - the other three.
-_TOPDOWN_EVENTS = frozenset((
-    "slots", "topdown-retiring", "topdown-bad-spec", "topdown-fe-bound", "topdown-be-bound",
-    "topdown-total-slots", "topdown-slots-issued", "topdown-slots-retired",
-    "topdown-fetch-bubbles", "topdown-recovery-bubbles",
-))
+_TOPDOWN_EVENTS = frozenset(
+    (
+        "slots",
+        "topdown-retiring",
+        "topdown-bad-spec",
+        "topdown-fe-bound",
+        "topdown-be-bound",
+        "topdown-total-slots",
+        "topdown-slots-issued",
+        "topdown-slots-retired",
+        "topdown-fetch-bubbles",
+        "topdown-recovery-bubbles",
+    )
+)
 
 _PMU_EVENT = re.compile(r"(?P<pmu>[A-Za-z0-9_.\-]+)/(?P<terms>[^/]*)/(?P<mods>[A-Za-z]*)")
 _RAW = re.compile(r"r(?P<code>[0-9a-fA-F]{1,4})")
@@ -246,8 +286,17 @@ def _looks_like_event(token: str) -> bool:
 # -- records ------------------------------------------------------------------------------
 
 _MS_EVENTS = ("task-clock", "cpu-clock", "task-clock-msecs")
-_TIME_SCALE = {"msec": 1e6, "ms": 1e6, "us": 1e3, "usec": 1e3, "ns": 1.0, "nsec": 1.0,
-               "s": 1e9, "sec": 1e9, "seconds": 1e9}
+_TIME_SCALE = {
+    "msec": 1e6,
+    "ms": 1e6,
+    "us": 1e3,
+    "usec": 1e3,
+    "ns": 1.0,
+    "nsec": 1.0,
+    "s": 1e9,
+    "sec": 1e9,
+    "seconds": 1e9,
+}
 
 
 @dataclass(frozen=True)
@@ -309,16 +358,17 @@ class PerfStat:
     def wall_ns(self) -> float:
         if self.elapsed_s is not None:
             return self.elapsed_s * 1e9
-        duration = next((e for e in self.entries
-                         if e.event.base == "duration_time" and e.value is not None), None)
+        duration = next(
+            (e for e in self.entries if e.event.base == "duration_time" and e.value is not None),
+            None,
+        )
         if duration is not None:
             return float(duration.value_in_base_units or 0.0)
         return 0.0
 
     def context(self, core: str = "", calls: int = 1) -> MetricContext:
         """The MetricContext of this run (a perf stat run knows no latency)."""
-        return MetricContext(calls=calls, wall_ns=self.wall_ns,
-                             core=core or self.core_hint or "")
+        return MetricContext(calls=calls, wall_ns=self.wall_ns, core=core or self.core_hint or "")
 
     def metrics(self, core: str = "", calls: int = 1) -> dict[str, float]:
         """Every metric of this run; perf's own top-down fractions fill what the counts
@@ -351,23 +401,33 @@ def _topdown_fractions(raw: dict[str, float]) -> dict[str, float]:
     out: dict[str, float] = {}
     slots = raw.get("slots", 0.0)
     if slots > 0:
-        for event, metric in (("topdown-retiring", "retiring"),
-                              ("topdown-bad-spec", "bad_speculation"),
-                              ("topdown-fe-bound", "frontend_bound"),
-                              ("topdown-be-bound", "backend_bound")):
+        for event, metric in (
+            ("topdown-retiring", "retiring"),
+            ("topdown-bad-spec", "bad_speculation"),
+            ("topdown-fe-bound", "frontend_bound"),
+            ("topdown-be-bound", "backend_bound"),
+        ):
             if event in raw:
                 out[metric] = raw[event] / slots
         return out
     total = raw.get("topdown-total-slots", 0.0)
-    need = ("topdown-slots-issued", "topdown-slots-retired", "topdown-fetch-bubbles",
-            "topdown-recovery-bubbles")
+    need = (
+        "topdown-slots-issued",
+        "topdown-slots-retired",
+        "topdown-fetch-bubbles",
+        "topdown-recovery-bubbles",
+    )
     if total > 0 and all(n in raw for n in need):
         out["frontend_bound"] = raw["topdown-fetch-bubbles"] / total
-        out["bad_speculation"] = (raw["topdown-slots-issued"] - raw["topdown-slots-retired"]
-                                  + raw["topdown-recovery-bubbles"]) / total
+        out["bad_speculation"] = (
+            raw["topdown-slots-issued"]
+            - raw["topdown-slots-retired"]
+            + raw["topdown-recovery-bubbles"]
+        ) / total
         out["retiring"] = raw["topdown-slots-retired"] / total
-        out["backend_bound"] = 1.0 - out["frontend_bound"] - out["bad_speculation"] \
-            - out["retiring"]
+        out["backend_bound"] = (
+            1.0 - out["frontend_bound"] - out["bad_speculation"] - out["retiring"]
+        )
     return out
 
 
@@ -376,13 +436,19 @@ def _arch_of(entries: Iterable[PerfStatEntry]) -> str:
     return "x86" if hints == {"x86"} else "arm"
 
 
-def _collect(fmt: str, entries: list[PerfStatEntry], arch: str | None,
-             perf_metrics: dict[str, float] | None = None, **extra) -> PerfStat:
+def _collect(
+    fmt: str,
+    entries: list[PerfStatEntry],
+    arch: str | None,
+    perf_metrics: dict[str, float] | None = None,
+    **extra,
+) -> PerfStat:
     perf_metrics = dict(perf_metrics or {})
     if not entries and not perf_metrics:
         raise PerfStatError(
             "no perf stat counter lines found (expected 'perf stat' text output, "
-            "'perf stat -x,' CSV or 'perf stat -j' JSON)")
+            "'perf stat -x,' CSV or 'perf stat -j' JSON)"
+        )
     if arch is None:
         arch = _arch_of(entries)
     # Several perf names can give one logical event (branches and br_pred, cycles:u and
@@ -425,28 +491,45 @@ def _collect(fmt: str, entries: list[PerfStatEntry], arch: str | None,
     for name, value in _topdown_fractions(topdown).items():
         perf_metrics.setdefault(name, value)
     unavailable = {k: v for k, v in missing.items() if k not in counted}
-    return PerfStat(fmt, tuple(entries), arch, counts=counted, unavailable=unavailable,
-                    multiplexed=running, unmapped=tuple(dict.fromkeys(unmapped)),
-                    superseded=tuple(dict.fromkeys(superseded)),
-                    perf_metrics=perf_metrics, **extra)
+    return PerfStat(
+        fmt,
+        tuple(entries),
+        arch,
+        counts=counted,
+        unavailable=unavailable,
+        multiplexed=running,
+        unmapped=tuple(dict.fromkeys(unmapped)),
+        superseded=tuple(dict.fromkeys(superseded)),
+        perf_metrics=perf_metrics,
+        **extra,
+    )
 
 
 # -- perf's own top-down metrics --------------------------------------------------------
 
-_TOPDOWN_NAMES = {"retiring": "retiring", "bad_speculation": "bad_speculation",
-                  "frontend_bound": "frontend_bound", "backend_bound": "backend_bound",
-                  "bad speculation": "bad_speculation", "frontend bound": "frontend_bound",
-                  "backend bound": "backend_bound"}
+_TOPDOWN_NAMES = {
+    "retiring": "retiring",
+    "bad_speculation": "bad_speculation",
+    "frontend_bound": "frontend_bound",
+    "backend_bound": "backend_bound",
+    "bad speculation": "bad_speculation",
+    "frontend bound": "frontend_bound",
+    "backend bound": "backend_bound",
+}
 # "# 0.91 Backend_Bound" (-M TopdownL1, perf 5.x) and "# 53.4 % tma_backend_bound"
 # (perf 6.x default and --topdown output).
 _SHADOW_TOPDOWN = re.compile(
     r"#\s*(?P<value>-?\d+(?:[.,]\d+)?)\s*(?P<pct>%)?\s*(?:tma_)?"
-    r"(?P<name>retiring|bad_speculation|frontend_bound|backend_bound)\b", re.IGNORECASE)
+    r"(?P<name>retiring|bad_speculation|frontend_bound|backend_bound)\b",
+    re.IGNORECASE,
+)
 # " 65.9 %  backend_bound   (20.00%)": a metric printed without its events, the value
 # first (perf -M output with the event columns cut away, as books and posts quote it).
 _METRIC_ONLY = re.compile(
     r"^\s*(?P<value>-?\d+(?:[.,]\d+)?)\s*(?P<pct>%)?\s+(?:tma_)?"
-    r"(?P<name>retiring|bad_speculation|frontend_bound|backend_bound)\b", re.IGNORECASE)
+    r"(?P<name>retiring|bad_speculation|frontend_bound|backend_bound)\b",
+    re.IGNORECASE,
+)
 _PERCENT = re.compile(r"(-?\d+(?:[.,]\d+)?)\s*%")
 
 
@@ -457,9 +540,15 @@ def _fraction(value: str, percent: bool) -> float:
 
 def _table_columns(header: str) -> list[str]:
     """The level-1 names of a --topdown table header, in column order."""
-    found = [(m.start(), _TOPDOWN_NAMES[m.group(0).lower().replace("tma_", "")])
-             for m in re.finditer(r"(?:tma_)?(?:retiring|bad[ _]speculation|frontend[ _]bound"
-                                  r"|backend[ _]bound)", header, re.IGNORECASE)]
+    found = [
+        (m.start(), _TOPDOWN_NAMES[m.group(0).lower().replace("tma_", "")])
+        for m in re.finditer(
+            r"(?:tma_)?(?:retiring|bad[ _]speculation|frontend[ _]bound"
+            r"|backend[ _]bound)",
+            header,
+            re.IGNORECASE,
+        )
+    ]
     return [name for _, name in sorted(found)]
 
 
@@ -480,7 +569,7 @@ def topdown_from_text(lines: Sequence[str]) -> dict[str, float]:
             numbers = _PERCENT.findall(line) or re.findall(r"(?<![\w.])-?\d+[.,]\d+", line)
             if len(numbers) >= len(columns):
                 percent = header_pct or "%" in line
-                for name, value in zip(columns, numbers[-len(columns):], strict=True):
+                for name, value in zip(columns, numbers[-len(columns) :], strict=True):
                     rows.setdefault(name, []).append(_fraction(value, percent))
                 continue
             if line.strip():
@@ -490,8 +579,9 @@ def topdown_from_text(lines: Sequence[str]) -> dict[str, float]:
             columns, header_pct = header, "%" in line
             continue
         for match in (*_SHADOW_TOPDOWN.finditer(line), *_METRIC_ONLY.finditer(line)):
-            out[match.group("name").lower()] = _fraction(match.group("value"),
-                                                         bool(match.group("pct")))
+            out[match.group("name").lower()] = _fraction(
+                match.group("value"), bool(match.group("pct"))
+            )
     for name, values in rows.items():
         out[name] = statistics.fmean(values)
     return out
@@ -507,8 +597,13 @@ def _csv_fields(line: str, sep: str) -> list[str]:
     fields = [f.strip() for f in line.split(sep)]
     if fields and _CPU_PREFIX.fullmatch(fields[0]):
         fields = fields[1:]  # perf stat -A: one line per CPU, summed below
-    if (len(fields) >= 4 and _is_number(fields[0]) and _is_value(fields[1])
-            and not _looks_like_event(fields[2]) and _looks_like_event(fields[3])):
+    if (
+        len(fields) >= 4
+        and _is_number(fields[0])
+        and _is_value(fields[1])
+        and not _looks_like_event(fields[2])
+        and _looks_like_event(fields[3])
+    ):
         fields = fields[1:]  # perf stat -I: a timestamp first; intervals are summed
     return fields
 
@@ -525,8 +620,7 @@ def _csv_score(lines: list[str], sep: str) -> int:
 def _csv_value(token: str, sep: str) -> float:
     # -x, output has no digit grouping; with another separator a comma is a decimal mark
     # (perf prints %f in the user's locale: "12,34;msec;task-clock" under de_DE).
-    return parse_number(token, "," if (sep != "," and "," in token and "." not in token)
-                        else ".")
+    return parse_number(token, "," if (sep != "," and "," in token and "." not in token) else ".")
 
 
 def parse_csv(text: str, sep: str | None = None, *, arch: str | None = None) -> PerfStat:
@@ -565,8 +659,12 @@ def parse_csv(text: str, sep: str | None = None, *, arch: str | None = None) -> 
 
 def _csv_topdown(value: str, unit: str, sep: str) -> dict[str, float]:
     """A level-1 metric in the metric columns of a CSV line ("53.4", "%  tma_retiring")."""
-    match = re.fullmatch(r"\s*(%)?\s*(?:tma_)?(retiring|bad_speculation|frontend_bound"
-                         r"|backend_bound)\s*", unit, re.IGNORECASE)
+    match = re.fullmatch(
+        r"\s*(%)?\s*(?:tma_)?(retiring|bad_speculation|frontend_bound"
+        r"|backend_bound)\s*",
+        unit,
+        re.IGNORECASE,
+    )
     if not match or not value.strip():
         return {}
     try:
@@ -595,8 +693,7 @@ def parse_json_lines(text: str, *, arch: str | None = None) -> PerfStat:
             continue
         metric = obj.get("metric-value")
         if isinstance(metric, (int, float)) or (isinstance(metric, str) and metric.strip()):
-            perf_metrics.update(_csv_topdown(str(metric), str(obj.get("metric-unit", "")),
-                                             ","))
+            perf_metrics.update(_csv_topdown(str(metric), str(obj.get("metric-unit", "")), ","))
         if "event" not in obj or "counter-value" not in obj:
             continue
         raw = str(obj["counter-value"]).strip()
@@ -608,9 +705,15 @@ def parse_json_lines(text: str, *, arch: str | None = None) -> PerfStat:
             except ValueError:
                 continue
         pct = obj.get("pcnt-running")
-        entries.append(PerfStatEntry(split_event(str(obj["event"])), value,
-                                     str(obj.get("unit", "")), status,
-                                     float(pct) if isinstance(pct, (int, float)) else None))
+        entries.append(
+            PerfStatEntry(
+                split_event(str(obj["event"])),
+                value,
+                str(obj.get("unit", "")),
+                status,
+                float(pct) if isinstance(pct, (int, float)) else None,
+            )
+        )
     return _collect("json", entries, arch, perf_metrics)
 
 
@@ -650,7 +753,7 @@ def _counter_line(line: str) -> tuple[re.Match[str], bool] | None:
     match = _LINE.match(line)
     interval = False
     if match and not _looks_like_event(match.group("event")) and match.group("unit") is None:
-        match, interval = _LINE.match(line[match.start("event"):]), True
+        match, interval = _LINE.match(line[match.start("event") :]), True
     if match is None or not _looks_like_event(match.group("event")):
         return None
     return match, interval
@@ -666,8 +769,11 @@ def _text_entry(line: str, decimal: str | None) -> tuple[PerfStatEntry, bool] | 
     after = _UNIT_AFTER.match(rest)
     if after and not unit:
         unit = after.group("unit")
-    if not unit and split_event(match.group("event")).base in _MS_EVENTS \
-            and raw not in (NOT_SUPPORTED, NOT_COUNTED):
+    if (
+        not unit
+        and split_event(match.group("event")).base in _MS_EVENTS
+        and raw not in (NOT_SUPPORTED, NOT_COUNTED)
+    ):
         # bare: old perf's "%18.6f" milliseconds, or a recent perf's integer nanoseconds
         unit = "msec" if (decimal or ".") in raw else "nsec"
     if raw in (NOT_SUPPORTED, NOT_COUNTED):
@@ -689,8 +795,9 @@ def _bare_clock_unit(entry: PerfStatEntry, line: str, elapsed_s: float | None) -
     if entry.value is None or not elapsed_s or found is None:
         return entry
     cpus = float(found.group("cpus").replace(",", "."))
-    unit = min(("msec", "nsec"),
-               key=lambda u: abs(entry.value * _TIME_SCALE[u] / (elapsed_s * 1e9) - cpus))
+    unit = min(
+        ("msec", "nsec"), key=lambda u: abs(entry.value * _TIME_SCALE[u] / (elapsed_s * 1e9) - cpus)
+    )
     return replace(entry, unit=unit)
 
 
@@ -720,9 +827,16 @@ def _text_block(lines: Sequence[str], arch: str | None, decimal: str | None) -> 
     for index, line in bare_clocks.items():
         entry, interval = entries[index]
         entries[index] = (_bare_clock_unit(entry, line, times.get("time elapsed")), interval)
-    return _collect("text", _mark_repeats(entries), arch, topdown_from_text(lines),
-                    elapsed_s=times.get("time elapsed"), user_s=times.get("user"),
-                    sys_s=times.get("sys"), title=title)
+    return _collect(
+        "text",
+        _mark_repeats(entries),
+        arch,
+        topdown_from_text(lines),
+        elapsed_s=times.get("time elapsed"),
+        user_s=times.get("user"),
+        sys_s=times.get("sys"),
+        title=title,
+    )
 
 
 def _has_unit(line: str, entry: PerfStatEntry) -> bool:
@@ -741,8 +855,10 @@ def _mark_repeats(entries: list[tuple[PerfStatEntry, bool]]) -> list[PerfStatEnt
     for entry, interval in entries:
         if not interval:
             seen[entry.event.text] = seen.get(entry.event.text, 0) + 1
-    return [replace(e, repeated=not interval and seen.get(e.event.text, 0) > 1)
-            for e, interval in entries]
+    return [
+        replace(e, repeated=not interval and seen.get(e.event.text, 0) > 1)
+        for e, interval in entries
+    ]
 
 
 def _blocks(lines: Sequence[str]) -> list[list[str]]:
@@ -761,8 +877,9 @@ def _text_runs(text: str, arch: str | None) -> list[PerfStat]:
     lines = text.splitlines()
     decimal = _text_decimal(lines)
     if arch is None:
-        arch = _arch_of(found[0] for line in lines
-                        if (found := _text_entry(line, decimal)) is not None)
+        arch = _arch_of(
+            found[0] for line in lines if (found := _text_entry(line, decimal)) is not None
+        )
     runs = []
     for block in _blocks(lines):
         try:
@@ -772,7 +889,8 @@ def _text_runs(text: str, arch: str | None) -> list[PerfStat]:
     if not runs:
         raise PerfStatError(
             "no perf stat counter lines found (expected 'perf stat' text output, "
-            "'perf stat -x,' CSV or 'perf stat -j' JSON)")
+            "'perf stat -x,' CSV or 'perf stat -j' JSON)"
+        )
     return runs
 
 
@@ -857,7 +975,8 @@ def _single(runs: Sequence[PerfStat]) -> PerfStat:
     if len(runs) > 1:
         raise PerfStatError(
             f"the text holds {len(runs)} separate perf stat runs; read it with parse_report, "
-            "which keeps the runs apart")
+            "which keeps the runs apart"
+        )
     return runs[0]
 
 
@@ -909,8 +1028,9 @@ def _read(path: Path) -> str:
         data = read_limited(path, MAX_PERF_STAT_BYTES, what="perf stat output")
     except UnreadableFile as exc:
         text = str(exc)
-        raise PerfStatError(text if text.startswith("cannot read") else f"cannot read {text}") \
-            from None
+        raise PerfStatError(
+            text if text.startswith("cannot read") else f"cannot read {text}"
+        ) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

@@ -60,56 +60,124 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     def option(name: str, ini: str, help: str, **kwargs: Any) -> None:
         group.addoption(name, dest=ini, help=help, **kwargs)
         ini_type = "bool" if kwargs.get("action") == "store_true" else "string"
-        parser.addini(ini, help=help, type=ini_type,
-                      default=False if ini_type == "bool" else None)
+        parser.addini(ini, help=help, type=ini_type, default=False if ini_type == "bool" else None)
 
-    option("--inferperf", "inferperf", action="store_true", default=None,
-           help="measure tests that use pmu_profile and check their perf budgets and baselines")
-    option("--inferperf-update-baselines", "inferperf_update_baselines", action="store_true",
-           default=None, help="write this run's profiles as the new baselines (also "
-                              f"{SHORT_UPDATE} where no other plugin or conftest defines it)")
-    option("--inferperf-baselines", "inferperf_baselines", metavar="DIR", default=None,
-           help="baseline folder (default: baselines/ under the rootdir)")
-    option("--inferperf-backend", "inferperf_backend", choices=BACKEND_CHOICES, default=None,
-           help="counter backend: perf (perf_event_open on every thread), simulate "
-                "(deterministic counts from valgrind's callgrind, for machines without a "
-                "PMU), none (timing and memory only), auto (perf; simulate instead where "
-                "the machine has no hardware counters and inferperf_simulate_without_pmu "
-                "is set); default auto")
-    parser.addini("inferperf_simulate_without_pmu", type="bool", default=False,
-                  help="let --inferperf-backend auto use the simulate backend on machines "
-                       "without hardware counters (never chosen without this)")
-    parser.addini("inferperf_simulate_shared", type="bool", default=True,
-                  help="simulate backend: run every simulated test in one valgrind child "
-                       "(its start-up paid once); false: one child per test")
-    parser.addini("inferperf_progress_interval", default="60",
-                  help="seconds between progress lines of a long profile when the output "
-                       "is not a terminal (CI logs); on a terminal one status is kept up "
-                       "to date in place; -q shows none")
-    option("--inferperf-require-pmu", "inferperf_require_pmu", action="store_true",
-           default=None,
-           help="fail, instead of skip, a budget that needs counters this machine cannot count")
-    option("--inferperf-report", "inferperf_report", metavar="DIR", default=None,
-           help="write each profile and verdict as JSON under DIR")
-    option("--inferperf-json", "inferperf_json", metavar="PATH", default=None,
-           help="write the whole run as one JSON document (commit, machine, every test's "
-                "verdict and metrics, a github-action-benchmark list)")
-    option("--inferperf-html", "inferperf_html", metavar="PATH", default=None,
-           help="write the whole run as one self-contained HTML page (the table, then each "
-                "test as inferperf analyse shows a model, flamegraphs embedded)")
-    option("--inferperf-explain", "inferperf_explain", action="store_true", default=None,
-           help="show the diagnosis's full reasoning for failed tests (also with -v)")
-    option("--inferperf-flamegraphs", "inferperf_flamegraphs", choices=FLAMEGRAPH_CHOICES,
-           default=None,
-           help="attach flamegraphs (native perf stacks or Python stacks, ONNX Runtime "
-                "operators, difference from the baseline) to failed tests (default), all "
-                "profiled tests, or none")
-    option("--inferperf-fail-stale", "inferperf_fail_stale", action="store_true", default=None,
-           help="fail a test whose baseline is stale (credibly better than the baseline)")
-    option("--inferperf-strict", "inferperf_strict", action="store_true", default=None,
-           help="fail, instead of warn about, an inconclusive change: one the noise floor "
-                "(the machine's state now and at baseline time) cannot tell apart from the "
-                "machine (for dedicated runners)")
+    option(
+        "--inferperf",
+        "inferperf",
+        action="store_true",
+        default=None,
+        help="measure tests that use pmu_profile and check their perf budgets and baselines",
+    )
+    option(
+        "--inferperf-update-baselines",
+        "inferperf_update_baselines",
+        action="store_true",
+        default=None,
+        help="write this run's profiles as the new baselines (also "
+        f"{SHORT_UPDATE} where no other plugin or conftest defines it)",
+    )
+    option(
+        "--inferperf-baselines",
+        "inferperf_baselines",
+        metavar="DIR",
+        default=None,
+        help="baseline folder (default: baselines/ under the rootdir)",
+    )
+    option(
+        "--inferperf-backend",
+        "inferperf_backend",
+        choices=BACKEND_CHOICES,
+        default=None,
+        help="counter backend: perf (perf_event_open on every thread), simulate "
+        "(deterministic counts from valgrind's callgrind, for machines without a "
+        "PMU), none (timing and memory only), auto (perf; simulate instead where "
+        "the machine has no hardware counters and inferperf_simulate_without_pmu "
+        "is set); default auto",
+    )
+    parser.addini(
+        "inferperf_simulate_without_pmu",
+        type="bool",
+        default=False,
+        help="let --inferperf-backend auto use the simulate backend on machines "
+        "without hardware counters (never chosen without this)",
+    )
+    parser.addini(
+        "inferperf_simulate_shared",
+        type="bool",
+        default=True,
+        help="simulate backend: run every simulated test in one valgrind child "
+        "(its start-up paid once); false: one child per test",
+    )
+    parser.addini(
+        "inferperf_progress_interval",
+        default="60",
+        help="seconds between progress lines of a long profile when the output "
+        "is not a terminal (CI logs); on a terminal one status is kept up "
+        "to date in place; -q shows none",
+    )
+    option(
+        "--inferperf-require-pmu",
+        "inferperf_require_pmu",
+        action="store_true",
+        default=None,
+        help="fail, instead of skip, a budget that needs counters this machine cannot count",
+    )
+    option(
+        "--inferperf-report",
+        "inferperf_report",
+        metavar="DIR",
+        default=None,
+        help="write each profile and verdict as JSON under DIR",
+    )
+    option(
+        "--inferperf-json",
+        "inferperf_json",
+        metavar="PATH",
+        default=None,
+        help="write the whole run as one JSON document (commit, machine, every test's "
+        "verdict and metrics, a github-action-benchmark list)",
+    )
+    option(
+        "--inferperf-html",
+        "inferperf_html",
+        metavar="PATH",
+        default=None,
+        help="write the whole run as one self-contained HTML page (the table, then each "
+        "test as inferperf analyse shows a model, flamegraphs embedded)",
+    )
+    option(
+        "--inferperf-explain",
+        "inferperf_explain",
+        action="store_true",
+        default=None,
+        help="show the diagnosis's full reasoning for failed tests (also with -v)",
+    )
+    option(
+        "--inferperf-flamegraphs",
+        "inferperf_flamegraphs",
+        choices=FLAMEGRAPH_CHOICES,
+        default=None,
+        help="attach flamegraphs (native perf stacks or Python stacks, ONNX Runtime "
+        "operators, difference from the baseline) to failed tests (default), all "
+        "profiled tests, or none",
+    )
+    option(
+        "--inferperf-fail-stale",
+        "inferperf_fail_stale",
+        action="store_true",
+        default=None,
+        help="fail a test whose baseline is stale (credibly better than the baseline)",
+    )
+    option(
+        "--inferperf-strict",
+        "inferperf_strict",
+        action="store_true",
+        default=None,
+        help="fail, instead of warn about, an inconclusive change: one the noise floor "
+        "(the machine's state now and at baseline time) cannot tell apart from the "
+        "machine (for dedicated runners)",
+    )
 
 
 def _get(config: pytest.Config, name: str) -> Any:
@@ -157,8 +225,7 @@ class Settings:
         if workerinput is not None:
             worker_index = int(str(workerinput.get("workerid", "gw0"))[2:] or 0)
         workers = int(
-            (workerinput or {}).get("workercount") or getattr(config.option, "numprocesses", 0)
-            or 0
+            (workerinput or {}).get("workercount") or getattr(config.option, "numprocesses", 0) or 0
         )
         return cls(
             enabled=bool(_get(config, "inferperf") or _get(config, "inferperf_update_baselines")),
@@ -229,11 +296,17 @@ class InferperfPlugin:
         capture = self.config.pluginmanager.get_plugin("capturemanager")
         label = item.nodeid + (f" [{variant}]" if variant else "")
         return progress.LiveLine(
-            label, out, tty=bool(getattr(reporter, "isatty", False) and writer.hasmarkup),
-            width=writer.fullwidth, column=lambda: writer.width_of_current_line,
+            label,
+            out,
+            tty=bool(getattr(reporter, "isatty", False) and writer.hasmarkup),
+            width=writer.fullwidth,
+            column=lambda: writer.width_of_current_line,
             interval=interval,
-            uncaptured=(capture.global_and_fixture_disabled if capture is not None
-                        else contextlib.nullcontext),
+            uncaptured=(
+                capture.global_and_fixture_disabled
+                if capture is not None
+                else contextlib.nullcontext
+            ),
         )
 
     # -- the simulate backend's child for many tests --------------------------
@@ -253,15 +326,15 @@ class InferperfPlugin:
             if current.served == 0:
                 return None
         items = item.session.items
-        later = items[items.index(item):] if item in items else [item]
+        later = items[items.index(item) :] if item in items else [item]
         nodeids = [i.nodeid for i in later if "pmu_profile" in getattr(i, "fixturenames", ())]
         from .pmu.simulate import session_mode
         from .pmu.simulate_shared import SharedChild
 
-        mode = session_mode(spec_for(i) for i in later
-                            if "pmu_profile" in getattr(i, "fixturenames", ()))
-        self.shared = SharedChild(nodeids or [item.nodeid], rootdir=self.config.rootpath,
-                                  mode=mode)
+        mode = session_mode(
+            spec_for(i) for i in later if "pmu_profile" in getattr(i, "fixturenames", ())
+        )
+        self.shared = SharedChild(nodeids or [item.nodeid], rootdir=self.config.rootpath, mode=mode)
         return self.shared
 
     @pytest.hookimpl(tryfirst=True)
@@ -302,20 +375,28 @@ class InferperfPlugin:
         if failed:
             from .verdict import failure_text
 
-            pytest.fail(clean("\n\n".join(failure_text(v) for v in failed), keep_newlines=True),
-                        pytrace=False)
+            pytest.fail(
+                clean("\n\n".join(failure_text(v) for v in failed), keep_newlines=True),
+                pytrace=False,
+            )
         unchecked = [b.describe() for v in verdicts for b in v.unchecked]
         if unchecked and self.settings.require_pmu:
-            pytest.fail(clean("inferperf: budgets could not be checked on this machine "
-                              f"(--inferperf-require-pmu): {'; '.join(unchecked)}"),
-                        pytrace=False)
+            pytest.fail(
+                clean(
+                    "inferperf: budgets could not be checked on this machine "
+                    f"(--inferperf-require-pmu): {'; '.join(unchecked)}"
+                ),
+                pytrace=False,
+            )
         if all(v.nothing_checked for v in verdicts):
-            pytest.skip(clean("inferperf: budgets not checked on this machine: "
-                              f"{'; '.join(unchecked)}"))
+            pytest.skip(
+                clean(f"inferperf: budgets not checked on this machine: {'; '.join(unchecked)}")
+            )
         return result
 
-    def _confirm(self, item: pytest.Item, name: str, verdict: Verdict,
-                 call: Callable[[], Any]) -> Verdict:
+    def _confirm(
+        self, item: pytest.Item, name: str, verdict: Verdict, call: Callable[[], Any]
+    ) -> Verdict:
         """A timing regression that alone would fail the test, measured again first."""
         remeasure = item.stash.get(REMEASURE, {}).get(name)
         if remeasure is None or not verdict.needs_confirmation:
@@ -330,9 +411,14 @@ class InferperfPlugin:
         except TimeoutError as exc:  # the first measurement stands, and says why
             from dataclasses import replace
 
-            return replace(verdict, confirmation={
-                "held": True, "pause_s": CONFIRM_PAUSE_S,
-                "text": f"not measured again ({exc}): the first measurement stands"})
+            return replace(
+                verdict,
+                confirmation={
+                    "held": True,
+                    "pause_s": CONFIRM_PAUSE_S,
+                    "text": f"not measured again ({exc}): the first measurement stands",
+                },
+            )
         again, _ = self._judge(item, name, profile.with_(model=verdict.profile.model))
         return with_confirmation(verdict, again, pause_s=CONFIRM_PAUSE_S)
 
@@ -343,18 +429,23 @@ class InferperfPlugin:
         # Stacks are stored with a new baseline so later failures get a differential view.
         return mode == "all" or verdict.failed or self.settings.update
 
-    def _attach_flamegraphs(self, verdict: Verdict, baseline: Profile | None,
-                            call: Callable[[], Any], item: pytest.Item) -> Verdict:
+    def _attach_flamegraphs(
+        self, verdict: Verdict, baseline: Profile | None, call: Callable[[], Any], item: pytest.Item
+    ) -> Verdict:
         from dataclasses import replace
 
         from .flame import capture
         from .output_errors import describe, make_folder
 
-        out_dir = (self.settings.report_dir or Path(self.config.rootpath) / "inferperf-report")
+        out_dir = self.settings.report_dir or Path(self.config.rootpath) / "inferperf-report"
         folder = out_dir / "flamegraphs"
         if verdict.profile.partial:  # past its timeout already: no sampling pass
-            return replace(verdict, artifact_notes={
-                "flamegraphs": "not sampled: the measured run stopped at its timeout"})
+            return replace(
+                verdict,
+                artifact_notes={
+                    "flamegraphs": "not sampled: the measured run stopped at its timeout"
+                },
+            )
         problem = make_folder(folder)
         if problem is not None:  # output never decides a test: say so once, judge as before
             return replace(verdict, artifact_notes={FLAME_PROBLEM: problem})
@@ -362,15 +453,21 @@ class InferperfPlugin:
         try:
             operators, op_reason = _operator_table(verdict.profile, call)
             graphs = capture(
-                call, name=verdict.key, out_dir=folder,
-                operators=operators, model_name=_model_name(call),
+                call,
+                name=verdict.key,
+                out_dir=folder,
+                operators=operators,
+                model_name=_model_name(call),
                 baseline_stacks=base_stacks or None,
                 baseline_operators=(baseline.operators or None) if baseline is not None else None,
             )
         except Exception as exc:  # a disk full mid-write, a sampler's bug: never the test's
             return replace(verdict, artifact_notes={FLAME_PROBLEM: describe(exc, folder)})
-        artifacts = {k: _relative(Path(v), self.config) for k, v in graphs.paths.items()
-                     if k.endswith(".svg")}
+        artifacts = {
+            k: _relative(Path(v), self.config)
+            for k, v in graphs.paths.items()
+            if k.endswith(".svg")
+        }
         notes = dict(graphs.reasons)
         if op_reason:
             notes["operators"] = op_reason
@@ -383,8 +480,9 @@ class InferperfPlugin:
             profile = profile.with_(stacks=graphs.stacks_record(STACKS_IN_BASELINE_BYTES))
         return replace(verdict, profile=profile, artifacts=artifacts, artifact_notes=notes)
 
-    def _judge(self, item: pytest.Item, name: str,
-               profile: Profile) -> tuple[Verdict, Profile | None]:
+    def _judge(
+        self, item: pytest.Item, name: str, profile: Profile
+    ) -> tuple[Verdict, Profile | None]:
         from .baseline import BaselineError, baseline_path, class_folder, load_baseline
         from .verdict import judge
 
@@ -394,25 +492,39 @@ class InferperfPlugin:
         path = baseline_path(self.settings.baselines, profile.machine_class, profile.backend, key)
         other = self.claimed.setdefault(path, key)
         if other != key:  # two tests, one file: judging either against the other is wrong
-            pytest.fail(f"inferperf: {key} and {other} map to the same baseline file "
-                        f"{_relative(path, self.config)}; neither is compared nor written. "
-                        "Rename one of the tests (or give the pmu_profile calls distinct "
-                        "name=).", pytrace=False)
+            pytest.fail(
+                f"inferperf: {key} and {other} map to the same baseline file "
+                f"{_relative(path, self.config)}; neither is compared nor written. "
+                "Rename one of the tests (or give the pmu_profile calls distinct "
+                "name=).",
+                pytrace=False,
+            )
         baseline, error = None, None
         try:
             baseline = load_baseline(path)
-            note = (f"baseline {_relative(path, self.config)}" if baseline is not None
-                    else f"no baseline for {class_folder(profile.machine_class, profile.backend)}")
+            note = (
+                f"baseline {_relative(path, self.config)}"
+                if baseline is not None
+                else f"no baseline for {class_folder(profile.machine_class, profile.backend)}"
+            )
         except BaselineError as exc:
             note, error = "baseline unreadable", str(exc)
         if self.settings.update:
             error = None  # the unreadable baseline is being replaced
         extra_metrics, extra_findings = self._hook_results(profile)
         return judge(
-            key, profile, spec, baseline=baseline, baseline_note=note, baseline_error=error,
-            compare_fails=not self.settings.update, stale_fails=self.settings.fail_stale,
-            extra_metrics=extra_metrics, extra_findings=extra_findings,
-            verbose=self.settings.explain, strict=self.settings.strict,
+            key,
+            profile,
+            spec,
+            baseline=baseline,
+            baseline_note=note,
+            baseline_error=error,
+            compare_fails=not self.settings.update,
+            stale_fails=self.settings.fail_stale,
+            extra_metrics=extra_metrics,
+            extra_findings=extra_findings,
+            verbose=self.settings.explain,
+            strict=self.settings.strict,
         ), baseline
 
     def _hook_results(self, profile: Profile) -> tuple[dict[str, float], list]:
@@ -424,8 +536,12 @@ class InferperfPlugin:
         pm = self.config.pluginmanager
         added = extra_metrics(pm, profile.totals, context_of(profile), builtin=METRICS)
         cpu = profile.machine.get("cpu") or {}
-        ctx = RuleContext.of(str(cpu.get("core_slug", "")), unavailable=profile.unavailable,
-                             session=profile.session, cpu_count=cpu.get("cpu_count"))
+        ctx = RuleContext.of(
+            str(cpu.get("core_slug", "")),
+            unavailable=profile.unavailable,
+            session=profile.session,
+            cpu_count=cpu.get("cpu_count"),
+        )
         return added, extra_findings(pm, {**profile_metrics(profile), **added}, ctx)
 
     @pytest.hookimpl(wrapper=True)
@@ -435,9 +551,10 @@ class InferperfPlugin:
             verdicts = item.stash[VERDICTS]
             from .verdict import failure_text
 
-            report.inferperf = [{**v.summary_dict(),
-                                 "failure": failure_text(v) if v.failed else None}
-                                for v in verdicts]
+            report.inferperf = [
+                {**v.summary_dict(), "failure": failure_text(v) if v.failed else None}
+                for v in verdicts
+            ]
             _html_extras(item, report, verdicts)
         return report
 
@@ -448,8 +565,7 @@ class InferperfPlugin:
             html_table_header(cells)
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_html_results_table_row(self, report: pytest.TestReport,
-                                      cells: list[str]) -> None:
+    def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
         if self.settings.enabled:
             html_table_row(report, cells)
 
@@ -479,8 +595,9 @@ class InferperfPlugin:
 
         removed = sweep_interrupted_writes(self.settings.baselines)
         if removed:
-            self.outputs.append(f"removed {len(removed)} temp file(s) an interrupted baseline "
-                                "write had left")
+            self.outputs.append(
+                f"removed {len(removed)} temp file(s) an interrupted baseline write had left"
+            )
         # Baselines first: no report output may decide whether a passing run is kept.
         if self.settings.update:
             try:
@@ -497,9 +614,12 @@ class InferperfPlugin:
         from .report.terminal import clean
 
         terminal = self.config.pluginmanager.getplugin("terminalreporter")
-        lines = [*self.written, *(f"ERROR {e}" for e in self.write_errors),
-                 f"interrupted: {len(self.written)} baseline(s) written before the interrupt; "
-                 "every other baseline is as it was (each write is atomic)"]
+        lines = [
+            *self.written,
+            *(f"ERROR {e}" for e in self.write_errors),
+            f"interrupted: {len(self.written)} baseline(s) written before the interrupt; "
+            "every other baseline is as it was (each write is atomic)",
+        ]
         for line in lines:
             if terminal is not None:
                 terminal.write_line(clean(line))
@@ -520,11 +640,23 @@ class InferperfPlugin:
         if settings.report_dir is not None:
             outputs.append(("--inferperf-report", settings.report_dir, self._write_reports, True))
         if settings.run_json is not None:
-            outputs.append(("--inferperf-json", settings.run_json,
-                            functools.partial(self._write_run_json, session), True))
+            outputs.append(
+                (
+                    "--inferperf-json",
+                    settings.run_json,
+                    functools.partial(self._write_run_json, session),
+                    True,
+                )
+            )
         if settings.run_html is not None:
-            outputs.append(("--inferperf-html", settings.run_html,
-                            functools.partial(self._write_run_html, settings.run_html), True))
+            outputs.append(
+                (
+                    "--inferperf-html",
+                    settings.run_html,
+                    functools.partial(self._write_run_html, settings.run_html),
+                    True,
+                )
+            )
         outputs.append(("GITHUB_STEP_SUMMARY", None, self._write_step_summary, False))
         for option, path, write, asked in outputs:
             try:
@@ -532,19 +664,26 @@ class InferperfPlugin:
             except Exception as exc:  # a renderer's bug must not lose the run either
                 shown = f"{option} {_shown_path(path, self.config)}" if path else option
                 (self.write_errors if asked else self.warnings).append(
-                    f"{shown}: {describe(exc, path)}")
-        problems = dict.fromkeys(note for r in self.records
-                                 if (note := r.get("artifact_notes", {}).get(FLAME_PROBLEM)))
+                    f"{shown}: {describe(exc, path)}"
+                )
+        problems = dict.fromkeys(
+            note for r in self.records if (note := r.get("artifact_notes", {}).get(FLAME_PROBLEM))
+        )
         for problem in problems:
             (self.write_errors if settings.flamegraphs_asked else self.warnings).append(
-                f"{FLAME_PROBLEM}: {problem}")
+                f"{FLAME_PROBLEM}: {problem}"
+            )
 
     def _write_run_json(self, session: pytest.Session) -> None:
         """The run-level JSON (``--inferperf-json``)."""
         from .report.run import commit_of, run_document
 
-        document = run_document(self.records, commit=commit_of(self.config.rootpath),
-                                written=self.written, exit_status=int(session.exitstatus))
+        document = run_document(
+            self.records,
+            commit=commit_of(self.config.rootpath),
+            written=self.written,
+            exit_status=int(session.exitstatus),
+        )
         path = self.settings.run_json
         assert path is not None
         _write_text(path, json.dumps(document, indent=1, allow_nan=False) + "\n")
@@ -595,17 +734,29 @@ class InferperfPlugin:
         for record in self.records:  # xdist workers cannot see each other's claims
             with contextlib.suppress(BaselineError, KeyError, TypeError):
                 profile = record["profile"]
-                by_path.setdefault(baseline_path(self.settings.baselines,
-                                                 profile["machine_class"], profile["backend"],
-                                                 record["key"]), set()).add(record["key"])
+                by_path.setdefault(
+                    baseline_path(
+                        self.settings.baselines,
+                        profile["machine_class"],
+                        profile["backend"],
+                        record["key"],
+                    ),
+                    set(),
+                ).add(record["key"])
         shared = {key for keys in by_path.values() if len(keys) > 1 for key in keys}
         for record in sorted(self.records, key=lambda r: r["key"]):
             if record["key"] in shared:
-                others = sorted(k for keys in by_path.values() if record["key"] in keys
-                                for k in keys if k != record["key"])
+                others = sorted(
+                    k
+                    for keys in by_path.values()
+                    if record["key"] in keys
+                    for k in keys
+                    if k != record["key"]
+                )
                 self.write_errors.append(
                     f"not written: {record['key']} and {', '.join(others)} map to the same "
-                    "baseline file; rename one of the tests")
+                    "baseline file; rename one of the tests"
+                )
                 continue
             ran_clean = record["outcome"] == "passed" or (
                 record["outcome"] == "skipped" and record["nothing_checked"]
@@ -613,14 +764,16 @@ class InferperfPlugin:
             if not ran_clean or record["failed"]:
                 continue
             profile = Profile.from_dict(record["profile"])
-            path = baseline_path(self.settings.baselines, profile.machine_class,
-                                 profile.backend, record["key"])
+            path = baseline_path(
+                self.settings.baselines, profile.machine_class, profile.backend, record["key"]
+            )
             partial = partial_label(record["profile"])
             if partial:  # a run cut at its timeout never becomes the reference
                 self.write_errors.append(
                     f"not written {_relative(path, self.config)}: {partial}; the old baseline "
                     "(if any) is kept. Raise the marker's timeout= or lower repeat=, then run "
-                    "--update-baselines again.")
+                    "--update-baselines again."
+                )
                 continue
             try:
                 old = load_baseline(path)
@@ -636,7 +789,8 @@ class InferperfPlugin:
                 self.warnings.append(
                     f"{record['key']}: baseline recorded on a busy machine "
                     f"({'; '.join(record['busy'])}): its timings read slow, and every later "
-                    "comparison says so; re-record it on a quiet machine")
+                    "comparison says so; re-record it on a quiet machine"
+                )
 
     def pytest_report_header(self, config: pytest.Config) -> list[str] | None:
         if not self.settings.enabled:
@@ -644,11 +798,15 @@ class InferperfPlugin:
         from .machine import this_cpu
 
         cpu = this_cpu()
-        lines = [f"inferperf: backend {self.settings.backend}, machine class "
-                 f"{cpu.machine_class}, baselines {_relative(self.settings.baselines, config)}"]
+        lines = [
+            f"inferperf: backend {self.settings.backend}, machine class "
+            f"{cpu.machine_class}, baselines {_relative(self.settings.baselines, config)}"
+        ]
         if config.stash.get(SHORT_UPDATE_TAKEN, False):
-            lines.append(f"inferperf: {SHORT_UPDATE} belongs to another plugin or conftest here; "
-                         "use --inferperf-update-baselines to write inferperf baselines")
+            lines.append(
+                f"inferperf: {SHORT_UPDATE} belongs to another plugin or conftest here; "
+                "use --inferperf-update-baselines to write inferperf baselines"
+            )
         lines.extend(f"inferperf: WARNING {w}" for w in self.warnings)
         return lines
 
@@ -657,8 +815,14 @@ class InferperfPlugin:
             return
         from .report.terminal import render_summary
 
-        text = render_summary(self.records, self.written, self.write_errors, self.warnings,
-                              update=self.settings.update, outputs=self.outputs)
+        text = render_summary(
+            self.records,
+            self.written,
+            self.write_errors,
+            self.warnings,
+            update=self.settings.update,
+            outputs=self.outputs,
+        )
         if text:
             terminalreporter.section("inferperf")
             terminalreporter.write_line(text)
@@ -668,15 +832,15 @@ def _add_property(item: pytest.Item, name: str, value: object) -> None:
     """A junit ``<property>``: name and text value XML-safe (pytest escapes neither name)."""
     from .report.terminal import xml_safe
 
-    safe = value if isinstance(value, int | float) and not isinstance(value, bool) \
-        else xml_safe(value)
-    item.user_properties.append((xml_safe(name).replace("\n", "\\n").replace("\r", "\\r"),
-                                 safe))
+    safe = (
+        value if isinstance(value, int | float) and not isinstance(value, bool) else xml_safe(value)
+    )
+    item.user_properties.append((xml_safe(name).replace("\n", "\\n").replace("\r", "\\r"), safe))
 
 
 def _suffix(verdict: Verdict, item: pytest.Item) -> str:
     base = baseline_key(item)
-    return "" if verdict.key == base else verdict.key[len(base) + 1:] + "."
+    return "" if verdict.key == base else verdict.key[len(base) + 1 :] + "."
 
 
 def baseline_key(item: pytest.Item) -> str:
@@ -709,8 +873,18 @@ def _update_line(path: str, old: Profile | None, record: dict) -> str:
     if old is None:
         return f"created {path}"
     before = profile_metrics(old)
-    keys = [k for k in ("ipc", "l1_miss", "cpu_ms_per_call", "latency_p50_ms",
-                        "latency_p99_ms", "peak_rss_mb") if k in new and k in before]
+    keys = [
+        k
+        for k in (
+            "ipc",
+            "l1_miss",
+            "cpu_ms_per_call",
+            "latency_p50_ms",
+            "latency_p99_ms",
+            "peak_rss_mb",
+        )
+        if k in new and k in before
+    ]
     changes = ", ".join(f"{k} {before[k]:.4g} -> {new[k]:.4g}" for k in keys)
     return f"updated {path}: {changes}" if changes else f"updated {path}"
 
@@ -795,8 +969,9 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
-                                  args: list[str]):
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+):
     """Around loading the conftests: telemetry off first, ``--update-baselines`` after.
 
     Before any conftest imports ONNX Runtime, its telemetry threads are kept out of
@@ -806,9 +981,11 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     """
     options = early_config.known_args_namespace
     names = ("inferperf", "inferperf_update_baselines")
-    enabled = (any(getattr(options, name, None) for name in names)
-               or any(early_config.getini(name) for name in names)
-               or SHORT_UPDATE in args)
+    enabled = (
+        any(getattr(options, name, None) for name in names)
+        or any(early_config.getini(name) for name in names)
+        or SHORT_UPDATE in args
+    )
     if enabled:
         from .telemetry import keep_out_of_measurements
 
@@ -820,16 +997,21 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         early_config.stash[SHORT_UPDATE_TAKEN] = True
     else:
         parser.getgroup("inferperf").addoption(
-            SHORT_UPDATE, dest="inferperf_update_baselines", action="store_true", default=None,
-            help="same as --inferperf-update-baselines")
+            SHORT_UPDATE,
+            dest="inferperf_update_baselines",
+            action="store_true",
+            default=None,
+            help="same as --inferperf-update-baselines",
+        )
     return result
 
 
 def option_taken(parser: pytest.Parser, name: str) -> bool:
     """Whether some plugin or conftest already defined the command-line option ``name``."""
     groups = [getattr(parser, "_anonymous", None), *getattr(parser, "_groups", ())]
-    return any(name in option.names() for group in groups if group is not None
-               for option in group.options)
+    return any(
+        name in option.names() for group in groups if group is not None for option in group.options
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -846,9 +1028,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if settings.enabled and not _is_worker(config) and settings.workers > 1:
         cores = physical_cores()
         if settings.workers > cores:
-            message = (f"{settings.workers} xdist workers run perf tests on {cores} physical "
-                       "cores: shared caches and cores distort counts; use -n "
-                       f"{cores} or fewer")
+            message = (
+                f"{settings.workers} xdist workers run perf tests on {cores} physical "
+                "cores: shared caches and cores distort counts; use -n "
+                f"{cores} or fewer"
+            )
             plugin.warnings.append(message)
             warnings.warn(pytest.PytestWarning(f"inferperf: {message}"), stacklevel=1)
     config.pluginmanager.register(plugin, "inferperf-session")
@@ -902,16 +1086,15 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
     spec = spec_for(request.node)
     recorded = request.node.stash.setdefault(PROFILES, [])
 
-    def run(fn: Callable[..., Any], *args: Any, name: str | None = None,
-            **kwargs: Any) -> Profile:
+    def run(fn: Callable[..., Any], *args: Any, name: str | None = None, **kwargs: Any) -> Profile:
         variant = name or ""
         call = functools.partial(fn, *args, **kwargs)
         if child_process.in_child():  # re-run of this test under valgrind: judge nothing
             from .pmu import simulate
 
-            return simulate.child_measure(call, name=variant or None,
-                                          settings=_run_settings(spec),
-                                          nodeid=request.node.nodeid)
+            return simulate.child_measure(
+                call, name=variant or None, settings=_run_settings(spec), nodeid=request.node.nodeid
+            )
         if any(existing == variant for existing, *_ in recorded):
             raise pytest.UsageError(
                 f"{request.node.nodeid}: pmu_profile was called twice with "
@@ -937,26 +1120,38 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
                     pytest.skip(f"inferperf: the simulate backend is {reason}")
                 line.phase("simulating: native run, then the region under valgrind")
                 # the marker's timeout= bounds the child too
-                limit = ({"timeout": float(spec.runner["timeout"])} if "timeout" in spec.runner
-                         else {})
+                limit = (
+                    {"timeout": float(spec.runner["timeout"])} if "timeout" in spec.runner else {}
+                )
                 with ticking(line):
                     result = simulate.profile_via_child(
-                        request.node.nodeid, variant or None, rootdir=request.config.rootpath,
-                        settings=_run_settings(spec), native=call,
+                        request.node.nodeid,
+                        variant or None,
+                        rootdir=request.config.rootpath,
+                        settings=_run_settings(spec),
+                        native=call,
                         name=variant or request.node.name,
                         shared=plugin.shared_child(request.node),
                         mode=simulate.mode_for(simulate.spec_metrics(spec)),
-                        run_twice=settings.update, **limit,
+                        run_twice=settings.update,
+                        **limit,
                     )
             else:
                 from .pmu import make_backend
 
-                measure = functools.partial(profile, fn, *args,
-                                            name=variant or request.node.name,
-                                            backend=backend, **options, **kwargs)
+                measure = functools.partial(
+                    profile,
+                    fn,
+                    *args,
+                    name=variant or request.node.name,
+                    backend=backend,
+                    **options,
+                    **kwargs,
+                )
                 line.phase("warm-up")
-                counters = ProgressCounters(make_backend(backend), _run_settings(spec).repeat,
-                                            line.phase)
+                counters = ProgressCounters(
+                    make_backend(backend), _run_settings(spec).repeat, line.phase
+                )
                 result = measure(backend=counters)
                 request.node.stash.setdefault(REMEASURE, {})[variant] = measure
             if "onnxruntime" in sys.modules:
@@ -979,13 +1174,20 @@ def _with_operator_times(profile: Profile, call: Callable[[], Any]) -> Profile:
     if "onnxruntime" not in sys.modules:  # no session can exist: skip the import
         return profile
     if profile.partial:  # the workload already ran past its timeout: call it no more
-        return profile.with_(settings={**profile.settings, "operator_pass": {
-            "skipped": "the measured run stopped at its timeout"}})
+        return profile.with_(
+            settings={
+                **profile.settings,
+                "operator_pass": {"skipped": "the measured run stopped at its timeout"},
+            }
+        )
     from .onnx import operator_times
 
     fields, reason = operator_times(call, latency_ms=profile.latency.mean_ms)
-    settings = {**profile.settings, "operator_pass": fields.pop("operator_pass", None)
-                or {"skipped": reason or "not an ONNX Runtime workload"}}
+    settings = {
+        **profile.settings,
+        "operator_pass": fields.pop("operator_pass", None)
+        or {"skipped": reason or "not an ONNX Runtime workload"},
+    }
     return profile.with_(settings=settings, **fields)
 
 
@@ -1029,14 +1231,20 @@ def _html_extras(item: pytest.Item, report: pytest.TestReport, verdicts: list[Ve
     for verdict in verdicts:
         for kind, path in verdict.artifacts.items():
             target = Path(config.rootpath, path)
-            extras.append(pytest_html.extras.url(os.path.relpath(target, folder),
-                                                 name=f"{verdict.key} {kind}"))
+            extras.append(
+                pytest_html.extras.url(
+                    os.path.relpath(target, folder), name=f"{verdict.key} {kind}"
+                )
+            )
             try:
                 svg = target.read_bytes()
             except OSError:
                 continue
-            extras.append(pytest_html.extras.svg(base64.b64encode(svg).decode("ascii"),
-                                                 name=f"{verdict.key} {kind}"))
+            extras.append(
+                pytest_html.extras.svg(
+                    base64.b64encode(svg).decode("ascii"), name=f"{verdict.key} {kind}"
+                )
+            )
     report.extras = extras
 
 

@@ -41,23 +41,67 @@ __all__ = [
 
 # op types whose kernel computes in integers whatever the trace shows (their quantised
 # weight is pre-packed and left out of the trace; a float input is quantised inside)
-INTEGER_KERNELS = frozenset({
-    "MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv", "QGemm",
-    "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QAttention", "QLinearAdd",
-    "QLinearMul", "QLinearGlobalAveragePool", "QLinearSigmoid", "QLinearLeakyRelu",
-    "QLinearSoftmax", "QLinearConcat",
-})
+INTEGER_KERNELS = frozenset(
+    {
+        "MatMulInteger",
+        "ConvInteger",
+        "QLinearMatMul",
+        "QLinearConv",
+        "QGemm",
+        "DynamicQuantizeMatMul",
+        "MatMulIntegerToFloat",
+        "QAttention",
+        "QLinearAdd",
+        "QLinearMul",
+        "QLinearGlobalAveragePool",
+        "QLinearSigmoid",
+        "QLinearLeakyRelu",
+        "QLinearSoftmax",
+        "QLinearConcat",
+    }
+)
 # compute op types whose weight precision matters (index of the weight input)
 WEIGHT_INPUT: dict[str, int] = {
-    "MatMul": 1, "Gemm": 1, "FusedMatMul": 1, "FusedGemm": 1, "Conv": 1, "FusedConv": 1,
-    "ConvTranspose": 1, "MatMulNBits": 1,
+    "MatMul": 1,
+    "Gemm": 1,
+    "FusedMatMul": 1,
+    "FusedGemm": 1,
+    "Conv": 1,
+    "FusedConv": 1,
+    "ConvTranspose": 1,
+    "MatMulNBits": 1,
 }
 # ops a stored weight may pass through on its way to a compute node
-_CONVERSIONS = frozenset({"Cast", "DequantizeLinear", "Mul", "Div", "Sub", "Add", "Identity",
-                          "Transpose", "Reshape", "Unsqueeze", "Squeeze", "Flatten"})
-_NARROW = {2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 21: "uint4", 22: "int4",
-           10: "float16", 16: "bfloat16", 17: "float8", 18: "float8", 19: "float8",
-           20: "float8"}
+_CONVERSIONS = frozenset(
+    {
+        "Cast",
+        "DequantizeLinear",
+        "Mul",
+        "Div",
+        "Sub",
+        "Add",
+        "Identity",
+        "Transpose",
+        "Reshape",
+        "Unsqueeze",
+        "Squeeze",
+        "Flatten",
+    }
+)
+_NARROW = {
+    2: "uint8",
+    3: "int8",
+    4: "uint16",
+    5: "int16",
+    21: "uint4",
+    22: "int4",
+    10: "float16",
+    16: "bfloat16",
+    17: "float8",
+    18: "float8",
+    19: "float8",
+    20: "float8",
+}
 _TRACE_TYPE = re.compile(r"^\s*([A-Za-z0-9_]+)\[")
 _FLOATS = ("double", "float", "float16", "bfloat16")
 
@@ -104,8 +148,9 @@ def stored_weight_types(model: Any) -> dict[str, str]:
     return found
 
 
-def _stored_type(tensor: str, weights: Mapping[str, int],
-                 producer: Mapping[str, Any]) -> str | None:
+def _stored_type(
+    tensor: str, weights: Mapping[str, int], producer: Mapping[str, Any]
+) -> str | None:
     pending, seen = [tensor], set()
     while pending:
         name = pending.pop()
@@ -161,8 +206,9 @@ def executed_types(operators: Sequence[Any]) -> dict[str, list[str]]:
     return out
 
 
-def precision_table(operators: Sequence[Any],
-                    stored: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+def precision_table(
+    operators: Sequence[Any], stored: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
     """Per op type: ``op_type``, ``nodes``, ``share`` (of operator time), ``inputs`` (the
     element types that executed), ``computes_in``, ``weights_stored`` (the stored
     types of its weights, where narrower than used) and ``narrow_nodes`` /
@@ -177,9 +223,18 @@ def precision_table(operators: Sequence[Any],
     rows: dict[str, dict[str, Any]] = {}
     for op in operators:
         op_type = str(_field(op, "op_type") or "?")
-        row = rows.setdefault(op_type, {"op_type": op_type, "nodes": 0, "share": 0.0,
-                                        "inputs": [], "weights_stored": [],
-                                        "narrow_nodes": 0, "narrow_share": 0.0})
+        row = rows.setdefault(
+            op_type,
+            {
+                "op_type": op_type,
+                "nodes": 0,
+                "share": 0.0,
+                "inputs": [],
+                "weights_stored": [],
+                "narrow_nodes": 0,
+                "narrow_share": 0.0,
+            },
+        )
         row["nodes"] += 1
         with contextlib.suppress(TypeError, ValueError):
             row["share"] += float(_field(op, "share") or 0.0)
@@ -197,8 +252,9 @@ def precision_table(operators: Sequence[Any],
             with contextlib.suppress(TypeError, ValueError):
                 row["narrow_share"] += float(_field(op, "share") or 0.0)
     for row in rows.values():
-        row["computes_in"] = _computes_in(row["op_type"], row["inputs"],
-                                          ", ".join(row["weights_stored"]))
+        row["computes_in"] = _computes_in(
+            row["op_type"], row["inputs"], ", ".join(row["weights_stored"])
+        )
     return sorted(rows.values(), key=lambda r: (-r["share"], r["op_type"]))
 
 
@@ -208,15 +264,16 @@ def precision_findings(table: Sequence[Mapping[str, Any]]) -> list[str]:
     for row in table:
         stored = [w for w in row.get("weights_stored") or () if w.startswith(("int", "uint"))]
         computes = str(row.get("computes_in") or "")
-        if not stored or row.get("op_type") == "MatMulNBits" or not computes.startswith(
-                _FLOATS):
+        if not stored or row.get("op_type") == "MatMulNBits" or not computes.startswith(_FLOATS):
             continue
         nodes = int(row.get("narrow_nodes") or row.get("nodes") or 0)
         share = float(row.get("narrow_share") or row.get("share") or 0.0)
-        out.append(f"{'/'.join(stored)} weights dequantised to {computes} before "
-                   f"{row['op_type']}: {nodes} node{'s' if nodes != 1 else ''} "
-                   f"({share:.0%} of operator time) run in {computes}, not "
-                   f"{'/'.join(stored)}")
+        out.append(
+            f"{'/'.join(stored)} weights dequantised to {computes} before "
+            f"{row['op_type']}: {nodes} node{'s' if nodes != 1 else ''} "
+            f"({share:.0%} of operator time) run in {computes}, not "
+            f"{'/'.join(stored)}"
+        )
     return out
 
 
@@ -227,11 +284,16 @@ def precision_lines(operators: Sequence[Any], limit: int = 4) -> list[str]:
     table = [r for r in precision_table(operators) if r["inputs"]]
     if not table:
         return []
-    compute = [r for r in table if r["op_type"] in WEIGHT_INPUT or r["op_type"] in
-               INTEGER_KERNELS or r["weights_stored"]]
+    compute = [
+        r
+        for r in table
+        if r["op_type"] in WEIGHT_INPUT or r["op_type"] in INTEGER_KERNELS or r["weights_stored"]
+    ]
     parts = []
     for row in (compute or table)[:limit]:  # the op types that do the arithmetic first
         stored = row["weights_stored"]
-        parts.append(f"{row['op_type']} {row['share']:.0%} {row['computes_in']}"
-                     + (f" (weights stored {', '.join(stored)})" if stored else ""))
+        parts.append(
+            f"{row['op_type']} {row['share']:.0%} {row['computes_in']}"
+            + (f" (weights stored {', '.join(stored)})" if stored else "")
+        )
     return ["; ".join(parts), *precision_findings(table)]

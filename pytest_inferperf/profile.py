@@ -139,14 +139,23 @@ class StageStats:
     repeat_wall_ns: tuple[int, ...] = ()  # per measured repeat; () in older profiles
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "calls": self.calls, "wall_ns": self.wall_ns,
-                "counts": dict(self.counts), "repeat_wall_ns": list(self.repeat_wall_ns)}
+        return {
+            "name": self.name,
+            "calls": self.calls,
+            "wall_ns": self.wall_ns,
+            "counts": dict(self.counts),
+            "repeat_wall_ns": list(self.repeat_wall_ns),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping) -> StageStats:
-        return cls(str(data["name"]), int(data["calls"]), int(data["wall_ns"]),
-                   {k: float(v) for k, v in data.get("counts", {}).items()},
-                   tuple(int(v) for v in data.get("repeat_wall_ns", ())))
+        return cls(
+            str(data["name"]),
+            int(data["calls"]),
+            int(data["wall_ns"]),
+            {k: float(v) for k, v in data.get("counts", {}).items()},
+            tuple(int(v) for v in data.get("repeat_wall_ns", ())),
+        )
 
 
 @dataclass(frozen=True)
@@ -264,7 +273,8 @@ class Profile:
             cause = FileNotFoundError(str(exc)) if exc.missing else None
             raise ProfileFormatError(
                 f"{exc}. Restore it from version control, or delete it and re-create it "
-                "with --update-baselines.") from cause
+                "with --update-baselines."
+            ) from cause
         try:
             text = raw.decode("utf-8")
             data = json.loads(text, parse_constant=_reject_constant)
@@ -288,8 +298,9 @@ def _reject_constant(name: str) -> float:
 def _from_dict(data: Any, source: str) -> Profile:
     fix = "Restore it from version control, or delete it and re-create it with --update-baselines."
     if not isinstance(data, Mapping) or data.get("schema") != SCHEMA_NAME:
-        raise ProfileFormatError(f"{source} is not an inferperf profile (no \"schema\": "
-                                 f"\"{SCHEMA_NAME}\"). {fix}")
+        raise ProfileFormatError(
+            f'{source} is not an inferperf profile (no "schema": "{SCHEMA_NAME}"). {fix}'
+        )
     version = data.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise ProfileFormatError(f"{source} has no valid schema_version. {fix}")
@@ -315,11 +326,13 @@ def _from_dict(data: Any, source: str) -> Profile:
             repeats=tuple(Repeat.from_dict(r) for r in data["repeats"]),
             latency=latency,
             memory=MemoryStats(
-                peak_rss_bytes=None if memory.get("peak_rss_bytes") is None
+                peak_rss_bytes=None
+                if memory.get("peak_rss_bytes") is None
                 else int(memory["peak_rss_bytes"]),
                 method=str(memory["method"]),
                 note=memory.get("note"),
-                start_rss_bytes=None if memory.get("start_rss_bytes") is None
+                start_rss_bytes=None
+                if memory.get("start_rss_bytes") is None
                 else int(memory["start_rss_bytes"]),
             ),
             steady=Steadiness(
@@ -362,16 +375,21 @@ def _mapping(value: Any) -> dict:
 
 def _op_type(value: Any) -> dict:
     row = _mapping(value)
-    return {"op_type": str(row["op_type"]), "nodes": int(row.get("nodes", 0)),
-            "mean_us": float(row.get("mean_us", 0.0)),
-            "runs_us": [float(v) for v in row.get("runs_us", [])]}
+    return {
+        "op_type": str(row["op_type"]),
+        "nodes": int(row.get("nodes", 0)),
+        "mean_us": float(row.get("mean_us", 0.0)),
+        "runs_us": [float(v) for v in row.get("runs_us", [])],
+    }
 
 
 def _stacks(value: Any) -> dict:
     data = _mapping(value)
     folded = _mapping(data.get("folded", {}))
-    return {"view": str(data.get("view", "")),
-            "folded": {str(k): int(v) for k, v in folded.items()}}
+    return {
+        "view": str(data.get("view", "")),
+        "folded": {str(k): int(v) for k, v in folded.items()},
+    }
 
 
 def _floats(data: Mapping, *, int_keys: Sequence[str] = ()) -> dict:

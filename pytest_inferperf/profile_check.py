@@ -64,15 +64,18 @@ def check_numbers(value: Any, path: str = "") -> None:
             continue
         if kind is float:
             if not isfinite(item):
-                _fail(_path(path, where), "a finite number (NaN, Infinity and 1e400 are not)",
-                      item)
+                _fail(_path(path, where), "a finite number (NaN, Infinity and 1e400 are not)", item)
             if item and not FLOAT_MIN <= abs(item) <= FLOAT_MAX:
-                _fail(_path(path, where),
-                      f"a number between {FLOAT_MIN:g} and {FLOAT_MAX:g} in magnitude", item)
+                _fail(
+                    _path(path, where),
+                    f"a number between {FLOAT_MIN:g} and {FLOAT_MAX:g} in magnitude",
+                    item,
+                )
         elif kind is int:
             if not -MAX_INT <= item <= MAX_INT:
-                _fail(_path(path, where), "an integer beyond 2**63",
-                      f"{len(str(item))}-digit integer")
+                _fail(
+                    _path(path, where), "an integer beyond 2**63", f"{len(str(item))}-digit integer"
+                )
         elif isinstance(item, Mapping):
             if depth >= MAX_DEPTH:
                 _fail(_path(path, where), f"nested deeper than {MAX_DEPTH} levels", "...")
@@ -84,8 +87,11 @@ def check_numbers(value: Any, path: str = "") -> None:
         elif isinstance(item, list | tuple):
             if depth >= MAX_DEPTH:
                 _fail(_path(path, where), f"nested deeper than {MAX_DEPTH} levels", "...")
-            stack.extend((child, (*where, i), depth + 1) for i, child in enumerate(item)
-                         if type(child) not in (str, bool, type(None)))
+            stack.extend(
+                (child, (*where, i), depth + 1)
+                for i, child in enumerate(item)
+                if type(child) not in (str, bool, type(None))
+            )
         else:
             _fail(_path(path, where), "a JSON value", type(item).__name__)
 
@@ -152,8 +158,13 @@ def optional(check: Callable[..., None], value: Any, path: str, *args: Any) -> N
         check(value, path, *args)
 
 
-def _fields(data: Mapping, path: str, rules: Mapping[str, Callable[[Any, str], None]],
-            *, required: tuple[str, ...] = ()) -> None:
+def _fields(
+    data: Mapping,
+    path: str,
+    rules: Mapping[str, Callable[[Any, str], None]],
+    *,
+    required: tuple[str, ...] = (),
+) -> None:
     for key in required:
         if key not in data:
             raise InvalidProfile(f"missing field '{f'{path}.{key}' if path else key}'")
@@ -166,6 +177,7 @@ def _each(rule: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
     def check(value: Any, path: str) -> None:
         for index, item in enumerate(sequence(value, path)):
             rule(item, f"{path}[{index}]")
+
     return check
 
 
@@ -173,6 +185,7 @@ def _values(rule: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
     def check(value: Any, path: str) -> None:
         for key, item in mapping(value, path).items():
             rule(item, f"{path}.{key}")
+
     return check
 
 
@@ -180,8 +193,9 @@ def _opt(rule: Callable[..., None], *args: Any) -> Callable[[Any, str], None]:
     return lambda value, path: optional(rule, value, path, *args)
 
 
-def _obj(rules: Mapping[str, Callable[[Any, str], None]],
-         required: tuple[str, ...] = ()) -> Callable[[Any, str], None]:
+def _obj(
+    rules: Mapping[str, Callable[[Any, str], None]], required: tuple[str, ...] = ()
+) -> Callable[[Any, str], None]:
     return lambda value, path: _fields(mapping(value, path), path, rules, required=required)
 
 
@@ -196,95 +210,229 @@ def _nums(low: float = 0.0, high: float = FLOAT_MAX) -> Callable[[Any, str], Non
 _finite = _nums(-FLOAT_MAX, FLOAT_MAX)
 _threads = _opt(integer, 0, THREADS_MAX)
 
-_COUNT = _obj({"value": count, "raw": _ints(0, 2**64), "enabled_ns": _ints(0, NS_MAX),
-               "running_ns": _ints(0, NS_MAX)}, required=("value", "raw"))
-_SAMPLE = _obj({"counts": _values(_COUNT),
-                "per_thread": _values(_values(_nums(-COUNT_MAX, COUNT_MAX)))},
-               required=("counts",))
-_REPEAT = _obj({"calls": _ints(1, CALLS_MAX), "wall_ns": _ints(0, NS_MAX), "sample": _SAMPLE},
-               required=("calls", "wall_ns", "sample"))
+_COUNT = _obj(
+    {
+        "value": count,
+        "raw": _ints(0, 2**64),
+        "enabled_ns": _ints(0, NS_MAX),
+        "running_ns": _ints(0, NS_MAX),
+    },
+    required=("value", "raw"),
+)
+_SAMPLE = _obj(
+    {"counts": _values(_COUNT), "per_thread": _values(_values(_nums(-COUNT_MAX, COUNT_MAX)))},
+    required=("counts",),
+)
+_REPEAT = _obj(
+    {"calls": _ints(1, CALLS_MAX), "wall_ns": _ints(0, NS_MAX), "sample": _SAMPLE},
+    required=("calls", "wall_ns", "sample"),
+)
 _LATENCY_KEYS = ("mean_ms", "min_ms", "max_ms", "stddev_ms", "p50_ms", "p95_ms", "p99_ms")
-_LATENCY = _obj({"calls": _ints(1, CALLS_MAX * 1000),
-                 **dict.fromkeys(_LATENCY_KEYS, _nums(0.0, MS_MAX)),
-                 "calls_per_second": _nums(0.0, FLOAT_MAX)},
-                required=("calls", *_LATENCY_KEYS, "calls_per_second"))
-_MEMORY = _obj({"peak_rss_bytes": _opt(integer, 0, BYTES_MAX), "method": text,
-                "note": _opt(text)}, required=("method",))
-_STEADY = _obj({"reached": flag, "warmup_calls": _ints(0, CALLS_MAX),
-                "spread": _nums(-1.0, FLOAT_MAX), "threshold": _nums(0.0, FLOAT_MAX),
-                "window": _ints(0, CALLS_MAX)},
-               required=("reached", "warmup_calls", "spread", "threshold", "window"))
-_EVENT = _obj({"name": text, "available": flag, "source": _opt(text), "reason": _opt(text)},
-              required=("name", "available"))
-_STAGE = _obj({"name": text, "calls": _ints(0, CALLS_MAX * 1000),
-               "wall_ns": _ints(-NS_MAX, NS_MAX),
-               "counts": _values(_nums(-COUNT_MAX, COUNT_MAX)),
-               "repeat_wall_ns": _each(_ints(-NS_MAX, NS_MAX))},
-              required=("name", "calls", "wall_ns"))
-_OPERATOR = _obj({"node": _opt(text), "op_type": _opt(text), "calls": _opt(integer, 0),
-                  "total_us": _opt(number), "mean_us": _opt(number), "share": _opt(number),
-                  "input_shapes": _opt(_each(text)), "output_shapes": _opt(_each(text)),
-                  **dict.fromkeys(("output_bytes", "activation_bytes", "parameter_bytes"),
-                                  _opt(integer, 0, BYTES_MAX))})
-_OP_TYPE = _obj({"op_type": text, "nodes": _ints(0, CALLS_MAX), "mean_us": _nums(),
-                 "runs_us": _each(_nums())}, required=("op_type",))
-_POINT = _obj({"node": _opt(text), "op_type": _opt(text), "bound": _opt(text),
-               "matched_by": _opt(text),
-               **dict.fromkeys(("flops", "bytes", "intensity", "time_us", "achieved_gflops",
-                                "attainable_gflops"), _opt(number))})
-_ROOFLINE = _obj({
-    "ceilings": _obj({"peak_gflops": _nums(FLOAT_MIN), "bandwidth_gbs": _nums(FLOAT_MIN),
-                      "threads": _threads, "method": _opt(text),
-                      "ridge_intensity": _opt(number)},
-                     required=("peak_gflops", "bandwidth_gbs")),
-    "points": _opt(_each(_POINT)),
-    "summary": _opt(_obj({"unmatched_operators": _opt(_each(text)),
-                          **dict.fromkeys(("operators", "memory_bound", "compute_bound",
-                                           "matched_by_shapes", "unmatched"),
-                                          _opt(integer, 0)),
-                          **dict.fromkeys(("time_us", "gflop", "achieved_gflops",
-                                           "memory_bound_time_share"), _opt(number))})),
-    "reason": _opt(text),
-})
-_ENERGY = _obj({"joules_per_call": _opt(number), "source": _opt(text), "reason": _opt(text),
-                "seconds": _opt(number), "watts": _opt(number), "calls": _opt(integer, 0),
-                "domains": _opt(mapping)})
+_LATENCY = _obj(
+    {
+        "calls": _ints(1, CALLS_MAX * 1000),
+        **dict.fromkeys(_LATENCY_KEYS, _nums(0.0, MS_MAX)),
+        "calls_per_second": _nums(0.0, FLOAT_MAX),
+    },
+    required=("calls", *_LATENCY_KEYS, "calls_per_second"),
+)
+_MEMORY = _obj(
+    {"peak_rss_bytes": _opt(integer, 0, BYTES_MAX), "method": text, "note": _opt(text)},
+    required=("method",),
+)
+_STEADY = _obj(
+    {
+        "reached": flag,
+        "warmup_calls": _ints(0, CALLS_MAX),
+        "spread": _nums(-1.0, FLOAT_MAX),
+        "threshold": _nums(0.0, FLOAT_MAX),
+        "window": _ints(0, CALLS_MAX),
+    },
+    required=("reached", "warmup_calls", "spread", "threshold", "window"),
+)
+_EVENT = _obj(
+    {"name": text, "available": flag, "source": _opt(text), "reason": _opt(text)},
+    required=("name", "available"),
+)
+_STAGE = _obj(
+    {
+        "name": text,
+        "calls": _ints(0, CALLS_MAX * 1000),
+        "wall_ns": _ints(-NS_MAX, NS_MAX),
+        "counts": _values(_nums(-COUNT_MAX, COUNT_MAX)),
+        "repeat_wall_ns": _each(_ints(-NS_MAX, NS_MAX)),
+    },
+    required=("name", "calls", "wall_ns"),
+)
+_OPERATOR = _obj(
+    {
+        "node": _opt(text),
+        "op_type": _opt(text),
+        "calls": _opt(integer, 0),
+        "total_us": _opt(number),
+        "mean_us": _opt(number),
+        "share": _opt(number),
+        "input_shapes": _opt(_each(text)),
+        "output_shapes": _opt(_each(text)),
+        **dict.fromkeys(
+            ("output_bytes", "activation_bytes", "parameter_bytes"), _opt(integer, 0, BYTES_MAX)
+        ),
+    }
+)
+_OP_TYPE = _obj(
+    {"op_type": text, "nodes": _ints(0, CALLS_MAX), "mean_us": _nums(), "runs_us": _each(_nums())},
+    required=("op_type",),
+)
+_POINT = _obj(
+    {
+        "node": _opt(text),
+        "op_type": _opt(text),
+        "bound": _opt(text),
+        "matched_by": _opt(text),
+        **dict.fromkeys(
+            ("flops", "bytes", "intensity", "time_us", "achieved_gflops", "attainable_gflops"),
+            _opt(number),
+        ),
+    }
+)
+_ROOFLINE = _obj(
+    {
+        "ceilings": _obj(
+            {
+                "peak_gflops": _nums(FLOAT_MIN),
+                "bandwidth_gbs": _nums(FLOAT_MIN),
+                "threads": _threads,
+                "method": _opt(text),
+                "ridge_intensity": _opt(number),
+            },
+            required=("peak_gflops", "bandwidth_gbs"),
+        ),
+        "points": _opt(_each(_POINT)),
+        "summary": _opt(
+            _obj(
+                {
+                    "unmatched_operators": _opt(_each(text)),
+                    **dict.fromkeys(
+                        (
+                            "operators",
+                            "memory_bound",
+                            "compute_bound",
+                            "matched_by_shapes",
+                            "unmatched",
+                        ),
+                        _opt(integer, 0),
+                    ),
+                    **dict.fromkeys(
+                        ("time_us", "gflop", "achieved_gflops", "memory_bound_time_share"),
+                        _opt(number),
+                    ),
+                }
+            )
+        ),
+        "reason": _opt(text),
+    }
+)
+_ENERGY = _obj(
+    {
+        "joules_per_call": _opt(number),
+        "source": _opt(text),
+        "reason": _opt(text),
+        "seconds": _opt(number),
+        "watts": _opt(number),
+        "calls": _opt(integer, 0),
+        "domains": _opt(mapping),
+    }
+)
 _STACKS = _obj({"view": _opt(text), "folded": _values(_ints(0, 2**53))})
-_CPU = _obj({"arch": _opt(text), "vendor": _opt(text), "core": _opt(text),
-             "core_slug": _opt(text), "cpu_count": _opt(integer, 1, THREADS_MAX),
-             "machine_class": _opt(text), "kernel": _opt(text), "paranoid": _opt(integer, -10),
-             "privileged": _opt(flag), "caches": _opt(_each(mapping))})
+_CPU = _obj(
+    {
+        "arch": _opt(text),
+        "vendor": _opt(text),
+        "core": _opt(text),
+        "core_slug": _opt(text),
+        "cpu_count": _opt(integer, 1, THREADS_MAX),
+        "machine_class": _opt(text),
+        "kernel": _opt(text),
+        "paranoid": _opt(integer, -10),
+        "privileged": _opt(flag),
+        "caches": _opt(_each(mapping)),
+    }
+)
 _MACHINE = _obj({"cpu": _opt(_CPU), "machine_class": _opt(text)})
-_SESSION = _obj({"providers": _opt(_each(text)), "intra_op_threads": _threads,
-                 "inter_op_threads": _threads, "onnxruntime": _opt(text),
-                 "execution_mode": _opt(text), "graph_optimization_level": _opt(text),
-                 "allow_spinning": _opt(flag), "enable_mem_arena": _opt(flag)})
-_SIMULATION = _obj({"warnings": _opt(_each(text)), "child": _opt(mapping),
-                    **dict.fromkeys(("slowdown_vs_native", "uninstrumented_slowdown_vs_native",
-                                     "child_wall_s"), _opt(number))})
-_ANALYSE = _obj({"dims": _opt(_values(_ints(1, MAX_INT))),
-                 "session_settings": _opt(_obj({"intra_op_threads": _threads}))})
-_SETTINGS = _obj({
-    **dict.fromkeys(("warmup", "warmup_max", "steady_window"), _ints(0, MAX_INT)),
-    "seed": _ints(-MAX_INT, MAX_INT),
-    "repeat": _ints(1, CALLS_MAX), "calls_per_repeat": _ints(1, CALLS_MAX),
-    "timeout": _nums(FLOAT_MIN), "min_time": _nums(), "steady_threshold": _nums(),
-    "pin": _opt(_each(_ints(0, THREADS_MAX))), "simulation": _opt(_SIMULATION),
-    "analyse": _opt(_ANALYSE), "operator_pass": _opt(mapping), "smoke": _opt(flag),
-})
-_PROFILE = _obj({
-    "name": text, "created": text, "machine_class": text, "backend": text,
-    "machine": _MACHINE, "settings": _SETTINGS, "session": _opt(_SESSION),
-    "events": _each(_EVENT), "latency": _LATENCY, "memory": _MEMORY, "steady": _STEADY,
-    "partial": flag, "partial_reason": _opt(text), "overhead": _values(_nums(-COUNT_MAX,
-                                                                             COUNT_MAX)),
-    "stages": _each(_STAGE),
-    "repeats": lambda value, path: [_REPEAT(r, f"{path}[{i}]") for i, r in
-                                    enumerate(sequence(value, path, non_empty=True))],
-    "operators": _each(_OPERATOR), "op_types": _each(_OP_TYPE), "roofline": _opt(_ROOFLINE),
-    "energy": _opt(_ENERGY), "stacks": _opt(_STACKS), "artifacts": _values(text),
-    "outputs_ok": flag,
-}, required=("name", "machine_class", "backend", "latency", "memory", "steady", "repeats"))
+_SESSION = _obj(
+    {
+        "providers": _opt(_each(text)),
+        "intra_op_threads": _threads,
+        "inter_op_threads": _threads,
+        "onnxruntime": _opt(text),
+        "execution_mode": _opt(text),
+        "graph_optimization_level": _opt(text),
+        "allow_spinning": _opt(flag),
+        "enable_mem_arena": _opt(flag),
+    }
+)
+_SIMULATION = _obj(
+    {
+        "warnings": _opt(_each(text)),
+        "child": _opt(mapping),
+        **dict.fromkeys(
+            ("slowdown_vs_native", "uninstrumented_slowdown_vs_native", "child_wall_s"),
+            _opt(number),
+        ),
+    }
+)
+_ANALYSE = _obj(
+    {
+        "dims": _opt(_values(_ints(1, MAX_INT))),
+        "session_settings": _opt(_obj({"intra_op_threads": _threads})),
+    }
+)
+_SETTINGS = _obj(
+    {
+        **dict.fromkeys(("warmup", "warmup_max", "steady_window"), _ints(0, MAX_INT)),
+        "seed": _ints(-MAX_INT, MAX_INT),
+        "repeat": _ints(1, CALLS_MAX),
+        "calls_per_repeat": _ints(1, CALLS_MAX),
+        "timeout": _nums(FLOAT_MIN),
+        "min_time": _nums(),
+        "steady_threshold": _nums(),
+        "pin": _opt(_each(_ints(0, THREADS_MAX))),
+        "simulation": _opt(_SIMULATION),
+        "analyse": _opt(_ANALYSE),
+        "operator_pass": _opt(mapping),
+        "smoke": _opt(flag),
+    }
+)
+_PROFILE = _obj(
+    {
+        "name": text,
+        "created": text,
+        "machine_class": text,
+        "backend": text,
+        "machine": _MACHINE,
+        "settings": _SETTINGS,
+        "session": _opt(_SESSION),
+        "events": _each(_EVENT),
+        "latency": _LATENCY,
+        "memory": _MEMORY,
+        "steady": _STEADY,
+        "partial": flag,
+        "partial_reason": _opt(text),
+        "overhead": _values(_nums(-COUNT_MAX, COUNT_MAX)),
+        "stages": _each(_STAGE),
+        "repeats": lambda value, path: [
+            _REPEAT(r, f"{path}[{i}]") for i, r in enumerate(sequence(value, path, non_empty=True))
+        ],
+        "operators": _each(_OPERATOR),
+        "op_types": _each(_OP_TYPE),
+        "roofline": _opt(_ROOFLINE),
+        "energy": _opt(_ENERGY),
+        "stacks": _opt(_STACKS),
+        "artifacts": _values(text),
+        "outputs_ok": flag,
+    },
+    required=("name", "machine_class", "backend", "latency", "memory", "steady", "repeats"),
+)
 
 
 def check_profile(data: Any, *, schema_version: int) -> None:
@@ -296,7 +444,6 @@ def check_profile(data: Any, *, schema_version: int) -> None:
     document = mapping(data, "")
     version = document.get("schema_version")
     if not _is_int(version) or not 1 <= version <= schema_version:
-        _fail("schema_version", f"a known profile schema version (1 to {schema_version})",
-              version)
+        _fail("schema_version", f"a known profile schema version (1 to {schema_version})", version)
     check_numbers(document)
     _PROFILE(document, "")

@@ -27,12 +27,10 @@ from .runner import OVERHEAD_SAMPLES
 Say = Callable[[str], None]
 
 
-
 class ProgressCounters:
     """A counter backend that says which repeat starts, just before its region starts."""
 
-    def __init__(self, inner: Any, repeat: int, say: Say, *,
-                 skip: int = OVERHEAD_SAMPLES) -> None:
+    def __init__(self, inner: Any, repeat: int, say: Say, *, skip: int = OVERHEAD_SAMPLES) -> None:
         self._inner, self._repeat, self._say = inner, repeat, say
         self._skip = skip
         self._starts = 0
@@ -73,12 +71,19 @@ class LiveLine:
     capture suspended (the plugin passes one); ``clock`` is replaceable for tests.
     """
 
-    def __init__(self, label: str, out: TextIO, *, tty: bool, width: int = 80,
-                 column: Callable[[], int] = lambda: 0, after: float = 2.0,
-                 interval: float = 60.0,
-                 uncaptured: Callable[[], contextlib.AbstractContextManager[Any]] = (
-                     contextlib.nullcontext),
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        label: str,
+        out: TextIO,
+        *,
+        tty: bool,
+        width: int = 80,
+        column: Callable[[], int] = lambda: 0,
+        after: float = 2.0,
+        interval: float = 60.0,
+        uncaptured: Callable[[], contextlib.AbstractContextManager[Any]] = (contextlib.nullcontext),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.label, self._out, self._tty = label, out, tty
         self._width, self._column = width, column
         self._after, self._interval = after, interval
@@ -119,7 +124,7 @@ class LiveLine:
             room = self._width - self._column() - 2
             text = f" [inferperf: {self._status(elapsed)}]"
             if len(text) > room:  # cut the tail, keep the elapsed time
-                text = text[:room - 2] + "…]" if room >= 20 else ""
+                text = text[: room - 2] + "…]" if room >= 20 else ""
             if text != self._shown:
                 self._emit(self._erase() + text)
                 self._shown = text

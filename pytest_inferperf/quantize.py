@@ -54,13 +54,18 @@ def quantize_dynamic(model: str | os.PathLike[str], out: str | os.PathLike[str])
     os.close(fd)
     try:
         with quiet_quantization():
-            ort_quantize_dynamic(source, tmp, weight_type=QuantType.QInt8,
-                                 op_types_to_quantize=["MatMul", "Gemm"],
-                                 extra_options={"MatMulConstBOnly": True})
+            ort_quantize_dynamic(
+                source,
+                tmp,
+                weight_type=QuantType.QInt8,
+                op_types_to_quantize=["MatMul", "Gemm"],
+                extra_options={"MatMulConstBOnly": True},
+            )
         os.replace(tmp, target)
     except Exception as exc:  # the quantiser raises whatever its passes raise
-        raise UsageError(f"--quantize dynamic failed on {source}: {type(exc).__name__}: "
-                         f"{exc}") from None
+        raise UsageError(
+            f"--quantize dynamic failed on {source}: {type(exc).__name__}: {exc}"
+        ) from None
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -104,12 +104,53 @@ __all__ = [
 ELEMENTWISE_FLOPS: dict[str, int] = {
     **dict.fromkeys(
         (
-            "Add", "Sub", "Mul", "Div", "Relu", "LeakyRelu", "PRelu", "Clip", "Erf", "Sqrt",
-            "Pow", "Tanh", "Sigmoid", "Exp", "Log", "Neg", "Abs", "Reciprocal", "Max", "Min",
-            "Sum", "Mean", "Elu", "Selu", "Softplus", "HardSigmoid", "HardSwish", "Sin", "Cos",
+            "Add",
+            "Sub",
+            "Mul",
+            "Div",
+            "Relu",
+            "LeakyRelu",
+            "PRelu",
+            "Clip",
+            "Erf",
+            "Sqrt",
+            "Pow",
+            "Tanh",
+            "Sigmoid",
+            "Exp",
+            "Log",
+            "Neg",
+            "Abs",
+            "Reciprocal",
+            "Max",
+            "Min",
+            "Sum",
+            "Mean",
+            "Elu",
+            "Selu",
+            "Softplus",
+            "HardSigmoid",
+            "HardSwish",
+            "Sin",
+            "Cos",
             # comparisons, logic and selection: one operation per output element
-            "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
-            "Not", "Where", "IsNaN", "IsInf", "Floor", "Ceil", "Round", "Sign", "Mod",
+            "Equal",
+            "Less",
+            "Greater",
+            "LessOrEqual",
+            "GreaterOrEqual",
+            "And",
+            "Or",
+            "Xor",
+            "Not",
+            "Where",
+            "IsNaN",
+            "IsInf",
+            "Floor",
+            "Ceil",
+            "Round",
+            "Sign",
+            "Mod",
         ),
         1,
     ),
@@ -173,25 +214,91 @@ QUANTISED_PREFIXES = ("QLinear", "QGemm", "DynamicQuantize")
 # inserts them itself (layout Transposes, NCHWc ReorderInput/ReorderOutput).
 DATA_MOVEMENT_OPS = frozenset(
     {
-        "Transpose", "Reshape", "ReorderInput", "ReorderOutput", "Cast", "Concat", "Split",
-        "Slice", "Gather", "Identity", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Pad",
-        "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Tile", "MemcpyToHost",
-        "MemcpyFromHost", "Shape", "Size", "Constant", "ConstantOfShape", "Range", "NonZero",
-        "GatherElements", "GatherND", "ScatterND", "ScatterElements", "DepthToSpace",
-        "SpaceToDepth", "Dropout", "Trilu", "OneHot", "CastLike", "QLinearConcat",
+        "Transpose",
+        "Reshape",
+        "ReorderInput",
+        "ReorderOutput",
+        "Cast",
+        "Concat",
+        "Split",
+        "Slice",
+        "Gather",
+        "Identity",
+        "Squeeze",
+        "Unsqueeze",
+        "Flatten",
+        "Expand",
+        "Pad",
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "DynamicQuantizeLinear",
+        "Tile",
+        "MemcpyToHost",
+        "MemcpyFromHost",
+        "Shape",
+        "Size",
+        "Constant",
+        "ConstantOfShape",
+        "Range",
+        "NonZero",
+        "GatherElements",
+        "GatherND",
+        "ScatterND",
+        "ScatterElements",
+        "DepthToSpace",
+        "SpaceToDepth",
+        "Dropout",
+        "Trilu",
+        "OneHot",
+        "CastLike",
+        "QLinearConcat",
     }
 )
 _ORT_NAME_SUFFIX = re.compile(r"_(token_\d+|nchwc|nhwc|fused)$")
 
 # element sizes in bytes, by ONNX TensorProto data type and by the name ORT's profiler uses
 _ONNX_ITEMSIZE: dict[int, float] = {
-    1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 16: 2,
-    17: 1, 18: 1, 19: 1, 20: 1, 21: 0.5, 22: 0.5, 23: 1, 14: 8, 15: 16,
+    1: 4,
+    2: 1,
+    3: 1,
+    4: 2,
+    5: 2,
+    6: 4,
+    7: 8,
+    9: 1,
+    10: 2,
+    11: 8,
+    12: 4,
+    13: 8,
+    16: 2,
+    17: 1,
+    18: 1,
+    19: 1,
+    20: 1,
+    21: 0.5,
+    22: 0.5,
+    23: 1,
+    14: 8,
+    15: 16,
 }
 _TRACE_ITEMSIZE: dict[str, float] = {
-    "float": 4, "float32": 4, "double": 8, "float64": 8, "float16": 2, "bfloat16": 2,
-    "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8,
-    "uint64": 8, "bool": 1, "int4": 0.5, "uint4": 0.5,
+    "float": 4,
+    "float32": 4,
+    "double": 8,
+    "float64": 8,
+    "float16": 2,
+    "bfloat16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "int16": 2,
+    "uint16": 2,
+    "int32": 4,
+    "uint32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "bool": 1,
+    "int4": 0.5,
+    "uint4": 0.5,
 }
 
 Shape = tuple[int | None, ...]  # None: a dim no inference could fix
@@ -318,10 +425,16 @@ def is_costed(op_type: str) -> bool:
     An op type outside every table (a custom op, ``Resize``, ``LSTM``, ``Loop``...) is
     *not costed*: the roofline lists it with its share of time, never as data movement.
     """
-    return (op_type in ELEMENTWISE_FLOPS or op_type in REDUCTION_FLOPS
-            or op_type in WINDOW_POOLS or op_type in MATMUL_OPERANDS
-            or op_type in CONV_OPERANDS or op_type in ATTENTION_OPS
-            or op_type in DATA_MOVEMENT_OPS or op_type == "ConvTranspose")
+    return (
+        op_type in ELEMENTWISE_FLOPS
+        or op_type in REDUCTION_FLOPS
+        or op_type in WINDOW_POOLS
+        or op_type in MATMUL_OPERANDS
+        or op_type in CONV_OPERANDS
+        or op_type in ATTENTION_OPS
+        or op_type in DATA_MOVEMENT_OPS
+        or op_type == "ConvTranspose"
+    )
 
 
 def _attention_flops(
@@ -352,8 +465,11 @@ def _attention_flops(
         if bias is not None and bias.numel:
             flops += b * s * bias.numel
         past = _at(inputs, 4)
-        kv = s + (past.shape[3] if past is not None and past.shape and len(past.shape) == 5
-                  and past.shape[3] else 0)
+        kv = s + (
+            past.shape[3]
+            if past is not None and past.shape and len(past.shape) == 5 and past.shape[3]
+            else 0
+        )
     else:
         hq = x.shape[2] or hv
         key = _at(inputs, 1)
@@ -401,7 +517,6 @@ def _flops(
         n = None if x is None else x.numel
         return n or 0
     return 0
-
 
 
 def _load_model(model: str | os.PathLike[str] | Any) -> Any:
@@ -480,18 +595,54 @@ def _fix_dims(model: Any, dims: Mapping[str, int]) -> None:
 
 _FOLDABLE = frozenset(
     {
-        "Gather", "Slice", "Concat", "Unsqueeze", "Squeeze", "Cast", "Reshape", "Identity",
-        "Add", "Sub", "Mul", "Div", "Range", "ConstantOfShape", "Expand", "Equal", "Where",
-        "Flatten", "Transpose", "ReduceProd", "Min", "Max", "Neg", "Floor", "Ceil", "Mod",
-        "Not", "Less", "Greater", "Abs", "Constant",
+        "Gather",
+        "Slice",
+        "Concat",
+        "Unsqueeze",
+        "Squeeze",
+        "Cast",
+        "Reshape",
+        "Identity",
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "Range",
+        "ConstantOfShape",
+        "Expand",
+        "Equal",
+        "Where",
+        "Flatten",
+        "Transpose",
+        "ReduceProd",
+        "Min",
+        "Max",
+        "Neg",
+        "Floor",
+        "Ceil",
+        "Mod",
+        "Not",
+        "Less",
+        "Greater",
+        "Abs",
+        "Constant",
     }
 )
 # contrib (com.microsoft) ops whose first output has the shape and type of their first input
 _SHAPE_OF_FIRST_INPUT = frozenset(
     {
-        "QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax", "Gelu", "FastGelu", "BiasGelu",
-        "QuickGelu", "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
-        "SimplifiedLayerNormalization", "BiasAdd", "RotaryEmbedding",
+        "QLinearSigmoid",
+        "QLinearLeakyRelu",
+        "QLinearSoftmax",
+        "Gelu",
+        "FastGelu",
+        "BiasGelu",
+        "QuickGelu",
+        "SkipLayerNormalization",
+        "SkipSimplifiedLayerNormalization",
+        "SimplifiedLayerNormalization",
+        "BiasAdd",
+        "RotaryEmbedding",
     }
 )
 _FLOAT = 1
@@ -505,8 +656,7 @@ def _shape_of(vi: Any) -> _Tensor | None:
     if not tt.HasField("shape"):
         return _Tensor(itemsize, None, tt.elem_type)
     shape = tuple(
-        d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
-        for d in tt.shape.dim
+        d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in tt.shape.dim
     )
     return _Tensor(itemsize, shape, tt.elem_type)
 
@@ -575,8 +725,10 @@ def _evaluate(node: Any, inputs: list[np.ndarray], opsets: Any) -> list[np.ndarr
             )
             for n, v in zip(names, inputs, strict=True)
         ],
-        [onnx.helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None)
-         for o in node.output],
+        [
+            onnx.helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None)
+            for o in node.output
+        ],
     )
     try:
         model = onnx.helper.make_model(graph, opset_imports=list(opsets))
@@ -663,8 +815,11 @@ def _contrib_output(node: Any, tensors: Mapping[str, _Tensor]) -> tuple[int, Sha
         return first.elem_type, _broadcast(first.shape, shapes[3])
     if op == "QLinearGlobalAveragePool" and len(first.shape) >= 3:
         if attrs.get("channels_last", 0):
-            return first.elem_type, (first.shape[0], *(1,) * (len(first.shape) - 2),
-                                     first.shape[-1])
+            return first.elem_type, (
+                first.shape[0],
+                *(1,) * (len(first.shape) - 2),
+                first.shape[-1],
+            )
         return first.elem_type, (*first.shape[:2], *(1,) * (len(first.shape) - 2))
     if op == "MatMulNBits" and attrs.get("N"):
         return _FLOAT, (*first.shape[:-1], int(attrs["N"]))
@@ -676,8 +831,11 @@ def _contrib_output(node: Any, tensors: Mapping[str, _Tensor]) -> tuple[int, Sha
     if op == "Attention" and len(first.shape) == 3:
         sizes = list(attrs.get("qkv_hidden_sizes") or [])
         w = shapes[1] if len(shapes) > 1 else None
-        hidden = sizes[2] if sizes else (w[1] // 3 if w is not None and len(w) == 2
-                                         and w[1] is not None else None)
+        hidden = (
+            sizes[2]
+            if sizes
+            else (w[1] // 3 if w is not None and len(w) == 2 and w[1] is not None else None)
+        )
         return (first.elem_type, (*first.shape[:2], hidden)) if hidden else None
     if op == "MultiHeadAttention" and len(first.shape) == 3:
         value = shapes[2] if len(shapes) > 2 else None
@@ -688,16 +846,15 @@ def _contrib_output(node: Any, tensors: Mapping[str, _Tensor]) -> tuple[int, Sha
         b = _at(inputs, operands[1])
         if b is None or b.shape is None:
             return None
-        shape = _matmul_shape(first.shape, b.shape, bool(attrs.get("transA", 0)),
-                              bool(attrs.get("transB", 0)))
+        shape = _matmul_shape(
+            first.shape, b.shape, bool(attrs.get("transA", 0)), bool(attrs.get("transB", 0))
+        )
         quantised_out = op == "QGemm" and len(node.input) > 7 and node.input[7]
         return (first.elem_type if quantised_out else _FLOAT), shape
     return None
 
 
-def _shape_round(
-    work: Any, tensors: dict[str, _Tensor], values: dict[str, np.ndarray]
-) -> bool:
+def _shape_round(work: Any, tensors: dict[str, _Tensor], values: dict[str, np.ndarray]) -> bool:
     """Fold shape arithmetic and give contrib ops their output shapes; True when any changed.
 
     Folded nodes become ``Constant`` nodes in ``work`` (so the next inference round sees
@@ -730,11 +887,15 @@ def _shape_round(
                 work.graph.value_info.append(
                     onnx.helper.make_tensor_value_info(node.output[0], elem_type or _FLOAT, shape)
                 )
-                if node.op_type == "EmbedLayerNormalization" and len(node.output) > 1 \
-                        and node.output[1]:  # mask_index: one int32 per sequence
+                if (
+                    node.op_type == "EmbedLayerNormalization"
+                    and len(node.output) > 1
+                    and node.output[1]
+                ):  # mask_index: one int32 per sequence
                     tensors[node.output[1]] = _Tensor(4, shape[:1], 6)
                     work.graph.value_info.append(
-                        onnx.helper.make_tensor_value_info(node.output[1], 6, shape[:1]))
+                        onnx.helper.make_tensor_value_info(node.output[1], 6, shape[:1])
+                    )
                 changed = True
         nodes.append(node)
     del work.graph.node[:]
@@ -819,12 +980,18 @@ def op_costs(model: str | os.PathLike[str] | Any, dims: Mapping[str, int]) -> di
         inputs = [tensors.get(i) if i else None for i in node.input]
         outputs = [tensors.get(o) if o else None for o in node.output]
         flops = _flops(node.op_type, inputs, outputs, _attrs(node))
-        complete = all(t is not None and t.numel is not None
-                       for i, t in zip(node.input, inputs, strict=True) if i) and all(
-            t is not None and t.numel is not None for t in outputs[:1])
+        complete = all(
+            t is not None and t.numel is not None
+            for i, t in zip(node.input, inputs, strict=True)
+            if i
+        ) and all(t is not None and t.numel is not None for t in outputs[:1])
         first = outputs[0] if outputs else None
         costs[name] = OpCost(
-            name, node.op_type, flops, _node_bytes(node, inputs, outputs), complete=complete,
+            name,
+            node.op_type,
+            flops,
+            _node_bytes(node, inputs, outputs),
+            complete=complete,
             output_elements=(first.numel or 0) if first is not None else 0,
             producers=tuple(dict.fromkeys(producer[i] for i in node.input if i in producer)),
             outputs=tuple(o for o in node.output if o),
@@ -868,8 +1035,12 @@ class Ceilings:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Ceilings:
-        return cls(float(data["peak_gflops"]), float(data["bandwidth_gbs"]),
-                   int(data["threads"]), str(data["method"]))
+        return cls(
+            float(data["peak_gflops"]),
+            float(data["bandwidth_gbs"]),
+            int(data["threads"]),
+            str(data["method"]),
+        )
 
 
 _BLAS_THREAD_FUNCS = (
@@ -886,8 +1057,13 @@ def _openblas() -> tuple[Any, Any] | None:
         maps = Path("/proc/self/maps").read_text()
     except OSError:
         return None
-    paths = sorted({line.split()[-1] for line in maps.splitlines()
-                    if "openblas" in line.lower() and line.split()[-1].startswith("/")})
+    paths = sorted(
+        {
+            line.split()[-1]
+            for line in maps.splitlines()
+            if "openblas" in line.lower() and line.split()[-1].startswith("/")
+        }
+    )
     for path in paths:
         try:
             lib = ctypes.CDLL(path)
@@ -954,8 +1130,9 @@ def _copy_once(dst: np.ndarray, src: np.ndarray, threads: int) -> float:
         return time.perf_counter() - start
     chunks = np.array_split(np.arange(src.size), threads)
     bounds = [(int(c[0]), int(c[-1]) + 1) for c in chunks if c.size]
-    workers = [threading.Thread(target=np.copyto, args=(dst[lo:hi], src[lo:hi]))
-               for lo, hi in bounds]
+    workers = [
+        threading.Thread(target=np.copyto, args=(dst[lo:hi], src[lo:hi])) for lo, hi in bounds
+    ]
     start = time.perf_counter()
     for worker in workers:
         worker.start()
@@ -1107,8 +1284,12 @@ def _cost_from_trace(op: OperatorStat | Mapping[str, Any]) -> OpCost | None:
         # a FusedGemm traced as (A, C) has its bias where B would be
         b_index = MATMUL_OPERANDS[op_type][1]
         b = _at(inputs, b_index)
-        if b is not None and b.shape is not None and len(b.shape) < 2 and op_type in (
-                "Gemm", "FusedGemm", "MatMulNBits"):
+        if (
+            b is not None
+            and b.shape is not None
+            and len(b.shape) < 2
+            and op_type in ("Gemm", "FusedGemm", "MatMulNBits")
+        ):
             inputs = [inputs[0], None, *inputs[1:]]
     if op_type == "Attention" and len(inputs) > 1:
         w = inputs[1]
@@ -1126,14 +1307,25 @@ def _cost_from_trace(op: OperatorStat | Mapping[str, Any]) -> OpCost | None:
             k = _matmul_k(a.shape, out.shape, None)
             n = out.shape[-1] if out.shape else None
             if k is not None and n is not None:
-                itemsize = (0.5 if op_type == "MatMulNBits" else
-                            1 if op_type.startswith(QUANTISED_PREFIXES) else a.itemsize)
+                itemsize = (
+                    0.5
+                    if op_type == "MatMulNBits"
+                    else 1
+                    if op_type.startswith(QUANTISED_PREFIXES)
+                    else a.itemsize
+                )
                 nbytes += math.ceil(k * n * itemsize)
     if nbytes <= 0:
         return None
     first = outputs[0]
-    return OpCost(node, op_type, flops, int(nbytes), complete=first.numel is not None,
-                  output_elements=first.numel or 0)
+    return OpCost(
+        node,
+        op_type,
+        flops,
+        int(nbytes),
+        complete=first.numel is not None,
+        output_elements=first.numel or 0,
+    )
 
 
 def _family(op_type: str) -> str:
@@ -1175,9 +1367,16 @@ def _is_nchwc(node: str) -> bool:
 
 
 def _with_extra(cost: OpCost, node: str, op_type: str, flops: int, nbytes: int = 0) -> OpCost:
-    return OpCost(node, op_type, cost.flops + flops, cost.bytes + nbytes,
-                  complete=cost.complete, output_elements=cost.output_elements,
-                  producers=cost.producers, outputs=cost.outputs)
+    return OpCost(
+        node,
+        op_type,
+        cost.flops + flops,
+        cost.bytes + nbytes,
+        complete=cost.complete,
+        output_elements=cost.output_elements,
+        producers=cost.producers,
+        outputs=cost.outputs,
+    )
 
 
 def _named(costs: Mapping[str, OpCost], name: str) -> OpCost | None:
@@ -1213,9 +1412,14 @@ def _model_match(
         for producer in cost.producers:  # Conv + activation, named after the activation
             base = costs.get(producer)
             if base is not None and _family(base.op_type) == _family(op_type):
-                fused = OpCost(node, base.op_type, base.flops + cost.flops, base.bytes,
-                               complete=base.complete and cost.complete,
-                               output_elements=cost.output_elements)
+                fused = OpCost(
+                    node,
+                    base.op_type,
+                    base.flops + cost.flops,
+                    base.bytes,
+                    complete=base.complete and cost.complete,
+                    output_elements=cost.output_elements,
+                )
                 return fused, "fused", (base.node, cost.node)
     return None
 
@@ -1265,10 +1469,13 @@ def _placement(costs: Mapping[str, OpCost], op: OperatorStat | Mapping[str, Any]
                 return _Placement(cost, how, time_us, checked=True, covers=covers)
             return _Placement(trace, "shapes", time_us, checked=False, covers=covers)
     if trace is not None:
-        return _Placement(trace, "shapes", time_us,
-                          covers=() if match is None else match[2])
-    if match is not None and match[0].costed and match[0].bytes > 0 and (
-            match[0].flops > 0 or _family(match[0].op_type) not in _COMPUTE_FAMILIES):
+        return _Placement(trace, "shapes", time_us, covers=() if match is None else match[2])
+    if (
+        match is not None
+        and match[0].costed
+        and match[0].bytes > 0
+        and (match[0].flops > 0 or _family(match[0].op_type) not in _COMPUTE_FAMILIES)
+    ):
         return _Placement(match[0], match[1], time_us, covers=match[2])
     if op_type and not is_costed(op_type):
         return _Placement(None, "", time_us, "no FLOP formula for this op type")
@@ -1323,8 +1530,9 @@ def uncosted_operators(
         if placed.cost is not None or placed.reason == "no time":
             continue
         op_type = str(_field(op, "op_type", "") or "?")
-        row = groups.setdefault(op_type, {"op_type": op_type, "nodes": [], "share": 0.0,
-                                          "reason": placed.reason})
+        row = groups.setdefault(
+            op_type, {"op_type": op_type, "nodes": [], "share": 0.0, "reason": placed.reason}
+        )
         row["nodes"].append(str(_field(op, "node", "?")))
         row["share"] += _share(op, total_us)
     return sorted(groups.values(), key=lambda r: (-r["share"], r["op_type"]))
@@ -1345,8 +1553,9 @@ def cross_check(
 
 
 # ops ONNX Runtime folds into a convolution's epilogue (NCHWc "Sum" input, activations)
-_EPILOGUE_OPS = frozenset({"Add", "Sum", "Relu", "Clip", "LeakyRelu", "Sigmoid",
-                           "HardSigmoid", "Tanh"})
+_EPILOGUE_OPS = frozenset(
+    {"Add", "Sum", "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "Tanh"}
+)
 
 
 def _epilogues(costs: Mapping[str, OpCost], placements: Sequence[_Placement]) -> dict[int, int]:
@@ -1372,8 +1581,9 @@ def _epilogues(costs: Mapping[str, OpCost], placements: Sequence[_Placement]) ->
                 break
             seen.add(parent)
             current = costs[parent]
-        parent = max(current.producers, key=lambda n: order.get(n, -1)) if current.producers \
-            else None
+        parent = (
+            max(current.producers, key=lambda n: order.get(n, -1)) if current.producers else None
+        )
         index = covered.get(parent) if parent is not None else None
         if index is None:
             continue
@@ -1471,8 +1681,11 @@ def roofline_to_dict(
     }
     if checked is not None:
         summary["cross_check"] = dict(checked)
-    return {"ceilings": ceilings.to_dict(), "points": [p.to_dict() for p in points],
-            "summary": summary}
+    return {
+        "ceilings": ceilings.to_dict(),
+        "points": [p.to_dict() for p in points],
+        "summary": summary,
+    }
 
 
 def roofline_summary(
@@ -1482,7 +1695,8 @@ def roofline_summary(
 ) -> dict[str, Any]:
     """:func:`roofline_points` + :func:`roofline_to_dict` with every list filled in."""
     return roofline_to_dict(
-        ceilings, roofline_points(costs, operators, ceilings),
+        ceilings,
+        roofline_points(costs, operators, ceilings),
         unmatched=unmatched_operators(costs, operators),
         uncosted=uncosted_operators(costs, operators),
         checked=cross_check(costs, operators),
@@ -1495,8 +1709,9 @@ def uncosted_text(uncosted: Sequence[Mapping[str, Any]], limit: int = 4) -> str:
     for row in list(uncosted)[:limit]:
         nodes = len(row.get("nodes") or ())
         share = float(row.get("share") or 0.0)
-        parts.append(f"{row.get('op_type')} {share:.0%}"
-                     + (f" ({nodes} nodes)" if nodes > 1 else ""))
+        parts.append(
+            f"{row.get('op_type')} {share:.0%}" + (f" ({nodes} nodes)" if nodes > 1 else "")
+        )
     if len(uncosted) > limit:
         parts.append(f"{len(uncosted) - limit} more")
     return ", ".join(parts)
@@ -1504,8 +1719,10 @@ def uncosted_text(uncosted: Sequence[Mapping[str, Any]], limit: int = 4) -> str:
 
 def roofline_from_dict(data: Mapping[str, Any]) -> tuple[Ceilings, list[RooflinePoint]]:
     """Inverse of :func:`roofline_to_dict` (for re-drawing a stored ``Profile.roofline``)."""
-    return (Ceilings.from_dict(data["ceilings"]),
-            [RooflinePoint.from_dict(p) for p in data.get("points", [])])
+    return (
+        Ceilings.from_dict(data["ceilings"]),
+        [RooflinePoint.from_dict(p) for p in data.get("points", [])],
+    )
 
 
 # --------------------------------------------------------------------------- SVG
@@ -1537,7 +1754,10 @@ def _skipped_note(skipped: Sequence[RooflinePoint]) -> str:
 
 
 def render_roofline_svg(
-    ceilings: Ceilings, points: Sequence[RooflinePoint], *, title: str,
+    ceilings: Ceilings,
+    points: Sequence[RooflinePoint],
+    *,
+    title: str,
     uncosted: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """A self-contained SVG roofline: log-log axes, both roofs, one dot per operator.
@@ -1554,7 +1774,8 @@ def render_roofline_svg(
     x_axis = Axis.fit("arithmetic intensity (FLOP/byte)", intensities, log=True)
     low_roof = ceilings.bandwidth_gbs * x_axis.lo
     ys = [p.achieved_gflops for p in placed if p.achieved_gflops] + [
-        ceilings.peak_gflops * 2, min(low_roof, ceilings.peak_gflops / 100),
+        ceilings.peak_gflops * 2,
+        min(low_roof, ceilings.peak_gflops / 100),
     ]
     y_axis = Axis.fit("performance (GFLOP/s)", ys, log=True)
     skipped = len(points) - len(placed)
@@ -1563,8 +1784,13 @@ def render_roofline_svg(
         f"ridge {ridge:.3g} FLOP/byte, {ceilings.threads} thread"
         f"{'s' if ceilings.threads != 1 else ''}; dot area ∝ operator time"
     )
-    chart = Chart(title=title, x=x_axis, y=y_axis, subtitle=subtitle,
-                  description=f"ceilings: {ceilings.method}")
+    chart = Chart(
+        title=title,
+        x=x_axis,
+        y=y_axis,
+        subtitle=subtitle,
+        description=f"ceilings: {ceilings.method}",
+    )
     if skipped:
         chart.notes.append(_skipped_note([p for p in points if p not in placed]))
     if uncosted:
@@ -1572,24 +1798,46 @@ def render_roofline_svg(
     chart.notes.append(f"ceilings: {ceilings.method}")
     x_start = max(x_axis.lo, y_axis.lo / ceilings.bandwidth_gbs)
     chart.polyline(
-        [(x_start, ceilings.bandwidth_gbs * x_start), (ridge, ceilings.peak_gflops),
-         (x_axis.hi, ceilings.peak_gflops)],
-        stroke="#222222", width=2.2,
+        [
+            (x_start, ceilings.bandwidth_gbs * x_start),
+            (ridge, ceilings.peak_gflops),
+            (x_axis.hi, ceilings.peak_gflops),
+        ],
+        stroke="#222222",
+        width=2.2,
     )
-    chart.label(x_axis.hi, ceilings.peak_gflops, f"peak {ceilings.peak_gflops:.3g} GFLOP/s",
-                dx=-6, dy=-6, anchor="end")
+    chart.label(
+        x_axis.hi,
+        ceilings.peak_gflops,
+        f"peak {ceilings.peak_gflops:.3g} GFLOP/s",
+        dx=-6,
+        dy=-6,
+        anchor="end",
+    )
     label_x = x_start * (ridge / x_start) ** 0.15  # a little way up the memory roof
     if label_x < ridge:
-        slope = chart.angle((label_x, ceilings.bandwidth_gbs * label_x),
-                            (ridge, ceilings.peak_gflops))
-        chart.label(label_x, ceilings.bandwidth_gbs * label_x,
-                    f"{ceilings.bandwidth_gbs:.3g} GB/s", dx=0, dy=-6, rotate=slope)
+        slope = chart.angle(
+            (label_x, ceilings.bandwidth_gbs * label_x), (ridge, ceilings.peak_gflops)
+        )
+        chart.label(
+            label_x,
+            ceilings.bandwidth_gbs * label_x,
+            f"{ceilings.bandwidth_gbs:.3g} GB/s",
+            dx=0,
+            dy=-6,
+            rotate=slope,
+        )
     colours = category_colours(p.op_type for p in placed)
     longest = max((p.time_us for p in placed), default=1.0) or 1.0
     for p in sorted(placed, key=lambda q: -q.time_us):  # big dots first, small ones on top
         radius = 3.0 + 15.0 * math.sqrt(p.time_us / longest)
-        chart.dot(p.intensity, p.achieved_gflops or 0.0, radius=radius,
-                  fill=colours[p.op_type], hover=_hover(p))
+        chart.dot(
+            p.intensity,
+            p.achieved_gflops or 0.0,
+            radius=radius,
+            fill=colours[p.op_type],
+            hover=_hover(p),
+        )
     for op_type, colour in colours.items():
         chart.legend(op_type, colour)
     if not placed:

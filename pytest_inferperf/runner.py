@@ -74,24 +74,40 @@ class RunSettings:
             if not ok:
                 raise RunnerConfigError(text)
 
-        need(_is_int(self.warmup) and self.warmup >= 0,
-             f"warmup={self.warmup!r}: the number of warm-up calls must be an integer >= 0")
-        need(_is_int(self.warmup_max) and self.warmup_max >= self.warmup,
-             f"warmup_max={self.warmup_max!r} must be an integer >= warmup ({self.warmup})")
-        need(_is_int(self.repeat) and self.repeat >= 1,
-             f"repeat={self.repeat!r}: the number of measured repeats must be an integer >= 1")
-        need(_is_number(self.timeout) and self.timeout > 0,
-             f"timeout={self.timeout!r}: the time limit in seconds must be a number > 0")
-        need(_is_number(self.min_time) and self.min_time >= 0,
-             f"min_time={self.min_time!r}: the minimum repeat length in seconds must be >= 0")
-        need(_is_int(self.steady_window) and self.steady_window >= 2,
-             f"steady_window={self.steady_window!r} must be an integer >= 2")
-        need(_is_number(self.steady_threshold) and self.steady_threshold > 0,
-             f"steady_threshold={self.steady_threshold!r} must be a number > 0 (e.g. 0.05)")
+        need(
+            _is_int(self.warmup) and self.warmup >= 0,
+            f"warmup={self.warmup!r}: the number of warm-up calls must be an integer >= 0",
+        )
+        need(
+            _is_int(self.warmup_max) and self.warmup_max >= self.warmup,
+            f"warmup_max={self.warmup_max!r} must be an integer >= warmup ({self.warmup})",
+        )
+        need(
+            _is_int(self.repeat) and self.repeat >= 1,
+            f"repeat={self.repeat!r}: the number of measured repeats must be an integer >= 1",
+        )
+        need(
+            _is_number(self.timeout) and self.timeout > 0,
+            f"timeout={self.timeout!r}: the time limit in seconds must be a number > 0",
+        )
+        need(
+            _is_number(self.min_time) and self.min_time >= 0,
+            f"min_time={self.min_time!r}: the minimum repeat length in seconds must be >= 0",
+        )
+        need(
+            _is_int(self.steady_window) and self.steady_window >= 2,
+            f"steady_window={self.steady_window!r} must be an integer >= 2",
+        )
+        need(
+            _is_number(self.steady_threshold) and self.steady_threshold > 0,
+            f"steady_threshold={self.steady_threshold!r} must be a number > 0 (e.g. 0.05)",
+        )
         if self.pin is not None:
             available = sorted(os.sched_getaffinity(0))
-            need(all(_is_int(c) for c in self.pin) and set(self.pin) <= set(available),
-                 f"pin={self.pin!r}: CPUs must be among those this process may use: {available}")
+            need(
+                all(_is_int(c) for c in self.pin) and set(self.pin) <= set(available),
+                f"pin={self.pin!r}: CPUs must be among those this process may use: {available}",
+            )
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -124,8 +140,9 @@ def relative_spread(durations: Sequence[float]) -> float:
     return statistics.median(abs(d - med) for d in durations) / med
 
 
-def is_steady(durations: Sequence[float], *, warmup: int, window: int,
-              threshold: float) -> tuple[bool, float]:
+def is_steady(
+    durations: Sequence[float], *, warmup: int, window: int, threshold: float
+) -> tuple[bool, float]:
     """Steady once, after the first ``warmup`` calls, the last ``window`` agree."""
     tail = list(durations[warmup:])[-window:]
     if len(tail) < window:
@@ -257,9 +274,11 @@ def _call_timed(call: Callable[[], Any], phase: str, guard: Watchdog | None = No
             with guard.call():
                 call()
     except CallOverrun as exc:
-        raise MeasurementTimeout(f"{exc} during {phase}, before any measured repeat. Raise "
-                                 "the timeout (marker keyword `timeout=` or the runner's "
-                                 "`timeout`), or make one call shorter.") from None
+        raise MeasurementTimeout(
+            f"{exc} during {phase}, before any measured repeat. Raise "
+            "the timeout (marker keyword `timeout=` or the runner's "
+            "`timeout`), or make one call shorter."
+        ) from None
     except BaseException as exc:
         _note(exc, f"inferperf: the workload raised during {phase}")
         raise
@@ -306,9 +325,15 @@ def profile(
     name through ``functools.partial``.
     """
     settings = RunSettings(
-        warmup=warmup, warmup_max=max(warmup_max, warmup), repeat=repeat, timeout=timeout,
-        min_time=min_time, steady_window=steady_window, steady_threshold=steady_threshold,
-        pin=normalise_pin(pin), seed=seed,
+        warmup=warmup,
+        warmup_max=max(warmup_max, warmup),
+        repeat=repeat,
+        timeout=timeout,
+        min_time=min_time,
+        steady_window=steady_window,
+        steady_threshold=steady_threshold,
+        pin=normalise_pin(pin),
+        seed=seed,
     )
     call = functools.partial(fn, *args, **kwargs) if args or kwargs else fn
     if session is None:
@@ -361,22 +386,39 @@ def smoke(fn: Callable[..., Any], *args: Any, name: str | None = None, **kwargs:
         begin = time.perf_counter_ns()
         result = fn(*args, **kwargs)
         wall = time.perf_counter_ns() - begin
-    profile = uncounted_profile(name or _name_of(fn), "smoke", [wall], result,
-                                settings={"smoke": True}, warmup_calls=0,
-                                memory_note="not measured in a smoke run (no --inferperf)")
+    profile = uncounted_profile(
+        name or _name_of(fn),
+        "smoke",
+        [wall],
+        result,
+        settings={"smoke": True},
+        warmup_calls=0,
+        memory_note="not measured in a smoke run (no --inferperf)",
+    )
     return profile.with_(stages=_stage_stats(recorder, profile.repeats))
 
 
 def stamped_profile(**fields: Any) -> Profile:
     """A Profile of this machine made now: machine class, machine facts and time filled in."""
     cpu = this_cpu()
-    return Profile(machine_class=cpu.machine_class, machine=machine_facts(cpu),
-                   created=datetime.now(timezone.utc).isoformat(timespec="seconds"), **fields)
+    return Profile(
+        machine_class=cpu.machine_class,
+        machine=machine_facts(cpu),
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **fields,
+    )
 
 
-def uncounted_profile(name: str, backend: str, durations_ns: Sequence[int], result: Any, *,
-                      settings: Mapping[str, Any], warmup_calls: int,
-                      memory_note: str) -> Profile:
+def uncounted_profile(
+    name: str,
+    backend: str,
+    durations_ns: Sequence[int],
+    result: Any,
+    *,
+    settings: Mapping[str, Any],
+    warmup_calls: int,
+    memory_note: str,
+) -> Profile:
     """A Profile of calls that were timed but not counted (the last one is its repeat)."""
     return stamped_profile(
         name=name,
@@ -404,13 +446,13 @@ class Runner:
         begin = time.monotonic()
         deadline = begin + s.timeout
         counters = (
-            make_backend(self.backend, self.events) if isinstance(self.backend, str)
+            make_backend(self.backend, self.events)
+            if isinstance(self.backend, str)
             else self.backend
         )
-        with measurement_environment(s), Watchdog(deadline, timeout=s.timeout,
-                                                  name=name) as guard:
+        with measurement_environment(s), Watchdog(deadline, timeout=s.timeout, name=name) as guard:
             warm, steady = self._warm_up(call, begin, deadline, guard)
-            tail = warm[s.warmup:][-s.steady_window:] or warm[-s.steady_window:]
+            tail = warm[s.warmup :][-s.steady_window :] or warm[-s.steady_window :]
             typical = statistics.median(tail) if tail else 0.0
             per_repeat = calls_per_repeat(typical, s.min_time)
             counters.open()
@@ -418,8 +460,7 @@ class Runner:
             try:
                 overhead = measure_overhead(counters)
                 recorder = StageRecorder(counters)
-                with conditions.recorded(machine_state,
-                                         calibrate_rounds=self.calibrate_rounds):
+                with conditions.recorded(machine_state, calibrate_rounds=self.calibrate_rounds):
                     gc.collect()
                     release_free_memory()
                     mem_method, mem_note = reset_peak_rss()
@@ -462,8 +503,9 @@ class Runner:
             conditions=machine_state or None,
         )
 
-    def _warm_up(self, call: Callable[[], Any], begin: float, deadline: float,
-                 guard: Watchdog | None = None) -> tuple[list[int], Steadiness]:
+    def _warm_up(
+        self, call: Callable[[], Any], begin: float, deadline: float, guard: Watchdog | None = None
+    ) -> tuple[list[int], Steadiness]:
         s = self.settings
         durations: list[int] = []
         reached, spread = False, math.inf
@@ -471,8 +513,9 @@ class Runner:
         while len(durations) < s.warmup_max:
             durations.append(_call_timed(call, f"warm-up call {len(durations) + 1}", guard))
             if len(durations) >= s.warmup:
-                reached, spread = is_steady(durations, warmup=s.warmup, window=s.steady_window,
-                                            threshold=s.steady_threshold)
+                reached, spread = is_steady(
+                    durations, warmup=s.warmup, window=s.steady_window, threshold=s.steady_threshold
+                )
                 if reached or s.warmup == 0:
                     break
             if time.monotonic() > warm_budget:
@@ -488,8 +531,14 @@ class Runner:
         )
 
     def _measure(
-        self, call: Callable[[], Any], counters: CounterBackend, recorder: StageRecorder,
-        per_repeat: int, deadline: float, begin: float, guard: Watchdog | None = None,
+        self,
+        call: Callable[[], Any],
+        counters: CounterBackend,
+        recorder: StageRecorder,
+        per_repeat: int,
+        deadline: float,
+        begin: float,
+        guard: Watchdog | None = None,
     ) -> tuple[list[Repeat], list[int], str | None]:
         s = self.settings
         repeats: list[Repeat] = []
@@ -521,8 +570,11 @@ class Runner:
                             partial = interrupted_reason(exc, repeats, calls, s.repeat)
                             break
                         except BaseException as exc:
-                            _note(exc, f"inferperf: the workload raised in measured repeat "
-                                       f"{index + 1}, call {calls + 1}; counters were closed")
+                            _note(
+                                exc,
+                                f"inferperf: the workload raised in measured repeat "
+                                f"{index + 1}, call {calls + 1}; counters were closed",
+                            )
                             raise
                         finally:
                             if guard is not None:
@@ -543,12 +595,15 @@ class Runner:
         return repeats, durations, partial
 
 
-def interrupted_reason(exc: CallOverrun, repeats: Sequence[Repeat], calls: int,
-                       planned: int) -> str:
+def interrupted_reason(
+    exc: CallOverrun, repeats: Sequence[Repeat], calls: int, planned: int
+) -> str:
     """The partial reason of a run whose call was interrupted at the timeout."""
     done = len(repeats) + (1 if calls else 0)
-    return (f"timeout: {exc} in measured repeat {len(repeats) + 1}; kept {done} of {planned} "
-            f"repeats ({sum(r.calls for r in repeats) + calls} calls)")
+    return (
+        f"timeout: {exc} in measured repeat {len(repeats) + 1}; kept {done} of {planned} "
+        f"repeats ({sum(r.calls for r in repeats) + calls} calls)"
+    )
 
 
 def _stage_stats(recorder: StageRecorder, repeats: Sequence[Repeat]) -> tuple[StageStats, ...]:
@@ -570,8 +625,11 @@ def _stage_stats(recorder: StageRecorder, repeats: Sequence[Repeat]) -> tuple[St
     rest_wall = total_wall - sum(st.wall_ns for st in stages)
     rest_repeats: tuple[int, ...] = ()
     if all(len(st.repeat_wall_ns) == len(repeats) for st in stages):
-        rest_repeats = tuple(rep.wall_ns - sum(st.repeat_wall_ns[i] for st in stages)
-                             for i, rep in enumerate(repeats))
-    stages.append(StageStats(REST_STAGE, sum(r.calls for r in repeats), rest_wall, rest_counts,
-                             rest_repeats))
+        rest_repeats = tuple(
+            rep.wall_ns - sum(st.repeat_wall_ns[i] for st in stages)
+            for i, rep in enumerate(repeats)
+        )
+    stages.append(
+        StageStats(REST_STAGE, sum(r.calls for r in repeats), rest_wall, rest_counts, rest_repeats)
+    )
     return tuple(stages)

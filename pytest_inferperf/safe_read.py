@@ -44,8 +44,12 @@ class UnreadableFile(OSError):
 def read_limited(path: str | os.PathLike[str], limit: int, *, what: str = "file") -> bytes:
     """The bytes of the regular file ``path``, at most ``limit``; else :class:`UnreadableFile`."""
     path = Path(path)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) \
+    flags = (
+        os.O_RDONLY
+        | getattr(os, "O_NONBLOCK", 0)
+        | getattr(os, "O_CLOEXEC", 0)
         | getattr(os, "O_NOCTTY", 0)
+    )
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
@@ -56,8 +60,9 @@ def read_limited(path: str | os.PathLike[str], limit: int, *, what: str = "file"
         info = os.fstat(fd)
         for test, kind in _KINDS:
             if test(info.st_mode):
-                raise UnreadableFile(f"{path} is {kind}, not a regular file: give the {what} "
-                                     "itself")
+                raise UnreadableFile(
+                    f"{path} is {kind}, not a regular file: give the {what} itself"
+                )
         if info.st_size > limit:
             raise UnreadableFile(_too_large(path, info.st_size, limit, what))
         with contextlib.suppress(OSError, AttributeError):
@@ -67,8 +72,7 @@ def read_limited(path: str | os.PathLike[str], limit: int, *, what: str = "file"
             try:
                 chunk = os.read(fd, min(1 << 20, limit + 1 - total))
             except OSError as exc:
-                raise UnreadableFile(f"cannot read {what} {path}: {exc.strerror or exc}") \
-                    from None
+                raise UnreadableFile(f"cannot read {what} {path}: {exc.strerror or exc}") from None
             if not chunk:
                 break
             chunks.append(chunk)
@@ -81,5 +85,7 @@ def read_limited(path: str | os.PathLike[str], limit: int, *, what: str = "file"
 
 
 def _too_large(path: Path, size: int, limit: int, what: str) -> str:
-    return (f"{path} is {size / 2**20:.0f} MiB or more, far larger than any {what} "
-            f"(limit {limit >> 20} MiB): it is not a {what}")
+    return (
+        f"{path} is {size / 2**20:.0f} MiB or more, far larger than any {what} "
+        f"(limit {limit >> 20} MiB): it is not a {what}"
+    )

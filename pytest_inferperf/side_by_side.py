@@ -74,8 +74,12 @@ class SideBySide:
     @property
     def regressions(self) -> list[tuple[str, Any]]:
         """(label, MetricChange) of every credible, gated regression against the first."""
-        return [(e.label, c) for e, v in zip(self.entries, self.verdicts, strict=True)
-                if v is not None for c in v.regressions]
+        return [
+            (e.label, c)
+            for e, v in zip(self.entries, self.verdicts, strict=True)
+            if v is not None
+            for c in v.regressions
+        ]
 
     @property
     def failed(self) -> bool:
@@ -86,25 +90,49 @@ class SideBySide:
             "schema": "pytest-inferperf/compare",
             "schema_version": 1,
             "reference": self.labels[0],
-            "entries": [{"label": e.label, "source": e.source,
-                         "cached_from": e.cached.stored if e.cached else None,
-                         "profile": e.profile.to_dict()} for e in self.entries],
-            "metrics": [{"metric": r.metric, "unit": r.unit, "better": r.better,
-                         "values": dict(zip(self.labels, r.values, strict=True)),
-                         "deltas": _json_numbers(self.labels, r.deltas),
-                         "statuses": dict(zip(self.labels, r.statuses, strict=True))}
-                        for r in self.metrics],
-            "operator_types": [{"op_type": r.op_type,
-                                "nodes": dict(zip(self.labels, r.nodes, strict=True)),
-                                "us_per_call": dict(zip(self.labels, r.us_per_call,
-                                                        strict=True)),
-                                "deltas": _json_numbers(self.labels, r.deltas),
-                                "precision": dict(zip(self.labels, r.precision or
-                                                      ("",) * len(self.labels), strict=True))}
-                               for r in self.op_types],
-            "regressions": [{"label": label, "metric": c.metric, "baseline": c.baseline,
-                             "current": c.current, "delta": _json_number(c.delta),
-                             "detail": c.detail} for label, c in self.regressions],
+            "entries": [
+                {
+                    "label": e.label,
+                    "source": e.source,
+                    "cached_from": e.cached.stored if e.cached else None,
+                    "profile": e.profile.to_dict(),
+                }
+                for e in self.entries
+            ],
+            "metrics": [
+                {
+                    "metric": r.metric,
+                    "unit": r.unit,
+                    "better": r.better,
+                    "values": dict(zip(self.labels, r.values, strict=True)),
+                    "deltas": _json_numbers(self.labels, r.deltas),
+                    "statuses": dict(zip(self.labels, r.statuses, strict=True)),
+                }
+                for r in self.metrics
+            ],
+            "operator_types": [
+                {
+                    "op_type": r.op_type,
+                    "nodes": dict(zip(self.labels, r.nodes, strict=True)),
+                    "us_per_call": dict(zip(self.labels, r.us_per_call, strict=True)),
+                    "deltas": _json_numbers(self.labels, r.deltas),
+                    "precision": dict(
+                        zip(self.labels, r.precision or ("",) * len(self.labels), strict=True)
+                    ),
+                }
+                for r in self.op_types
+            ],
+            "regressions": [
+                {
+                    "label": label,
+                    "metric": c.metric,
+                    "baseline": c.baseline,
+                    "current": c.current,
+                    "delta": _json_number(c.delta),
+                    "detail": c.detail,
+                }
+                for label, c in self.regressions
+            ],
             "notes": list(self.notes),
             "quality": dict(self.quality),
             "quality_higher_is_better": self.quality_higher_is_better,
@@ -126,8 +154,10 @@ def _json_numbers(labels: Sequence[str], values: Sequence[float | None]) -> dict
 
 def entry_labels(sources: Sequence[str], profiles: Sequence[Profile]) -> list[str]:
     """Short, unique labels: a model's stem or a profile's name; the path when they clash."""
-    names = [Path(s).stem if not s.endswith(".json") and not is_callable_target(s) else p.name
-             for s, p in zip(sources, profiles, strict=True)]
+    names = [
+        Path(s).stem if not s.endswith(".json") and not is_callable_target(s) else p.name
+        for s, p in zip(sources, profiles, strict=True)
+    ]
     labels = [s if names.count(n) > 1 else n for n, s in zip(names, sources, strict=True)]
     out: list[str] = []
     for label in labels:
@@ -164,28 +194,36 @@ def op_type_precision(profile: Profile) -> dict[str, str]:
         if not row["inputs"]:
             continue
         stored = [w for w in row["weights_stored"] if w not in row["computes_in"]]
-        out[row["op_type"]] = row["computes_in"] + (f" ({', '.join(stored)} weights)"
-                                                    if stored else "")
+        out[row["op_type"]] = row["computes_in"] + (
+            f" ({', '.join(stored)} weights)" if stored else ""
+        )
     return out
 
 
-def match_quality(entries: Sequence[Analysis],
-                  quality: Sequence[tuple[str, float]]) -> dict[str, float]:
+def match_quality(
+    entries: Sequence[Analysis], quality: Sequence[tuple[str, float]]
+) -> dict[str, float]:
     """``--quality NAME=VALUE`` by label, source as given, or source stem."""
     out: dict[str, float] = {}
     for name, value in quality:
-        match = next((e.label for e in entries if name in (e.label, e.source,
-                                                          Path(e.source).stem)), None)
+        match = next(
+            (e.label for e in entries if name in (e.label, e.source, Path(e.source).stem)), None
+        )
         if match is None:
-            raise UsageError(f"--quality {name}={value:g}: no compared variant is called "
-                             f"{name!r}; the variants are {', '.join(e.label for e in entries)}.")
+            raise UsageError(
+                f"--quality {name}={value:g}: no compared variant is called "
+                f"{name!r}; the variants are {', '.join(e.label for e in entries)}."
+            )
         out[match] = value
     return out
 
 
-def side_by_side(entries: Sequence[Analysis], *,
-                 quality: Sequence[tuple[str, float]] = (),
-                 quality_higher_is_better: bool = True) -> SideBySide:
+def side_by_side(
+    entries: Sequence[Analysis],
+    *,
+    quality: Sequence[tuple[str, float]] = (),
+    quality_higher_is_better: bool = True,
+) -> SideBySide:
     """Compare every entry with the first: metrics, operator types, verdicts, Pareto front."""
     from .budgets import PerfSpec
     from .identity import different_models
@@ -193,8 +231,9 @@ def side_by_side(entries: Sequence[Analysis], *,
     from .verdict import judge
 
     if len(entries) < 2:
-        raise UsageError("compare needs at least two profiles or models (or one model with "
-                         "--quantize dynamic).")
+        raise UsageError(
+            "compare needs at least two profiles or models (or one model with --quantize dynamic)."
+        )
     first = entries[0]
     verdicts: list[Any] = [None]
     notes: list[str] = []
@@ -203,16 +242,25 @@ def side_by_side(entries: Sequence[Analysis], *,
             check_comparable(entry.profile, first.profile)
         except IncomparableError:
             verdicts.append(None)
-            notes.append(f"{entry.label} is not compared statistically with {first.label}: "
-                         f"measured on {entry.profile.machine_class} ({entry.profile.backend}) "
-                         f"against {first.profile.machine_class} ({first.profile.backend}); "
-                         "values are shown side by side only")
+            notes.append(
+                f"{entry.label} is not compared statistically with {first.label}: "
+                f"measured on {entry.profile.machine_class} ({entry.profile.backend}) "
+                f"against {first.profile.machine_class} ({first.profile.backend}); "
+                "values are shown side by side only"
+            )
             continue
         other = different_models(entry.profile, first.profile)
         if other:
             notes.append(f"{entry.label} is another model than {first.label}: {other}")
-        verdicts.append(judge(entry.label, entry.profile, PerfSpec(), baseline=first.profile,
-                              baseline_note=f"against {first.label}"))
+        verdicts.append(
+            judge(
+                entry.label,
+                entry.profile,
+                PerfSpec(),
+                baseline=first.profile,
+                baseline_note=f"against {first.label}",
+            )
+        )
     values = [profile_metrics(e.profile) for e in entries]
     rows = []
     for name, spec in METRICS.items():
@@ -226,27 +274,53 @@ def side_by_side(entries: Sequence[Analysis], *,
             if name not in (verdict.gated if verdict else ()):
                 status = UNGATED_STATUS.get(status, status)
             statuses.append(status)
-        rows.append(MetricRow(name, spec.unit, spec.better, column,
-                              (None, *(_delta(column[0], c) for c in column[1:])),
-                              tuple(statuses)))
+        rows.append(
+            MetricRow(
+                name,
+                spec.unit,
+                spec.better,
+                column,
+                (None, *(_delta(column[0], c) for c in column[1:])),
+                tuple(statuses),
+            )
+        )
     times = [op_type_times(e.profile) for e in entries]
     precisions = [op_type_precision(e.profile) for e in entries]
     for entry in entries:
-        notes.extend(f"{entry.label}: {finding}" for finding in precision_findings(
-            precision_table(entry.profile.operators)))
+        notes.extend(
+            f"{entry.label}: {finding}"
+            for finding in precision_findings(precision_table(entry.profile.operators))
+        )
     op_rows = []
-    order = sorted({t for ts in times for t in ts},
-                   key=lambda t: (-max(ts.get(t, (0, 0.0))[1] for ts in times), t))
+    order = sorted(
+        {t for ts in times for t in ts},
+        key=lambda t: (-max(ts.get(t, (0, 0.0))[1] for ts in times), t),
+    )
     for op_type in order:
         us = tuple(ts[op_type][1] if op_type in ts else None for ts in times)
-        op_rows.append(OpTypeRow(op_type, tuple(ts.get(op_type, (0, 0.0))[0] for ts in times),
-                                 us, (None, *(_delta(us[0], u) for u in us[1:])),
-                                 tuple(p.get(op_type, "") for p in precisions)))
+        op_rows.append(
+            OpTypeRow(
+                op_type,
+                tuple(ts.get(op_type, (0, 0.0))[0] for ts in times),
+                us,
+                (None, *(_delta(us[0], u) for u in us[1:])),
+                tuple(p.get(op_type, "") for p in precisions),
+            )
+        )
     scores = match_quality(entries, quality)
     front: list[str] = []
     if scores:
-        variants = [Variant(e.label, e.profile.latency.mean_ms, scores.get(e.label))
-                    for e in entries]
+        variants = [
+            Variant(e.label, e.profile.latency.mean_ms, scores.get(e.label)) for e in entries
+        ]
         front = pareto_front(variants, quality_higher_is_better=quality_higher_is_better)
-    return SideBySide(tuple(entries), tuple(rows), tuple(op_rows), tuple(verdicts),
-                      tuple(notes), scores, quality_higher_is_better, tuple(front))
+    return SideBySide(
+        tuple(entries),
+        tuple(rows),
+        tuple(op_rows),
+        tuple(verdicts),
+        tuple(notes),
+        scores,
+        quality_higher_is_better,
+        tuple(front),
+    )

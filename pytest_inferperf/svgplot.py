@@ -29,9 +29,21 @@ _CLIP_TOKEN = "\x00clip\x00"  # replaced by the document's clip-path id in Chart
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 # Tableau 10 then a second, darker set: distinguishable categories, stable by position.
 PALETTE: tuple[str, ...] = (
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
-    "#1f4e79", "#a0522d", "#7b1e3a", "#2e6f40", "#6a3d9a",
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#76b7b2",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+    "#1f4e79",
+    "#a0522d",
+    "#7b1e3a",
+    "#2e6f40",
+    "#6a3d9a",
 )
 FONT = "Verdana, Arial, sans-serif"
 NOTE_CHAR_WIDTH = 6.6  # average width in px of an 11 px Verdana character
@@ -221,8 +233,17 @@ class Chart:
         )
 
     def label(
-        self, x: float, y: float, text: str, *, dx: float = 6, dy: float = -6, size: int = 11,
-        anchor: str = "start", fill: str = "#222222", rotate: float = 0.0,
+        self,
+        x: float,
+        y: float,
+        text: str,
+        *,
+        dx: float = 6,
+        dy: float = -6,
+        size: int = 11,
+        anchor: str = "start",
+        fill: str = "#222222",
+        rotate: float = 0.0,
     ) -> None:
         """Text next to a data point (offset ``dx``/``dy`` pixels, turned ``rotate`` degrees)."""
         px, py = self.px(x, y)
@@ -254,8 +275,7 @@ class Chart:
         for value, text in self.x.ticks():
             px = x0 + self.x.fraction(value) * w
             out.append(
-                f'<line x1="{px:.1f}" y1="{y0}" x2="{px:.1f}" y2="{y0 + h:.1f}" '
-                'stroke="#e4e4e4"/>'
+                f'<line x1="{px:.1f}" y1="{y0}" x2="{px:.1f}" y2="{y0 + h:.1f}" stroke="#e4e4e4"/>'
             )
             out.append(
                 f'<text x="{px:.1f}" y="{y0 + h + 16:.1f}" font-size="11" '
@@ -264,8 +284,7 @@ class Chart:
         for value, text in self.y.ticks():
             py = y0 + (1 - self.y.fraction(value)) * h
             out.append(
-                f'<line x1="{x0}" y1="{py:.1f}" x2="{x0 + w:.1f}" y2="{py:.1f}" '
-                'stroke="#e4e4e4"/>'
+                f'<line x1="{x0}" y1="{py:.1f}" x2="{x0 + w:.1f}" y2="{py:.1f}" stroke="#e4e4e4"/>'
             )
             out.append(
                 f'<text x="{x0 - 6}" y="{py + 4:.1f}" font-size="11" '

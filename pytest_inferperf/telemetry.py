@@ -30,8 +30,10 @@ def keep_out_of_measurements(environ: MutableMapping[str, str] | None = None) ->
     if ENV in environ:
         return None  # the user's choice
     if "onnxruntime" in sys.modules:
-        return ("ONNX Runtime was imported before pytest-inferperf could switch its telemetry "
-                f"off, so its upload threads may run inside measured regions and be counted: "
-                f"set {ENV}=1 in the environment (or keep it on with {ENV}=0 to silence this)")
+        return (
+            "ONNX Runtime was imported before pytest-inferperf could switch its telemetry "
+            f"off, so its upload threads may run inside measured regions and be counted: "
+            f"set {ENV}=1 in the environment (or keep it on with {ENV}=0 to silence this)"
+        )
     environ[ENV] = "1"
     return None

@@ -67,8 +67,14 @@ CATEGORIES: dict[str, str] = {
 CHILDREN: dict[str, tuple[str, ...]] = {
     "backend_bound": ("l1d_residency", "l2_llc_residency", "tlb_churn"),
     "frontend_bound": ("branch_misprediction",),
-    "ipc_collapse": ("l1d_residency", "l2_llc_residency", "tlb_churn", "branch_misprediction",
-                     "frontend_bound", "backend_bound"),
+    "ipc_collapse": (
+        "l1d_residency",
+        "l2_llc_residency",
+        "tlb_churn",
+        "branch_misprediction",
+        "frontend_bound",
+        "backend_bound",
+    ),
     # Misses in L2 are misses in L1 too: the deeper level is the better explanation.
     "l1d_residency": ("l2_llc_residency",),
 }
@@ -84,7 +90,11 @@ CHILD_DISCOUNT = 0.5  # engineering judgement: a fired child halves its parent's
 # fetched from DRAM or from another core's cache (hundreds), and TLB counts say nothing
 # about the caches.
 MEMORY_EVIDENCE: tuple[str, ...] = (
-    "l2_mpki", "llc_mpki", "llc_miss", "backend_stalled", "backend_bound",
+    "l2_mpki",
+    "llc_mpki",
+    "llc_miss",
+    "backend_stalled",
+    "backend_bound",
     "backend_mem_stalled",
 )
 # With nothing below L1 counted, L1D refills rule memory out only when, each charged
@@ -92,8 +102,12 @@ MEMORY_EVIDENCE: tuple[str, ...] = (
 # than this share of the cycles (engineering judgement: the same fifth that makes a
 # moved counter material in a change).
 L1_ONLY_EXONERATES_BELOW = 0.20
-MEMORY_CATEGORIES: tuple[str, ...] = ("l1d_residency", "l2_llc_residency", "tlb_churn",
-                                      "backend_bound")
+MEMORY_CATEGORIES: tuple[str, ...] = (
+    "l1d_residency",
+    "l2_llc_residency",
+    "tlb_churn",
+    "backend_bound",
+)
 
 # -- sources ------------------------------------------------------------------
 
@@ -101,8 +115,9 @@ AWS = "AWS Graviton perfrunbook (debug_hw_perf.md)"
 PERF_GRC = "Linux perf stat-shadow.c get_ratio_color, 'magenta' level"
 TMA_RAW = "Intel TMA level-1 MetricThreshold (Linux perf x86 metrics.json)"
 TMA = f"{TMA_RAW}, applied to any level-1 top-down"
-ORT_THREADS = ("ONNX Runtime threading docs (session.intra_op.allow_spinning; "
-               "spinning is on by default)")
+ORT_THREADS = (
+    "ONNX Runtime threading docs (session.intra_op.allow_spinning; spinning is on by default)"
+)
 ORT_ARENA = "ONNX Runtime SessionOptions.enable_cpu_mem_arena"
 JUDGEMENT = "engineering judgement"
 
@@ -145,104 +160,333 @@ _STALLS = ("arm-cycles", "arm-topdown", "x86")  # STALL_FRONTEND/BACKEND or gene
 
 THRESHOLDS: tuple[Threshold, ...] = (
     # --- retiring near the width: compute-bound ---------------------------------
-    Threshold("ipc", ">", 0.75, "retiring", "key", JUDGEMENT, True,
-              "three quarters of the core's issue width retire every cycle: the pipeline "
-              "is near its peak, so only less work makes the run faster", "width"),
+    Threshold(
+        "ipc",
+        ">",
+        0.75,
+        "retiring",
+        "key",
+        JUDGEMENT,
+        True,
+        "three quarters of the core's issue width retire every cycle: the pipeline "
+        "is near its peak, so only less work makes the run faster",
+        "width",
+    ),
     Threshold("retiring", ">", 0.70, "retiring", "key", f"{TMA_RAW}: tma_retiring > 0.7"),
     # --- IPC relative to the core's width -----------------------------------
-    Threshold("ipc", "<", 0.25, "ipc_collapse", "key", JUDGEMENT, True,
-              "retiring under a quarter of the core's issue width per cycle; named only "
-              "when memory/backend metrics were measured and none fired (MEMORY_EVIDENCE)",
-              "width"),
+    Threshold(
+        "ipc",
+        "<",
+        0.25,
+        "ipc_collapse",
+        "key",
+        JUDGEMENT,
+        True,
+        "retiring under a quarter of the core's issue width per cycle; named only "
+        "when memory/backend metrics were measured and none fired (MEMORY_EVIDENCE)",
+        "width",
+    ),
     # --- L1D ------------------------------------------------------------------
     Threshold("l1d_mpki", ">", 20.0, "l1d_residency", "key", f"{AWS}: data-l1-mpki > 20"),
-    Threshold("l1_miss", ">", 0.10, "l1d_residency", "support",
-              f"{PERF_GRC}: L1-dcache-load-misses > 10% of loads"),
-    Threshold("ipc", "<", 0.25, "l1d_residency", "support", JUDGEMENT, True,
-              "low IPC agrees with a stall on data", "width"),
-    Threshold("backend_stalled", ">", 0.50, "l1d_residency", "support",
-              f"{PERF_GRC}: stalled-cycles-backend > 50%", families=_STALLS),
-    Threshold("backend_bound", ">", 0.20, "l1d_residency", "support",
-              f"{TMA}: backend_bound > 0.2"),
+    Threshold(
+        "l1_miss",
+        ">",
+        0.10,
+        "l1d_residency",
+        "support",
+        f"{PERF_GRC}: L1-dcache-load-misses > 10% of loads",
+    ),
+    Threshold(
+        "ipc",
+        "<",
+        0.25,
+        "l1d_residency",
+        "support",
+        JUDGEMENT,
+        True,
+        "low IPC agrees with a stall on data",
+        "width",
+    ),
+    Threshold(
+        "backend_stalled",
+        ">",
+        0.50,
+        "l1d_residency",
+        "support",
+        f"{PERF_GRC}: stalled-cycles-backend > 50%",
+        families=_STALLS,
+    ),
+    Threshold(
+        "backend_bound", ">", 0.20, "l1d_residency", "support", f"{TMA}: backend_bound > 0.2"
+    ),
     # --- L2 / LLC -------------------------------------------------------------
     Threshold("l2_mpki", ">", 10.0, "l2_llc_residency", "key", f"{AWS}: l2-mpki > 10"),
     Threshold("llc_mpki", ">", 10.0, "l2_llc_residency", "key", f"{AWS}: l3-mpki > 10"),
-    Threshold("ipc", "<", 0.25, "l2_llc_residency", "support", JUDGEMENT, True,
-              "low IPC agrees with a stall on memory", "width"),
-    Threshold("backend_stalled", ">", 0.50, "l2_llc_residency", "support",
-              f"{PERF_GRC}: stalled-cycles-backend > 50%", families=_STALLS),
-    Threshold("backend_bound", ">", 0.20, "l2_llc_residency", "support",
-              f"{TMA}: backend_bound > 0.2"),
-    Threshold("llc_miss", ">", 0.10, "l2_llc_residency", "support",
-              f"{PERF_GRC}: LLC-load-misses > 10% of LLC loads"),
-    Threshold("backend_mem_stalled", ">", 0.20, "l2_llc_residency", "support", JUDGEMENT, True,
-              "a fifth of all cycles stalled on memory (STALL_BACKEND_MEM, V1/N2/V2)",
-              families=("arm-topdown",)),
+    Threshold(
+        "ipc",
+        "<",
+        0.25,
+        "l2_llc_residency",
+        "support",
+        JUDGEMENT,
+        True,
+        "low IPC agrees with a stall on memory",
+        "width",
+    ),
+    Threshold(
+        "backend_stalled",
+        ">",
+        0.50,
+        "l2_llc_residency",
+        "support",
+        f"{PERF_GRC}: stalled-cycles-backend > 50%",
+        families=_STALLS,
+    ),
+    Threshold(
+        "backend_bound", ">", 0.20, "l2_llc_residency", "support", f"{TMA}: backend_bound > 0.2"
+    ),
+    Threshold(
+        "llc_miss",
+        ">",
+        0.10,
+        "l2_llc_residency",
+        "support",
+        f"{PERF_GRC}: LLC-load-misses > 10% of LLC loads",
+    ),
+    Threshold(
+        "backend_mem_stalled",
+        ">",
+        0.20,
+        "l2_llc_residency",
+        "support",
+        JUDGEMENT,
+        True,
+        "a fifth of all cycles stalled on memory (STALL_BACKEND_MEM, V1/N2/V2)",
+        families=("arm-topdown",),
+    ),
     # --- TLB --------------------------------------------------------------------
-    Threshold("dtlb_mpki", ">", 1.0, "tlb_churn", "key", JUDGEMENT, True,
-              "AWS notes any data-TLB walk (> 0); one walk per 1000 instructions costs "
-              "several percent at tens of cycles per walk"),
-    Threshold("l1d_tlb_mpki", ">", 5.0, "tlb_churn", "key", JUDGEMENT, True,
-              "Cortex-A15/A53/A72 have no DTLB_WALK: L1 DTLB refills stand in for "
-              "walks (AWS: data-tlb-mpki > 0 worth noting)", families=("arm-basic",)),
-    Threshold("l1d_tlb_mpki", ">", 5.0, "tlb_churn", "support", JUDGEMENT, True,
-              "L1 DTLB refills (many hit the L2 TLB) agree with walks",
-              families=("arm-cycles", "arm-topdown")),
-    Threshold("backend_stalled", ">", 0.50, "tlb_churn", "support",
-              f"{PERF_GRC}: stalled-cycles-backend > 50%", families=_STALLS),
-    Threshold("backend_bound", ">", 0.20, "tlb_churn", "support",
-              f"{TMA}: backend_bound > 0.2"),
+    Threshold(
+        "dtlb_mpki",
+        ">",
+        1.0,
+        "tlb_churn",
+        "key",
+        JUDGEMENT,
+        True,
+        "AWS notes any data-TLB walk (> 0); one walk per 1000 instructions costs "
+        "several percent at tens of cycles per walk",
+    ),
+    Threshold(
+        "l1d_tlb_mpki",
+        ">",
+        5.0,
+        "tlb_churn",
+        "key",
+        JUDGEMENT,
+        True,
+        "Cortex-A15/A53/A72 have no DTLB_WALK: L1 DTLB refills stand in for "
+        "walks (AWS: data-tlb-mpki > 0 worth noting)",
+        families=("arm-basic",),
+    ),
+    Threshold(
+        "l1d_tlb_mpki",
+        ">",
+        5.0,
+        "tlb_churn",
+        "support",
+        JUDGEMENT,
+        True,
+        "L1 DTLB refills (many hit the L2 TLB) agree with walks",
+        families=("arm-cycles", "arm-topdown"),
+    ),
+    Threshold(
+        "backend_stalled",
+        ">",
+        0.50,
+        "tlb_churn",
+        "support",
+        f"{PERF_GRC}: stalled-cycles-backend > 50%",
+        families=_STALLS,
+    ),
+    Threshold("backend_bound", ">", 0.20, "tlb_churn", "support", f"{TMA}: backend_bound > 0.2"),
     # --- branches -----------------------------------------------------------------
-    Threshold("branch_mpki", ">", 10.0, "branch_misprediction", "key",
-              f"{AWS}: branch-mpki > 10"),
-    Threshold("branch_miss", ">", 0.10, "branch_misprediction", "key",
-              f"{PERF_GRC}: branch-misses > 10% of branches"),
-    Threshold("bad_speculation", ">", 0.15, "branch_misprediction", "key",
-              f"{TMA}: bad_speculation > 0.15"),
+    Threshold("branch_mpki", ">", 10.0, "branch_misprediction", "key", f"{AWS}: branch-mpki > 10"),
+    Threshold(
+        "branch_miss",
+        ">",
+        0.10,
+        "branch_misprediction",
+        "key",
+        f"{PERF_GRC}: branch-misses > 10% of branches",
+    ),
+    Threshold(
+        "bad_speculation",
+        ">",
+        0.15,
+        "branch_misprediction",
+        "key",
+        f"{TMA}: bad_speculation > 0.15",
+    ),
     # --- frontend -----------------------------------------------------------------
     Threshold("l1i_mpki", ">", 20.0, "frontend_bound", "key", f"{AWS}: inst-l1-mpki > 20"),
-    Threshold("itlb_mpki", ">", 1.0, "frontend_bound", "key", JUDGEMENT, True,
-              "AWS notes any instruction-TLB walk (> 0); one per 1000 instructions "
-              "means the code footprint outgrows the ITLB"),
-    Threshold("frontend_stalled", ">", 0.30, "frontend_bound", "key",
-              f"{PERF_GRC}: stalled-cycles-frontend > 30%", families=_STALLS),
-    Threshold("frontend_bound", ">", 0.15, "frontend_bound", "key",
-              f"{TMA}: frontend_bound > 0.15"),
-    Threshold("ipc", "<", 0.25, "frontend_bound", "support", JUDGEMENT, True,
-              "low IPC agrees with a starved frontend", "width"),
+    Threshold(
+        "itlb_mpki",
+        ">",
+        1.0,
+        "frontend_bound",
+        "key",
+        JUDGEMENT,
+        True,
+        "AWS notes any instruction-TLB walk (> 0); one per 1000 instructions "
+        "means the code footprint outgrows the ITLB",
+    ),
+    Threshold(
+        "frontend_stalled",
+        ">",
+        0.30,
+        "frontend_bound",
+        "key",
+        f"{PERF_GRC}: stalled-cycles-frontend > 30%",
+        families=_STALLS,
+    ),
+    Threshold(
+        "frontend_bound", ">", 0.15, "frontend_bound", "key", f"{TMA}: frontend_bound > 0.15"
+    ),
+    Threshold(
+        "ipc",
+        "<",
+        0.25,
+        "frontend_bound",
+        "support",
+        JUDGEMENT,
+        True,
+        "low IPC agrees with a starved frontend",
+        "width",
+    ),
     # --- backend (core-bound) ---------------------------------------------------
-    Threshold("backend_stalled", ">", 0.50, "backend_bound", "key",
-              f"{PERF_GRC}: stalled-cycles-backend > 50%", families=_STALLS),
-    Threshold("backend_bound", ">", 0.20, "backend_bound", "key",
-              f"{TMA}: backend_bound > 0.2"),
+    Threshold(
+        "backend_stalled",
+        ">",
+        0.50,
+        "backend_bound",
+        "key",
+        f"{PERF_GRC}: stalled-cycles-backend > 50%",
+        families=_STALLS,
+    ),
+    Threshold("backend_bound", ">", 0.20, "backend_bound", "key", f"{TMA}: backend_bound > 0.2"),
     # --- threads ----------------------------------------------------------------------
-    Threshold("session.allow_spinning", ">", 0.5, "thread_spinning", "key",
-              f"{ORT_THREADS}: pool threads busy-wait between parallel sections"),
-    Threshold("cpu_utilisation", ">", 1.5, "thread_spinning", "key", JUDGEMENT, True,
-              "CPUs busy exceed the threads configured to do the work by half again",
-              "useful_threads"),
-    Threshold("session.threads", ">", 1.0, "thread_spinning", "key", JUDGEMENT, True,
-              "more intra-op (+ inter-op) threads than CPUs: oversubscription", "cpu_count"),
-    Threshold("context_switches_per_sec", ">", 5000.0, "thread_spinning", "support",
-              JUDGEMENT, True, "thousands of switches per CPU-second: threads contend for CPUs"),
+    Threshold(
+        "session.allow_spinning",
+        ">",
+        0.5,
+        "thread_spinning",
+        "key",
+        f"{ORT_THREADS}: pool threads busy-wait between parallel sections",
+    ),
+    Threshold(
+        "cpu_utilisation",
+        ">",
+        1.5,
+        "thread_spinning",
+        "key",
+        JUDGEMENT,
+        True,
+        "CPUs busy exceed the threads configured to do the work by half again",
+        "useful_threads",
+    ),
+    Threshold(
+        "session.threads",
+        ">",
+        1.0,
+        "thread_spinning",
+        "key",
+        JUDGEMENT,
+        True,
+        "more intra-op (+ inter-op) threads than CPUs: oversubscription",
+        "cpu_count",
+    ),
+    Threshold(
+        "context_switches_per_sec",
+        ">",
+        5000.0,
+        "thread_spinning",
+        "support",
+        JUDGEMENT,
+        True,
+        "thousands of switches per CPU-second: threads contend for CPUs",
+    ),
     # --- page faults -------------------------------------------------------------
-    Threshold("page_faults_per_call", ">", 10.0, "page_faults", "key", JUDGEMENT, True,
-              "a steady-state call with an arena should fault ~0 times; 10 faults is "
-              "40 KiB of freshly mapped 4 KiB pages every call"),
-    Threshold("page_faults_per_sec", ">", 50000.0, "page_faults", "key", JUDGEMENT, True,
-              "at ~1 us per minor fault (trap plus zeroing a 4 KiB page) this is >= 5% of "
-              "CPU time; fewer faults cannot explain a slow run"),
-    Threshold("session.enable_mem_arena", "<", 0.5, "page_faults", "support",
-              f"{ORT_ARENA}: without the arena every call allocates from the system"),
+    Threshold(
+        "page_faults_per_call",
+        ">",
+        10.0,
+        "page_faults",
+        "key",
+        JUDGEMENT,
+        True,
+        "a steady-state call with an arena should fault ~0 times; 10 faults is "
+        "40 KiB of freshly mapped 4 KiB pages every call",
+    ),
+    Threshold(
+        "page_faults_per_sec",
+        ">",
+        50000.0,
+        "page_faults",
+        "key",
+        JUDGEMENT,
+        True,
+        "at ~1 us per minor fault (trap plus zeroing a 4 KiB page) this is >= 5% of "
+        "CPU time; fewer faults cannot explain a slow run",
+    ),
+    Threshold(
+        "session.enable_mem_arena",
+        "<",
+        0.5,
+        "page_faults",
+        "support",
+        f"{ORT_ARENA}: without the arena every call allocates from the system",
+    ),
     # --- noise -------------------------------------------------------------------------
-    Threshold("cpu_migrations_per_sec", ">", 100.0, "noisy_machine", "key", JUDGEMENT, True,
-              "a quiet, pinned run migrates a few times per second at most"),
-    Threshold("cpu_migrations_per_call", ">", 1.0, "noisy_machine", "key", JUDGEMENT, True,
-              "every call is moved to another CPU at least once (cold caches each call)"),
-    Threshold("context_switches_per_sec", ">", 5000.0, "noisy_machine", "support",
-              JUDGEMENT, True, "thousands of switches per CPU-second: preemption"),
-    Threshold("latency_tail_ratio", ">", 1.5, "noisy_machine", "support", JUDGEMENT, True,
-              "p99 half again above p50 for identical calls"),
+    Threshold(
+        "cpu_migrations_per_sec",
+        ">",
+        100.0,
+        "noisy_machine",
+        "key",
+        JUDGEMENT,
+        True,
+        "a quiet, pinned run migrates a few times per second at most",
+    ),
+    Threshold(
+        "cpu_migrations_per_call",
+        ">",
+        1.0,
+        "noisy_machine",
+        "key",
+        JUDGEMENT,
+        True,
+        "every call is moved to another CPU at least once (cold caches each call)",
+    ),
+    Threshold(
+        "context_switches_per_sec",
+        ">",
+        5000.0,
+        "noisy_machine",
+        "support",
+        JUDGEMENT,
+        True,
+        "thousands of switches per CPU-second: preemption",
+    ),
+    Threshold(
+        "latency_tail_ratio",
+        ">",
+        1.5,
+        "noisy_machine",
+        "support",
+        JUDGEMENT,
+        True,
+        "p99 half again above p50 for identical calls",
+    ),
 )
 
 
@@ -253,11 +497,30 @@ def thresholds_for(category: str, family: str) -> tuple[Threshold, ...]:
 
 # -- cores ------------------------------------------------------------------------
 
-_NO_BASIC = ("llc_read", "llc_miss", "dtlb_access", "dtlb_walk", "itlb_access", "itlb_walk",
-             "stall_frontend", "stall_backend", "stall_backend_mem", "stall_slot",
-             "stall_slot_frontend", "stall_slot_backend", "op_retired", "op_spec")
-_NO_SLOTS = ("stall_backend_mem", "stall_slot", "stall_slot_frontend", "stall_slot_backend",
-             "op_retired", "op_spec")
+_NO_BASIC = (
+    "llc_read",
+    "llc_miss",
+    "dtlb_access",
+    "dtlb_walk",
+    "itlb_access",
+    "itlb_walk",
+    "stall_frontend",
+    "stall_backend",
+    "stall_backend_mem",
+    "stall_slot",
+    "stall_slot_frontend",
+    "stall_slot_backend",
+    "op_retired",
+    "op_spec",
+)
+_NO_SLOTS = (
+    "stall_backend_mem",
+    "stall_slot",
+    "stall_slot_frontend",
+    "stall_slot_backend",
+    "op_retired",
+    "op_spec",
+)
 
 
 @dataclass(frozen=True)
@@ -274,10 +537,14 @@ class CoreFacts:
     notes: Mapping[str, str] = field(default_factory=dict)
 
 
-def _arm(slug: str, name: str, family: str, width: float, width_source: str,
-         lacks: tuple[str, ...] = ()) -> CoreFacts:
-    source = "Arm Cortex-A15 TRM PMU event list (ARMv7)" if slug == "cortex-a15" \
+def _arm(
+    slug: str, name: str, family: str, width: float, width_source: str, lacks: tuple[str, ...] = ()
+) -> CoreFacts:
+    source = (
+        "Arm Cortex-A15 TRM PMU event list (ARMv7)"
+        if slug == "cortex-a15"
         else f"ARM-software/data pmu/{slug}.json"
+    )
     return CoreFacts(slug, name, family, width, width_source, lacks, source if lacks else "")
 
 
@@ -287,24 +554,64 @@ CORES: dict[str, CoreFacts] = {
     c.slug: c
     for c in (
         # ARMv7 Cortex-A15 (Tegra K1, Exynos 5): no stall, walk or LL events in its PMU.
-        _arm("cortex-a15", "Cortex-A15", "arm-basic", 3,
-             "Cortex-A15 MPCore TRM: decodes up to three instructions per cycle", _NO_BASIC),
-        _arm("cortex-a53", "Cortex-A53", "arm-basic", 2, "Cortex-A53 TRM: dual-issue, in order",
-             _NO_BASIC),
-        _arm("cortex-a55", "Cortex-A55", "arm-cycles", 2, "Cortex-A55 TRM: dual-issue, in order",
-             _NO_SLOTS),
-        _arm("cortex-a72", "Cortex-A72", "arm-basic", 3,
-             "Cortex-A72 software optimisation guide: 3-wide decode", _NO_BASIC),
-        _arm("cortex-a76", "Cortex-A76", "arm-cycles", 4,
-             "Cortex-A76 software optimisation guide: 4-wide decode", _NO_SLOTS),
+        _arm(
+            "cortex-a15",
+            "Cortex-A15",
+            "arm-basic",
+            3,
+            "Cortex-A15 MPCore TRM: decodes up to three instructions per cycle",
+            _NO_BASIC,
+        ),
+        _arm(
+            "cortex-a53",
+            "Cortex-A53",
+            "arm-basic",
+            2,
+            "Cortex-A53 TRM: dual-issue, in order",
+            _NO_BASIC,
+        ),
+        _arm(
+            "cortex-a55",
+            "Cortex-A55",
+            "arm-cycles",
+            2,
+            "Cortex-A55 TRM: dual-issue, in order",
+            _NO_SLOTS,
+        ),
+        _arm(
+            "cortex-a72",
+            "Cortex-A72",
+            "arm-basic",
+            3,
+            "Cortex-A72 software optimisation guide: 3-wide decode",
+            _NO_BASIC,
+        ),
+        _arm(
+            "cortex-a76",
+            "Cortex-A76",
+            "arm-cycles",
+            4,
+            "Cortex-A76 software optimisation guide: 4-wide decode",
+            _NO_SLOTS,
+        ),
         # X1 implements the slot events, but no level-1 formula for it is in metrics.
-        _arm("cortex-x1", "Cortex-X1", "arm-cycles", 5,
-             "Cortex-X1 software optimisation guide: 5-wide decode"),
+        _arm(
+            "cortex-x1",
+            "Cortex-X1",
+            "arm-cycles",
+            5,
+            "Cortex-X1 software optimisation guide: 5-wide decode",
+        ),
         _arm("neoverse-n1", "Neoverse N1", "arm-cycles", 5, _TS.format("n1"), _NO_SLOTS),
         _arm("neoverse-v1", "Neoverse V1", "arm-topdown", 8, _TS.format("v1")),
         _arm("neoverse-n2", "Neoverse N2", "arm-topdown", 5, _TS.format("n2-r0p3")),
-        _arm("azure-cobalt-100", "Azure Cobalt 100 (Neoverse N2 r0p0)", "arm-topdown", 5,
-             _TS.format("n2-r0p0")),
+        _arm(
+            "azure-cobalt-100",
+            "Azure Cobalt 100 (Neoverse N2 r0p0)",
+            "arm-topdown",
+            5,
+            _TS.format("n2-r0p0"),
+        ),
         _arm("neoverse-v2", "Neoverse V2", "arm-topdown", 8, _TS.format("v2")),
         # V3's level-1 formulas are not in metrics yet: cycle accounting only.
         _arm("neoverse-v3", "Neoverse V3", "arm-cycles", 10, _TS.format("v3")),
@@ -314,13 +621,18 @@ CORES: dict[str, CoreFacts] = {
 # x86 slugs are "intel-<line>-<uarch>" / "amd-<line>-<uarch>" (pmu.cpu.x86_core_name).
 _X86_WIDTH = {
     "amd": (6.0, "AMD Zen 4: 6 dispatch slots per cycle (slots = 6 x cycles)"),
-    "intel": (4.0, f"{JUDGEMENT}: 4-wide allocation of Skylake-class cores (later cores are "
-                   "wider, so this flags less)"),
+    "intel": (
+        4.0,
+        f"{JUDGEMENT}: 4-wide allocation of Skylake-class cores (later cores are "
+        "wider, so this flags less)",
+    ),
 }
-_PERF_BOOK_SLOTS = ("Bakhvalov, 'Performance Analysis and Tuning on Modern CPUs' (2nd ed.), "
-                    "'Pipeline Slot': 'Intel's Skylake and AMD Zen3 cores have a 4-wide "
-                    "allocation ... Golden Cove and Zen4 architectures both have a 6-wide "
-                    "allocation'")
+_PERF_BOOK_SLOTS = (
+    "Bakhvalov, 'Performance Analysis and Tuning on Modern CPUs' (2nd ed.), "
+    "'Pipeline Slot': 'Intel's Skylake and AMD Zen3 cores have a 4-wide "
+    "allocation ... Golden Cove and Zen4 architectures both have a 6-wide "
+    "allocation'"
+)
 # Per micro-architecture where it differs from the vendor's default (the <uarch> part).
 _X86_UARCH_WIDTH = {
     "zen3": (4.0, _PERF_BOOK_SLOTS),
@@ -339,19 +651,29 @@ def core_facts(slug: str) -> CoreFacts:
         if known:
             best = max(known, key=lambda p: p.width or 0.0)
             lacks = tuple(sorted({e for p in parts for e in p.lacks}))
-            return CoreFacts(slug, " + ".join(p.name for p in parts), best.family, best.width,
-                             f"{best.width_source} (widest core of {slug})", lacks,
-                             "; ".join(p.lacks_source for p in parts if p.lacks_source))
+            return CoreFacts(
+                slug,
+                " + ".join(p.name for p in parts),
+                best.family,
+                best.width,
+                f"{best.width_source} (widest core of {slug})",
+                lacks,
+                "; ".join(p.lacks_source for p in parts if p.lacks_source),
+            )
     if slug in CORES:
         return CORES[slug]
     vendor = slug.split("-", 1)[0]
     if vendor in _X86_WIDTH:
         uarch = slug.split("-", 2)[-1]
-        width, source = _X86_UARCH_WIDTH.get(uarch, _X86_WIDTH[vendor]) \
-            if vendor == "amd" else _X86_WIDTH[vendor]
+        width, source = (
+            _X86_UARCH_WIDTH.get(uarch, _X86_WIDTH[vendor])
+            if vendor == "amd"
+            else _X86_WIDTH[vendor]
+        )
         return CoreFacts(slug, slug, "x86", width, source)
-    return CoreFacts(slug, slug or "unknown core", "unknown", None,
-                     "unknown core: no issue width on record")
+    return CoreFacts(
+        slug, slug or "unknown core", "unknown", None, "unknown core: no issue width on record"
+    )
 
 
 # -- naming a core -------------------------------------------------------------------
@@ -378,10 +700,12 @@ def check_core(slug: str) -> str | None:
     close = difflib.get_close_matches(bad[0], names, n=3, cutoff=0.6)
     guesses = list(dict.fromkeys([*swapped, *close]))[:3]
     hint = f" Did you mean {' or '.join(guesses)}?" if guesses else ""
-    return (f"unknown core '{slug}'.{hint} Known cores: {', '.join(CORES)}; x86 cores are "
-            f"named intel-<line>-<uarch> or amd-<line>-<uarch> (e.g. "
-            f"{', '.join(X86_EXAMPLES)}). Pass one of them to --cpu, or leave --cpu out to "
-            "use the core named in the file or the generic rules.")
+    return (
+        f"unknown core '{slug}'.{hint} Known cores: {', '.join(CORES)}; x86 cores are "
+        f"named intel-<line>-<uarch> or amd-<line>-<uarch> (e.g. "
+        f"{', '.join(X86_EXAMPLES)}). Pass one of them to --cpu, or leave --cpu out to "
+        "use the core named in the file or the generic rules."
+    )
 
 
 # -- what a moving metric points to -----------------------------------------------
@@ -456,47 +780,81 @@ class ChangeCost:
     time_driven: bool = False
 
 
-_LI_2007 = ("Li, Ding & Shen, 'Quantifying the Cost of Context Switch', ExpCS 2007: direct "
-            "cost 3.8 µs, total cost 'from several microseconds to more than one thousand "
-            "microseconds' with the working set (2.1-2.4 µs direct measured on a 2-vCPU "
-            "x86 VM with a pipe ping-pong pinned to one CPU)")
-_MIGRATION = ("Linux kernel/sched/fair.c sysctl_sched_migration_cost = 500000 ns: the "
-              "scheduler's own estimate of how long a task stays cache-hot")
-_FAULT = (f"{JUDGEMENT}: 5x the 1.8 µs a minor fault (anonymous page, zeroed) took when "
-          "measured on a 2-vCPU x86 VM (mmap + first touch of 65536 pages, 8.8 µs in a cold "
-          "first pass); faults that read a file (major_faults) cost more and are not modelled")
-_LEVINTHAL = ("Intel, 'Performance Analysis Guide for Intel Core i7 and Xeon 5500 "
-              "processors' (Levinthal), data-source latencies: L2 hit ~10 cycles, L3 hit "
-              "~40-75 cycles, local DRAM ~60 ns, remote DRAM ~100 ns")
+_LI_2007 = (
+    "Li, Ding & Shen, 'Quantifying the Cost of Context Switch', ExpCS 2007: direct "
+    "cost 3.8 µs, total cost 'from several microseconds to more than one thousand "
+    "microseconds' with the working set (2.1-2.4 µs direct measured on a 2-vCPU "
+    "x86 VM with a pipe ping-pong pinned to one CPU)"
+)
+_MIGRATION = (
+    "Linux kernel/sched/fair.c sysctl_sched_migration_cost = 500000 ns: the "
+    "scheduler's own estimate of how long a task stays cache-hot"
+)
+_FAULT = (
+    f"{JUDGEMENT}: 5x the 1.8 µs a minor fault (anonymous page, zeroed) took when "
+    "measured on a 2-vCPU x86 VM (mmap + first touch of 65536 pages, 8.8 µs in a cold "
+    "first pass); faults that read a file (major_faults) cost more and are not modelled"
+)
+_LEVINTHAL = (
+    "Intel, 'Performance Analysis Guide for Intel Core i7 and Xeon 5500 "
+    "processors' (Levinthal), data-source latencies: L2 hit ~10 cycles, L3 hit "
+    "~40-75 cycles, local DRAM ~60 ns, remote DRAM ~100 ns"
+)
 
 CHANGE_COSTS: dict[str, ChangeCost] = {
-    "context_switches_per_call": ChangeCost("event_us", 1000.0, "µs per switch", _LI_2007,
-                                            time_driven=True),
-    "cpu_migrations_per_call": ChangeCost("event_us", 500.0, "µs per migration", _MIGRATION,
-                                          time_driven=True),
+    "context_switches_per_call": ChangeCost(
+        "event_us", 1000.0, "µs per switch", _LI_2007, time_driven=True
+    ),
+    "cpu_migrations_per_call": ChangeCost(
+        "event_us", 500.0, "µs per migration", _MIGRATION, time_driven=True
+    ),
     "page_faults_per_call": ChangeCost("event_us", 10.0, "µs per fault", _FAULT),
-    "l1d_mpki": ChangeCost("mpki_cycles", 15.0, "cycles per L1D refill (an L2 hit)",
-                           _LEVINTHAL),
-    "l1i_mpki": ChangeCost("mpki_cycles", 15.0, "cycles per L1I refill (an L2 hit)",
-                           _LEVINTHAL),
+    "l1d_mpki": ChangeCost("mpki_cycles", 15.0, "cycles per L1D refill (an L2 hit)", _LEVINTHAL),
+    "l1i_mpki": ChangeCost("mpki_cycles", 15.0, "cycles per L1I refill (an L2 hit)", _LEVINTHAL),
     "l2_mpki": ChangeCost("mpki_cycles", 75.0, "cycles per L2 refill (an L3 hit)", _LEVINTHAL),
-    "llc_mpki": ChangeCost("mpki_cycles", 400.0, "cycles per LLC miss (100 ns of DRAM at "
-                           "4 GHz)", _LEVINTHAL),
-    "dtlb_mpki": ChangeCost("mpki_cycles", 75.0, "cycles per page walk (its loads hit L3)",
-                            f"{JUDGEMENT} on {_LEVINTHAL}"),
-    "itlb_mpki": ChangeCost("mpki_cycles", 75.0, "cycles per page walk (its loads hit L3)",
-                            f"{JUDGEMENT} on {_LEVINTHAL}"),
-    "l1d_tlb_mpki": ChangeCost("mpki_cycles", 75.0, "cycles per L1D TLB refill (at most a "
-                               "walk)", f"{JUDGEMENT} on {_LEVINTHAL}"),
-    "branch_mpki": ChangeCost("mpki_cycles", 20.0, "cycles per mispredicted branch",
-                              "Agner Fog, 'The microarchitecture of Intel, AMD and VIA CPUs': "
-                              "15-20 cycles on recent x86 cores; Arm Neoverse N1 software "
-                              "optimization guide: 11 cycles"),
-    **{name: ChangeCost("cycle_fraction", source="the stalled cycles (or slots) themselves")
-       for name in ("frontend_stalled", "backend_stalled", "backend_mem_stalled",
-                    "frontend_bound", "backend_bound", "bad_speculation")},
-    "instructions_per_call": ChangeCost("instructions", source="the extra instructions at "
-                                        "the baseline's IPC"),
+    "llc_mpki": ChangeCost(
+        "mpki_cycles", 400.0, "cycles per LLC miss (100 ns of DRAM at 4 GHz)", _LEVINTHAL
+    ),
+    "dtlb_mpki": ChangeCost(
+        "mpki_cycles",
+        75.0,
+        "cycles per page walk (its loads hit L3)",
+        f"{JUDGEMENT} on {_LEVINTHAL}",
+    ),
+    "itlb_mpki": ChangeCost(
+        "mpki_cycles",
+        75.0,
+        "cycles per page walk (its loads hit L3)",
+        f"{JUDGEMENT} on {_LEVINTHAL}",
+    ),
+    "l1d_tlb_mpki": ChangeCost(
+        "mpki_cycles",
+        75.0,
+        "cycles per L1D TLB refill (at most a walk)",
+        f"{JUDGEMENT} on {_LEVINTHAL}",
+    ),
+    "branch_mpki": ChangeCost(
+        "mpki_cycles",
+        20.0,
+        "cycles per mispredicted branch",
+        "Agner Fog, 'The microarchitecture of Intel, AMD and VIA CPUs': "
+        "15-20 cycles on recent x86 cores; Arm Neoverse N1 software "
+        "optimization guide: 11 cycles",
+    ),
+    **{
+        name: ChangeCost("cycle_fraction", source="the stalled cycles (or slots) themselves")
+        for name in (
+            "frontend_stalled",
+            "backend_stalled",
+            "backend_mem_stalled",
+            "frontend_bound",
+            "backend_bound",
+            "bad_speculation",
+        )
+    },
+    "instructions_per_call": ChangeCost(
+        "instructions", source="the extra instructions at the baseline's IPC"
+    ),
     "ipc": ChangeCost("ipc", source="the current instructions at the baseline's IPC"),
     "cpu_utilisation": ChangeCost("utilisation", source="extra busy CPUs x wall time per call"),
 }

@@ -90,8 +90,10 @@ def validate_target(
     from .verdict import judge
 
     if tolerance is not None and (not math.isfinite(tolerance) or tolerance < 0):
-        raise UsageError(f"--tolerance {tolerance}: a relative tolerance must be a finite "
-                         "number >= 0 (0.25 is 25%).")
+        raise UsageError(
+            f"--tolerance {tolerance}: a relative tolerance must be a finite "
+            "number >= 0 (0.25 is 25%)."
+        )
     baseline = load_profile(baseline_file, "baseline")
     if target.endswith(".json"):
         profile = load_profile(target, "report")
@@ -99,48 +101,85 @@ def validate_target(
     else:
         here = this_cpu().machine_class
         if baseline.machine_class != here:
-            raise UsageError(_incomparable(baseline_file, (
-                f"the baseline was measured on {baseline.machine_class}, this machine is "
-                f"{here}")))
+            raise UsageError(
+                _incomparable(
+                    baseline_file,
+                    (
+                        f"the baseline was measured on {baseline.machine_class}, this machine is "
+                        f"{here}"
+                    ),
+                )
+            )
         options, dims = options_like(baseline, overrides or {})
         if shapes:
             options = replace(options, shapes=tuple(shapes))
         if is_callable_target(target):
             profile = analyse_callable(
-                target, warmup=options.warmup, repeat=options.repeat,
-                timeout=options.timeout, backend=options.backend, details=False,
-                progress=progress)
+                target,
+                warmup=options.warmup,
+                repeat=options.repeat,
+                timeout=options.timeout,
+                backend=options.backend,
+                details=False,
+                progress=progress,
+            )
         else:
             model = Path(target)
             if not model.is_file():
-                raise UsageError(f"{target} does not exist (or is not a file). Pass an ONNX "
-                                 "model, a report.json, or MODULE:CALLABLE.")
+                raise UsageError(
+                    f"{target} does not exist (or is not a file). Pass an ONNX "
+                    "model, a report.json, or MODULE:CALLABLE."
+                )
             known = identity_of(baseline) or {}
             digest = model_sha256(model)
             if not any_model and known.get("sha256") and digest and digest != known["sha256"]:
-                raise ModelMismatch(_other_model(baseline_file, (
-                    f"{target} (sha256 {digest[:12]}) is not the model of the baseline, "
-                    f"{known.get('path') or 'a model'} (sha256 {str(known['sha256'])[:12]})")))
+                raise ModelMismatch(
+                    _other_model(
+                        baseline_file,
+                        (
+                            f"{target} (sha256 {digest[:12]}) is not the model of the baseline, "
+                            f"{known.get('path') or 'a model'} (sha256 {str(known['sha256'])[:12]})"
+                        ),
+                    )
+                )
             dims = {**dims, **resolve_shapes(model, options.shapes)}
             profile = analyse_model(
-                model, dims=dims, settings=options.session_settings(), warmup=options.warmup,
-                repeat=options.repeat, timeout=options.timeout, backend=options.backend,
-                details=False, progress=progress)
+                model,
+                dims=dims,
+                settings=options.session_settings(),
+                warmup=options.warmup,
+                repeat=options.repeat,
+                timeout=options.timeout,
+                backend=options.backend,
+                details=False,
+                progress=progress,
+            )
         label = target
     try:
         check_comparable(profile, baseline)
     except IncomparableError:
-        raise UsageError(_incomparable(baseline_file, (
-            f"{label} is from {profile.machine_class} with the {profile.backend} backend, "
-            f"the baseline from {baseline.machine_class} with the {baseline.backend} "
-            "backend"))) from None
+        raise UsageError(
+            _incomparable(
+                baseline_file,
+                (
+                    f"{label} is from {profile.machine_class} with the {profile.backend} backend, "
+                    f"the baseline from {baseline.machine_class} with the {baseline.backend} "
+                    "backend"
+                ),
+            )
+        ) from None
     why = different_models(profile, baseline)
     if why and not any_model:
         raise ModelMismatch(_other_model(baseline_file, why))
     spec = PerfSpec(tolerance=tolerance)
-    verdict = judge(label, profile, spec, baseline=baseline,
-                    baseline_note=f"baseline {baseline_file}"
-                    + (f" (another model: {why})" if why else ""), strict=strict)
+    verdict = judge(
+        label,
+        profile,
+        spec,
+        baseline=baseline,
+        baseline_note=f"baseline {baseline_file}" + (f" (another model: {why})" if why else ""),
+        strict=strict,
+    )
     return Validation(label, os.fspath(baseline_file), verdict)
 
 
@@ -149,14 +188,18 @@ class ModelMismatch(UsageError):
 
 
 def _other_model(baseline_file: str | os.PathLike[str], why: str) -> str:
-    return (f"baseline {os.fspath(baseline_file)} is of another model: {why}. A baseline "
-            "only says something about the model it measured: record one for this model "
-            "with `inferperf analyse MODEL --out DIR` and pass DIR/report.json to "
-            "--baseline, or pass --any-model to compare them anyway.")
+    return (
+        f"baseline {os.fspath(baseline_file)} is of another model: {why}. A baseline "
+        "only says something about the model it measured: record one for this model "
+        "with `inferperf analyse MODEL --out DIR` and pass DIR/report.json to "
+        "--baseline, or pass --any-model to compare them anyway."
+    )
 
 
 def _incomparable(baseline_file: str | os.PathLike[str], why: str) -> str:
-    return (f"baseline {os.fspath(baseline_file)} cannot be compared: {why}. Profiles from "
-            "another machine class or counter backend are never compared; record a baseline "
-            "on this machine with `inferperf analyse MODEL --out DIR` and pass "
-            "DIR/report.json to --baseline.")
+    return (
+        f"baseline {os.fspath(baseline_file)} cannot be compared: {why}. Profiles from "
+        "another machine class or counter backend are never compared; record a baseline "
+        "on this machine with `inferperf analyse MODEL --out DIR` and pass "
+        "DIR/report.json to --baseline."
+    )

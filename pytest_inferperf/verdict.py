@@ -34,8 +34,7 @@ from .profile import Profile
 # shared machines: they are reported, and gate only when a test names them in
 # ``tolerance={...}`` (or sets a budget on them).
 GATED_METRICS = frozenset(
-    name for name, m in METRICS.items()
-    if any(e not in SOFTWARE_EVENTS for e in m.inputs)
+    name for name, m in METRICS.items() if any(e not in SOFTWARE_EVENTS for e in m.inputs)
 ) | {"cpu_ms_per_call", "latency_mean_ms"}
 
 
@@ -92,12 +91,16 @@ class Verdict:
     def timing_judgements(self) -> tuple[TimingJudgement, ...]:
         """Each suspected timing regression against the noise floor."""
         floor = self.noise or NoiseFloor(None, None, (), ())
-        cpu_judged = (self.comparison is not None
-                      and self.comparison.get("cpu_ms_per_call") is not None
-                      and "cpu_ms_per_call" in self.gated)
-        return tuple(judge_timing(c.metric, c.delta, c.tolerance, floor,
-                                  cpu_time_judged=cpu_judged)
-                     for c in self.suspected if c.metric in TIMING_CLOCK)
+        cpu_judged = (
+            self.comparison is not None
+            and self.comparison.get("cpu_ms_per_call") is not None
+            and "cpu_ms_per_call" in self.gated
+        )
+        return tuple(
+            judge_timing(c.metric, c.delta, c.tolerance, floor, cpu_time_judged=cpu_judged)
+            for c in self.suspected
+            if c.metric in TIMING_CLOCK
+        )
 
     @property
     def unconfirmed(self) -> bool:
@@ -110,14 +113,16 @@ class Verdict:
         beyond = {j.metric for j in self.timing_judgements if j.outcome == "regressed"}
         if self.unconfirmed:
             beyond = set()
-        return tuple(c for c in self.suspected
-                     if c.metric not in TIMING_CLOCK or c.metric in beyond)
+        return tuple(
+            c for c in self.suspected if c.metric not in TIMING_CLOCK or c.metric in beyond
+        )
 
     @property
     def inconclusive(self) -> tuple[str, ...]:
         """Why a timing change can be neither passed nor failed (empty: it can)."""
-        out = [f"{j.metric}: {j.reason}" for j in self.timing_judgements
-               if j.outcome == "inconclusive"]
+        out = [
+            f"{j.metric}: {j.reason}" for j in self.timing_judgements if j.outcome == "inconclusive"
+        ]
         if self.unconfirmed and self.confirmation is not None:
             out.append(str(self.confirmation.get("text")))
         return tuple(out)
@@ -126,16 +131,18 @@ class Verdict:
     def needs_confirmation(self) -> bool:
         """A timing regression alone would fail this test: measure it again first."""
         return bool(
-            self.compare_fails and self.confirmation is None and self.regressions
-            and not self.counted_regressions and not self.budget_failures
+            self.compare_fails
+            and self.confirmation is None
+            and self.regressions
+            and not self.counted_regressions
+            and not self.budget_failures
             and not self.baseline_error
         )
 
     @property
     def outcome(self) -> str:
         """``regressed`` | ``inconclusive`` | ``passed`` (budgets and baseline errors too)."""
-        if self.budget_failures or self.baseline_error or (self.compare_fails
-                                                             and self.regressions):
+        if self.budget_failures or self.baseline_error or (self.compare_fails and self.regressions):
             return "regressed"
         if self.compare_fails and self.inconclusive:
             return "inconclusive"
@@ -155,10 +162,11 @@ class Verdict:
             return f"{worst.metric} (timing, beyond the noise floor)"
         work = self.comparison.get("instructions_per_call")
         if work is not None:
-            return (f"instructions_per_call (counted, {work.delta:+.1%}, tolerance "
-                    f"{work.tolerance:.0%}); timings against the noise floor")
-        timing = self.comparison.get("cpu_ms_per_call") or self.comparison.get(
-            "latency_mean_ms")
+            return (
+                f"instructions_per_call (counted, {work.delta:+.1%}, tolerance "
+                f"{work.tolerance:.0%}); timings against the noise floor"
+            )
+        timing = self.comparison.get("cpu_ms_per_call") or self.comparison.get("latency_mean_ms")
         if timing is not None:
             return f"{timing.metric} (timing, against the noise floor: nothing counted)"
         return ""
@@ -192,8 +200,10 @@ class Verdict:
     @property
     def nothing_checked(self) -> bool:
         """Budgets were asked for, none could be checked, and no baseline was compared."""
-        return bool(self.budgets) and len(self.unchecked) == len(self.budgets) and (
-            self.comparison is None or not self.comparison.changes
+        return (
+            bool(self.budgets)
+            and len(self.unchecked) == len(self.budgets)
+            and (self.comparison is None or not self.comparison.changes)
         )
 
     @property
@@ -208,8 +218,9 @@ class Verdict:
         if self.stale:
             notes.append("baseline stale")
         if self.unchecked:
-            notes.append(f"{len(self.unchecked)} budget{'s' if len(self.unchecked) > 1 else ''} "
-                         "not checked")
+            notes.append(
+                f"{len(self.unchecked)} budget{'s' if len(self.unchecked) > 1 else ''} not checked"
+            )
         return f"passed ({', '.join(notes)})" if notes else "passed"
 
     def summary_dict(self) -> dict:
@@ -260,17 +271,19 @@ def judge(
     ``strict``: an inconclusive change (within the noise floor) fails the test.
     """
     metrics = {**profile_metrics(profile), **(extra_metrics or {})}
-    budgets = check_budgets(spec.budgets, metrics, profile.unavailable,
-                            not_judged=unjudgeable_metrics(profile.machine, profile.unavailable))
+    budgets = check_budgets(
+        spec.budgets,
+        metrics,
+        profile.unavailable,
+        not_judged=unjudgeable_metrics(profile.machine, profile.unavailable),
+    )
     comparison = None
     if baseline is not None:
         try:
             comparison = compare_profiles(profile, baseline, tolerances=spec.tolerances())
         except IncomparableError as exc:
             baseline_note = f"not compared: {exc}"
-    gated = GATED_METRICS | frozenset(
-        spec.tolerance if isinstance(spec.tolerance, Mapping) else ()
-    )
+    gated = GATED_METRICS | frozenset(spec.tolerance if isinstance(spec.tolerance, Mapping) else ())
     cpu = profile.machine.get("cpu") or {}
     diagnosis = diagnose(
         metrics,
@@ -281,9 +294,13 @@ def judge(
         extra_findings=extra_findings,
     )
     if comparison is not None and baseline is not None:
-        change = explain_profiles(profile, baseline, metrics=metrics,
-                                  baseline_metrics=profile_metrics(baseline),
-                                  comparison=comparison)
+        change = explain_profiles(
+            profile,
+            baseline,
+            metrics=metrics,
+            baseline_metrics=profile_metrics(baseline),
+            comparison=comparison,
+        )
         diagnosis = replace(diagnosis, change=change)
     return Verdict(
         diagnosis=diagnosis,
@@ -298,7 +315,8 @@ def judge(
         baseline_error=baseline_error,
         compare_fails=compare_fails,
         stale_fails=stale_fails,
-        noise=None if comparison is None or baseline is None
+        noise=None
+        if comparison is None or baseline is None
         else floor_of(profile.conditions, baseline.conditions),
         strict=strict,
     )
@@ -315,19 +333,31 @@ def with_confirmation(first: Verdict, again: Verdict, *, pause_s: float) -> Verd
     repeated = {c.metric: c for c in again.regressions if c.metric in TIMING_CLOCK}
     held = [m for m in suspects if m in repeated]
     shown = held or list(suspects)
-    second = {m: (again.comparison.get(m).delta if again.comparison is not None
-                  and again.comparison.get(m) is not None else None) for m in shown}
-    parts = ", ".join(
-        f"{m} {_pct(second[m])} (first {suspects[m].delta:+.1%})" for m in shown)
+    second = {
+        m: (
+            again.comparison.get(m).delta
+            if again.comparison is not None and again.comparison.get(m) is not None
+            else None
+        )
+        for m in shown
+    }
+    parts = ", ".join(f"{m} {_pct(second[m])} (first {suspects[m].delta:+.1%})" for m in shown)
     if held:
         text = f"confirmed: measured again after a {pause_s:g} s pause: {parts}"
         base = again
     else:
-        text = (f"not confirmed: measured again after a {pause_s:g} s pause: {parts}; "
-                "a change that does not hold is the machine, not the code")
+        text = (
+            f"not confirmed: measured again after a {pause_s:g} s pause: {parts}; "
+            "a change that does not hold is the machine, not the code"
+        )
         base = first
-    record = {"held": bool(held), "pause_s": pause_s,
-              "first": {m: suspects[m].delta for m in shown}, "second": second, "text": text}
+    record = {
+        "held": bool(held),
+        "pause_s": pause_s,
+        "first": {m: suspects[m].delta for m in shown},
+        "second": second,
+        "text": text,
+    }
     return replace(base, confirmation=record)
 
 
@@ -355,17 +385,25 @@ def change_summary(verdict: Verdict) -> str:
     busy = " [baseline recorded on a busy machine]" if verdict.baseline_busy else ""
     if verdict.regressions:
         worst = max(verdict.regressions, key=lambda c: abs(c.delta))
-        held = (", confirmed" if str((verdict.confirmation or {}).get("text", "")).startswith(
-            "confirmed") else "")
-        return (f"REGRESSED {worst.metric} {worst.delta:+.1%}{_blamed_on(verdict.change)}"
-                f"{held}{busy}")
+        held = (
+            ", confirmed"
+            if str((verdict.confirmation or {}).get("text", "")).startswith("confirmed")
+            else ""
+        )
+        return (
+            f"REGRESSED {worst.metric} {worst.delta:+.1%}{_blamed_on(verdict.change)}{held}{busy}"
+        )
     if verdict.inconclusive and verdict.compare_fails:
-        worst = max((c for c in verdict.suspected if c.metric in TIMING_CLOCK),
-                    key=lambda c: abs(c.delta))
-        why = ("not confirmed" if verdict.unconfirmed
-               else f"machine {verdict.noise.factor(worst.metric):.2g}x slower"
-               if verdict.noise is not None and verdict.noise.factor(worst.metric) > 1
-               else "busy machine")
+        worst = max(
+            (c for c in verdict.suspected if c.metric in TIMING_CLOCK), key=lambda c: abs(c.delta)
+        )
+        why = (
+            "not confirmed"
+            if verdict.unconfirmed
+            else f"machine {verdict.noise.factor(worst.metric):.2g}x slower"
+            if verdict.noise is not None and verdict.noise.factor(worst.metric) > 1
+            else "busy machine"
+        )
         return f"inconclusive: {worst.metric} {worst.delta:+.1%} ({why}){busy}"
     if verdict.stale:
         best = max(verdict.stale, key=lambda c: abs(c.delta))
@@ -389,8 +427,15 @@ def _blamed_on(change: ChangeExplanation | None) -> str:
 
 
 # The metrics a reader looks at first; the summary cell shows the largest of these.
-HEADLINE_METRICS = ("ipc", "instructions_per_call", "cpu_ms_per_call", "latency_mean_ms",
-                    "l1_miss", "l2_miss", "branch_miss")
+HEADLINE_METRICS = (
+    "ipc",
+    "instructions_per_call",
+    "cpu_ms_per_call",
+    "latency_mean_ms",
+    "l1_miss",
+    "l2_miss",
+    "branch_miss",
+)
 
 
 def failure_text(verdict: Verdict) -> str:
@@ -420,8 +465,10 @@ def failure_text(verdict: Verdict) -> str:
         if verdict.carried_by and (verdict.regressions or verdict.inconclusive):
             lines.append(f"  verdict carried by {verdict.carried_by}")
     if verdict.baseline_busy:
-        lines.append(f"  baseline recorded on a busy machine ({'; '.join(verdict.baseline_busy)})"
-                     ": its timings are slow; re-record it on a quiet machine")
+        lines.append(
+            f"  baseline recorded on a busy machine ({'; '.join(verdict.baseline_busy)})"
+            ": its timings are slow; re-record it on a quiet machine"
+        )
     if verdict.stale_fails:
         for change in verdict.stale:
             lines.append(

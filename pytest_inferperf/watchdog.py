@@ -67,8 +67,9 @@ def _report(text: str) -> None:
 class Watchdog:
     """Arms around each call (``armed``) and interrupts one that passes ``deadline``."""
 
-    def __init__(self, deadline: float, *, timeout: float, name: str,
-                 grace: float | None = None) -> None:
+    def __init__(
+        self, deadline: float, *, timeout: float, name: str, grace: float | None = None
+    ) -> None:
         self.deadline = deadline  # time.monotonic() value
         self.timeout = timeout
         self.name = name
@@ -90,8 +91,9 @@ class Watchdog:
                 self._previous = signal.signal(signal.SIGALRM, self._on_alarm)
                 self._installed = True
         if self._installed:
-            self._thread = threading.Thread(target=self._watch, name="inferperf-watchdog",
-                                            daemon=True)
+            self._thread = threading.Thread(
+                target=self._watch, name="inferperf-watchdog", daemon=True
+            )
             self._thread.start()
         return self
 
@@ -111,7 +113,8 @@ class Watchdog:
             late = time.monotonic() - self.deadline
             raise CallOverrun(
                 f"{self.name}: a call of the workload ran past timeout={self.timeout:g}s "
-                f"and was interrupted ({late:.1f}s after the deadline)")
+                f"and was interrupted ({late:.1f}s after the deadline)"
+            )
         previous = self._previous
         if not self.fired and callable(previous):  # not our alarm: the previous owner's
             previous(signum, frame)
@@ -134,8 +137,11 @@ class Watchdog:
             if self.armed:
                 with contextlib.suppress(OSError, ValueError):
                     signal.pthread_kill(self._main, signal.SIGALRM)
-                if (not self.stuck_reported
-                        and time.monotonic() > self.deadline + self.grace and self.armed):
+                if (
+                    not self.stuck_reported
+                    and time.monotonic() > self.deadline + self.grace
+                    and self.armed
+                ):
                     self.stuck_reported = True
                     self._report_stuck()
             self._stop.wait(RESIGNAL_S if self.stuck_reported else 0.05)
@@ -148,6 +154,7 @@ class Watchdog:
             f"neither returns to Python nor yields to a signal. Partial results so far: "
             f"{self.progress}. The test fails with them once the call returns; a call that "
             "never returns must be stopped from outside (Ctrl-C, or pytest-timeout's "
-            "thread method). Every thread's Python stack follows:")
+            "thread method). Every thread's Python stack follows:"
+        )
         with contextlib.suppress(Exception):
             faulthandler.dump_traceback(file=sys.__stderr__ or 2, all_threads=True)

@@ -19,8 +19,9 @@ def make_model(
     return model
 
 
-def matmul_chain(matmuls: int = 1, *, rows: int = 128, k: int = 256,
-                 layers: int = 2) -> onnx.ModelProto:
+def matmul_chain(
+    matmuls: int = 1, *, rows: int = 128, k: int = 256, layers: int = 2
+) -> onnx.ModelProto:
     """``x[rows, k]`` through ``layers`` x (``matmuls`` MatMul nodes -> Tanh) -> Identity.
 
     MatMul takes most of the time; ``matmuls=2`` doubles its work (twice the nodes,
@@ -35,12 +36,18 @@ def matmul_chain(matmuls: int = 1, *, rows: int = 128, k: int = 256,
         for i in range(matmuls):
             weight = (rng.standard_normal((k, k)) / np.sqrt(k)).astype(np.float32)
             weights.append(numpy_helper.from_array(weight, f"w{layer}_{i}"))
-            nodes.append(helper.make_node("MatMul", [previous, f"w{layer}_{i}"],
-                                          [f"mm{layer}_{i}"], name=f"mm{layer}_{i}"))
+            nodes.append(
+                helper.make_node(
+                    "MatMul", [previous, f"w{layer}_{i}"], [f"mm{layer}_{i}"], name=f"mm{layer}_{i}"
+                )
+            )
             previous = f"mm{layer}_{i}"
         nodes.append(helper.make_node("Tanh", [previous], [f"t{layer}"], name=f"t{layer}"))
         previous = f"t{layer}"
     nodes.append(helper.make_node("Identity", [previous], ["y"], name="out"))
-    return make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, k])],
-                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, k])],
-                      weights)
+    return make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, k])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, k])],
+        weights,
+    )

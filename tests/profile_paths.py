@@ -26,14 +26,42 @@ from pytest_inferperf.cli import build_parser, run
 from pytest_inferperf.profile import Profile
 
 RICH = Path(__file__).parent / "fixtures" / "profiles" / "rich_profile.json"
-SPEC = parse_marker((), {"tolerance": 0.5, "latency_p50_ms_max": 1000.0,
-                         "peak_rss_mb_max": 100000.0})
+SPEC = parse_marker(
+    (), {"tolerance": 0.5, "latency_p50_ms_max": 1000.0, "peak_rss_mb_max": 100000.0}
+)
 
 #: Values a hostile file may hold where a field should be (JSON-encodable).
 HOSTILE = [
-    None, True, False, 0, -1, 1, -7, 2**63, -(2**63), 10**400, 0.0, -0.0, 5e-324, -5e-324,
-    1e308, -1e308, 1e-300, 0.5, "", "x", "1", "\x1b[31mred\x1b[0m\r\n\x00", "\u202e", [],
-    [None], [[]], {}, {"": None}, {"name": 3}, "a" * 3000,
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1,
+    -7,
+    2**63,
+    -(2**63),
+    10**400,
+    0.0,
+    -0.0,
+    5e-324,
+    -5e-324,
+    1e308,
+    -1e308,
+    1e-300,
+    0.5,
+    "",
+    "x",
+    "1",
+    "\x1b[31mred\x1b[0m\r\n\x00",
+    "\u202e",
+    [],
+    [None],
+    [[]],
+    {},
+    {"": None},
+    {"name": 3},
+    "a" * 3000,
 ]
 
 
@@ -130,11 +158,14 @@ def _commands(folder: str) -> list:
     target, baseline = Path(folder) / "target.json", Path(folder) / "baseline.json"
     target.write_text(RICH.read_text(encoding="utf-8"), encoding="utf-8")
     parser = build_parser()
-    return [parser.parse_args(argv) for argv in (
-        ["validate", str(target), "--baseline", str(baseline)],
-        ["validate", str(baseline), "--baseline", str(target)],
-        ["compare", str(target), str(baseline), "--out", str(Path(folder) / "out")],
-    )]
+    return [
+        parser.parse_args(argv)
+        for argv in (
+            ["validate", str(target), "--baseline", str(baseline)],
+            ["validate", str(baseline), "--baseline", str(target)],
+            ["compare", str(target), str(baseline), "--out", str(Path(folder) / "out")],
+        )
+    ]
 
 
 def finite_or_none(value: Any) -> bool:

@@ -65,8 +65,11 @@ def test_neoverse_v2_graviton4_has_topdown(tmp_path):
     assert cpu.pmus[0].slots == 8
     res = resolve(DEFAULT_EVENTS, cpu)
     assert {n: res.events[n][0].config for n in TOPDOWN} == {
-        "stall_slot": 0x3F, "stall_slot_frontend": 0x3E, "stall_slot_backend": 0x3D,
-        "op_retired": 0x3A, "op_spec": 0x3B,
+        "stall_slot": 0x3F,
+        "stall_slot_frontend": 0x3E,
+        "stall_slot_backend": 0x3D,
+        "op_retired": 0x3A,
+        "op_spec": 0x3B,
     }
     assert res.events["stall_backend_mem"][0].config == 0x4005
     assert "l2_refill" in res.events
@@ -83,11 +86,13 @@ def test_big_little_reports_one_pmu_per_core_type(tmp_path):
     assert cpu.core_types == ("Cortex-A55", "Cortex-A76")
     assert cpu.machine_class == "arm64-cortex-a55+cortex-a76"
     assert {p.name: p.cpus for p in cpu.pmus} == {
-        "armv8_cortex_a55": (0, 1, 2, 3), "armv8_cortex_a76": (4, 5, 6, 7),
+        "armv8_cortex_a55": (0, 1, 2, 3),
+        "armv8_cortex_a76": (4, 5, 6, 7),
     }
     res = resolve(["cycles"], cpu)
     assert [(e.pmu, e.type) for e in res.events["cycles"]] == [
-        ("armv8_cortex_a55", 8), ("armv8_cortex_a76", 9),
+        ("armv8_cortex_a55", 8),
+        ("armv8_cortex_a76", 9),
     ]
 
 
@@ -126,10 +131,20 @@ def test_caches_and_paranoid_come_from_the_tree(tmp_path):
         ("AuthenticAMD", 0x19, 0x11, "AMD EPYC 9R14 Processor", "x86_64-amd-epyc-zen4"),
         ("AuthenticAMD", 0x17, 0x31, "AMD EPYC 7R32", "x86_64-amd-epyc-zen2"),
         ("AuthenticAMD", 0x1A, 0x02, "AMD EPYC 9R45", "x86_64-amd-epyc-zen5"),
-        ("GenuineIntel", 6, 0x8F, "Intel(R) Xeon(R) Platinum 8488C",
-         "x86_64-intel-xeon-sapphirerapids"),
-        ("GenuineIntel", 6, 0x55, "Intel(R) Xeon(R) Platinum 8175M CPU",
-         "x86_64-intel-xeon-skylake-x"),
+        (
+            "GenuineIntel",
+            6,
+            0x8F,
+            "Intel(R) Xeon(R) Platinum 8488C",
+            "x86_64-intel-xeon-sapphirerapids",
+        ),
+        (
+            "GenuineIntel",
+            6,
+            0x55,
+            "Intel(R) Xeon(R) Platinum 8175M CPU",
+            "x86_64-intel-xeon-skylake-x",
+        ),
     ],
 )
 def test_x86_machine_classes(tmp_path, vendor, family, model, name, expected):
@@ -138,8 +153,9 @@ def test_x86_machine_classes(tmp_path, vendor, family, model, name, expected):
 
 
 def test_x86_generic_mapping(tmp_path):
-    root = build_x86_tree(tmp_path, vendor="GenuineIntel", family=6, model=0x8F,
-                          model_name="Intel(R) Xeon(R)")
+    root = build_x86_tree(
+        tmp_path, vendor="GenuineIntel", family=6, model=0x8F, model_name="Intel(R) Xeon(R)"
+    )
     res = resolve(DEFAULT_EVENTS, identify(SystemPaths(root)))
 
     def enc(name):
@@ -158,7 +174,12 @@ def test_x86_generic_mapping(tmp_path):
 
 
 def test_machine_class_never_contains_host_or_frequency(tmp_path):
-    root = build_x86_tree(tmp_path, vendor="AuthenticAMD", family=0x19, model=1,
-                          model_name="AMD EPYC 7R13 Processor @ 2.65GHz")
+    root = build_x86_tree(
+        tmp_path,
+        vendor="AuthenticAMD",
+        family=0x19,
+        model=1,
+        model_name="AMD EPYC 7R13 Processor @ 2.65GHz",
+    )
     cls = identify(SystemPaths(root)).machine_class
     assert "ghz" not in cls.lower() and "2.65" not in cls

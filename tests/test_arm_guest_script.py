@@ -30,8 +30,9 @@ def test_the_guest_runs_doctor_the_hwcounter_tests_and_the_examples_in_order(gue
     commands = [line for line in script.splitlines() if line.startswith("python3 ")]
     assert commands[0] == "python3 -m pytest_inferperf doctor"
     assert "-m hwcounters tests/test_hwcounters.py" in commands[1]
-    assert commands[2].endswith(f'--inferperf examples/test_inference.py -k '
-                                f'"{guest.QUICK_EXAMPLES}"')
+    assert commands[2].endswith(
+        f'--inferperf examples/test_inference.py -k "{guest.QUICK_EXAMPLES}"'
+    )
     assert len(commands) == 3
     # Every step is bracketed by markers the host times, and a failure is kept.
     assert script.count(f"{guest.MARK} begin ") == 3 == script.count(f"{guest.MARK} end rc=$rc")
@@ -48,8 +49,13 @@ def test_guest_steps_are_valid_shell_that_keeps_the_first_failure(guest, tmp_pat
     # python3 fails for the hardware-counter step only; the script must exit with it.
     (fake / "python3").write_text('#!/bin/sh\ncase "$*" in *hwcounters*) exit 3;; esac\n')
     (fake / "python3").chmod(0o755)
-    out = subprocess.run(["sh", "-c", script], env={"PATH": f"{fake}:/usr/bin:/bin"},
-                         capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        ["sh", "-c", script],
+        env={"PATH": f"{fake}:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert out.returncode == 3
     assert f"{guest.MARK} end rc=3 hardware-counter tests" in out.stdout
     assert f"{guest.MARK} end rc=0 pytest --inferperf examples/" in out.stdout

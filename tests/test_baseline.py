@@ -35,14 +35,21 @@ MACHINE = "x86_64-amd-epyc-zen3"
 FIXTURE_OK = [HealthCheck.function_scoped_fixture]  # tmp_path is only a folder to resolve in
 
 
-def make_profile(name: str = "test_encoder[seq128]", instructions: float = 1e6,
-                 repeats: int = 3, calls: int = 10) -> Profile:
+def make_profile(
+    name: str = "test_encoder[seq128]", instructions: float = 1e6, repeats: int = 3, calls: int = 10
+) -> Profile:
     reps = tuple(
-        Repeat(calls, 1_000_000 + i, CounterSample(counts={
-            "instructions": Count(instructions * calls + i, int(instructions * calls + i)),
-            "cycles": Count(2 * instructions * calls, int(2 * instructions * calls)),
-            "task_clock": Count(900_000.0, 900_000),
-        }))
+        Repeat(
+            calls,
+            1_000_000 + i,
+            CounterSample(
+                counts={
+                    "instructions": Count(instructions * calls + i, int(instructions * calls + i)),
+                    "cycles": Count(2 * instructions * calls, int(2 * instructions * calls)),
+                    "task_clock": Count(900_000.0, 900_000),
+                }
+            ),
+        )
         for i in range(repeats)
     )
     return Profile(
@@ -50,8 +57,10 @@ def make_profile(name: str = "test_encoder[seq128]", instructions: float = 1e6,
         machine_class=MACHINE,
         backend="perf",
         machine={"cpu": {"core_slug": "amd-epyc-zen3"}},
-        events=(EventStatus("instructions", True, "hw"), EventStatus("l1d_refill", False,
-                                                                     reason="no counter")),
+        events=(
+            EventStatus("instructions", True, "hw"),
+            EventStatus("l1d_refill", False, reason="no counter"),
+        ),
         repeats=reps,
         latency=LatencyStats.from_durations_ns([100_000 + 1000 * i for i in range(30)]),
         memory=MemoryStats(64 << 20, "clear_refs"),
@@ -63,10 +72,17 @@ def make_profile(name: str = "test_encoder[seq128]", instructions: float = 1e6,
 
 # -- layout ------------------------------------------------------------------
 def test_layout_of_a_plain_test(tmp_path):
-    path = baseline_path(tmp_path / "baselines", MACHINE, "perf",
-                         "examples/test_models.py::test_encoder[seq128]")
-    assert path == (tmp_path / "baselines" / MACHINE / "examples" / "test_models.py"
-                    / "test_encoder[seq128].json")
+    path = baseline_path(
+        tmp_path / "baselines", MACHINE, "perf", "examples/test_models.py::test_encoder[seq128]"
+    )
+    assert path == (
+        tmp_path
+        / "baselines"
+        / MACHINE
+        / "examples"
+        / "test_models.py"
+        / "test_encoder[seq128].json"
+    )
 
 
 def test_simulated_baselines_get_their_own_class_folder(tmp_path):
@@ -158,14 +174,38 @@ def test_a_symlink_out_of_the_folder_is_refused(tmp_path):
 
 
 _FRAGMENTS = st.sampled_from(
-    ["..", ".", "/", "::", "\x00", "\\", "CON", "a", "A", "é", "É", "~", "%", "%2E", "[", "]",
-     "x" * 300, " ", "\ud800", "nul", ":", "ß", "SS"]
+    [
+        "..",
+        ".",
+        "/",
+        "::",
+        "\x00",
+        "\\",
+        "CON",
+        "a",
+        "A",
+        "é",
+        "É",
+        "~",
+        "%",
+        "%2E",
+        "[",
+        "]",
+        "x" * 300,
+        " ",
+        "\ud800",
+        "nul",
+        ":",
+        "ß",
+        "SS",
+    ]
 )
 # Pieces that collide under a careless mapping: case twins, escapes written literally,
 # names the rules rewrite ("" -> "_", "con" -> "_con"), "::" joined with ".".
 _PIECE = st.lists(
-    st.sampled_from(["a", "A", "b", "_", "con", "_con", "", ".", "x y", "x%20y", "~", "a.b",
-                     "é", "%C3%A9"]),
+    st.sampled_from(
+        ["a", "A", "b", "_", "con", "_con", "", ".", "x y", "x%20y", "~", "a.b", "é", "%C3%A9"]
+    ),
     max_size=2,
 ).map("".join)
 _STRUCTURED = st.builds(
@@ -279,6 +319,7 @@ def test_missing_baseline_is_none(tmp_path):
 def _fail(err: int):
     def raise_(*_a, **_k):
         raise OSError(err, os.strerror(err))
+
     return raise_
 
 
@@ -310,6 +351,7 @@ def test_disk_full_removes_the_temp_file(tmp_path, monkeypatch):
 def test_interrupt_during_save_removes_the_temp_file(tmp_path, monkeypatch):
     def interrupt(*_a):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(baseline_mod.os, "replace", interrupt)
     with pytest.raises(KeyboardInterrupt):
         save_baseline(tmp_path / "t.json", make_profile())

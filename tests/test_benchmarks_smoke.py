@@ -28,9 +28,24 @@ LEVELS = ["0%", "50%"]
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = tmp_path_factory.mktemp("mq")
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--trials", "1", "--levels", "0,50",
-         "--skip", "suite,simulate", "--out", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--quick",
+            "--trials",
+            "1",
+            "--levels",
+            "0,50",
+            "--skip",
+            "suite,simulate",
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     assert (out / "results.md").is_file()
@@ -51,8 +66,13 @@ def test_run_is_complete_and_says_how_it_was_made(results):
     assert results["parameters"]["levels"] == LEVELS
     assert results["parameters"]["trials"] == 1
     md = results["_markdown"]
-    for heading in ("## Machine", "## Headline", "## 1. Overhead", "## 2. Sensitivity",
-                    "## 3. Suite cost"):
+    for heading in (
+        "## Machine",
+        "## Headline",
+        "## 1. Overhead",
+        "## 2. Sensitivity",
+        "## 3. Suite cost",
+    ):
         assert heading in md
     assert "Skipped: --skip suite" in md
 
@@ -113,9 +133,13 @@ def test_sensitivity_trial_has_verdicts_per_level_and_metric(results):
 
 def test_detectors_are_summarised(results):
     dets = {d["id"]: d for d in results["summary"]["detectors"]}
-    for did in ("inferperf/perf/cpu_ms_per_call/default", "inferperf/perf/cpu_ms_per_call/zero",
-                "inferperf/perf/latency_mean_ms/default", "inferperf/perf/latency_mean_ms/zero",
-                "inferperf/perf/verdict/default"):
+    for did in (
+        "inferperf/perf/cpu_ms_per_call/default",
+        "inferperf/perf/cpu_ms_per_call/zero",
+        "inferperf/perf/latency_mean_ms/default",
+        "inferperf/perf/latency_mean_ms/zero",
+        "inferperf/perf/verdict/default",
+    ):
         assert did in dets
     for d in dets.values():
         assert d["min_detectable_text"] in ("none", *LEVELS[1:])
@@ -141,15 +165,33 @@ def test_pytest_benchmark_ran_on_the_same_workload(results):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("valgrind") is None,
-                    reason="the simulate backend needs valgrind (apt install valgrind)")
+@pytest.mark.skipif(
+    shutil.which("valgrind") is None,
+    reason="the simulate backend needs valgrind (apt install valgrind)",
+)
 def test_simulate_arm_counts_the_injected_slowdown(tmp_path: Path):
     """The simulate arm for real: one trial of 0% and 10% under valgrind (about 30-60 s)."""
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--trials", "1", "--simulate-trials", "1",
-         "--levels", "0,10", "--skip", "overhead,perf_stat,suite,sensitivity,peer",
-         "--out", str(tmp_path)],
-        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--quick",
+            "--trials",
+            "1",
+            "--simulate-trials",
+            "1",
+            "--levels",
+            "0,10",
+            "--skip",
+            "overhead,perf_stat,suite,sensitivity,peer",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     data = json.loads((tmp_path / "results.json").read_text())
@@ -161,8 +203,10 @@ def test_simulate_arm_counts_the_injected_slowdown(tmp_path: Path):
     (trial,) = s["simulate"]
     assert trial["profiles"] == 3  # the baseline ("base") and the two levels, one pytest run
     assert _finite(trial["wall_s"]) and trial["wall_s"] > 0
-    deltas = {label: trial["levels"][label]["zero"]["instructions_per_call"]["delta"]
-              for label in ("0%", "10%")}
+    deltas = {
+        label: trial["levels"][label]["zero"]["instructions_per_call"]["delta"]
+        for label in ("0%", "10%")
+    }
     assert all(_finite(d) for d in deltas.values())
     # deterministic counts: the plain call against itself barely moves, 10% more work shows
     assert deltas["10%"] > 0

@@ -47,11 +47,16 @@ def spread(mean: float, rel: float, seed: int, n: int = REPEATS) -> list[float]:
     return [max(0.0, mean * (1 + rel * (2 * rng.random() - 1))) for _ in range(n)]
 
 
-def no_pmu_profile(ms: Sequence[float], *, switches: Sequence[float] = (),
-                   faults: Sequence[float] = (), migrations: Sequence[float] = (),
-                   stages: Mapping[str, Sequence[float]] | None = None,
-                   op_types: Mapping[str, tuple[int, Sequence[float]]] | None = None,
-                   cpu: float = 1.0) -> Profile:
+def no_pmu_profile(
+    ms: Sequence[float],
+    *,
+    switches: Sequence[float] = (),
+    faults: Sequence[float] = (),
+    migrations: Sequence[float] = (),
+    stages: Mapping[str, Sequence[float]] | None = None,
+    op_types: Mapping[str, tuple[int, Sequence[float]]] | None = None,
+    cpu: float = 1.0,
+) -> Profile:
     """Repeat i: CALLS calls of ``ms[i]`` ms (CPU = ``cpu`` x wall), OS events per call.
 
     ``stages`` maps a stage to its ms per call in each repeat (the rest of ``ms`` is
@@ -60,8 +65,11 @@ def no_pmu_profile(ms: Sequence[float], *, switches: Sequence[float] = (),
     reps = []
     for i, per_call in enumerate(ms):
         counts = {"task_clock": cpu * per_call * 1e6 * CALLS}
-        for event, values in (("context_switches", switches), ("page_faults", faults),
-                              ("cpu_migrations", migrations)):
+        for event, values in (
+            ("context_switches", switches),
+            ("page_faults", faults),
+            ("cpu_migrations", migrations),
+        ):
             if values:
                 counts[event] = values[i] * CALLS
         sample = CounterSample(counts={k: Count(v, int(v)) for k, v in counts.items()})
@@ -69,26 +77,35 @@ def no_pmu_profile(ms: Sequence[float], *, switches: Sequence[float] = (),
     stage_rows: list[StageStats] = []
     if stages:
         inside = [sum(v[i] for v in stages.values()) for i in range(len(ms))]
-        for name, values in {**stages, REST_STAGE: [m - s for m, s in zip(ms, inside,
-                                                                          strict=True)]}.items():
+        for name, values in {
+            **stages,
+            REST_STAGE: [m - s for m, s in zip(ms, inside, strict=True)],
+        }.items():
             walls = tuple(int(v * 1e6 * CALLS) for v in values)
             stage_rows.append(StageStats(name, CALLS * len(ms), sum(walls), {}, walls))
-    ops = tuple({"op_type": name, "nodes": nodes, "mean_us": float(np.mean(runs)),
-                 "runs_us": list(runs)} for name, (nodes, runs) in (op_types or {}).items())
+    ops = tuple(
+        {"op_type": name, "nodes": nodes, "mean_us": float(np.mean(runs)), "runs_us": list(runs)}
+        for name, (nodes, runs) in (op_types or {}).items()
+    )
     durations = [int(m * 1e6) for m in ms for _ in range(CALLS)]
     return Profile(
-        name="test_model", machine_class="x86_64-test", backend="perf",
-        machine={"cpu": {"core_slug": "intel-core-skylake"}}, events=(),
-        repeats=tuple(reps), latency=LatencyStats.from_durations_ns(durations),
-        memory=MemoryStats(None, "none"), steady=Steadiness(True, 3, 0.01, 0.05, 3),
-        stages=tuple(stage_rows), op_types=ops,
+        name="test_model",
+        machine_class="x86_64-test",
+        backend="perf",
+        machine={"cpu": {"core_slug": "intel-core-skylake"}},
+        events=(),
+        repeats=tuple(reps),
+        latency=LatencyStats.from_durations_ns(durations),
+        memory=MemoryStats(None, "none"),
+        steady=Steadiness(True, 3, 0.01, 0.05, 3),
+        stages=tuple(stage_rows),
+        op_types=ops,
     )
 
 
 def explain(current: Profile, baseline: Profile) -> ChangeExplanation:
     """As the verdict does: with the rank test's judgement of every metric."""
-    return explain_profiles(current, baseline,
-                            comparison=compare_profiles(current, baseline))
+    return explain_profiles(current, baseline, comparison=compare_profiles(current, baseline))
 
 
 # -- OS-counter noise never points ----------------------------------------------------
@@ -99,18 +116,23 @@ def test_the_issue_case_names_the_stage_not_the_os_counters():
     # switches 0.77 -> 1.97, page faults 0.3 -> 0.8, migrations 0 -> 0.033 per call.
     model_ms = spread(2.0, 0.15, 1)
     base = no_pmu_profile(
-        [0.31 + m for m in model_ms], switches=spread(0.77, 0.2, 2),
-        faults=spread(0.3, 0.2, 3), migrations=[0.0] * REPEATS,
+        [0.31 + m for m in model_ms],
+        switches=spread(0.77, 0.2, 2),
+        faults=spread(0.3, 0.2, 3),
+        migrations=[0.0] * REPEATS,
         stages={"preprocess": spread(0.31, 0.1, 4)},
-        op_types={"MatMul": (24, spread(1500, 0.2, 5)), "Add": (12, spread(300, 0.2, 6))})
+        op_types={"MatMul": (24, spread(1500, 0.2, 5)), "Add": (12, spread(300, 0.2, 6))},
+    )
     now_pre = spread(98.5, 0.05, 7)
     now_model = spread(2.0, 0.15, 8)
     now = no_pmu_profile(
         [p + m for p, m in zip(now_pre, now_model, strict=True)],
-        switches=spread(1.97, 0.2, 9), faults=spread(0.8, 0.2, 10),
+        switches=spread(1.97, 0.2, 9),
+        faults=spread(0.8, 0.2, 10),
         migrations=[0.0] * (REPEATS - 4) + [0.1] * 4,  # 0.033 per call on average
         stages={"preprocess": now_pre},
-        op_types={"MatMul": (24, spread(1500, 0.2, 11)), "Add": (12, spread(300, 0.2, 12))})
+        op_types={"MatMul": (24, spread(1500, 0.2, 11)), "Add": (12, spread(300, 0.2, 12))},
+    )
     change = explain(now, base)
     assert change.points_to is None
     assert [(c.kind, c.name) for c in change.causes] == [("stage", "preprocess")]
@@ -119,8 +141,7 @@ def test_the_issue_case_names_the_stage_not_the_os_counters():
     assert "the regression is outside the model" in change.summary
     assert "points to" not in change.summary
     moved = {c.metric: c for c in change.moved}
-    for metric in ("context_switches_per_call", "page_faults_per_call",
-                   "cpu_migrations_per_call"):
+    for metric in ("context_switches_per_call", "page_faults_per_call", "cpu_migrations_per_call"):
         assert moved[metric].share is not None and moved[metric].share < 0.02, metric
 
 
@@ -128,11 +149,11 @@ def test_a_stage_that_explains_the_slowdown_leaves_no_counter_to_point_to():
     # Seen on the CI VM: a pure-Python preprocess stage 0.4 -> 12.8 ms per call raised CPU
     # utilisation 0.42 -> 0.68 (the session's wait became busy Python). The stage is all
     # of the slowdown; the utilisation moved with it and is not a second cause.
-    base = no_pmu_profile(spread(2.0, 0.05, 1), stages={"preprocess": spread(0.4, 0.05, 2)},
-                          cpu=0.42)
+    base = no_pmu_profile(
+        spread(2.0, 0.05, 1), stages={"preprocess": spread(0.4, 0.05, 2)}, cpu=0.42
+    )
     now_pre = spread(12.8, 0.05, 3)
-    now = no_pmu_profile([p + 1.6 for p in now_pre], stages={"preprocess": now_pre},
-                         cpu=0.68)
+    now = no_pmu_profile([p + 1.6 for p in now_pre], stages={"preprocess": now_pre}, cpu=0.68)
     change = explain(now, base)
     assert [(c.kind, c.name) for c in change.causes] == [("stage", "preprocess")]
     assert change.points_to is None and "points to" not in change.summary
@@ -141,10 +162,18 @@ def test_a_stage_that_explains_the_slowdown_leaves_no_counter_to_point_to():
 
 
 def test_a_slowdown_nothing_here_explains_is_unexplained_and_shows_what_moved():
-    base = no_pmu_profile(spread(50.0, 0.05, 1), switches=spread(0.77, 0.1, 2),
-                          faults=spread(0.3, 0.1, 3), migrations=[0.0] * REPEATS)
-    now = no_pmu_profile(spread(100.0, 0.05, 4), switches=spread(1.97, 0.1, 5),
-                         faults=spread(0.8, 0.1, 6), migrations=[0.1] * 4 + [0.0] * 8)
+    base = no_pmu_profile(
+        spread(50.0, 0.05, 1),
+        switches=spread(0.77, 0.1, 2),
+        faults=spread(0.3, 0.1, 3),
+        migrations=[0.0] * REPEATS,
+    )
+    now = no_pmu_profile(
+        spread(100.0, 0.05, 4),
+        switches=spread(1.97, 0.1, 5),
+        faults=spread(0.8, 0.1, 6),
+        migrations=[0.1] * 4 + [0.0] * 8,
+    )
     change = explain(now, base)
     assert change.unexplained and change.causes == () and change.points_to is None
     assert "unexplained by the counters available here" in change.summary
@@ -169,7 +198,8 @@ def test_unchanged_os_counter_noise_never_points(seed):
             spread(ms * factor, 0.3, seed * 10 + offset),
             switches=spread(switches, 0.8, seed * 10 + offset + 1),
             faults=spread(faults, 0.8, seed * 10 + offset + 2),
-            migrations=[float(rng.choice([0.0, 0.05])) for _ in range(REPEATS)])
+            migrations=[float(rng.choice([0.0, 0.05])) for _ in range(REPEATS)],
+        )
 
     change = explain(side(slower, 5), side(1.0, 0))
     assert change.points_to is None, change.summary
@@ -192,8 +222,9 @@ def test_credible_extra_switches_that_can_cost_the_slowdown_do_point():
 def test_a_stage_without_per_repeat_values_is_judged_on_point_values():
     base = no_pmu_profile([1.31] * REPEATS, stages={"preprocess": [0.31] * REPEATS})
     now = no_pmu_profile([99.5] * REPEATS, stages={"preprocess": [98.5] * REPEATS})
-    old = base.with_(stages=tuple(s.__class__(s.name, s.calls, s.wall_ns, {})
-                                  for s in base.stages))  # a baseline from before
+    old = base.with_(
+        stages=tuple(s.__class__(s.name, s.calls, s.wall_ns, {}) for s in base.stages)
+    )  # a baseline from before
     changes = stage_changes(now, old, slowdown_of(profile_metrics(now), profile_metrics(old)))
     pre = next(s for s in changes if s.name == "preprocess")
     assert pre.credible and pre.detail.startswith("point values")
@@ -216,10 +247,14 @@ def test_a_stage_inside_noise_is_not_named():
 def test_one_op_type_twice_as_slow_is_named_the_rest_unchanged():
     def side(matmul_us: float, seed: int) -> Profile:
         total = (matmul_us + 400) / 1000
-        return no_pmu_profile(spread(total, 0.2, seed), op_types={
-            "MatMul": (24, spread(matmul_us, 0.25, seed + 1)),
-            "Add": (12, spread(250, 0.25, seed + 2)),
-            "Softmax": (4, spread(150, 0.25, seed + 3))})
+        return no_pmu_profile(
+            spread(total, 0.2, seed),
+            op_types={
+                "MatMul": (24, spread(matmul_us, 0.25, seed + 1)),
+                "Add": (12, spread(250, 0.25, seed + 2)),
+                "Softmax": (4, spread(150, 0.25, seed + 3)),
+            },
+        )
 
     change = explain(side(1600, 10), side(800, 0))
     assert [(c.kind, c.name) for c in change.causes] == [("op_type", "MatMul")]
@@ -230,10 +265,15 @@ def test_one_op_type_twice_as_slow_is_named_the_rest_unchanged():
 
 def test_every_op_type_slower_alike_names_none():
     """A busy machine slows every op type: no single op type is to blame."""
+
     def side(factor: float, seed: int) -> Profile:
-        return no_pmu_profile(spread(1.2 * factor, 0.05, seed), op_types={
-            "MatMul": (24, spread(800 * factor, 0.05, seed + 1)),
-            "Add": (12, spread(250 * factor, 0.05, seed + 2))})
+        return no_pmu_profile(
+            spread(1.2 * factor, 0.05, seed),
+            op_types={
+                "MatMul": (24, spread(800 * factor, 0.05, seed + 1)),
+                "Add": (12, spread(250 * factor, 0.05, seed + 2)),
+            },
+        )
 
     change = explain(side(1.5, 10), side(1.0, 0))
     assert not [c for c in change.causes if c.kind == "op_type"]
@@ -243,12 +283,16 @@ def test_every_op_type_slower_alike_names_none():
 
 def test_op_types_from_an_operator_table_only():
     """Profiles of ``inferperf analyse`` (per-node table, no per-run values) still compare."""
+
     def side(matmul_us: float) -> Profile:
         profile = no_pmu_profile([(matmul_us + 200) / 1000] * REPEATS)
-        return profile.with_(operators=(
-            {"node": "mm1", "op_type": "MatMul", "mean_us": matmul_us / 2},
-            {"node": "mm2", "op_type": "MatMul", "mean_us": matmul_us / 2},
-            {"node": "add", "op_type": "Add", "mean_us": 200.0}))
+        return profile.with_(
+            operators=(
+                {"node": "mm1", "op_type": "MatMul", "mean_us": matmul_us / 2},
+                {"node": "mm2", "op_type": "MatMul", "mean_us": matmul_us / 2},
+                {"node": "add", "op_type": "Add", "mean_us": 200.0},
+            )
+        )
 
     now, base = side(2000), side(1000)
     ops = op_type_changes(now, base, slowdown_of(profile_metrics(now), profile_metrics(base)))
@@ -293,13 +337,15 @@ def test_no_slowdown_names_nothing():
 
 
 def test_profile_keeps_stage_repeats_and_op_types_and_older_files_load():
-    profile = no_pmu_profile([1.0, 1.1, 1.2], stages={"pre": [0.1, 0.2, 0.3]},
-                             op_types={"MatMul": (2, [10.0, 11.0])})
+    profile = no_pmu_profile(
+        [1.0, 1.1, 1.2], stages={"pre": [0.1, 0.2, 0.3]}, op_types={"MatMul": (2, [10.0, 11.0])}
+    )
     again = Profile.from_dict(json.loads(profile.to_json()))
     assert again.stages == profile.stages
     assert again.stages[0].repeat_wall_ns == (2_000_000, 4_000_000, 6_000_000)
-    assert again.op_types == ({"op_type": "MatMul", "nodes": 2, "mean_us": 10.5,
-                               "runs_us": [10.0, 11.0]},)
+    assert again.op_types == (
+        {"op_type": "MatMul", "nodes": 2, "mean_us": 10.5, "runs_us": [10.0, 11.0]},
+    )
     older = json.loads(profile.to_json())
     del older["op_types"]
     for stage in older["stages"]:
@@ -310,10 +356,12 @@ def test_profile_keeps_stage_repeats_and_op_types_and_older_files_load():
 
 
 def test_the_explanation_as_plain_data():
-    base = no_pmu_profile([1.31] * REPEATS, stages={"preprocess": [0.31] * REPEATS},
-                          migrations=[0.0] * REPEATS)
-    now = no_pmu_profile([99.5] * REPEATS, stages={"preprocess": [98.5] * REPEATS},
-                         migrations=[0.05] * REPEATS)
+    base = no_pmu_profile(
+        [1.31] * REPEATS, stages={"preprocess": [0.31] * REPEATS}, migrations=[0.0] * REPEATS
+    )
+    now = no_pmu_profile(
+        [99.5] * REPEATS, stages={"preprocess": [98.5] * REPEATS}, migrations=[0.05] * REPEATS
+    )
     data = json.loads(json.dumps(explain(now, base).to_dict(), allow_nan=False))
     assert data["causes"][0]["name"] == "preprocess" and data["points_to"] is None
     assert data["stages"][0]["name"] == "preprocess"
@@ -336,19 +384,25 @@ def test_html_shows_the_summary_and_the_stage_table_escaped():
     page = change_html(_stage_change(), "current vs baseline")
     assert "<pre>" not in page and "&lt;pre&gt;" in page
     assert "stage `&lt;pre&gt;` +98.2 ms per call (+31,674%, all of the slowdown)" in page
-    assert ("<tr><td>&lt;pre&gt;</td><td class=\"num\">0.31</td><td class=\"num\">98.5</td>"
-            "<td class=\"num\"><span class=\"bad\">+31,674%</span></td><td>yes</td>"
-            "<td class=\"num\">100%</td></tr>") in page
+    assert (
+        '<tr><td>&lt;pre&gt;</td><td class="num">0.31</td><td class="num">98.5</td>'
+        '<td class="num"><span class="bad">+31,674%</span></td><td>yes</td>'
+        '<td class="num">100%</td></tr>'
+    ) in page
 
 
 def test_terminal_summary_says_why_each_slower_test_is_slower():
     from pytest_inferperf.report.terminal import change_lines
 
     change = _stage_change().to_dict()
-    records = [{"key": "t.py::test_slow", "change_explanation": change},
-               {"key": "t.py::test_same", "change_explanation": {
-                   "summary": "no metric moved", "slowdown": {"credible": False}}},
-               {"key": "t.py::test_new", "change_explanation": None}]
+    records = [
+        {"key": "t.py::test_slow", "change_explanation": change},
+        {
+            "key": "t.py::test_same",
+            "change_explanation": {"summary": "no metric moved", "slowdown": {"credible": False}},
+        },
+        {"key": "t.py::test_new", "change_explanation": None},
+    ]
     assert change_lines(records) == [
         "Slower than the baseline, and why:",
         f"  t.py::test_slow: {change['summary']}",
@@ -356,11 +410,19 @@ def test_terminal_summary_says_why_each_slower_test_is_slower():
 
 
 def test_a_stage_named_while_the_model_also_moved_a_little_is_mostly_outside_it():
-    base = no_pmu_profile(spread(1.3, 0.05, 1), stages={"preprocess": spread(0.3, 0.05, 2)},
-                          op_types={"MatMul": (2, spread(400, 0.05, 3))})
-    now = no_pmu_profile(spread(8.0, 0.05, 4), stages={"preprocess": spread(6.6, 0.05, 5)},
-                         op_types={"MatMul": (4, spread(800, 0.05, 6))})
+    base = no_pmu_profile(
+        spread(1.3, 0.05, 1),
+        stages={"preprocess": spread(0.3, 0.05, 2)},
+        op_types={"MatMul": (2, spread(400, 0.05, 3))},
+    )
+    now = no_pmu_profile(
+        spread(8.0, 0.05, 4),
+        stages={"preprocess": spread(6.6, 0.05, 5)},
+        op_types={"MatMul": (4, spread(800, 0.05, 6))},
+    )
     change = explain(now, base)
     assert [c.name for c in change.causes] == ["preprocess"]  # MatMul: 6% of the slowdown
-    assert "the regression is mostly outside the model (ONNX Runtime's operators +102% in " \
-           "total, 6% of the slowdown)" in change.summary
+    assert (
+        "the regression is mostly outside the model (ONNX Runtime's operators +102% in "
+        "total, 6% of the slowdown)" in change.summary
+    )

@@ -21,7 +21,7 @@ import pytest_inferperf.onnx  # noqa: F401  (numpy, onnx, onnxruntime)
 
 pytest_plugins = ["pytester"]
 
-TESTS = '''
+TESTS = """
 import os
 
 import numpy as np
@@ -65,7 +65,7 @@ def test_pipeline(pmu_profile, session):
 @pytest.mark.perf(warmup=2, repeat=10)
 def test_model(pmu_profile, session):
     pmu_profile(session.run, None, FEEDS)
-'''
+"""
 
 ARGS = ("-p", "no:cacheprovider", "--inferperf", "--inferperf-flamegraphs=none")
 
@@ -93,16 +93,18 @@ def report_of(suite, test: str) -> dict:
 def test_a_preprocess_stage_100_times_slower_is_named_in_the_failure(suite, monkeypatch):
     result = baseline_then(suite, monkeypatch, "test_pipeline", PREPROCESS="300000")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*baseline *: * -> * ms (+*%, tolerance 10%; p=*",
-        "*change vs baseline: latency_mean_ms * -> * ms (+* ms per call, +*%): stage "
-        "`preprocess` +* ms per call (+*%, * the slowdown): the regression is *outside the "
-        "model (ONNX Runtime's operators *% in total*",
-        "*stages (ms per call): preprocess * -> * (+*%)*",
-        "*test_suite.py::test_pipeline*REGRESSED * (stage preprocess)*FAILED*",
-        "Slower than the baseline, and why:",
-        "*test_suite.py::test_pipeline: latency_mean_ms * stage `preprocess` +*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*baseline *: * -> * ms (+*%, tolerance 10%; p=*",
+            "*change vs baseline: latency_mean_ms * -> * ms (+* ms per call, +*%): stage "
+            "`preprocess` +* ms per call (+*%, * the slowdown): the regression is *outside the "
+            "model (ONNX Runtime's operators *% in total*",
+            "*stages (ms per call): preprocess * -> * (+*%)*",
+            "*test_suite.py::test_pipeline*REGRESSED * (stage preprocess)*FAILED*",
+            "Slower than the baseline, and why:",
+            "*test_suite.py::test_pipeline: latency_mean_ms * stage `preprocess` +*",
+        ]
+    )
     assert "points to" not in result.stdout.str()
     record = report_of(suite, "test_pipeline")
     change = record["change_explanation"]
@@ -121,12 +123,14 @@ def test_a_preprocess_stage_100_times_slower_is_named_in_the_failure(suite, monk
 def test_one_op_type_with_twice_the_work_is_named_in_the_failure(suite, monkeypatch):
     result = baseline_then(suite, monkeypatch, "test_model", MATMULS="2")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*change vs baseline: latency_mean_ms * -> * ms (+* ms per call, +*%): op type MatMul "
-        "+* ms per run (+*%; 4 nodes, 2 in the baseline; *), the other op types *%",
-        "*op types (ms per run, ONNX Runtime profiler): MatMul * -> * (+*%, 2 -> 4 nodes)*",
-        "*test_suite.py::test_model*REGRESSED * (op type MatMul)*FAILED*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*change vs baseline: latency_mean_ms * -> * ms (+* ms per call, +*%): op type MatMul "
+            "+* ms per run (+*%; 4 nodes, 2 in the baseline; *), the other op types *%",
+            "*op types (ms per run, ONNX Runtime profiler): MatMul * -> * (+*%, 2 -> 4 nodes)*",
+            "*test_suite.py::test_model*REGRESSED * (op type MatMul)*FAILED*",
+        ]
+    )
     assert "points to" not in result.stdout.str()
     record = report_of(suite, "test_model")
     change = record["change_explanation"]

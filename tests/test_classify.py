@@ -43,14 +43,17 @@ from pytest_inferperf.thresholds import (
 FIXTURES = Path(__file__).parent / "fixtures"
 
 SPINNING_SESSION = {
-    "intra_op_threads": 2, "inter_op_threads": 1, "execution_mode": "sequential",
-    "allow_spinning": True, "enable_mem_arena": True, "graph_optimization_level": "all",
+    "intra_op_threads": 2,
+    "inter_op_threads": 1,
+    "execution_mode": "sequential",
+    "allow_spinning": True,
+    "enable_mem_arena": True,
+    "graph_optimization_level": "all",
 }
 
 
 def metrics_of(counts, core, *, calls=1, wall_ns=0.0, latency=None):
-    return compute(counts, MetricContext(calls=calls, wall_ns=wall_ns, core=core,
-                                         latency=latency))
+    return compute(counts, MetricContext(calls=calls, wall_ns=wall_ns, core=core, latency=latency))
 
 
 # -- recorded counter sets, one per category -------------------------------------------
@@ -62,106 +65,239 @@ CASES = {
     # L1D 40e6/8e9*1000 = 5 MPKI < 20, L2 1 < 10, LLC 0.5 < 10 (AWS); branch 1 < 10 (AWS);
     # L1I 2 < 20; ITLB 0.1 < 1; DTLB 0.1 < 1; stall_frontend 0.10 < 0.30,
     # stall_backend 0.45 < 0.50 (perf stat-shadow).
-    "ipc_collapse": dict(core="neoverse-n1", counts={
-        "cycles": 10e9, "instructions": 8e9, "l1d_access": 3e9, "l1d_refill": 40e6,
-        "l2_access": 200e6, "l2_refill": 8e6, "llc_read": 20e6, "llc_miss": 4e6,
-        "branches": 1.6e9, "branch_misses": 8e6, "l1i_access": 2e9, "l1i_refill": 16e6,
-        "itlb_walk": 0.8e6, "dtlb_walk": 0.8e6, "stall_frontend": 1e9,
-        "stall_backend": 4.5e9}),
+    "ipc_collapse": dict(
+        core="neoverse-n1",
+        counts={
+            "cycles": 10e9,
+            "instructions": 8e9,
+            "l1d_access": 3e9,
+            "l1d_refill": 40e6,
+            "l2_access": 200e6,
+            "l2_refill": 8e6,
+            "llc_read": 20e6,
+            "llc_miss": 4e6,
+            "branches": 1.6e9,
+            "branch_misses": 8e6,
+            "l1i_access": 2e9,
+            "l1i_refill": 16e6,
+            "itlb_walk": 0.8e6,
+            "dtlb_walk": 0.8e6,
+            "stall_frontend": 1e9,
+            "stall_backend": 4.5e9,
+        },
+    ),
     # L1D MPKI = 320e6 / 10e9 * 1000 = 32.0 > 20 (AWS perfrunbook) -- key.
     # Supports: stall_backend 5.5e9 / 10e9 = 0.55 > 0.50 (perf); IPC 1.0 < 1.25.
     # L2 MPKI = 40e6 / 10e9 * 1000 = 4 < 10, so L2/LLC does not fire.
-    "l1d_residency": dict(core="neoverse-n1", counts={
-        "cycles": 10e9, "instructions": 10e9, "l1d_access": 4e9, "l1d_refill": 320e6,
-        "l2_access": 320e6, "l2_refill": 40e6, "branches": 2e9, "branch_misses": 10e6,
-        "stall_frontend": 1e9, "stall_backend": 5.5e9}),
+    "l1d_residency": dict(
+        core="neoverse-n1",
+        counts={
+            "cycles": 10e9,
+            "instructions": 10e9,
+            "l1d_access": 4e9,
+            "l1d_refill": 320e6,
+            "l2_access": 320e6,
+            "l2_refill": 40e6,
+            "branches": 2e9,
+            "branch_misses": 10e6,
+            "stall_frontend": 1e9,
+            "stall_backend": 5.5e9,
+        },
+    ),
     # Cortex-A72 (Raspberry Pi 4), same numbers as fixtures/perfstat/a72_plain.txt:
     # L2 MPKI = 94,478,103 / 6,488,425,311 * 1000 = 14.56 > 10 (AWS perfrunbook) -- key.
     # IPC = 6,488,425,311 / 14,418,722,914 = 0.45 < 0.75 (0.25 x A72 width 3) -- support.
     # L1D MPKI = 103,821,440 / 6,488,425,311 * 1000 = 16.0 < 20; branch 2.15 < 10;
     # L1 DTLB refills 1.42 < 5. No stall events exist on A72.
-    "l2_llc_residency": dict(core="cortex-a72", counts={
-        "cycles": 14_418_722_914, "instructions": 6_488_425_311,
-        "l1d_access": 2_654_983_202, "l1d_refill": 103_821_440,
-        "l2_access": 237_554_120, "l2_refill": 94_478_103,
-        "branches": 823_180_455, "branch_misses": 13_942_117,
-        "l1d_tlb_refill": 9_214_377},
-        unavailable={"stall_frontend": "perf stat: <not supported>",
-                     "stall_backend": "perf stat: <not supported>"}),
+    "l2_llc_residency": dict(
+        core="cortex-a72",
+        counts={
+            "cycles": 14_418_722_914,
+            "instructions": 6_488_425_311,
+            "l1d_access": 2_654_983_202,
+            "l1d_refill": 103_821_440,
+            "l2_access": 237_554_120,
+            "l2_refill": 94_478_103,
+            "branches": 823_180_455,
+            "branch_misses": 13_942_117,
+            "l1d_tlb_refill": 9_214_377,
+        },
+        unavailable={
+            "stall_frontend": "perf stat: <not supported>",
+            "stall_backend": "perf stat: <not supported>",
+        },
+    ),
     # DTLB walks = 30e6 / 10e9 * 1000 = 3.0 MPKI > 1.0 (judgement; AWS: > 0 worth noting).
     # Supports: L1 DTLB refills 8.0 > 5; stall_backend 0.60 > 0.50; IPC 1.0 < 1.25.
     # L1D 12 < 20 and L2 3 < 10: the caches are not the problem.
-    "tlb_churn": dict(core="neoverse-n1", counts={
-        "cycles": 10e9, "instructions": 10e9, "dtlb_access": 4e9, "dtlb_walk": 30e6,
-        "l1d_tlb_refill": 80e6, "l1d_access": 4e9, "l1d_refill": 120e6,
-        "l2_access": 200e6, "l2_refill": 30e6, "stall_frontend": 0.5e9,
-        "stall_backend": 6e9}),
+    "tlb_churn": dict(
+        core="neoverse-n1",
+        counts={
+            "cycles": 10e9,
+            "instructions": 10e9,
+            "dtlb_access": 4e9,
+            "dtlb_walk": 30e6,
+            "l1d_tlb_refill": 80e6,
+            "l1d_access": 4e9,
+            "l1d_refill": 120e6,
+            "l2_access": 200e6,
+            "l2_refill": 30e6,
+            "stall_frontend": 0.5e9,
+            "stall_backend": 6e9,
+        },
+    ),
     # Neoverse V2 top-down (8 slots): branch MPKI = 360e6 / 24e9 * 1000 = 15 > 10 (AWS).
     # Supports: branch miss ratio 360e6 / 3e9 = 0.12 > 0.10 (perf stat-shadow);
     # bad_speculation = (1 - 0.95) * (1 - 32e9/80e9) + 4 * 0.036 = 0.03 + 0.144 = 0.174
     # > 0.15 (TMA). frontend_bound = 12e9/80e9 - 0.036 = 0.114 < 0.15;
     # backend_bound = 20e9/80e9 - 3 * 0.036 = 0.142 < 0.20. IPC 2.4 > 2.0.
-    "branch_misprediction": dict(core="neoverse-v2", counts={
-        "cycles": 10e9, "instructions": 24e9, "branches": 3e9, "branch_misses": 360e6,
-        "stall_slot": 32e9, "stall_slot_frontend": 12e9, "stall_slot_backend": 20e9,
-        "op_retired": 0.95e10, "op_spec": 1e10, "l1d_access": 8e9, "l1d_refill": 240e6,
-        "l2_access": 240e6, "l2_refill": 48e6}),
+    "branch_misprediction": dict(
+        core="neoverse-v2",
+        counts={
+            "cycles": 10e9,
+            "instructions": 24e9,
+            "branches": 3e9,
+            "branch_misses": 360e6,
+            "stall_slot": 32e9,
+            "stall_slot_frontend": 12e9,
+            "stall_slot_backend": 20e9,
+            "op_retired": 0.95e10,
+            "op_spec": 1e10,
+            "l1d_access": 8e9,
+            "l1d_refill": 240e6,
+            "l2_access": 240e6,
+            "l2_refill": 48e6,
+        },
+    ),
     # Neoverse N1, same ratios as fixtures/perfstat/n1_stat.csv:
     # L1I MPKI 28.09 > 20 (AWS); ITLB walks 1.6 > 1.0 (judgement);
     # stall_frontend 0.42 > 0.30 (perf stat-shadow): three keys agree. IPC 1.10 < 1.25.
     # Branch MPKI 3.0 < 10, so the branch child does not fire.
-    "frontend_bound": dict(core="neoverse-n1", counts={
-        "cycles": 40_123_630_400, "instructions": 44_136_014_316,
-        "stall_frontend": 16_851_924_768, "stall_backend": 6_018_544_560,
-        "l1i_access": 15_445_605_512, "l1i_refill": 1_239_780_642, "itlb_walk": 70_617_622,
-        "branches": 6_620_402_147, "branch_misses": 132_408_042,
-        "l1d_access": 17_654_405_726, "l1d_refill": 353_088_114,
-        "l2_access": 1_103_400_358, "l2_refill": 88_272_028, "dtlb_walk": 8_827_202}),
+    "frontend_bound": dict(
+        core="neoverse-n1",
+        counts={
+            "cycles": 40_123_630_400,
+            "instructions": 44_136_014_316,
+            "stall_frontend": 16_851_924_768,
+            "stall_backend": 6_018_544_560,
+            "l1i_access": 15_445_605_512,
+            "l1i_refill": 1_239_780_642,
+            "itlb_walk": 70_617_622,
+            "branches": 6_620_402_147,
+            "branch_misses": 132_408_042,
+            "l1d_access": 17_654_405_726,
+            "l1d_refill": 353_088_114,
+            "l2_access": 1_103_400_358,
+            "l2_refill": 88_272_028,
+            "dtlb_walk": 8_827_202,
+        },
+    ),
     # Neoverse V2 top-down: backend_bound = 36.24e9 / 80e9 - 3 * 1e7/1e10 = 0.453 - 0.003
     # = 0.45 > 0.20 (TMA). frontend_bound = 6.48e9/80e9 - 0.001 = 0.08 < 0.15;
     # bad_speculation = 0.05 * (1 - 42.72e9/80e9) + 0.004 = 0.027 < 0.15.
     # Caches fine: L1D 256e6/32e9*1000 = 8 < 20, L2 2 < 10, LLC 0.5 < 10, DTLB 0.05 < 1.
     # IPC 3.2 > 2.0: core-bound compute.
-    "backend_bound": dict(core="neoverse-v2", counts={
-        "cycles": 1e10, "instructions": 3.2e10, "branches": 4e9, "branch_misses": 1e7,
-        "stall_slot": 4.272e10, "stall_slot_frontend": 6.48e9,
-        "stall_slot_backend": 3.624e10, "op_retired": 0.95e10, "op_spec": 1e10,
-        "l1d_access": 1e10, "l1d_refill": 256e6, "l2_access": 256e6, "l2_refill": 64e6,
-        "llc_read": 64e6, "llc_miss": 16e6, "dtlb_walk": 1.6e6}),
+    "backend_bound": dict(
+        core="neoverse-v2",
+        counts={
+            "cycles": 1e10,
+            "instructions": 3.2e10,
+            "branches": 4e9,
+            "branch_misses": 1e7,
+            "stall_slot": 4.272e10,
+            "stall_slot_frontend": 6.48e9,
+            "stall_slot_backend": 3.624e10,
+            "op_retired": 0.95e10,
+            "op_spec": 1e10,
+            "l1d_access": 1e10,
+            "l1d_refill": 256e6,
+            "l2_access": 256e6,
+            "l2_refill": 64e6,
+            "llc_read": 64e6,
+            "llc_miss": 16e6,
+            "dtlb_walk": 1.6e6,
+        },
+    ),
     # intra_op_threads 2, spinning on (ORT default; key). cpu_utilisation =
     # 7.2e9 ns task-clock / 1e9 ns wall = 7.2 CPUs > 1.5 x 2 useful threads = 3.0 (judgement).
-    "thread_spinning": dict(core="neoverse-v2", session=SPINNING_SESSION, cpu_count=8,
-                            calls=100, wall_ns=1e9, counts={
-        "task_clock": 7.2e9, "context_switches": 200, "cpu_migrations": 5,
-        "page_faults": 100}),
+    "thread_spinning": dict(
+        core="neoverse-v2",
+        session=SPINNING_SESSION,
+        cpu_count=8,
+        calls=100,
+        wall_ns=1e9,
+        counts={
+            "task_clock": 7.2e9,
+            "context_switches": 200,
+            "cpu_migrations": 5,
+            "page_faults": 100,
+        },
+    ),
     # 36,000 faults / 200 calls = 180 per call > 10 (judgement);
     # 36,000 / 0.5 s of task-clock = 72,000 /s > 50,000 (judgement); arena off (support).
-    "page_faults": dict(core="neoverse-n1", calls=200, wall_ns=0.5e9,
-                        session={**SPINNING_SESSION, "allow_spinning": False,
-                                 "enable_mem_arena": False}, cpu_count=8, counts={
-        "task_clock": 0.5e9, "page_faults": 36_000, "context_switches": 300,
-        "cpu_migrations": 4}),
+    "page_faults": dict(
+        core="neoverse-n1",
+        calls=200,
+        wall_ns=0.5e9,
+        session={**SPINNING_SESSION, "allow_spinning": False, "enable_mem_arena": False},
+        cpu_count=8,
+        counts={
+            "task_clock": 0.5e9,
+            "page_faults": 36_000,
+            "context_switches": 300,
+            "cpu_migrations": 4,
+        },
+    ),
     # Neoverse N1 (width 5, telemetry-solution num_slots): IPC 4.6 > 0.75 x 5 = 3.75
     # (judgement). Caches fine: L1D 2 < 20, L2 0.5 < 10 MPKI; backend stalls 0.05 < 0.5.
-    "retiring": dict(core="neoverse-n1", counts={
-        "cycles": 1e10, "instructions": 4.6e10, "stall_backend": 5e8, "stall_frontend": 1e8,
-        "l1d_access": 2e10, "l1d_refill": 9.2e7, "l2_access": 9.2e7, "l2_refill": 2.3e7,
-        "branches": 5e9, "branch_misses": 1e6}),
+    "retiring": dict(
+        core="neoverse-n1",
+        counts={
+            "cycles": 1e10,
+            "instructions": 4.6e10,
+            "stall_backend": 5e8,
+            "stall_frontend": 1e8,
+            "l1d_access": 2e10,
+            "l1d_refill": 9.2e7,
+            "l2_access": 9.2e7,
+            "l2_refill": 2.3e7,
+            "branches": 5e9,
+            "branch_misses": 1e6,
+        },
+    ),
     # 1,800 migrations / 4.0 s task-clock = 450 /s > 100 (judgement) and 1.8 per call > 1;
     # 36,000 switches / 4 s = 9,000 /s > 5,000 (support); p99/p50 = 4.2/2.0 = 2.1 > 1.5.
-    "noisy_machine": dict(core="neoverse-n1", calls=1000, wall_ns=4.2e9,
-                          latency={"p50_ms": 2.0, "p99_ms": 4.2}, counts={
-        "task_clock": 4e9, "cpu_migrations": 1_800, "context_switches": 36_000,
-        "page_faults": 50}),
+    "noisy_machine": dict(
+        core="neoverse-n1",
+        calls=1000,
+        wall_ns=4.2e9,
+        latency={"p50_ms": 2.0, "p99_ms": 4.2},
+        counts={
+            "task_clock": 4e9,
+            "cpu_migrations": 1_800,
+            "context_switches": 36_000,
+            "page_faults": 50,
+        },
+    ),
 }
 
 
 def run_case(name: str) -> Diagnosis:
     case = CASES[name]
-    metrics = metrics_of(case["counts"], case["core"], calls=case.get("calls", 1),
-                         wall_ns=case.get("wall_ns", 0.0), latency=case.get("latency"))
-    return diagnose(metrics, core=case["core"], unavailable=case.get("unavailable", {}),
-                    session=case.get("session"), cpu_count=case.get("cpu_count"))
+    metrics = metrics_of(
+        case["counts"],
+        case["core"],
+        calls=case.get("calls", 1),
+        wall_ns=case.get("wall_ns", 0.0),
+        latency=case.get("latency"),
+    )
+    return diagnose(
+        metrics,
+        core=case["core"],
+        unavailable=case.get("unavailable", {}),
+        session=case.get("session"),
+        cpu_count=case.get("cpu_count"),
+    )
 
 
 @pytest.mark.parametrize("expected", sorted(CASES))
@@ -234,8 +370,9 @@ def test_v2_topdown_backend_bound_value_and_confidence():
     metrics = metrics_of(case["counts"], case["core"])
     assert metrics["backend_bound"] == pytest.approx(0.45)
     assert metrics["frontend_bound"] == pytest.approx(0.08)
-    assert metrics["retiring"] + metrics["bad_speculation"] + metrics["frontend_bound"] \
-        + metrics["backend_bound"] == pytest.approx(1.0, abs=0.01)
+    assert metrics["retiring"] + metrics["bad_speculation"] + metrics["frontend_bound"] + metrics[
+        "backend_bound"
+    ] == pytest.approx(1.0, abs=0.01)
     diagnosis = run_case("backend_bound")
     expected = 0.85 * (0.4 + 0.6 * math.log(0.45 / 0.20) / math.log(4))
     assert diagnosis.primary.confidence == pytest.approx(expected, abs=1e-3)
@@ -253,15 +390,17 @@ def test_thread_spinning_recommends_turning_spinning_off():
 def test_oversubscription_more_threads_than_cpus():
     # 16 intra-op threads > 8 CPUs (key); 60,000 switches / 7.9 s = 7,595 /s > 5,000.
     session = {**SPINNING_SESSION, "intra_op_threads": 16, "allow_spinning": False}
-    metrics = metrics_of({"task_clock": 7.9e9, "context_switches": 60_000}, "neoverse-n1",
-                         wall_ns=1e9)
+    metrics = metrics_of(
+        {"task_clock": 7.9e9, "context_switches": 60_000}, "neoverse-n1", wall_ns=1e9
+    )
     diagnosis = diagnose(metrics, core="neoverse-n1", session=session, cpu_count=8)
     assert diagnosis.primary.category == "thread_spinning"
     fired = {e.metric for e in diagnosis.primary.evidence}
     assert {"session.threads", "context_switches_per_sec"} <= fired
     assert "session.allow_spinning" not in fired
-    assert any("at most one intra-op thread per CPU" in r
-               for r in diagnosis.primary.recommendations)
+    assert any(
+        "at most one intra-op thread per CPU" in r for r in diagnosis.primary.recommendations
+    )
 
 
 def test_one_intra_op_thread_cannot_spin():
@@ -339,10 +478,28 @@ def test_confidence_grows_with_agreeing_signals():
 
 
 def test_change_points_to_the_category_that_moved():
-    base = metrics_of({"cycles": 7e9, "instructions": 1e10, "l2_refill": 40e6,
-                       "l1d_refill": 100e6, "branch_misses": 20e6}, "neoverse-n1", calls=100)
-    now = metrics_of({"cycles": 11e9, "instructions": 1e10, "l2_refill": 140e6,
-                      "l1d_refill": 110e6, "branch_misses": 21e6}, "neoverse-n1", calls=100)
+    base = metrics_of(
+        {
+            "cycles": 7e9,
+            "instructions": 1e10,
+            "l2_refill": 40e6,
+            "l1d_refill": 100e6,
+            "branch_misses": 20e6,
+        },
+        "neoverse-n1",
+        calls=100,
+    )
+    now = metrics_of(
+        {
+            "cycles": 11e9,
+            "instructions": 1e10,
+            "l2_refill": 140e6,
+            "l1d_refill": 110e6,
+            "branch_misses": 21e6,
+        },
+        "neoverse-n1",
+        calls=100,
+    )
     # l2_mpki 4 -> 14 (+250%), ipc 1.43 -> 0.91 (-36%), cycles_per_call +57% (symptom)
     change = explain_change(now, base)
     assert change.points_to == "l2_llc_residency"
@@ -391,10 +548,19 @@ def test_render_without_findings():
 
 
 def test_extra_findings_are_ranked_with_the_built_in_ones():
-    extra = Finding("custom_gemm", "custom rule", 0.99,
-                    (Evidence("gemm_share", 0.9, 0.5, ">", "our profiling"),), ("do X",), "")
-    diagnosis = diagnose(metrics_of(CASES["l1d_residency"]["counts"], "neoverse-n1"),
-                         core="neoverse-n1", extra_findings=[extra])
+    extra = Finding(
+        "custom_gemm",
+        "custom rule",
+        0.99,
+        (Evidence("gemm_share", 0.9, 0.5, ">", "our profiling"),),
+        ("do X",),
+        "",
+    )
+    diagnosis = diagnose(
+        metrics_of(CASES["l1d_residency"]["counts"], "neoverse-n1"),
+        core="neoverse-n1",
+        extra_findings=[extra],
+    )
     assert diagnosis.primary is extra
     assert diagnosis.secondary[0].category == "l1d_residency"
 
@@ -408,10 +574,22 @@ def test_hookspecs_with_a_real_plugin_manager():
         @hooks.hookimpl
         def pytest_inferperf_rules(self, metrics, context):
             if metrics.get("l1d_refills_per_kcycle", 0) > 10 and context.facts.width:
-                return [Finding("l1d_pressure", "L1D refills per kcycle", 0.95,
-                                (Evidence("l1d_refills_per_kcycle",
-                                          metrics["l1d_refills_per_kcycle"], 10, ">",
-                                          "plugin judgement"),))]
+                return [
+                    Finding(
+                        "l1d_pressure",
+                        "L1D refills per kcycle",
+                        0.95,
+                        (
+                            Evidence(
+                                "l1d_refills_per_kcycle",
+                                metrics["l1d_refills_per_kcycle"],
+                                10,
+                                ">",
+                                "plugin judgement",
+                            ),
+                        ),
+                    )
+                ]
             return []
 
     pm = hooks.plugin_manager([Plugin()])
@@ -440,8 +618,7 @@ def test_hookspecs_are_documented_and_validated():
             return {"ipc": 1.0}
 
     with pytest.raises(hooks.HookResultError, match="already defined"):
-        hooks.extra_metrics(hooks.plugin_manager([Clash()]), {}, MetricContext(),
-                            builtin=METRICS)
+        hooks.extra_metrics(hooks.plugin_manager([Clash()]), {}, MetricContext(), builtin=METRICS)
 
     class Typo:
         @hooks.hookimpl
@@ -480,8 +657,13 @@ def test_threshold_table_rows_are_well_formed():
         assert any(r.role == "key" for r in THRESHOLDS if r.category == category), category
     # the published numbers, as cited
     cited = {(r.metric, r.value) for r in THRESHOLDS if "AWS" in r.source}
-    assert cited == {("l1d_mpki", 20.0), ("l2_mpki", 10.0), ("llc_mpki", 10.0),
-                     ("branch_mpki", 10.0), ("l1i_mpki", 20.0)}
+    assert cited == {
+        ("l1d_mpki", 20.0),
+        ("l2_mpki", 10.0),
+        ("llc_mpki", 10.0),
+        ("branch_mpki", 10.0),
+        ("l1i_mpki", 20.0),
+    }
     # On A72 only the level-1 fraction (which it cannot count) could make backend_bound.
     assert {r.metric for r in thresholds_for("backend_bound", "arm-basic")} == {"backend_bound"}
 
@@ -494,17 +676,26 @@ def test_core_table_matches_arm_pmu_event_lists():
         if slug not in CORES:
             continue
         codes = set(data["events"].values())
-        lacks = {n for n, spec in CATALOGUE.items()
-                 if spec.arm and not any(code in codes for _, code in spec.arm)}
+        lacks = {
+            n
+            for n, spec in CATALOGUE.items()
+            if spec.arm and not any(code in codes for _, code in spec.arm)
+        }
         assert set(CORES[slug].lacks) == lacks, slug
 
 
 def test_n2_r0p0_topdown_correction_matches_telemetry_solution():
     # neoverse-n2.json (r0p0): frontend uses (STALL_SLOT_FRONTEND - CPU_CYCLES),
     # retiring uses (STALL_SLOT - CPU_CYCLES); backend_bound is uncorrected.
-    counts = {"cycles": 1e10, "branch_misses": 1e7, "stall_slot_frontend": 1.5e10,
-              "stall_slot_backend": 1.5e10, "stall_slot": 3e10, "op_retired": 9e9,
-              "op_spec": 1e10}
+    counts = {
+        "cycles": 1e10,
+        "branch_misses": 1e7,
+        "stall_slot_frontend": 1.5e10,
+        "stall_slot_backend": 1.5e10,
+        "stall_slot": 3e10,
+        "op_retired": 9e9,
+        "op_spec": 1e10,
+    }
     r0p0 = compute(counts, MetricContext(core="neoverse-n2", midr="0x410fd490"))
     r0p3 = compute(counts, MetricContext(core="neoverse-n2", midr="0x410fd493"))
     assert r0p3["frontend_bound"] == pytest.approx(1.5e10 / 5e10 - 1e7 / 1e10)
@@ -538,9 +729,18 @@ def test_classify_never_imports_pytest():
 def test_pointer_chasing_is_memory_bound_not_ipc_collapse():
     # Neoverse N1 (width 5): IPC 0.2 < 1.25; backend stalls 0.85 > 0.5 (perf stat-shadow);
     # LL read misses 30 MPKI > 10 (AWS) with a miss ratio 0.75 > 0.10; L2 35 MPKI > 10.
-    counts = {"cycles": 5e10, "instructions": 1e10, "stall_backend": 4.25e10,
-              "stall_frontend": 1e8, "l2_access": 4e8, "l2_refill": 3.5e8,
-              "llc_read": 4e8, "llc_miss": 3e8, "l1d_access": 3e9, "l1d_refill": 4e8}
+    counts = {
+        "cycles": 5e10,
+        "instructions": 1e10,
+        "stall_backend": 4.25e10,
+        "stall_frontend": 1e8,
+        "l2_access": 4e8,
+        "l2_refill": 3.5e8,
+        "llc_read": 4e8,
+        "llc_miss": 3e8,
+        "l1d_access": 3e9,
+        "l1d_refill": 4e8,
+    }
     diagnosis = diagnose(metrics_of(counts, "neoverse-n1"), core="neoverse-n1")
     assert diagnosis.primary.category == "l2_llc_residency"
     fired = {e.metric: e.value for e in diagnosis.primary.evidence}
@@ -552,8 +752,7 @@ def test_pointer_chasing_is_memory_bound_not_ipc_collapse():
 
 def test_low_ipc_alone_is_not_judged_as_compute():
     # IPC 0.22 < 1.0 (0.25 x A76 width 4) and nothing else counted: no finding.
-    metrics = metrics_of({"cycles": 45_157_063_927, "instructions": 10_002_762_164},
-                         "cortex-a76")
+    metrics = metrics_of({"cycles": 45_157_063_927, "instructions": 10_002_762_164}, "cortex-a76")
     diagnosis = diagnose(metrics, core="cortex-a76")
     assert diagnosis.primary is None
     why = diagnosis.not_judged["ipc_collapse"]
@@ -562,9 +761,16 @@ def test_low_ipc_alone_is_not_judged_as_compute():
 
 def test_low_ipc_with_healthy_memory_is_ilp_limited():
     # IPC 0.5 < 1.0 (A76); L1D 2 MPKI < 20, L2 1 < 10 (AWS); backend stalls 0.3 < 0.5.
-    counts = {"cycles": 2e10, "instructions": 1e10, "stall_backend": 6e9,
-              "stall_frontend": 1e9, "l1d_access": 4e9, "l1d_refill": 2e7,
-              "l2_access": 3e7, "l2_refill": 1e7}
+    counts = {
+        "cycles": 2e10,
+        "instructions": 1e10,
+        "stall_backend": 6e9,
+        "stall_frontend": 1e9,
+        "l1d_access": 4e9,
+        "l1d_refill": 2e7,
+        "l2_access": 3e7,
+        "l2_refill": 1e7,
+    }
     diagnosis = diagnose(metrics_of(counts, "cortex-a76"), core="cortex-a76")
     assert diagnosis.primary.category == "ipc_collapse"
 
@@ -576,8 +782,12 @@ def test_l1d_refills_alone_do_not_rule_out_memory():
     # Charged at 400 cycles each (a miss to DRAM, CHANGE_COSTS["llc_mpki"]) they could
     # take 6.94 x 400 x 0.695 / 1000 = 1.93 of the cycles, far above a fifth: the
     # false sharing the author found is not ruled out, so no ILP-limited-compute call.
-    counts = {"cycles": 54_398_142_665, "instructions": 37_780_364_970,
-              "l1d_access": 13_115_601_948, "l1d_refill": 262_171_680}
+    counts = {
+        "cycles": 54_398_142_665,
+        "instructions": 37_780_364_970,
+        "l1d_access": 13_115_601_948,
+        "l1d_refill": 262_171_680,
+    }
     diagnosis = diagnose(metrics_of(counts, "neoverse-n1"), core="neoverse-n1")
     assert diagnosis.primary is None
     why = diagnosis.not_judged["ipc_collapse"]
@@ -604,9 +814,14 @@ def test_amd_width_follows_the_micro_architecture():
 def test_ipc_near_width_is_retiring_with_less_work_advice():
     # IPC 3.95 > 0.75 x A76 width 4 = 3.0 (judgement); 37 faults over 8.8 s of
     # task-clock = 4.2 /s is far below 50,000 /s: no page-fault or noise finding.
-    counts = {"cycles": 8.8e9 * 2.2, "instructions": 8.8e9 * 2.2 * 3.95,
-              "task_clock": 8.8e9, "page_faults": 37, "context_switches": 20,
-              "cpu_migrations": 1}
+    counts = {
+        "cycles": 8.8e9 * 2.2,
+        "instructions": 8.8e9 * 2.2 * 3.95,
+        "task_clock": 8.8e9,
+        "page_faults": 37,
+        "context_switches": 20,
+        "cpu_migrations": 1,
+    }
     metrics = metrics_of(counts, "cortex-a76", wall_ns=8.9e9)
     # a perf stat run does not know its calls: per-call values are left out (as explain does)
     metrics = {k: v for k, v in metrics.items() if not k.endswith("_per_call")}
@@ -619,8 +834,12 @@ def test_ipc_near_width_is_retiring_with_less_work_advice():
 
 def test_topdown_retiring_fraction_is_retiring():
     # retiring 0.82 > 0.70 (Intel TMA MetricThreshold) on an x86 core.
-    metrics = {"retiring": 0.82, "backend_bound": 0.1, "frontend_bound": 0.05,
-               "bad_speculation": 0.03}
+    metrics = {
+        "retiring": 0.82,
+        "backend_bound": 0.1,
+        "frontend_bound": 0.05,
+        "bad_speculation": 0.03,
+    }
     diagnosis = diagnose(metrics, core="intel-core-skylake")
     assert diagnosis.primary.category == "retiring"
     assert "tma_retiring > 0.7" in diagnosis.primary.evidence[0].source
@@ -629,8 +848,15 @@ def test_topdown_retiring_fraction_is_retiring():
 def test_l1d_tlb_refills_are_tlb_evidence_without_walk_events():
     # Cortex-A15 (no DTLB_WALK): 1,000,212,790 refills / 7,008,804,035 instr = 142.7 MPKI
     # > 5 (judgement); the lgeek tlb_test 1024-page run.
-    metrics = metrics_of({"instructions": 7_008_804_035, "l1d_tlb_refill": 1_000_212_790,
-                          "l1d_access": 1_003_187_234, "l1d_refill": 465_421}, "cortex-a15")
+    metrics = metrics_of(
+        {
+            "instructions": 7_008_804_035,
+            "l1d_tlb_refill": 1_000_212_790,
+            "l1d_access": 1_003_187_234,
+            "l1d_refill": 465_421,
+        },
+        "cortex-a15",
+    )
     diagnosis = diagnose(metrics, core="cortex-a15")
     assert diagnosis.primary.category == "tlb_churn"
     assert diagnosis.primary.evidence[0].value == pytest.approx(142.71, abs=0.01)

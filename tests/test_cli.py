@@ -34,8 +34,9 @@ EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.IGNOR
 
 
 def _build_models_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("inferperf_build_models_cli",
-                                                  REPO / "examples" / "build_models.py")
+    spec = importlib.util.spec_from_file_location(
+        "inferperf_build_models_cli", REPO / "examples" / "build_models.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -60,14 +61,27 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def baseline(models: dict[str, Path], cache_dir: Path,
-             tmp_path_factory: pytest.TempPathFactory) -> Path:
+def baseline(
+    models: dict[str, Path], cache_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
     """report.json of MobileNetV2 measured with 6 repeats (enough for the rank test)."""
     out = tmp_path_factory.mktemp("baseline")
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("GITHUB_STEP_SUMMARY", raising=False)
-        rc = main(["analyse", str(models["mobilenet_v2"]), "--repeat", "6", "--warmup", "1",
-                   "--out", str(out), "--cache-dir", str(cache_dir)])
+        rc = main(
+            [
+                "analyse",
+                str(models["mobilenet_v2"]),
+                "--repeat",
+                "6",
+                "--warmup",
+                "1",
+                "--out",
+                str(out),
+                "--cache-dir",
+                str(cache_dir),
+            ]
+        )
     assert rc == 0
     return out / "report.json"
 
@@ -81,18 +95,39 @@ def _edit(src: Path, dst: Path, change) -> Path:
 
 # -- analyse ------------------------------------------------------------------------------
 def test_analyse_writes_a_profile_and_a_self_contained_report(
-        models: dict[str, Path], tmp_path: Path, cache_dir: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    models: dict[str, Path], tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "rep"
-    rc = main(["analyse", str(models["minilm"]), "--shape", "sequence=32", *FAST,
-               "--out", str(out), "--cache-dir", str(cache_dir)])
+    rc = main(
+        [
+            "analyse",
+            str(models["minilm"]),
+            "--shape",
+            "sequence=32",
+            *FAST,
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(cache_dir),
+        ]
+    )
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     assert "measuring minilm.onnx: warm-up…" in captured.err
     assert "measuring minilm.onnx: repeat 1/5" in captured.err
-    for text in ("inputs   batch=1, sequence=32", "Counted: task_clock", "latency_p50_ms",
-                 "p99 ms", "peak memory", "Top operators", "MatMul", "roofline", "energy",
-                 "Diagnosis", f"wrote {out / 'report.json'}"):
+    for text in (
+        "inputs   batch=1, sequence=32",
+        "Counted: task_clock",
+        "latency_p50_ms",
+        "p99 ms",
+        "peak memory",
+        "Top operators",
+        "MatMul",
+        "roofline",
+        "energy",
+        "Diagnosis",
+        f"wrote {out / 'report.json'}",
+    ):
         assert text in captured.out
     profile = Profile.load(out / "report.json")
     assert profile.name == "minilm" and len(profile.repeats) == 5
@@ -105,16 +140,27 @@ def test_analyse_writes_a_profile_and_a_self_contained_report(
     page = (out / "report.html").read_text()
     assert not EXTERNAL.search(page)
     assert "<svg" in page and "<style>" in page and "<script" not in page
-    for section in ("What was counted", "Metrics", "Latency and memory", "Operators",
-                    "Roofline", "Diagnosis", "Energy", "Flamegraphs"):
+    for section in (
+        "What was counted",
+        "Metrics",
+        "Latency and memory",
+        "Operators",
+        "Roofline",
+        "Diagnosis",
+        "Energy",
+        "Flamegraphs",
+    ):
         assert section in page
 
 
-def test_report_escapes_every_name(tmp_path: Path, cache_dir: Path,
-                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_escapes_every_name(
+    tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["m"], name=SCRIPT_NAME),
-         helper.make_node("Relu", ["m"], ["y"], name='relu" onmouseover="alert(2)')],
+        [
+            helper.make_node("MatMul", ["x", "w"], ["m"], name=SCRIPT_NAME),
+            helper.make_node("Relu", ["m"], ["y"], name='relu" onmouseover="alert(2)'),
+        ],
         SCRIPT_NAME,
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 64])],
@@ -136,11 +182,25 @@ def test_report_escapes_every_name(tmp_path: Path, cache_dir: Path,
 
 
 def test_second_analyse_is_cached_and_force_measures_again(
-        models: dict[str, Path], baseline: Path, cache_dir: Path, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    models: dict[str, Path],
+    baseline: Path,
+    cache_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     out = tmp_path / "rep"
-    args = ["analyse", str(models["mobilenet_v2"]), "--repeat", "6", "--warmup", "1",
-            "--out", str(out), "--cache-dir", str(cache_dir)]
+    args = [
+        "analyse",
+        str(models["mobilenet_v2"]),
+        "--repeat",
+        "6",
+        "--warmup",
+        "1",
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(cache_dir),
+    ]
     capsys.readouterr()
     start = time.perf_counter()
     assert main(args) == 0
@@ -156,8 +216,11 @@ def test_second_analyse_is_cached_and_force_measures_again(
 
 
 def test_corrupt_cache_entries_are_ignored_and_replaced(
-        models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    models: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     cache = tmp_path / "cache"
     monkeypatch.setenv("INFERPERF_CACHE_DIR", str(cache))  # no --cache-dir: the variable
     args = ["analyse", str(models["mobilenet_v2"]), *FAST, "--out", str(tmp_path / "r")]
@@ -173,12 +236,20 @@ def test_corrupt_cache_entries_are_ignored_and_replaced(
     assert "cached result from" in capsys.readouterr().err
 
 
-def test_flamegraphs_are_linked_and_embedded(models: dict[str, Path], tmp_path: Path,
-                                             cache_dir: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_flamegraphs_are_linked_and_embedded(
+    models: dict[str, Path], tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "rep"
-    args = ["analyse", str(models["mobilenet_v2"]), *FAST, "--flamegraph", "--out", str(out),
-            "--cache-dir", str(cache_dir)]
+    args = [
+        "analyse",
+        str(models["mobilenet_v2"]),
+        *FAST,
+        "--flamegraph",
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(cache_dir),
+    ]
     assert main(args) == 0
     profile = Profile.load(out / "report.json")
     assert "operators.svg" in profile.artifacts
@@ -199,21 +270,51 @@ def test_analyse_through_python_m(models: dict[str, Path], tmp_path: Path) -> No
     env = {**os.environ, "INFERPERF_CACHE_DIR": str(tmp_path / "cache")}
     env.pop("GITHUB_STEP_SUMMARY", None)
     result = subprocess.run(
-        [sys.executable, "-m", "pytest_inferperf", "analyse", str(models["mobilenet_v2"]),
-         "--shape", "batch=1", *FAST, "--out", str(tmp_path / "rep"), "--json"],
-        capture_output=True, text=True, env=env, timeout=120, check=False)
+        [
+            sys.executable,
+            "-m",
+            "pytest_inferperf",
+            "analyse",
+            str(models["mobilenet_v2"]),
+            "--shape",
+            "batch=1",
+            *FAST,
+            "--out",
+            str(tmp_path / "rep"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert "measuring mobilenet_v2.onnx: warm-up…" in result.stderr
     printed = Profile.from_dict(json.loads(result.stdout))
     assert printed == Profile.load(tmp_path / "rep" / "report.json")
 
 
-def test_analyse_usage_errors(models: dict[str, Path], tmp_path: Path, cache_dir: Path,
-                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_analyse_usage_errors(
+    models: dict[str, Path], tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["analyse", str(tmp_path / "missing.onnx")]) == 2
     assert "missing.onnx does not exist" in capsys.readouterr().err
-    assert main(["analyse", str(models["minilm"]), "--shape", "seqence=64",
-                 "--cache-dir", str(cache_dir), "--out", str(tmp_path)]) == 2
+    assert (
+        main(
+            [
+                "analyse",
+                str(models["minilm"]),
+                "--shape",
+                "seqence=64",
+                "--cache-dir",
+                str(cache_dir),
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "no symbolic dimension or input named 'seqence'" in err and "sequence" in err
     assert main(["analyse", "no_such_module_xyz:run", "--out", str(tmp_path)]) == 2
@@ -225,21 +326,26 @@ def test_analyse_usage_errors(models: dict[str, Path], tmp_path: Path, cache_dir
 
 def test_analyse_a_python_callable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bench = tmp_path / "bench.py"
-    bench.write_text("import numpy as np\nA = np.ones((32, 32), np.float32)\n"
-                     "def run():\n    return A @ A\n")
+    bench.write_text(
+        "import numpy as np\nA = np.ones((32, 32), np.float32)\ndef run():\n    return A @ A\n"
+    )
     out = tmp_path / "rep"
     assert main(["analyse", f"{bench}:run", *FAST, "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert ("not made     operators: not available: no ONNX Runtime session ran in one "
-            "watched call of the workload") in printed
+    assert (
+        "not made     operators: not available: no ONNX Runtime session ran in one "
+        "watched call of the workload"
+    ) in printed
     assert Profile.load(out / "report.json").name == f"{bench}:run"
 
 
 # -- validate -----------------------------------------------------------------------------
 def test_validate_passes_against_its_own_baseline(
-        models: dict[str, Path], baseline: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["validate", str(models["mobilenet_v2"]), "--baseline", str(baseline),
-               "--tolerance", "100"])
+    models: dict[str, Path], baseline: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc = main(
+        ["validate", str(models["mobilenet_v2"]), "--baseline", str(baseline), "--tolerance", "100"]
+    )
     out = capsys.readouterr().out
     assert rc == 0, out
     assert out.startswith(f"ok: {models['mobilenet_v2']} against {baseline}")
@@ -247,8 +353,8 @@ def test_validate_passes_against_its_own_baseline(
 
 
 def test_validate_fails_against_a_three_times_faster_baseline(
-        models: dict[str, Path], baseline: Path, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    models: dict[str, Path], baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     def three_times_faster(data: dict) -> None:
         for rep in data["repeats"]:
             rep["calls"] *= 3  # same counts and wall time over three times the calls
@@ -265,16 +371,18 @@ def test_validate_fails_against_a_three_times_faster_baseline(
     assert re.search(r"baseline (cpu_ms_per_call|latency_mean_ms): .* \(\+\d", out)
 
 
-def test_validate_usage_errors(models: dict[str, Path], baseline: Path, tmp_path: Path,
-                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_usage_errors(
+    models: dict[str, Path], baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     model = str(models["mobilenet_v2"])
     assert main(["validate", model, "--baseline", str(tmp_path / "none.json")]) == 2
     err = capsys.readouterr().err
     assert "none.json does not exist" in err and "inferperf analyse" in err
     assert main(["validate", str(tmp_path / "none.onnx"), "--baseline", str(baseline)]) == 2
     assert "none.onnx does not exist" in capsys.readouterr().err
-    other = _edit(baseline, tmp_path / "arm.json",
-                  lambda d: d.update(machine_class="arm64-cortex-a72"))
+    other = _edit(
+        baseline, tmp_path / "arm.json", lambda d: d.update(machine_class="arm64-cortex-a72")
+    )
     for target in (model, str(baseline)):
         assert main(["validate", target, "--baseline", str(other)]) == 2
         err = capsys.readouterr().err
@@ -287,7 +395,8 @@ def test_validate_usage_errors(models: dict[str, Path], baseline: Path, tmp_path
 
 
 def test_validate_refuses_a_baseline_of_another_model(
-        models: dict[str, Path], baseline: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    models: dict[str, Path], baseline: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     stored = Profile.load(baseline).model
     assert stored is not None and len(stored["sha256"]) == 64
     assert [i["name"] for i in stored["inputs"]] and all(i["shape"] for i in stored["inputs"])
@@ -302,7 +411,8 @@ def test_validate_refuses_a_baseline_of_another_model(
 
 
 def test_validate_refuses_a_saved_profile_of_other_inputs(
-        baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     def other_shape(data: dict) -> None:
         data["model"]["inputs"][0]["shape"] = [8, 3, 224, 224]
 
@@ -313,13 +423,33 @@ def test_validate_refuses_a_saved_profile_of_other_inputs(
 
 
 # -- compare ------------------------------------------------------------------------------
-def test_compare_fp32_with_int8(models: dict[str, Path], baseline: Path, cache_dir: Path,
-                                tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_fp32_with_int8(
+    models: dict[str, Path],
+    baseline: Path,
+    cache_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     out = tmp_path / "cmp"
-    rc = main(["compare", str(models["mobilenet_v2"]), str(models["mobilenet_v2_int8"]),
-               "--repeat", "6", "--warmup", "1", "--out", str(out), "--cache-dir",
-               str(cache_dir), "--quality", "mobilenet_v2=0.72",
-               "--quality", "mobilenet_v2_int8=0.71"])
+    rc = main(
+        [
+            "compare",
+            str(models["mobilenet_v2"]),
+            str(models["mobilenet_v2_int8"]),
+            "--repeat",
+            "6",
+            "--warmup",
+            "1",
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(cache_dir),
+            "--quality",
+            "mobilenet_v2=0.72",
+            "--quality",
+            "mobilenet_v2_int8=0.71",
+        ]
+    )
     printed = capsys.readouterr().out
     assert rc == (1 if "REGRESSED" in printed else 0), printed
     assert "Compared with mobilenet_v2" in printed
@@ -330,26 +460,45 @@ def test_compare_fp32_with_int8(models: dict[str, Path], baseline: Path, cache_d
     assert (out / "pareto.svg").is_file()
     data = json.loads((out / "compare.json").read_text())
     assert [e["label"] for e in data["entries"]] == ["mobilenet_v2", "mobilenet_v2_int8"]
-    assert data["pareto_front"] and set(data["pareto_front"]) <= {"mobilenet_v2",
-                                                                  "mobilenet_v2_int8"}
+    assert data["pareto_front"] and set(data["pareto_front"]) <= {
+        "mobilenet_v2",
+        "mobilenet_v2_int8",
+    }
     page = (out / "compare.html").read_text()
     assert "Side by side" in page and "data:image/svg+xml;base64," in page
     assert not EXTERNAL.search(page)
     # a saved profile and a model mix; an unknown --quality name is a usage error
-    assert main(["compare", str(baseline), str(models["mobilenet_v2_int8"]), "--repeat", "6",
-                 "--warmup", "1", "--out", str(out), "--cache-dir", str(cache_dir)]) in (0, 1)
+    assert main(
+        [
+            "compare",
+            str(baseline),
+            str(models["mobilenet_v2_int8"]),
+            "--repeat",
+            "6",
+            "--warmup",
+            "1",
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(cache_dir),
+        ]
+    ) in (0, 1)
     assert "cached result from" in capsys.readouterr().err
-    assert main(["compare", str(baseline), str(baseline), "--quality", "resnet=1",
-                 "--out", str(out)]) == 2
+    assert (
+        main(["compare", str(baseline), str(baseline), "--quality", "resnet=1", "--out", str(out)])
+        == 2
+    )
     assert "no compared variant is called 'resnet'" in capsys.readouterr().err
 
 
 def test_compare_saved_profiles_with_a_change_from_zero(
-        baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     def faults(value: float):
         def change(data: dict) -> None:
             for rep in data["repeats"]:
                 rep["sample"]["counts"]["page_faults"].update(value=value, raw=int(value))
+
         return change
 
     quiet = _edit(baseline, tmp_path / "a.json", faults(0))
@@ -365,31 +514,76 @@ def test_compare_saved_profiles_with_a_change_from_zero(
     assert row["deltas"][str(noisy)] == "inf"
 
 
-def test_compare_quantize_dynamic(models: dict[str, Path], cache_dir: Path, tmp_path: Path,
-                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_quantize_dynamic(
+    models: dict[str, Path], cache_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "q"
-    rc = main(["compare", str(models["minilm"]), "--quantize", "dynamic", "--shape",
-               "sequence=32", *FAST, "--out", str(out), "--cache-dir", str(cache_dir)])
+    rc = main(
+        [
+            "compare",
+            str(models["minilm"]),
+            "--quantize",
+            "dynamic",
+            "--shape",
+            "sequence=32",
+            *FAST,
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(cache_dir),
+        ]
+    )
     captured = capsys.readouterr()
     assert rc == (1 if "REGRESSED" in captured.out else 0), captured.out
     assert (out / "minilm_int8_dynamic.onnx").is_file()
     assert "minilm_int8_dynamic" in captured.out
     assert "DynamicQuantizeMatMul" in captured.out or "MatMulInteger" in captured.out
     assert (out / "minilm_int8_dynamic-vs-minilm.operators.diff.svg").is_file()
-    assert main(["compare", str(models["minilm"]), str(models["minilm"]), "--quantize",
-                 "dynamic", "--out", str(out)]) == 2
+    assert (
+        main(
+            [
+                "compare",
+                str(models["minilm"]),
+                str(models["minilm"]),
+                "--quantize",
+                "dynamic",
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
     assert "--quantize dynamic takes exactly one ONNX model" in capsys.readouterr().err
 
 
 # -- GitHub job summary -------------------------------------------------------------------
-def test_github_step_summary_gets_markdown(models: dict[str, Path], baseline: Path,
-                                           cache_dir: Path, tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_github_step_summary_gets_markdown(
+    models: dict[str, Path],
+    baseline: Path,
+    cache_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    assert main(["analyse", str(models["mobilenet_v2"]), "--repeat", "6", "--warmup", "1",
-                 "--out", str(tmp_path / "r"), "--cache-dir", str(cache_dir)]) == 0
+    assert (
+        main(
+            [
+                "analyse",
+                str(models["mobilenet_v2"]),
+                "--repeat",
+                "6",
+                "--warmup",
+                "1",
+                "--out",
+                str(tmp_path / "r"),
+                "--cache-dir",
+                str(cache_dir),
+            ]
+        )
+        == 0
+    )
     assert main(["validate", str(baseline), "--baseline", str(baseline)]) == 0
     text = summary.read_text()
     assert text.startswith("earlier step\n")

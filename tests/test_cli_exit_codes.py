@@ -53,8 +53,12 @@ def test_a_crash_message_cannot_drive_the_terminal(monkeypatch, capsys):
 
 
 def test_usage_errors_stay_2():
-    done = subprocess.run([sys.executable, "-m", "pytest_inferperf", "validate"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_inferperf", "validate"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
 
 
@@ -77,18 +81,32 @@ def test_analyse_with_a_huge_shape_is_a_usage_error(tmp_path, batch):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 60])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 60])
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
-                              ir_version=8)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     path = tmp_path / "m.onnx"
     onnx.save(model, path)
     # An address-space limit makes the 20,000,000 x 60 floats (4.8 GB) too large here too.
     done = subprocess.run(
-        [sys.executable, "-c", "import resource, sys; "
-         "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
-         "from pytest_inferperf.cli import main; sys.exit(main(sys.argv[1:]))",
-         "analyse", str(path), "--shape", f"batch={batch}", "--out", str(tmp_path / "o"),
-         "--cache-dir", str(tmp_path / "c"), "--backend", "none"],
-        capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-c",
+            "import resource, sys; "
+            "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+            "from pytest_inferperf.cli import main; sys.exit(main(sys.argv[1:]))",
+            "analyse",
+            str(path),
+            "--shape",
+            f"batch={batch}",
+            "--out",
+            str(tmp_path / "o"),
+            "--cache-dir",
+            str(tmp_path / "c"),
+            "--backend",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done.stderr
     assert "nothing was allocated" in done.stderr
     assert "Give it with --shape" not in done.stderr
@@ -108,8 +126,9 @@ def test_a_partial_result_is_never_cached(tmp_path):
 
             time.sleep(15)
 
-    partial = profile(stalls, backend="none", warmup=1, warmup_max=1, repeat=10,
-                      min_time=0.0, timeout=1.0)
+    partial = profile(
+        stalls, backend="none", warmup=1, warmup_max=1, repeat=10, min_time=0.0, timeout=1.0
+    )
     assert partial.partial
     cache = ResultCache(tmp_path)
     key = CacheKey("0" * 64, partial.machine_class, {"repeat": 10})

@@ -78,9 +78,18 @@ def noisy(mean: float, n: int, rel_noise: float, seed: int) -> list[float]:
 def test_the_tolerance_table():
     # every entry names a real metric (a typo would silently fall back to 10%)
     assert set(DEFAULT_TOLERANCES) <= set(METRICS)
-    core = {"ipc", "l1_miss", "l2_mpki", "instructions_per_call", "cycles_per_call",
-            "cpu_ms_per_call", "page_faults_per_call", "latency_p50_ms", "latency_p99_ms",
-            "peak_rss_mb"}
+    core = {
+        "ipc",
+        "l1_miss",
+        "l2_mpki",
+        "instructions_per_call",
+        "cycles_per_call",
+        "cpu_ms_per_call",
+        "page_faults_per_call",
+        "latency_p50_ms",
+        "latency_p99_ms",
+        "peak_rss_mb",
+    }
     assert core <= set(DEFAULT_TOLERANCES)
     assert all(0 < t < 1 for t in DEFAULT_TOLERANCES.values())
     assert DEFAULT_TOLERANCES["instructions_per_call"] == 0.02
@@ -167,7 +176,8 @@ def test_beyond_tolerance_from_one_outlier_is_noise():
     outlier = list(values)
     outlier[0] = values[0] * 4  # the mean moves ~10%, the ranks barely
     change = compare_profiles(make_profile(outlier), make_profile(values)).get(
-        "instructions_per_call")
+        "instructions_per_call"
+    )
     assert change.delta > 0.05
     assert change.status == "noise"
     assert not change.credible
@@ -238,8 +248,14 @@ def test_only_metrics_present_in_both_are_compared():
     cur = make_profile([1e6] * 3)
     names = {c.metric for c in compare_profiles(cur, base).changes}
     assert "page_faults_per_call" not in names
-    assert {"ipc", "instructions_per_call", "cycles_per_call", "cpu_ms_per_call",
-            "latency_p50_ms", "peak_rss_mb"} <= names
+    assert {
+        "ipc",
+        "instructions_per_call",
+        "cycles_per_call",
+        "cpu_ms_per_call",
+        "latency_p50_ms",
+        "peak_rss_mb",
+    } <= names
     assert "l1_miss" not in names  # never counted: absent, not 0
 
 
@@ -262,10 +278,15 @@ def _change(metric: str, delta: float, status: str = "ok") -> MetricChange:
 
 
 def test_movers_are_the_largest_changes_either_way():
-    result = Comparison((
-        _change("a", 0.01), _change("b", -0.5, "improved"), _change("c", 0.2, "regressed"),
-        _change("d", math.inf, "regressed"), _change("e", -0.2),
-    ))
+    result = Comparison(
+        (
+            _change("a", 0.01),
+            _change("b", -0.5, "improved"),
+            _change("c", 0.2, "regressed"),
+            _change("d", math.inf, "regressed"),
+            _change("e", -0.2),
+        )
+    )
     assert [c.metric for c in result.movers(3)] == ["d", "b", "c"]
     assert [c.metric for c in result.movers(10)] == ["d", "b", "c", "e", "a"]
     assert result.movers(0) == ()
@@ -282,7 +303,8 @@ def test_mann_whitney_without_ties():
     # scipy.stats.mannwhitneyu([1,2,3,4,5], [6,7,8,9,10], method="asymptotic").pvalue
     # = 0.012185780355344813.
     assert mann_whitney_u([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == pytest.approx(
-        0.012185780355344813, rel=1e-12)
+        0.012185780355344813, rel=1e-12
+    )
 
 
 def test_mann_whitney_with_ties():
@@ -313,8 +335,9 @@ def test_mann_whitney_properties(x, y):
     assert 0.0 < p <= 1.0
     assert p == pytest.approx(mann_whitney_u(y, x), rel=1e-9)  # two-sided: symmetric
     # rank-based: any strictly increasing transform leaves it unchanged
-    assert p == pytest.approx(mann_whitney_u([v**3 + 7 for v in x], [v**3 + 7 for v in y]),
-                              rel=1e-9)
+    assert p == pytest.approx(
+        mann_whitney_u([v**3 + 7 for v in x], [v**3 + 7 for v in y]), rel=1e-9
+    )
 
 
 def test_module_constants():
@@ -354,8 +377,13 @@ def test_int8_weights_cast_to_float_before_matmul_are_said_to_run_in_float():
     assert sum(1 for o in ops if o.weight_type == "int8") == 18
     table = {r["op_type"]: r for r in precision_table(ops)}
     matmul = table["MatMul"]
-    assert (matmul["inputs"], matmul["computes_in"], matmul["weights_stored"],
-            matmul["nodes"], matmul["narrow_nodes"]) == (["float"], "float", ["int8"], 21, 18)
+    assert (
+        matmul["inputs"],
+        matmul["computes_in"],
+        matmul["weights_stored"],
+        matmul["nodes"],
+        matmul["narrow_nodes"],
+    ) == (["float"], "float", ["int8"], 21, 18)
     (finding,) = precision_findings(list(table.values()))
     assert finding.startswith("int8 weights dequantised to float before MatMul: 18 nodes (")
     assert finding.endswith("of operator time) run in float, not int8")
@@ -384,14 +412,18 @@ def test_compare_shows_the_precision_per_op_type_and_the_finding():
     from pytest_inferperf.side_by_side import side_by_side
 
     fp32 = make_profile([1000] * 5).with_(
-        operators=tuple(o.to_dict() for o in _operators("minilm_l3_st")))
+        operators=tuple(o.to_dict() for o in _operators("minilm_l3_st"))
+    )
     dequant = make_profile([1000] * 5).with_(
-        operators=tuple(o.to_dict() for o in _operators("minilm_l3_st_dequant")))
+        operators=tuple(o.to_dict() for o in _operators("minilm_l3_st_dequant"))
+    )
     side = side_by_side([Analysis("fp32", "a.json", fp32), Analysis("w8", "b.json", dequant)])
     matmul = next(r for r in side.op_types if r.op_type == "MatMul")
     assert matmul.precision == ("float", "float (int8 weights)")
-    assert any(n.startswith("w8: int8 weights dequantised to float before MatMul: 18 nodes")
-               for n in side.notes)
+    assert any(
+        n.startswith("w8: int8 weights dequantised to float before MatMul: 18 nodes")
+        for n in side.notes
+    )
     text = render_comparison(side)
     assert "[21] float (int8 weights)" in text
     assert side.to_dict()["operator_types"][0]["precision"].keys() == {"fp32", "w8"}
@@ -401,10 +433,28 @@ def test_operator_tables_of_several_sessions_say_whose_each_node_is():
     from pytest_inferperf.report.html import render_html
     from pytest_inferperf.report.text import render_profile
 
-    ops = ({"node": "mm", "op_type": "MatMul", "calls": 5, "mean_us": 90.0, "total_us": 450.0,
-            "share": 0.9, "model": "encoder", "input_shapes": ["float[16,32]"]},
-           {"node": "gemm", "op_type": "Gemm", "calls": 5, "mean_us": 10.0, "total_us": 50.0,
-            "share": 0.1, "model": "classifier", "input_shapes": ["float[1,32]"]})
+    ops = (
+        {
+            "node": "mm",
+            "op_type": "MatMul",
+            "calls": 5,
+            "mean_us": 90.0,
+            "total_us": 450.0,
+            "share": 0.9,
+            "model": "encoder",
+            "input_shapes": ["float[16,32]"],
+        },
+        {
+            "node": "gemm",
+            "op_type": "Gemm",
+            "calls": 5,
+            "mean_us": 10.0,
+            "total_us": 50.0,
+            "share": 0.1,
+            "model": "classifier",
+            "input_shapes": ["float[1,32]"],
+        },
+    )
     profile = make_profile([1000] * 5).with_(operators=ops)
     text = render_profile(profile)
     header = next(line for line in text.splitlines() if line.startswith("model "))
@@ -420,9 +470,15 @@ def test_analyse_roofline_line_names_the_op_types_it_could_not_cost():
     from pytest_inferperf.report.text import roofline_text
     from pytest_inferperf.roofline import Ceilings, roofline_to_dict
 
-    uncosted = [{"op_type": "Einsum", "nodes": ["e1", "e2"], "share": 0.8,
-                 "reason": "no FLOP formula for this op type"},
-                {"op_type": "Resize", "nodes": ["r"], "share": 0.05, "reason": "x"}]
+    uncosted = [
+        {
+            "op_type": "Einsum",
+            "nodes": ["e1", "e2"],
+            "share": 0.8,
+            "reason": "no FLOP formula for this op type",
+        },
+        {"op_type": "Resize", "nodes": ["r"], "share": 0.05, "reason": "x"},
+    ]
     roof = roofline_to_dict(Ceilings(100.0, 10.0, 1, "fixed"), [], uncosted=uncosted)
     assert roof["summary"]["uncosted_time_share"] == pytest.approx(0.85)
     text = roofline_text(make_profile([1000] * 5).with_(roofline=roof))

@@ -17,8 +17,10 @@ intr 1 2 3
 
 def test_proc_stat_per_cpu_rows_only():
     rows = parse_proc_stat(STAT)
-    assert rows == ((17109, 0, 2682, 40526, 55, 0, 25, 61, 0, 0),
-                    (23166, 0, 3642, 33408, 168, 0, 100, 59, 0, 0))
+    assert rows == (
+        (17109, 0, 2682, 40526, 55, 0, 25, 61, 0, 0),
+        (23166, 0, 3642, 33408, 168, 0, 100, 59, 0, 0),
+    )
 
 
 def _snap(wall_s: float, cpu_rows, own_cpu_s: float, invol: int = 0) -> Snapshot:
@@ -33,8 +35,9 @@ def test_between_reads_steal_others_busy_and_switches():
     # 10 s on 2 CPUs at 100 ticks/s: 2000 ticks. CPU0 busy 900 (user) + steal 100, CPU1
     # busy 1000: 1900 busy ticks = 19 CPU s; this process used 9 of them.
     before = _snap(0, [[0] * 10, [0] * 10], 0.0)
-    after = _snap(10, [[900, 0, 0, 0, 0, 0, 0, 100, 0, 0],
-                       [800, 0, 200, 0, 0, 0, 0, 0, 0, 0]], 9.0, invol=250)
+    after = _snap(
+        10, [[900, 0, 0, 0, 0, 0, 0, 100, 0, 0], [800, 0, 200, 0, 0, 0, 0, 0, 0, 0]], 9.0, invol=250
+    )
     out = between(before, after, clock_ticks=100, read=_no_files)
     assert out["cpus"] == 2
     assert out["steal"] == pytest.approx(100 / 2000)
@@ -62,14 +65,14 @@ def test_frequency_where_cpufreq_is_readable():
 
 
 def test_busy_reasons_name_each_cause():
-    quiet = {"steal": 0.01, "others_busy_cpus": 0.1, "cpus": 2,
-             "calibration": {"cpu_share": 0.97}}
+    quiet = {"steal": 0.01, "others_busy_cpus": 0.1, "cpus": 2, "calibration": {"cpu_share": 0.97}}
     assert busy_reasons(quiet) == []
-    busy = {"steal": 0.12, "others_busy_cpus": 1.6, "cpus": 2,
-            "calibration": {"cpu_share": 0.6}}
-    assert busy_reasons(busy) == ["12% of CPU time stolen by the hypervisor",
-                                  "other processes kept 1.6 of 2 CPUs busy",
-                                  "the calibration workload got 60% of a CPU"]
+    busy = {"steal": 0.12, "others_busy_cpus": 1.6, "cpus": 2, "calibration": {"cpu_share": 0.6}}
+    assert busy_reasons(busy) == [
+        "12% of CPU time stolen by the hypervisor",
+        "other processes kept 1.6 of 2 CPUs busy",
+        "the calibration workload got 60% of a CPU",
+    ]
     assert busy_reasons(None) == []
 
 
@@ -94,9 +97,17 @@ def test_the_calibration_does_fixed_work():
 
 # -- the noise floor ------------------------------------------------------------------
 def _cond(wall_ms: float, cpu_ms: float, others: float = 0.0, share: float = 0.98) -> dict:
-    return {"others_busy_cpus": others, "cpus": 2, "steal": 0.0,
-            "calibration": {"version": conditions.CALIBRATION_VERSION, "wall_ms": wall_ms,
-                            "cpu_ms": cpu_ms, "cpu_share": share}}
+    return {
+        "others_busy_cpus": others,
+        "cpus": 2,
+        "steal": 0.0,
+        "calibration": {
+            "version": conditions.CALIBRATION_VERSION,
+            "wall_ms": wall_ms,
+            "cpu_ms": cpu_ms,
+            "cpu_share": share,
+        },
+    }
 
 
 def test_floor_from_the_calibration_now_and_at_baseline():
@@ -124,8 +135,9 @@ def test_within_the_machines_slowdown_is_inconclusive_with_the_reason():
     floor = floor_of(_cond(21.0, 21.0, others=1.7), _cond(10.0, 10.0))
     j = judge_timing("cpu_ms_per_call", 0.28, 0.10, floor)
     assert j.outcome == "inconclusive"
-    assert j.reason.startswith("the machine ran 2.1x slower (cpu time of the calibration) "
-                               "than at baseline time")
+    assert j.reason.startswith(
+        "the machine ran 2.1x slower (cpu time of the calibration) than at baseline time"
+    )
     assert "CPU time +28% is within that" in j.reason
 
 
@@ -144,8 +156,14 @@ def test_a_quiet_machine_catches_a_20_percent_slowdown():
 
 def test_floor_serialises():
     floor = NoiseFloor(1.5, 1.2, ("x",), ())
-    assert floor.to_dict() == {"slowdown_wall": 1.5, "slowdown_cpu": 1.2, "busy_now": ["x"],
-                               "busy_baseline": [], "contended": True, "note": None}
+    assert floor.to_dict() == {
+        "slowdown_wall": 1.5,
+        "slowdown_cpu": 1.2,
+        "busy_now": ["x"],
+        "busy_baseline": [],
+        "contended": True,
+        "note": None,
+    }
 
 
 def test_time_slicing_excuses_latency_but_not_cpu_time():

@@ -199,8 +199,10 @@ def test_work_between_regions_is_not_counted(counters):
 
 
 def test_free_running_software_events_share_one_group_per_thread():
-    with PerfEventCounters(events=SOFTWARE) as free, \
-            PerfEventCounters(events=SOFTWARE, free_running=False) as toggled:
+    with (
+        PerfEventCounters(events=SOFTWARE) as free,
+        PerfEventCounters(events=SOFTWARE, free_running=False) as toggled,
+    ):
         assert free.groups == len(free.threads)
         # Toggled, the task clock keeps a group of its own (events.py says why).
         assert toggled.groups == 2 * len(toggled.threads)
@@ -226,8 +228,10 @@ def test_a_sample_is_decoded_when_first_looked_at_and_equals_the_eager_decode(co
 def test_two_open_sets_on_one_thread_never_toggle_each_other():
     # prctl toggles every counter a thread opened; with a second set open the
     # toggled set must fall back to its own groups, or it would stop the other.
-    with PerfEventCounters(events=("task_clock",)) as outer, \
-            PerfEventCounters(events=("task_clock",), free_running=False) as inner:
+    with (
+        PerfEventCounters(events=("task_clock",)) as outer,
+        PerfEventCounters(events=("task_clock",), free_running=False) as inner,
+    ):
         outer.start()
         hash_work(10)
         inner.start()
@@ -267,15 +271,20 @@ def test_group_reader_reads_what_read_group_reads(counters):
     data = counters._reader.read()
     for group, entry in zip(counters._groups, layout, strict=True):
         one = perf_backend.pe.read_group(group.leader, len(group.fds))
-        mine = perf_backend.pe.parse_group_read(data[entry.offset:])
+        mine = perf_backend.pe.parse_group_read(data[entry.offset :])
         assert set(mine.values) == set(one.values) == set(group.ids)
         if not counters.free_running:  # stopped: nothing moves between the two reads
             assert mine == one
 
 
 def _read(enabled: int, running: int, pairs: list[tuple[int, int]]) -> bytes:
-    return struct.pack(f"={3 + 2 * len(pairs)}Q", len(pairs), enabled, running,
-                       *[x for pair in pairs for x in pair])
+    return struct.pack(
+        f"={3 + 2 * len(pairs)}Q",
+        len(pairs),
+        enabled,
+        running,
+        *[x for pair in pairs for x in pair],
+    )
 
 
 def test_decode_scales_multiplexed_groups_and_sums_threads():
@@ -313,17 +322,26 @@ def test_counting_cost_benchmark_measures_every_variant(monkeypatch):
     import counting_cost
 
     (row,) = counting_cost.measure((1,), samples=40, rounds=4)
-    assert set(row["median_us"]) == {"raw_read", "free_running", "toggled",
-                                     "old_per_group_ioctls", "decode"}
+    assert set(row["median_us"]) == {
+        "raw_read",
+        "free_running",
+        "toggled",
+        "old_per_group_ioctls",
+        "decode",
+    }
     assert all(v > 0 for v in row["median_us"].values())
     assert row["samples"] == 40
     threads = row["threads_alive"]
     # Toggled, the task clock has a group of its own on every thread: one group more each.
     assert row["groups"]["free_running"] >= threads
-    assert row["groups"]["toggled"] == row["groups"]["old_per_group_ioctls"] == (
-        row["groups"]["free_running"] + threads)
+    assert (
+        row["groups"]["toggled"]
+        == row["groups"]["old_per_group_ioctls"]
+        == (row["groups"]["free_running"] + threads)
+    )
     assert row["raw_reads_per_thread"]["free_running"] == pytest.approx(
-        row["raw_reads_per_repeat"]["free_running"] / threads)
+        row["raw_reads_per_repeat"]["free_running"] / threads
+    )
     assert len(counting_cost.format_rows([row])) == 2
 
 
@@ -331,14 +349,14 @@ def test_a_thread_that_ends_while_counters_open_is_skipped(monkeypatch):
     """A thread listed in /proc/self/task may be gone (or exiting) by the time its group
     opens; the kernel then refuses the open (ESRCH, or ENODEV for a group's member)."""
     gone = 2**22 + 12345  # no such thread
-    monkeypatch.setattr(perf_backend, "thread_ids",
-                        lambda: [threading.get_native_id(), gone])
+    monkeypatch.setattr(perf_backend, "thread_ids", lambda: [threading.get_native_id(), gone])
     real = perf_backend.pe.open_event
 
     def refuse_gone(*args, **kwargs):
         if kwargs.get("tid") == gone:
-            raise perf_backend.pe.PerfOpenError(errno.ENODEV, perf_backend.pe.errno_reason(
-                errno.ENODEV))
+            raise perf_backend.pe.PerfOpenError(
+                errno.ENODEV, perf_backend.pe.errno_reason(errno.ENODEV)
+            )
         return real(*args, **kwargs)
 
     monkeypatch.setattr(perf_backend.pe, "open_event", refuse_gone)

@@ -76,19 +76,19 @@ def test_rapl_sources_are_listed(rapl_tree: Path) -> None:
 
 def test_rapl_package_plus_dram_per_call(rapl_tree: Path) -> None:
     zone = rapl_tree / POWERCAP
-    workload = _Counters({
-        zone / "intel-rapl:0" / "energy_uj": 30_000,  # 30 mJ per call
-        zone / "intel-rapl:0:0" / "energy_uj": 20_000,  # part of the package: not added
-        zone / "intel-rapl:0:1" / "energy_uj": 5_000,  # 5 mJ per call
-        zone / "intel-rapl:1" / "energy_uj": 90_000,  # psys contains the package: not added
-    })
+    workload = _Counters(
+        {
+            zone / "intel-rapl:0" / "energy_uj": 30_000,  # 30 mJ per call
+            zone / "intel-rapl:0:0" / "energy_uj": 20_000,  # part of the package: not added
+            zone / "intel-rapl:0:1" / "energy_uj": 5_000,  # 5 mJ per call
+            zone / "intel-rapl:1" / "energy_uj": 90_000,  # psys contains the package: not added
+        }
+    )
     result = measure_energy(workload, calls=4, root=rapl_tree)
     assert result.reason is None
     assert result.joules_per_call == pytest.approx(0.035)
     assert result.source == "rapl:package-0 + rapl:package-0/dram"
-    assert result.domains == pytest.approx(
-        {"rapl:package-0": 0.030, "rapl:package-0/dram": 0.005}
-    )
+    assert result.domains == pytest.approx({"rapl:package-0": 0.030, "rapl:package-0/dram": 0.005})
     assert result.calls == 4 and result.seconds is not None and result.seconds >= 0
     data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
     assert data["joules_per_call"] == pytest.approx(0.035)
@@ -137,13 +137,17 @@ def test_hwmon_microjoules_prefers_socket_sensors(tmp_path: Path) -> None:
     _write(tmp_path / HWMON / "hwmon0" / "name", "acpitz")  # no energy sensor
     sources = energy_sources(tmp_path)
     assert [s.label for s in sources] == [
-        "hwmon:amd_energy/Ecore000", "hwmon:amd_energy/Ecore001", "hwmon:amd_energy/Esocket0",
+        "hwmon:amd_energy/Ecore000",
+        "hwmon:amd_energy/Ecore001",
+        "hwmon:amd_energy/Esocket0",
     ]
-    workload = _Counters({
-        folder / "energy1_input": 400,
-        folder / "energy2_input": 400,
-        folder / "energy17_input": 2_000,  # µJ: 2 mJ per call
-    })
+    workload = _Counters(
+        {
+            folder / "energy1_input": 400,
+            folder / "energy2_input": 400,
+            folder / "energy17_input": 2_000,  # µJ: 2 mJ per call
+        }
+    )
     result = measure_energy(workload, calls=10, root=tmp_path)
     assert result.source == "hwmon:amd_energy/Esocket0"
     assert result.joules_per_call == pytest.approx(0.002)

@@ -28,9 +28,17 @@ def test_xml_safe_escapes_what_xml_cannot_hold():
 
 
 def test_a_hostile_record_cannot_split_the_table_or_drive_the_terminal():
-    record = {"key": "t.py::test@" + HOSTILE, "metrics": {}, "status": "passed",
-              "outcome": "passed", "failed": False, "change": HOSTILE, "diagnosis": HOSTILE,
-              "unavailable": {"cycles": HOSTILE}, "artifacts": {"x": HOSTILE}}
+    record = {
+        "key": "t.py::test@" + HOSTILE,
+        "metrics": {},
+        "status": "passed",
+        "outcome": "passed",
+        "failed": False,
+        "change": HOSTILE,
+        "diagnosis": HOSTILE,
+        "unavailable": {"cycles": HOSTILE},
+        "artifacts": {"x": HOSTILE},
+    }
     text = render_summary([record], [HOSTILE], [HOSTILE], [HOSTILE], update=True)
     assert "\x1b" not in text and "\r" not in text and "\x00" not in text
     table = text.split("\n\n")[0].splitlines()
@@ -38,15 +46,23 @@ def test_a_hostile_record_cannot_split_the_table_or_drive_the_terminal():
 
 
 def test_hostile_variant_names_leave_terminal_and_junit_safe(pytester):
-    pytester.makepyfile(test_a=f"""
+    pytester.makepyfile(
+        test_a=f"""
         import pytest
         @pytest.mark.perf(warmup=1, repeat=3, tolerance=0.5, latency_p50_ms_max=1e-9)
         def test_x(pmu_profile):
             pmu_profile(lambda: sum(range(100)), name={HOSTILE!r})
-    """)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--inferperf",
-                                           "--inferperf-flamegraphs", "none",
-                                           "--junitxml", "junit.xml")
+    """
+    )
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--inferperf",
+        "--inferperf-flamegraphs",
+        "none",
+        "--junitxml",
+        "junit.xml",
+    )
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "\x1b[2J" not in out and "\x00" not in out and "\u202e" not in out

@@ -106,11 +106,7 @@ def _parse_svg(text: str) -> ET.Element:
 
 
 def _frames(root: ET.Element) -> dict[str, ET.Element]:
-    return {
-        g.get("data-n"): g
-        for g in root.iter(f"{SVG_NS}g")
-        if g.get("class") == "f"
-    }
+    return {g.get("data-n"): g for g in root.iter(f"{SVG_NS}g") if g.get("class") == "f"}
 
 
 def _rect(g: ET.Element) -> ET.Element:
@@ -146,8 +142,7 @@ def test_recorded_x86_64_dwarf_script_folds_to_the_workloads_native_frames():
     assert any(s.endswith(";deflate;[libz.so.1.2.13]") for s in folded.stacks)
     kernel = [s for s in folded.stacks if "__x64_sys_getrandom_[k]" in s]
     assert kernel and all(
-        s.index("__GI___getrandom") < s.index("entry_SYSCALL_64_after_hwframe_[k]")
-        for s in kernel
+        s.index("__GI___getrandom") < s.index("entry_SYSCALL_64_after_hwframe_[k]") for s in kernel
     )
 
 
@@ -162,8 +157,12 @@ def test_recorded_onnxruntime_fp_script_shows_the_stripped_library():
     for stack in folded.stacks:
         parts = stack.split(";")
         assert all(a != b for a, b in itertools.pairwise(parts)), "unresolved runs collapse"
-    assert any(s.endswith("asm_exc_page_fault_[k];exc_page_fault_[k];handle_mm_fault_[k];"
-                          "__handle_mm_fault_[k]") for s in folded.stacks)
+    assert any(
+        s.endswith(
+            "asm_exc_page_fault_[k];exc_page_fault_[k];handle_mm_fault_[k];__handle_mm_fault_[k]"
+        )
+        for s in folded.stacks
+    )
 
 
 def test_constructed_arm64_script_folds_exactly():
@@ -202,8 +201,11 @@ def test_constructed_arm64_script_folds_exactly():
     assert [s.comm for s in samples][2:4] == ["ORT worker 3", "ORT worker 3"]
     assert samples[2].tid == 4251 and samples[0].period == 500000
     assert samples[6].tid == 4242 and samples[6].time == pytest.approx(5120.109411)
-    assert samples[0].frames[0] == Frame(0xFFFFA1C2D3E0, "MlasSgemmKernelNeon+0x1a0",
-                                         "/usr/lib/aarch64-linux-gnu/libonnxruntime.so.1.17.1")
+    assert samples[0].frames[0] == Frame(
+        0xFFFFA1C2D3E0,
+        "MlasSgemmKernelNeon+0x1a0",
+        "/usr/lib/aarch64-linux-gnu/libonnxruntime.so.1.17.1",
+    )
 
 
 def test_samples_without_call_chain_and_odd_frames():
@@ -215,7 +217,8 @@ def test_samples_without_call_chain_and_odd_frames():
         "mas_walk+0x12e ([kernel.kallsyms])\n"
     )
     assert fold_perf_script(text).stacks == {
-        "python3;handle_amd": 1, "python3;mas_walk_[k]": 1,
+        "python3;handle_amd": 1,
+        "python3;mas_walk_[k]": 1,
     }
     assert frame_name(Frame(1, "a;b+0x1f", "/x/liba.so")) == "a:b"
     assert frame_name(Frame(1, "[unknown]", "/x/libfoo.so.1 (deleted)")) == "[libfoo.so.1]"
@@ -238,7 +241,8 @@ def test_samples_without_call_chain_and_odd_frames():
 
 _frame_text = st.text(
     alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters=";"),
-    min_size=1, max_size=12,
+    min_size=1,
+    max_size=12,
 )
 _stacks = st.dictionaries(
     st.lists(_frame_text, min_size=1, max_size=6).map(";".join),
@@ -313,8 +317,9 @@ def test_svg_layout_widths_and_stable_colours():
     assert set(frames) == {"all", "main", "parse", "tokenize", "lower", "infer"}
     usable = WIDTH - 20
     for name, count in {"all": 100, "main": 100, "parse": 40, "tokenize": 30, "infer": 60}.items():
-        assert float(_rect(frames[name]).get("width")) == pytest.approx(usable * count / 100,
-                                                                        abs=0.01)
+        assert float(_rect(frames[name]).get("width")) == pytest.approx(
+            usable * count / 100, abs=0.01
+        )
         assert frames[name].get("data-c") == str(count)
     # children in name order, left to right; deeper frames higher up
     assert float(_rect(frames["infer"]).get("x")) < float(_rect(frames["parse"]).get("x"))
@@ -324,11 +329,13 @@ def test_svg_layout_widths_and_stable_colours():
     # the same name gets the same colour in another graph
     other = _frames(_parse_svg(render_svg({"x;infer": 5, "y": 1}, title="other")))
     assert _rect(other["infer"]).get("fill") == _rect(frames["infer"]).get("fill")
-    assert text == render_svg(dict(reversed(list(folded.items()))), title="model",
-                              subtitle="cpu-clock")
+    assert text == render_svg(
+        dict(reversed(list(folded.items()))), title="model", subtitle="cpu-clock"
+    )
     # nothing outside the document
     assert "href" not in text and "http://" not in text.replace(
-        'xmlns="http://www.w3.org/2000/svg"', "")
+        'xmlns="http://www.w3.org/2000/svg"', ""
+    )
     assert "no samples" in render_svg({}, title="empty")
     _parse_svg(render_svg({}, title="empty"))
 
@@ -336,17 +343,22 @@ def test_svg_layout_widths_and_stable_colours():
 HOSTILE = [
     "<script>alert(1)</script>",
     "]]><script>alert(2)</script><![CDATA[",
-    "a & b \"quoted\" 'single' <tag attr=\"x\">",
+    'a & b "quoted" \'single\' <tag attr="x">',
     "</title><script>alert(3)</script>",
     "ctl\x00\x01\x1f char",
-    "onload=alert(4) \" onmouseover=\"alert(5)",
+    'onload=alert(4) " onmouseover="alert(5)',
 ]
 
 
 def test_hostile_frame_names_titles_and_units_are_escaped():
     folded = {f"main;{name}": i + 1 for i, name in enumerate(HOSTILE)}
-    text = render_svg(folded, title=HOSTILE[3], subtitle=HOSTILE[1], unit=HOSTILE[0],
-                      diff={f"main;{HOSTILE[0]}": 1.0})
+    text = render_svg(
+        folded,
+        title=HOSTILE[3],
+        subtitle=HOSTILE[1],
+        unit=HOSTILE[0],
+        diff={f"main;{HOSTILE[0]}": 1.0},
+    )
     root = _parse_svg(text)  # well-formed
     assert text.count("<script") == 1 and text.count("</script>") == 1
     assert text.count("<![CDATA[") == 1 and text.count("]]>") == 1
@@ -355,8 +367,9 @@ def test_hostile_frame_names_titles_and_units_are_escaped():
     assert all(child.tag != f"{SVG_NS}script" for g in root.iter(f"{SVG_NS}g") for child in g)
     frames = _frames(root)
     for name in HOSTILE:
-        expected = name.replace("\x00", "\ufffd").replace("\x01", "\ufffd").replace(
-            "\x1f", "\ufffd")
+        expected = (
+            name.replace("\x00", "\ufffd").replace("\x01", "\ufffd").replace("\x1f", "\ufffd")
+        )
         assert expected in frames, name
     assert root.find(f"{SVG_NS}title").text == HOSTILE[3]
     assert root.get("data-unit") == HOSTILE[0]
@@ -392,7 +405,10 @@ def test_diff_normalises_totals_and_reports_per_frame_path():
     }
     # a path only in the baseline is reported as shrunk
     assert diff_stacks({"a;x": 10, "a;b": 10}, {"a;b": 20}) == {
-        "a": 0.0, "a;b": pytest.approx(10), "a;x": pytest.approx(-10)}
+        "a": 0.0,
+        "a;b": pytest.approx(10),
+        "a;x": pytest.approx(-10),
+    }
     # identical shares: no change anywhere, however long each recording was
     assert set(diff_stacks({"a;b": 3, "c": 1}, {"a;b": 300, "c": 100}).values()) == {0.0}
     assert diff_stacks({}, {"a": 5}) == {"a": 5.0}
@@ -414,8 +430,9 @@ def test_operator_stacks_from_stats_and_dicts():
         "minilm;MatMul;/enc/MatMul_1": 1235,
         "minilm;Add;/enc/Add:x": 1,
     }
-    dicts = [op.to_dict() for op in ops] + [{"node": "/enc/MatMul_1", "op_type": "MatMul",
-                                             "total_us": 10.0}]
+    dicts = [op.to_dict() for op in ops] + [
+        {"node": "/enc/MatMul_1", "op_type": "MatMul", "total_us": 10.0}
+    ]
     assert operator_stacks(dicts, "a;b") == {
         "a:b;MatMul;/enc/MatMul_1": 1245,
         "a:b;Add;/enc/Add:x": 1,
@@ -445,9 +462,7 @@ def test_python_sampler_sees_the_workload_and_other_threads():
     mine = {k: v for k, v in stacks.items() if k.startswith(f"{me};")}
     assert mine, stacks
     # the caller's stacks start at the workload: pytest and the sampler are cut off
-    assert all(
-        k.split(";")[1].endswith(":recognisable_python_workload") for k in mine
-    ), list(mine)
+    assert all(k.split(";")[1].endswith(":recognisable_python_workload") for k in mine), list(mine)
     assert any(
         k.startswith("spinner-thread;") and k.endswith(":recognisable_python_workload")
         for k in stacks
@@ -457,8 +472,9 @@ def test_python_sampler_sees_the_workload_and_other_threads():
 
 
 def test_python_sampler_names_a_native_callable():
-    stacks = sample_python(functools.partial(hashlib.sha256, _BUFFER), seconds=0.2,
-                           all_threads=False)
+    stacks = sample_python(
+        functools.partial(hashlib.sha256, _BUFFER), seconds=0.2, all_threads=False
+    )
     me = threading.current_thread().name
     assert set(stacks) == {f"{me};_hashlib:openssl_sha256"}
 
@@ -487,8 +503,7 @@ def test_real_perf_record_sees_the_native_workload(tmp_path):
     assert result.samples >= 50 and sum(result.folded.values()) == result.samples
     assert result.calls >= 1
     hashing = sum(
-        v for k, v in result.folded.items()
-        if "crypto" in k.lower() or "sha" in k.lower()
+        v for k, v in result.folded.items() if "crypto" in k.lower() or "sha" in k.lower()
     )
     assert hashing > result.samples / 2, result.folded
     assert list(tmp_path.iterdir()) == []  # perf.data, FIFOs, stderr removed
@@ -531,8 +546,9 @@ def test_no_perf_left_behind_when_the_workload_raises(tmp_path, error):
 
 def test_missing_perf_is_a_reason_not_an_error(tmp_path):
     calls = []
-    result = sample_native(lambda: calls.append(1), seconds=0.1, workdir=tmp_path,
-                           perf=str(tmp_path / "no-such-perf"))
+    result = sample_native(
+        lambda: calls.append(1), seconds=0.1, workdir=tmp_path, perf=str(tmp_path / "no-such-perf")
+    )
     assert result.reason == NOT_INSTALLED
     assert result.reason.startswith("not available: perf not installed: apt install linux-perf")
     assert result.folded == {} and result.samples == 0 and calls == []
@@ -548,11 +564,14 @@ def _fake_perf(tmp_path: Path, body: str) -> str:
 
 def test_refused_perf_gives_the_paranoid_reason(tmp_path):
     fixture = FIXTURES / "refused_paranoid.stderr"
-    perf = _fake_perf(tmp_path, f"""
+    perf = _fake_perf(
+        tmp_path,
+        f"""
         import sys
         sys.stderr.write(open({str(fixture)!r}).read())
         sys.exit(255)
-    """)
+    """,
+    )
     work = tmp_path / "work"
     result = sample_native(lambda: None, seconds=0.1, workdir=work, perf=perf)
     assert result.folded == {}
@@ -560,21 +579,31 @@ def test_refused_perf_gives_the_paranoid_reason(tmp_path):
     assert result.reason.startswith("not available: perf refused: perf_event_paranoid is 2")
     assert "CAP_PERFMON" in result.reason
     assert list(work.iterdir()) == []
-    eperm = refusal_reason("Error:\nperf_event_open(..., 0) failed unexpectedly with error 1 "
-                           "(Operation not permitted)")
+    eperm = refusal_reason(
+        "Error:\nperf_event_open(..., 0) failed unexpectedly with error 1 (Operation not permitted)"
+    )
     assert eperm is not None and "EPERM" in eperm and "seccomp" in eperm
     assert refusal_reason("[ perf record: Woken up 1 times to write data ]") is None
 
 
 def test_hung_perf_is_killed_and_reported(tmp_path):
-    perf = _fake_perf(tmp_path, """
+    perf = _fake_perf(
+        tmp_path,
+        """
         import time
         time.sleep(60)
-    """)
+    """,
+    )
     before = _children()
     started = time.monotonic()
-    result = sample_native(lambda: None, seconds=0.1, workdir=tmp_path / "w", perf=perf,
-                           attach_timeout=0.5, stop_timeout=2.0)
+    result = sample_native(
+        lambda: None,
+        seconds=0.1,
+        workdir=tmp_path / "w",
+        perf=perf,
+        attach_timeout=0.5,
+        stop_timeout=2.0,
+    )
     assert time.monotonic() - started < 10
     assert result.reason is not None and "did not acknowledge 'enable'" in result.reason
     assert _children() - before == set()
@@ -582,7 +611,9 @@ def test_hung_perf_is_killed_and_reported(tmp_path):
 
 def test_perf_that_records_nothing_is_reported(tmp_path):
     # Acknowledges commands like perf does, writes an empty perf.data and no samples.
-    perf = _fake_perf(tmp_path, """
+    perf = _fake_perf(
+        tmp_path,
+        """
         import os, signal, sys
         args = sys.argv[1:]
         if args[0] == "script":
@@ -594,10 +625,10 @@ def test_perf_that_records_nothing_is_reported(tmp_path):
         while True:
             if os.read(c, 64):
                 os.write(a, b"ack\\n")
-    """)
+    """,
+    )
     calls = []
-    result = sample_native(lambda: calls.append(1), seconds=0.1, workdir=tmp_path / "w",
-                           perf=perf)
+    result = sample_native(lambda: calls.append(1), seconds=0.1, workdir=tmp_path / "w", perf=perf)
     assert calls, "the workload ran"
     assert result.folded == {}
     assert result.reason is not None and "wrote no data" in result.reason
@@ -616,8 +647,16 @@ def test_bad_arguments_raise(tmp_path):
 
 def test_safe_names():
     assert safe_name("test_encoder") == "test_encoder"
-    for hostile in ["../../etc/passwd", "a/b\\c", "x\x00y", "<script>alert(1)</script>",
-                    "..", "", "tests/test_x.py::test_a[1-2]", "é" * 500]:
+    for hostile in [
+        "../../etc/passwd",
+        "a/b\\c",
+        "x\x00y",
+        "<script>alert(1)</script>",
+        "..",
+        "",
+        "tests/test_x.py::test_a[1-2]",
+        "é" * 500,
+    ]:
         name = safe_name(hostile)
         assert name and len(name) <= 120
         assert all(c.isascii() and (c.isalnum() or c in "_.+=-") for c in name), name
@@ -626,18 +665,33 @@ def test_safe_names():
 
 
 def test_capture_without_perf_writes_python_operator_and_diff_views(tmp_path):
-    ops = [OperatorStat("/conv1", "Conv", 5, 900.0, 180.0, 0.9),
-           OperatorStat("/relu", "Relu", 5, 100.0, 20.0, 0.1)]
+    ops = [
+        OperatorStat("/conv1", "Conv", 5, 900.0, 180.0, 0.9),
+        OperatorStat("/relu", "Relu", 5, 100.0, 20.0, 0.1),
+    ]
     baseline = {"MainThread;test_flame:other_function": 100}
-    result = capture(recognisable_python_workload, name="tests/test_flame.py::enc[<b>]",
-                     out_dir=tmp_path, seconds=0.3, operators=ops, model_name="tiny",
-                     baseline_folded=baseline, perf=str(tmp_path / "missing-perf"))
+    result = capture(
+        recognisable_python_workload,
+        name="tests/test_flame.py::enc[<b>]",
+        out_dir=tmp_path,
+        seconds=0.3,
+        operators=ops,
+        model_name="tiny",
+        baseline_folded=baseline,
+        perf=str(tmp_path / "missing-perf"),
+    )
     assert isinstance(result, Flamegraphs)
     assert result.reasons["native"] == NOT_INSTALLED
     assert result.view == "python"
-    assert set(result.paths) == {"python.folded", "python.svg", "python.speedscope.json",
-                                 "operators.folded", "operators.svg",
-                                 "operators.speedscope.json", "diff.svg"}
+    assert set(result.paths) == {
+        "python.folded",
+        "python.svg",
+        "python.speedscope.json",
+        "operators.folded",
+        "operators.svg",
+        "operators.speedscope.json",
+        "diff.svg",
+    }
     assert result.primary == "operators" and next(iter(result.paths)).startswith("operators")
     for path in result.paths.values():
         p = Path(path)
@@ -648,14 +702,20 @@ def test_capture_without_perf_writes_python_operator_and_diff_views(tmp_path):
     scope = json.loads(Path(result.paths["operators.speedscope.json"]).read_text())
     assert scope["$schema"] == "https://www.speedscope.app/file-format-schema.json"
     (profile,) = scope["profiles"]
-    assert (profile["type"], profile["unit"], profile["endValue"]) == ("sampled",
-                                                                       "microseconds", 1000)
+    assert (profile["type"], profile["unit"], profile["endValue"]) == (
+        "sampled",
+        "microseconds",
+        1000,
+    )
     names = [f["name"] for f in scope["shared"]["frames"]]
-    assert sorted(([names[i] for i in s], w) for s, w in
-                  zip(profile["samples"], profile["weights"], strict=True)) == [
-        (["tiny", "Conv", "/conv1"], 900), (["tiny", "Relu", "/relu"], 100)]
-    assert read_folded(result.paths["operators.folded"]) == {"tiny;Conv;/conv1": 900,
-                                                              "tiny;Relu;/relu": 100}
+    assert sorted(
+        ([names[i] for i in s], w)
+        for s, w in zip(profile["samples"], profile["weights"], strict=True)
+    ) == [(["tiny", "Conv", "/conv1"], 900), (["tiny", "Relu", "/relu"], 100)]
+    assert read_folded(result.paths["operators.folded"]) == {
+        "tiny;Conv;/conv1": 900,
+        "tiny;Relu;/relu": 100,
+    }
     assert read_folded(result.paths["python.folded"]) == result.folded
     assert any(k.endswith(":recognisable_python_workload") for k in result.folded)
     diff_frames = _frames(_parse_svg(Path(result.paths["diff.svg"]).read_text()))
@@ -678,7 +738,8 @@ def test_capture_with_perf_writes_native_and_python_views(tmp_path):
     assert any("crypto" in n.lower() or "sha" in n.lower() for n in _frames(root))
     assert read_folded(result.paths["native.folded"]) == result.folded
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        Path(p).name for p in result.paths.values())
+        Path(p).name for p in result.paths.values()
+    )
 
 
 # --------------------------------------------------------------------------- the SVG's script
@@ -763,18 +824,37 @@ def _tree(element: ET.Element) -> dict:
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_svg_script_hover_zoom_and_search(tmp_path):
-    folded = {"main;parse;tokenize": 30, "main;parse;lower": 10, "main;infer": 60,
-              "main;<b>odd & name</b>": 5}
+    folded = {
+        "main;parse;tokenize": 30,
+        "main;parse;lower": 10,
+        "main;infer": 60,
+        "main;<b>odd & name</b>": 5,
+    }
     svg = render_svg(folded, title="t", unit="samples")
     (tmp_path / "tree.json").write_text(json.dumps(_tree(_parse_svg(svg))))
-    actions = [["hover", "parse"], ["click", "parse"], ["search", "^(tokenize|lower)$"],
-               ["unzoom", None], ["search", "<b>odd"], ["search", "(unbalanced"],
-               ["unsearch", None]]
+    actions = [
+        ["hover", "parse"],
+        ["click", "parse"],
+        ["search", "^(tokenize|lower)$"],
+        ["unzoom", None],
+        ["search", "<b>odd"],
+        ["search", "(unbalanced"],
+        ["unsearch", None],
+    ]
     (tmp_path / "actions.json").write_text(json.dumps(actions))
     (tmp_path / "dom.js").write_text(_DOM)
-    out = subprocess.run(["node", str(tmp_path / "dom.js"), str(tmp_path / "tree.json"),
-                          str(tmp_path / "actions.json")], capture_output=True, text=True,
-                         timeout=30, check=True)
+    out = subprocess.run(
+        [
+            "node",
+            str(tmp_path / "dom.js"),
+            str(tmp_path / "tree.json"),
+            str(tmp_path / "actions.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     hover, zoom, search, unzoom, odd, fallback, cleared = json.loads(out.stdout)
     assert hover["details"] == "parse (40 samples, 38.10%)"
     full = WIDTH - 20
@@ -796,7 +876,8 @@ def test_svg_script_hover_zoom_and_search(tmp_path):
     assert odd["matched"] == "matched 4.76%"
     assert fallback["matched"] == "matched 0.00%"  # invalid regex -> plain substring
     assert cleared["matched"] == " " and all(
-        fr["fill"] != "rgb(230,0,230)" for fr in cleared["frames"].values())
+        fr["fill"] != "rgb(230,0,230)" for fr in cleared["frames"].values()
+    )
 
 
 @needs_perf
@@ -841,8 +922,15 @@ def test_perf_killed_mid_record_is_reported_and_cleaned_up(tmp_path):
 
 
 def _op(node: str, op_type: str, mean_us: float, runs: int = 10, **extra: object) -> dict:
-    return {"node": node, "op_type": op_type, "calls": runs, "mean_us": mean_us,
-            "total_us": mean_us * runs, "share": 0.0, **extra}
+    return {
+        "node": node,
+        "op_type": op_type,
+        "calls": runs,
+        "mean_us": mean_us,
+        "total_us": mean_us * runs,
+        "share": 0.0,
+        **extra,
+    }
 
 
 def test_a_3x_slowdown_reads_plus_200_percent_on_every_frame():
@@ -852,8 +940,10 @@ def test_a_3x_slowdown_reads_plus_200_percent_on_every_frame():
     now = {k: 3 * v for k, v in base.items()}
     changes = diff_per_call(base, now)
     assert changes["m"] == (120.0, 360.0) and changes["m;MatMul;mm"] == (100.0, 300.0)
-    assert change_text(*total_change(base, now), "µs per call") == \
-        "120 -> 360 µs per call (+240, 3.00x, +200%)"
+    assert (
+        change_text(*total_change(base, now), "µs per call")
+        == "120 -> 360 µs per call (+240, 3.00x, +200%)"
+    )
     assert change_text(0.0, 5.0, "µs") == "new: 5 µs"
     assert change_text(5.0, 0.0, "µs") == "gone: was 5 µs"
 
@@ -869,14 +959,21 @@ def test_operator_diff_is_absolute_per_call_so_a_slower_matmul_is_never_blue():
     frames = _frames(_parse_svg(svg))
     r, g, b = _rgb(_rect(frames["MatMul"]).get("fill"))
     assert r == 255 and g == b and g < 245  # red
-    assert "100 -> 185 µs per call (+85, 1.85x, +85%)" in \
-        frames["MatMul"].find(f"{SVG_NS}title").text
+    assert (
+        "100 -> 185 µs per call (+85, 1.85x, +85%)" in frames["MatMul"].find(f"{SVG_NS}title").text
+    )
     assert (frames["MatMul"].get("data-b"), frames["MatMul"].get("data-a")) == ("100", "185")
     assert "against fp32: 500 -> 1,185 µs per call (+685, 2.37x, +137%)" in html.unescape(svg)
     assert "absolute change, nothing rescaled" in svg
-    shares = _frames(_parse_svg(render_svg(
-        operator_stacks(now, "enc"), title="t",
-        diff=diff_stacks(operator_stacks(base, "enc"), operator_stacks(now, "enc")))))
+    shares = _frames(
+        _parse_svg(
+            render_svg(
+                operator_stacks(now, "enc"),
+                title="t",
+                diff=diff_stacks(operator_stacks(base, "enc"), operator_stacks(now, "enc")),
+            )
+        )
+    )
     assert _rgb(_rect(shares["MatMul"]).get("fill"))[2] == 255  # what share-based showed
 
 
@@ -893,28 +990,49 @@ def test_operator_diff_of_a_3x_slower_model_shows_3x_in_totals_and_tooltips():
 
 
 def test_operator_stacks_root_is_each_session_and_per_call_multiplies_runs():
-    ops = [_op("a", "MatMul", 10.0, model="encoder", session_runs_per_call=2),
-           _op("b", "Gemm", 5.0, model="classifier")]
+    ops = [
+        _op("a", "MatMul", 10.0, model="encoder", session_runs_per_call=2),
+        _op("b", "Gemm", 5.0, model="classifier"),
+    ]
     assert operator_stacks(ops, "x") == {"encoder;MatMul;a": 100, "classifier;Gemm;b": 50}
-    assert operator_stacks(ops, "x", per_call=True) == {"encoder;MatMul;a": 20.0,
-                                                        "classifier;Gemm;b": 5.0}
+    assert operator_stacks(ops, "x", per_call=True) == {
+        "encoder;MatMul;a": 20.0,
+        "classifier;Gemm;b": 5.0,
+    }
 
 
 def test_sampled_diff_is_in_ms_per_call_when_both_runs_counted_their_calls(tmp_path):
     # the baseline: the workload's stack took 2 ms per call
-    baseline = {"view": "python", "calls": 10, "ms_per_count": 1.0,
-                "folded": {"MainThread;test_flame:recognisable_python_workload": 20}}
-    result = capture(recognisable_python_workload, name="d", out_dir=tmp_path, seconds=0.3,
-                     baseline_stacks=baseline, perf=str(tmp_path / "missing-perf"))
+    baseline = {
+        "view": "python",
+        "calls": 10,
+        "ms_per_count": 1.0,
+        "folded": {"MainThread;test_flame:recognisable_python_workload": 20},
+    }
+    result = capture(
+        recognisable_python_workload,
+        name="d",
+        out_dir=tmp_path,
+        seconds=0.3,
+        baseline_stacks=baseline,
+        perf=str(tmp_path / "missing-perf"),
+    )
     assert result.view == "python" and result.calls > 0 and result.ms_per_count > 0
     record = result.stacks_record(1 << 20)
     assert record["calls"] == result.calls and record["ms_per_count"] == result.ms_per_count
     svg = Path(result.paths["diff.svg"]).read_text()
     assert "differential in ms per call" in svg and "python stacks, time per call: " in svg
-    old = capture(recognisable_python_workload, name="e", out_dir=tmp_path, seconds=0.3,
-                  baseline_folded=baseline["folded"], perf=str(tmp_path / "missing-perf"))
-    assert "share-based: the baseline stored no call count" in \
-        Path(old.paths["diff.svg"]).read_text()
+    old = capture(
+        recognisable_python_workload,
+        name="e",
+        out_dir=tmp_path,
+        seconds=0.3,
+        baseline_folded=baseline["folded"],
+        perf=str(tmp_path / "missing-perf"),
+    )
+    assert (
+        "share-based: the baseline stored no call count" in Path(old.paths["diff.svg"]).read_text()
+    )
 
 
 def test_a_stripped_native_view_says_so_in_one_line_and_what_was_used():
@@ -922,11 +1040,14 @@ def test_a_stripped_native_view_says_so_in_one_line_and_what_was_used():
     from pytest_inferperf.flame.record import NativeSamples
 
     lib = "onnxruntime_pybind11_state.cpython-311-x86_64-linux-gnu.so"
-    native = NativeSamples({"python;[x]": 988, "python;memcpy": 12}, 1000, "cpu-clock", None,
-                           stripped={lib: 988})
+    native = NativeSamples(
+        {"python;[x]": 988, "python;memcpy": 12}, 1000, "cpu-clock", None, stripped={lib: 988}
+    )
     note = _stripped_note(native, "the operators view has each operator's time")
-    assert note == (f"{lib} has no symbols (stripped): 99% of the native samples cannot be "
-                    "split into functions; the operators view has each operator's time")
+    assert note == (
+        f"{lib} has no symbols (stripped): 99% of the native samples cannot be "
+        "split into functions; the operators view has each operator's time"
+    )
     assert "\n" not in note
     symbolised = NativeSamples({"python;f": 10}, 10, "cpu-clock", None, stripped={lib: 2})
     assert _stripped_note(symbolised, "x") is None
@@ -968,19 +1089,29 @@ _PIPELINE = """
 
 
 @pytest.mark.slow
-def test_a_failing_wrapped_workload_gets_an_operator_diff_in_time_per_call(pytester,
-                                                                           monkeypatch):
+def test_a_failing_wrapped_workload_gets_an_operator_diff_in_time_per_call(pytester, monkeypatch):
     pytester.makepyfile(test_a=textwrap.dedent(_PIPELINE).replace("LIMIT", "1e9"))
-    args = ("-p", "no:cacheprovider", "-p", "no:randomly", "--inferperf",
-            "--inferperf-backend", "none")
+    args = (
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "--inferperf",
+        "--inferperf-backend",
+        "none",
+    )
     first = pytester.runpytest_subprocess(*args, "--inferperf-update-baselines")
     first.assert_outcomes(passed=1)
     pytester.makepyfile(test_a=textwrap.dedent(_PIPELINE).replace("LIMIT", "0.000001"))
     monkeypatch.setenv("MATMULS", "3")
     result = pytester.runpytest_subprocess(*args, "--inferperf-flamegraphs", "failed")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*flamegraph operators.svg: inferperf-report/flamegraphs/*",
-                                 "*flamegraph operators.diff.svg: inferperf-report/*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*flamegraph operators.svg: inferperf-report/flamegraphs/*",
+            "*flamegraph operators.diff.svg: inferperf-report/*",
+        ]
+    )
     (diff,) = (pytester.path / "inferperf-report" / "flamegraphs").glob("*.operators.diff.svg")
     frames = _frames(_parse_svg(diff.read_text()))
     matmul = frames["MatMul"]
@@ -1000,10 +1131,20 @@ def test_svg_script_hover_of_a_per_call_diff_shows_before_after_and_ratio(tmp_pa
     (tmp_path / "tree.json").write_text(json.dumps(_tree(_parse_svg(svg))))
     (tmp_path / "actions.json").write_text(json.dumps([["hover", "MatMul"], ["hover", "m"]]))
     (tmp_path / "dom.js").write_text(_DOM)
-    out = subprocess.run(["node", str(tmp_path / "dom.js"), str(tmp_path / "tree.json"),
-                          str(tmp_path / "actions.json")], capture_output=True, text=True,
-                         timeout=30, check=True)
+    out = subprocess.run(
+        [
+            "node",
+            str(tmp_path / "dom.js"),
+            str(tmp_path / "tree.json"),
+            str(tmp_path / "actions.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     matmul, model = json.loads(out.stdout)
-    assert matmul["details"] == ("MatMul (300 µs per call, 83.33%; 100 -> 300 µs per call "
-                                 "(+200, 3.00x, +200%))")
+    assert matmul["details"] == (
+        "MatMul (300 µs per call, 83.33%; 100 -> 300 µs per call (+200, 3.00x, +200%))"
+    )
     assert model["details"].endswith("120 -> 360 µs per call (+240, 3.00x, +200%))")

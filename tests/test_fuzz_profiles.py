@@ -31,10 +31,11 @@ HOSTILE_VALUES = st.one_of(
     st.integers(-(2**70), 2**70),
     st.floats(allow_nan=False, allow_infinity=False),
     st.text(alphabet=st.characters(codec="utf-8"), max_size=12),
-    st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3),
-                 lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c,
-                                                                      max_size=3),
-                 max_leaves=6),
+    st.recursive(
+        st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3),
+        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
+        max_leaves=6,
+    ),
 )
 
 
@@ -51,26 +52,32 @@ def test_the_unmutated_document_is_accepted_everywhere(tmp_path):
     assert drive(dumps(DOC), tmp_path) == "accepted"
 
 
-@pytest.mark.parametrize(("path", "value"), [
-    (("repeats", 0, "sample", "counts", "task_clock", "value"), 5e-324),
-    (("repeats", 0, "calls"), 10**4000),
-    (("memory", "peak_rss_bytes"), 10**400),
-    (("latency", "p50_ms"), OVERFLOW),
-    (("repeats",), []),
-    (("repeats", 0, "calls"), 0),
-    (("repeats", 0, "calls"), -3),
-    (("schema_version",), 0),
-    (("schema_version",), -7),
-    (("events", 0, "reason"), True),
-    (("machine", "cpu"), "x"),
-    (("machine", "cpu"), []),
-])
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("repeats", 0, "sample", "counts", "task_clock", "value"), 5e-324),
+        (("repeats", 0, "calls"), 10**4000),
+        (("memory", "peak_rss_bytes"), 10**400),
+        (("latency", "p50_ms"), OVERFLOW),
+        (("repeats",), []),
+        (("repeats", 0, "calls"), 0),
+        (("repeats", 0, "calls"), -3),
+        (("schema_version",), 0),
+        (("schema_version",), -7),
+        (("events", 0, "reason"), True),
+        (("machine", "cpu"), "x"),
+        (("machine", "cpu"), []),
+    ],
+)
 def test_the_values_that_crashed_are_refused(tmp_path, path, value):
     assert drive(dumps(_apply(path, value)), tmp_path) == "refused"
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(path=st.sampled_from(PATHS), value=HOSTILE_VALUES)
 def test_random_mutations_through_the_whole_path(tmp_path, path, value):
     drive(dumps(_apply(path, value)), tmp_path)
@@ -90,8 +97,10 @@ def test_every_field_at_every_depth_through_the_whole_path(tmp_path):
         for value in [*HOSTILE, OVERFLOW, DELETE]:
             total += 1
             try:
-                refused += drive(dumps(_apply(path, value)), tmp_path,
-                                 cli=total % CLI_EVERY == 0) == "refused"
+                refused += (
+                    drive(dumps(_apply(path, value)), tmp_path, cli=total % CLI_EVERY == 0)
+                    == "refused"
+                )
             except Exception as exc:
                 failures.append(f"{path} = {value!r:.40}: {type(exc).__name__}: {exc}"[:300])
     assert total >= 10_000

@@ -34,11 +34,13 @@ def pytest_addoption(parser):
 
 def test_a_conftest_that_owns_update_baselines_keeps_it(pytester):
     pytester.makeconftest(SNAPSHOT_CONFTEST)
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         def test_snap(request):
             assert request.config.getoption("snap_update") is True
             assert not request.config.getoption("inferperf_update_baselines")
-    """)
+    """
+    )
     result = run(pytester, "--update-baselines")
     result.assert_outcomes(passed=1)
     assert "ArgumentError" not in result.stderr.str()
@@ -46,28 +48,34 @@ def test_a_conftest_that_owns_update_baselines_keeps_it(pytester):
 
 def test_the_long_option_updates_when_the_short_one_is_taken(pytester):
     pytester.makeconftest(SNAPSHOT_CONFTEST)
-    pytester.makepyfile(test_a=f"""
+    pytester.makepyfile(
+        test_a=f"""
         import pytest
         @pytest.mark.perf({FAST})
         def test_x(pmu_profile):
             pmu_profile(sum, range(100))
-    """)
+    """
+    )
     result = run(pytester, "--inferperf-update-baselines", "--inferperf-backend", "none")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([
-        "*--update-baselines belongs to another plugin or conftest here*"
-        "--inferperf-update-baselines*",
-        "created baselines/*test_a.py*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*--update-baselines belongs to another plugin or conftest here*"
+            "--inferperf-update-baselines*",
+            "created baselines/*test_a.py*",
+        ]
+    )
 
 
 def test_the_short_option_works_where_nobody_else_has_it(pytester):
-    pytester.makepyfile(test_a=f"""
+    pytester.makepyfile(
+        test_a=f"""
         import pytest
         @pytest.mark.perf({FAST})
         def test_x(pmu_profile):
             pmu_profile(sum, range(100))
-    """)
+    """
+    )
     result = run(pytester, "--update-baselines", "--inferperf-backend", "none")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["created baselines/*test_a.py*"])
@@ -76,13 +84,15 @@ def test_the_short_option_works_where_nobody_else_has_it(pytester):
 
 # -- markers: a suite's own "perf" is left alone; "inferperf" is ours ------------------
 
+
 def test_a_foreign_perf_marker_on_tests_that_do_not_measure_is_left_alone(pytester):
     pytester.makeini("""
         [pytest]
         markers =
             perf(kind): this suite's own nightly performance tests
     """)
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         import pytest
         @pytest.mark.perf("nightly")
         def test_nightly():
@@ -90,7 +100,8 @@ def test_a_foreign_perf_marker_on_tests_that_do_not_measure_is_left_alone(pytest
         @pytest.mark.perf(budget_seconds=3)
         def test_other():
             pass
-    """)
+    """
+    )
     result = run(pytester, "--strict-markers")
     result.assert_outcomes(passed=2)
     result = run(pytester, "--strict-markers", "--inferperf")
@@ -98,25 +109,29 @@ def test_a_foreign_perf_marker_on_tests_that_do_not_measure_is_left_alone(pytest
 
 
 def test_the_inferperf_marker_is_an_unambiguous_alias(pytester):
-    pytester.makepyfile(test_a=f"""
+    pytester.makepyfile(
+        test_a=f"""
         import pytest
         @pytest.mark.perf("nightly")  # the suite's own marker, beside ours
         @pytest.mark.inferperf(latency_p50_ms_max=0.000001, {FAST})
         def test_x(pmu_profile):
             pmu_profile(sum, range(1000))
-    """)
+    """
+    )
     result = run(pytester, "--strict-markers", "--inferperf", "--inferperf-backend", "none")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*budget   latency_p50_ms = *budget <= 1e-06*FAILED*"])
 
 
 def test_a_typo_in_the_inferperf_marker_names_it_and_docs_that_exist(pytester):
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         import pytest
         @pytest.mark.inferperf(ipc_mni=1.0)
         def test_x(pmu_profile):
             pmu_profile(sum, range(10))
-    """)
+    """
+    )
     result = run(pytester)
     result.assert_outcomes(errors=1)
     out = result.stdout.str()
@@ -135,18 +150,32 @@ def test_every_docs_file_the_package_names_exists():
 
 # -- smoke mode: without --inferperf every shipped example and documented pattern runs --
 
+
 def test_the_shipped_examples_pass_without_inferperf():
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-         "examples/"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "examples/",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert re.search(r"\b7 passed\b", done.stdout), done.stdout[-1000:]
 
 
 def test_documented_patterns_run_in_smoke_mode(pytester):
-    pytester.makepyfile(test_patterns="""
+    pytester.makepyfile(
+        test_patterns="""
         import pytest
         from pytest_inferperf import region
 
@@ -177,7 +206,8 @@ def test_documented_patterns_run_in_smoke_mode(pytester):
             def wrapped():
                 return work()
             assert pmu_profile(wrapped).latency.p50_ms >= 0
-    """)
+    """
+    )
     result = run(pytester)
     result.assert_outcomes(passed=3)
 
@@ -188,18 +218,23 @@ HEAVY = ("numpy", "onnxruntime", "onnx", "tabulate")
 
 
 def test_importing_the_plugin_loads_no_engine():
-    code = ("import sys, json, pytest\nbefore = set(sys.modules)\n"
-            "import pytest_inferperf.plugin\n"
-            "print(json.dumps(sorted(set(sys.modules) - before)))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
+    code = (
+        "import sys, json, pytest\nbefore = set(sys.modules)\n"
+        "import pytest_inferperf.plugin\n"
+        "print(json.dumps(sorted(set(sys.modules) - before)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     added = json.loads(done.stdout)
-    assert sorted(added) == ["pytest_inferperf", "pytest_inferperf.child_process",
-                             "pytest_inferperf.plugin"]
+    assert sorted(added) == [
+        "pytest_inferperf",
+        "pytest_inferperf.child_process",
+        "pytest_inferperf.plugin",
+    ]
 
 
 def test_a_plain_run_loads_none_of_the_engine(pytester):
-    pytester.makepyfile(test_a=f"""
+    pytester.makepyfile(
+        test_a=f"""
         import sys, json
         def test_a():
             pass
@@ -207,31 +242,39 @@ def test_a_plain_run_loads_none_of_the_engine(pytester):
             mods = sorted(m for m in sys.modules
                           if m.startswith({HEAVY!r}) or m.startswith("pytest_inferperf."))
             print("MODULES " + json.dumps(mods))
-    """)
+    """
+    )
     result = run(pytester, "-s")
     result.assert_outcomes(passed=2)
     line = next(x for x in result.outlines if "MODULES " in x)
     mods = json.loads(line.split("MODULES ", 1)[1])
-    assert mods == ["pytest_inferperf.child_process", "pytest_inferperf.hooks",
-                    "pytest_inferperf.plugin"]
+    assert mods == [
+        "pytest_inferperf.child_process",
+        "pytest_inferperf.hooks",
+        "pytest_inferperf.plugin",
+    ]
 
 
 @pytest.mark.parametrize("args", [(), ("--inferperf",)])
 def test_nothing_imports_xdist_for_the_plugin(pytester, args):
     """pytest-xdist loads itself as a plugin; ours never imports it (``-p no:xdist`` works)."""
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         import sys
         def test_a():
             assert not any(m == "xdist" or m.startswith("xdist.") for m in sys.modules)
-    """)
+    """
+    )
     result = run(pytester, "-p", "no:xdist", "-p", "no:xdist.looponfail", *args)
     result.assert_outcomes(passed=1)
 
 
 # -- CI outputs: a job summary, one run-level JSON -----------------------------------
 
+
 def test_step_summary_and_run_json(pytester, monkeypatch):
-    pytester.makepyfile(test_a=f"""
+    pytester.makepyfile(
+        test_a=f"""
         import pytest
         @pytest.mark.perf({FAST})
         def test_ok(pmu_profile):
@@ -239,13 +282,15 @@ def test_step_summary_and_run_json(pytester, monkeypatch):
         @pytest.mark.perf(latency_p50_ms_max=0.000001, {FAST})
         def test_slow(pmu_profile):
             pmu_profile(sum, range(1000))
-    """)
+    """
+    )
     summary = pytester.path / "summary.md"
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     monkeypatch.setenv("GITHUB_SHA", "0123abcd")
-    result = run(pytester, "--inferperf", "--inferperf-backend", "none",
-                 "--inferperf-json", "out/run.json")
+    result = run(
+        pytester, "--inferperf", "--inferperf-backend", "none", "--inferperf-json", "out/run.json"
+    )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["wrote out/run.json"])
     text = summary.read_text()
@@ -268,17 +313,26 @@ def test_step_summary_and_run_json(pytester, monkeypatch):
 
 
 def test_an_unwritable_run_json_is_one_error_line_and_baselines_are_still_written(pytester):
-    pytester.makepyfile(test_a=f"""
+    pytester.makepyfile(
+        test_a=f"""
         import pytest
         @pytest.mark.perf({FAST})
         def test_ok(pmu_profile):
             pmu_profile(sum, range(1000))
-    """)
+    """
+    )
     (pytester.path / "blocker").write_text("a file, not a folder")
-    result = run(pytester, "--inferperf-update-baselines", "--inferperf-backend", "none",
-                 "--inferperf-json", "blocker/run.json")
-    result.stdout.fnmatch_lines(["created baselines/*",
-                                 "ERROR --inferperf-json blocker/run.json: cannot write *"])
+    result = run(
+        pytester,
+        "--inferperf-update-baselines",
+        "--inferperf-backend",
+        "none",
+        "--inferperf-json",
+        "blocker/run.json",
+    )
+    result.stdout.fnmatch_lines(
+        ["created baselines/*", "ERROR --inferperf-json blocker/run.json: cannot write *"]
+    )
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
     assert result.ret == 1
 
@@ -286,33 +340,48 @@ def test_an_unwritable_run_json_is_one_error_line_and_baselines_are_still_writte
 def test_inferperf_version():
     from pytest_inferperf.version import version
 
-    done = subprocess.run([sys.executable, "-m", "pytest_inferperf", "--version"],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_inferperf", "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert done.stdout.strip() == f"inferperf {version()}"
     assert re.fullmatch(r"\d+\.\d+\.\d+.*", version())
 
 
 # -- pytest-html: columns, embedded flamegraphs, links relative to the report ---------
 
+
 def test_pytest_html_report_has_columns_embedded_svg_and_relative_links(pytester):
     pytest.importorskip("pytest_html")
-    pytester.makepyfile(test_a=f"""
+    pytester.makepyfile(
+        test_a=f"""
         import pytest
         @pytest.mark.perf(latency_p50_ms_max=0.000001, {FAST})
         def test_slow(pmu_profile):
             pmu_profile(sum, range(1000))
         def test_plain():
             pass
-    """)
-    result = run(pytester, "--inferperf", "--inferperf-backend", "none",
-                 "--html", "site/report.html", "--self-contained-html")
+    """
+    )
+    result = run(
+        pytester,
+        "--inferperf",
+        "--inferperf-backend",
+        "none",
+        "--html",
+        "site/report.html",
+        "--self-contained-html",
+    )
     result.assert_outcomes(passed=1, failed=1)
     page = (pytester.path / "site" / "report.html").read_text()
     assert "p50 ms" in page and "CPU ms/call" in page and "vs baseline" in page
     assert "data:image/svg+xml;base64," in page or "image/svg+xml" in page
     assert "../inferperf-report/flamegraphs/test_a.py_test_slow-" in page
     assert str(pytester.path) not in page.split("<body", 1)[-1].replace(
-        str(pytester.path / "site"), "")
+        str(pytester.path / "site"), ""
+    )
 
 
 def test_make_inputs_refuses_a_dimension_the_model_does_not_have():
@@ -325,13 +394,17 @@ def test_make_inputs_refuses_a_dimension_the_model_does_not_have():
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
     model = helper.make_model(graph)
     assert make_inputs(model, {"batch": 2, "sequence": 3})["x"].shape == (2, 3)
-    with pytest.raises(InputSpecError, match=r"'sequense' is not a symbolic dimension.*"
-                                             r"Did you mean 'sequence'\?.*batch, sequence"):
+    with pytest.raises(
+        InputSpecError,
+        match=r"'sequense' is not a symbolic dimension.*"
+        r"Did you mean 'sequence'\?.*batch, sequence",
+    ):
         make_inputs(model, {"batch": 2, "sequence": 3, "sequense": 4})
 
 
 def test_a_wrapped_session_run_gets_its_operator_view(pytester):
-    pytester.makepyfile(test_a=f"""
+    pytester.makepyfile(
+        test_a=f"""
         import numpy as np, onnxruntime as ort, pytest
         from onnx import TensorProto, helper
 
@@ -351,16 +424,23 @@ def test_a_wrapped_session_run_gets_its_operator_view(pytester):
             def infer():
                 return s.run(None, feed)
             pmu_profile(infer)
-    """)
-    result = run(pytester, "--inferperf", "--inferperf-backend", "none",
-                 "--inferperf-flamegraphs", "failed")
+    """
+    )
+    result = run(
+        pytester, "--inferperf", "--inferperf-backend", "none", "--inferperf-flamegraphs", "failed"
+    )
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*flamegraph operators.svg: inferperf-report/flamegraphs/"
-                                 "test_a.py_test_wrapped-*.operators.svg"])
+    result.stdout.fnmatch_lines(
+        [
+            "*flamegraph operators.svg: inferperf-report/flamegraphs/"
+            "test_a.py_test_wrapped-*.operators.svg"
+        ]
+    )
 
 
 def test_run_html_is_one_self_contained_page(pytester):
-    pytester.makepyfile(test_a=f"""
+    pytester.makepyfile(
+        test_a=f"""
         import pytest
         @pytest.mark.perf({FAST})
         def test_ok(pmu_profile):
@@ -368,9 +448,11 @@ def test_run_html_is_one_self_contained_page(pytester):
         @pytest.mark.perf(latency_p50_ms_max=0.000001, {FAST})
         def test_slow(pmu_profile):
             pmu_profile(sum, range(1000))
-    """)
-    result = run(pytester, "--inferperf", "--inferperf-backend", "none",
-                 "--inferperf-html", "site/run.html")
+    """
+    )
+    result = run(
+        pytester, "--inferperf", "--inferperf-backend", "none", "--inferperf-html", "site/run.html"
+    )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["wrote site/run.html"])
     page = (pytester.path / "site" / "run.html").read_text()
@@ -379,19 +461,20 @@ def test_run_html_is_one_self_contained_page(pytester):
     assert "budget   latency_p50_ms = " in page
     assert "../inferperf-report/flamegraphs/test_a.py_test_slow-" in page  # relative link
     assert "data:image/svg+xml;base64," in page  # and embedded
-    assert "<script src=" not in page and "http://" not in page.replace(
-        "http://www.w3.org", "")
+    assert "<script src=" not in page and "http://" not in page.replace("http://www.w3.org", "")
 
 
 def test_the_public_api_loads_on_first_use_and_profile_stays_the_function():
-    code = ("import sys, pytest_inferperf.profile\n"
-            "import pytest_inferperf as api\n"
-            "from pytest_inferperf.runner import profile\n"
-            "assert api.profile is profile, api.profile\n"
-            "from pytest_inferperf import Profile, region, MeasurementTimeout\n"
-            "assert Profile.__module__ == 'pytest_inferperf.profile'\n"
-            "assert set(api.__all__) >= {'profile', 'region', 'Profile', '__version__'}\n"
-            "print(api.__version__)")
+    code = (
+        "import sys, pytest_inferperf.profile\n"
+        "import pytest_inferperf as api\n"
+        "from pytest_inferperf.runner import profile\n"
+        "assert api.profile is profile, api.profile\n"
+        "from pytest_inferperf import Profile, region, MeasurementTimeout\n"
+        "assert Profile.__module__ == 'pytest_inferperf.profile'\n"
+        "assert set(api.__all__) >= {'profile', 'region', 'Profile', '__version__'}\n"
+        "print(api.__version__)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert re.fullmatch(r"\d+\.\d+\.\d+.*", done.stdout.strip())
@@ -403,12 +486,14 @@ def test_the_simulate_backend_without_valgrind_skips_with_the_reason(pytester, m
     bin_dir.mkdir()
     (bin_dir / "python").symlink_to(sys.executable)
     monkeypatch.setenv("PATH", str(bin_dir))
-    pytester.makepyfile(test_a=f"""
+    pytester.makepyfile(
+        test_a=f"""
         import pytest
         @pytest.mark.perf({FAST})
         def test_x(pmu_profile):
             pmu_profile(sum, range(100))
-    """)
+    """
+    )
     result = run(pytester, "--inferperf", "--inferperf-backend", "simulate", "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*inferperf: the simulate backend is *valgrind*"])

@@ -124,8 +124,9 @@ def test_a_thread_pool_created_before_the_region_counts_every_worker(hw):
             assert tids <= set(counters.threads)
             counters.start()
             busy = threading.Barrier(2)
-            done = set(pool.map(lambda _: (busy.wait(), spin(), threading.get_native_id())[2],
-                                range(2)))
+            done = set(
+                pool.map(lambda _: (busy.wait(), spin(), threading.get_native_id())[2], range(2))
+            )
             sample = counters.stop()
         finally:
             counters.close()
@@ -144,8 +145,10 @@ def test_more_counters_than_the_pmu_has_multiplex_and_scale(hw):
     capacity = counters.capacities[event.pmu]
     counters.close()
     copies = capacity + 3  # more than the programmable counters: they must take turns
-    fds = [pe.open_event(event.type, event.config, tid=0, inherit=False,
-                         exclude_kernel=exclude) for _ in range(copies)]
+    fds = [
+        pe.open_event(event.type, event.config, tid=0, inherit=False, exclude_kernel=exclude)
+        for _ in range(copies)
+    ]
     try:
         for fd in fds:
             pe.ioctl_group(fd, pe.PERF_EVENT_IOC_ENABLE)
@@ -159,8 +162,11 @@ def test_more_counters_than_the_pmu_has_multiplex_and_scale(hw):
     assert all(r.time_enabled > 0 for r in reads)
     multiplexed = [r for r in reads if r.time_running < r.time_enabled]
     assert multiplexed, f"{copies} counters on a PMU of {capacity} never took turns"
-    scaled = sorted(next(iter(r.values.values())) * r.time_enabled / r.time_running
-                    for r in reads if r.time_running > 0)
+    scaled = sorted(
+        next(iter(r.values.values())) * r.time_enabled / r.time_running
+        for r in reads
+        if r.time_running > 0
+    )
     median = scaled[len(scaled) // 2]
     # Each estimate is the same event over the same region: they agree after scaling.
     assert all(abs(s - median) < 0.25 * median for s in scaled), scaled
@@ -178,9 +184,16 @@ def test_a_group_larger_than_the_pmu_is_refused_or_never_runs(hw):
     try:
         for _ in range(capacity + 1):
             try:
-                fds.append(pe.open_event(event.type, event.config, tid=0,
-                                         group_fd=fds[0] if fds else -1, inherit=False,
-                                         exclude_kernel=exclude))
+                fds.append(
+                    pe.open_event(
+                        event.type,
+                        event.config,
+                        tid=0,
+                        group_fd=fds[0] if fds else -1,
+                        inherit=False,
+                        exclude_kernel=exclude,
+                    )
+                )
             except pe.PerfOpenError as exc:
                 refused = exc
                 break
@@ -208,8 +221,7 @@ def test_the_backend_splits_events_into_groups_that_fit(hw):
     assert count.running_fraction > 0.99  # fitted groups never multiplex
 
 
-def test_flamegraph_draws_native_stacks_or_says_in_one_line_that_perf_sampled_nothing(
-        hw, tmp_path):
+def test_flamegraph_draws_native_stacks_or_says_in_one_line_that_perf_sampled_nothing(hw, tmp_path):
     """On a PMU that counts, ``perf record`` either samples (native view) or, as on
     GitHub's Arm runners, collects nothing: then one line says so and the Python
     sampler's view is drawn instead."""

@@ -23,8 +23,12 @@ RICH = Path(__file__).parent / "fixtures" / "profiles" / "rich_profile.json"
 
 
 def _cli(*args: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest_inferperf", *args],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_inferperf", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture
@@ -71,12 +75,15 @@ def test_the_limit_is_checked_while_reading_not_only_by_size(tmp_path, monkeypat
         read_limited(path, 4096)
 
 
-@pytest.mark.parametrize("command", [
-    ["validate", "{rich}", "--baseline", "{special}"],
-    ["validate", "{special}", "--baseline", "{rich}"],
-    ["compare", "{rich}", "{special}", "--out", "{out}"],
-    ["explain", "{special}"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["validate", "{rich}", "--baseline", "{special}"],
+        ["validate", "{special}", "--baseline", "{rich}"],
+        ["compare", "{rich}", "{special}", "--out", "{out}"],
+        ["explain", "{special}"],
+    ],
+)
 @pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
 def test_cli_refuses_special_files_with_exit_2(tmp_path, command, special):
     target = tmp_path / "pipe.json"
@@ -102,7 +109,8 @@ def test_explain_refuses_a_huge_file(tmp_path):
 
 
 def test_a_fifo_baseline_fails_only_its_test_and_the_session_goes_on(pytester):
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         import pytest
         @pytest.mark.perf(warmup=1, repeat=3, tolerance=0.5)
         def test_first(pmu_profile):
@@ -110,18 +118,25 @@ def test_a_fifo_baseline_fails_only_its_test_and_the_session_goes_on(pytester):
         @pytest.mark.perf(warmup=1, repeat=3, tolerance=0.5)
         def test_second(pmu_profile):
             pmu_profile(lambda: sum(range(1000)))
-    """)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--inferperf",
-                                           "--update-baselines",
-                                           "--inferperf-flamegraphs", "none")
+    """
+    )
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--inferperf",
+        "--update-baselines",
+        "--inferperf-flamegraphs",
+        "none",
+    )
     result.assert_outcomes(passed=2)
     first = next(Path(pytester.path, "baselines").rglob("test_first.json"))
     first.unlink()
     # test_second runs with no baseline: its outcome cannot depend on a busy machine's timing
     next(Path(pytester.path, "baselines").rglob("test_second.json")).unlink()
     os.mkfifo(first)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--inferperf",
-                                           "--inferperf-flamegraphs", "none", timeout=120)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--inferperf", "--inferperf-flamegraphs", "none", timeout=120
+    )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*test_first.json is a FIFO (named pipe), not a regular file*"])
 

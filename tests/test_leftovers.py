@@ -58,16 +58,19 @@ def test_save_names_its_temp_file_with_its_pid(tmp_path, monkeypatch):
 
 
 def test_the_plugin_sweeps_leftovers_on_the_next_run(pytester):
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         def test_x(pmu_profile):
             pmu_profile(lambda: sum(range(100)))
-    """)
+    """
+    )
     folder = pytester.path / "baselines" / "some-class" / "test_a.py"
     folder.mkdir(parents=True)
     stale = folder / f".test_x.json.{_dead_pid()}.k9.tmp"
     stale.write_text("{")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--inferperf",
-                                           "--inferperf-flamegraphs", "none")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--inferperf", "--inferperf-flamegraphs", "none"
+    )
     result.assert_outcomes(passed=1)
     assert not stale.exists()
     result.stdout.fnmatch_lines(["removed 1 temp file(s) an interrupted baseline write had left"])
@@ -90,8 +93,7 @@ def test_a_simulate_child_is_killed_with_its_group_on_ctrl_c(tmp_path, monkeypat
     from pytest_inferperf.pmu import simulate
 
     marker = tmp_path / "pid"
-    script = (f"import os, time; open({str(marker)!r}, 'w').write(str(os.getpid())); "
-              "time.sleep(60)")
+    script = f"import os, time; open({str(marker)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
     built = simulate.ChildCommand([sys.executable, "-c", script], [], {}, {"trigger": "vgdb"})
     monkeypatch.setattr(simulate, "child_command", lambda *a, **k: built)
 
@@ -104,9 +106,20 @@ def test_a_simulate_child_is_killed_with_its_group_on_ctrl_c(tmp_path, monkeypat
 
     threading.Thread(target=interrupt_when_started, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
-        simulate._run_child("t.py::test", "", rootdir=tmp_path, python=sys.executable,
-                            timeout=60, repeats=1, calls=1, instrument_from_start=False,
-                            extra_args=(), env=None, block_plugins=(), workdir=tmp_path)
+        simulate._run_child(
+            "t.py::test",
+            "",
+            rootdir=tmp_path,
+            python=sys.executable,
+            timeout=60,
+            repeats=1,
+            calls=1,
+            instrument_from_start=False,
+            extra_args=(),
+            env=None,
+            block_plugins=(),
+            workdir=tmp_path,
+        )
     pid = int(marker.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
@@ -123,15 +136,26 @@ def test_ctrl_c_in_the_write_pass_says_what_was_written(pytester):
             return real(path, profile)
         b.save_baseline = second_is_interrupted
     """)
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         def test_a(pmu_profile):
             pmu_profile(lambda: sum(range(100)))
         def test_b(pmu_profile):
             pmu_profile(lambda: sum(range(100)))
-    """)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--inferperf",
-                                           "--inferperf-flamegraphs", "none",
-                                           "--update-baselines")
-    result.stdout.fnmatch_lines(["created baselines/*test_a.json",
-                                 "interrupted: 1 baseline(s) written before the interrupt*"])
+    """
+    )
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--inferperf",
+        "--inferperf-flamegraphs",
+        "none",
+        "--update-baselines",
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "created baselines/*test_a.json",
+            "interrupted: 1 baseline(s) written before the interrupt*",
+        ]
+    )
     assert len(list(Path(pytester.path, "baselines").rglob("*.json"))) == 1

@@ -52,8 +52,6 @@ def _load_build_models() -> ModuleType:
     return module
 
 
-
-
 def _tiny_model() -> onnx.ModelProto:
     """y = relu(x) + 1 on float32 [batch, 4]."""
     one = numpy_helper.from_array(np.ones(4, np.float32), "one")
@@ -713,13 +711,19 @@ def test_a_wrapped_session_run_gets_the_same_operator_table_as_a_direct_one(tmp_
     wrapped, why_wrapped = operator_times(pipeline)
     assert why_direct is None and why_wrapped is None
     assert _table(wrapped) == _table(direct) and len(_table(direct)) >= 4
-    assert {r["op_type"] for r in wrapped["op_types"]} == {r["op_type"] for r in
-                                                          direct["op_types"]}
+    assert {r["op_type"] for r in wrapped["op_types"]} == {r["op_type"] for r in direct["op_types"]}
     assert (direct["operator_pass"]["session"], wrapped["operator_pass"]["session"]) == (
-        "direct", "found")
+        "direct",
+        "found",
+    )
     assert wrapped["operator_pass"]["sessions"] == [
-        {"label": "encoder", "how": "found", "runs_per_call": 1,
-         "seconds_per_call": wrapped["operator_pass"]["sessions"][0]["seconds_per_call"]}]
+        {
+            "label": "encoder",
+            "how": "found",
+            "runs_per_call": 1,
+            "seconds_per_call": wrapped["operator_pass"]["sessions"][0]["seconds_per_call"],
+        }
+    ]
     assert {o["model"] for o in wrapped["operators"]} == {"encoder"}
 
 
@@ -740,13 +744,14 @@ def test_each_session_a_workload_runs_gets_its_own_table(tmp_path):
     assert why is None
     sessions = {s["label"]: s for s in fields["operator_pass"]["sessions"]}
     assert set(sessions) == {"encoder", "classifier"}
-    assert (sessions["encoder"]["runs_per_call"], sessions["classifier"]["runs_per_call"]) == (
-        1, 2)
+    assert (sessions["encoder"]["runs_per_call"], sessions["classifier"]["runs_per_call"]) == (1, 2)
     by_model = Counter(o["model"] for o in fields["operators"])
     assert by_model["encoder"] > by_model["classifier"] > 0
     assert sum(o["share"] for o in fields["operators"]) == pytest.approx(1.0)
     assert {k.split(";")[0] for k in operator_stacks(fields["operators"], "x")} == {
-        "encoder", "classifier"}
+        "encoder",
+        "classifier",
+    }
     matmul = next(r for r in fields["op_types"] if r["op_type"] == "MatMul")
     assert matmul["nodes"] == 4 + 2  # both sessions' MatMuls, summed run by run
 
@@ -755,9 +760,11 @@ def test_no_session_found_says_why_in_one_line(tmp_path):
     from pytest_inferperf.onnx import operator_table, operator_times
 
     fields, why = operator_times(lambda: np.ones(4).sum())
-    assert fields == {} and why == ("not available: no ONNX Runtime session ran in one "
-                                    "watched call of the workload (InferenceSession.run was "
-                                    "never called)")
+    assert fields == {} and why == (
+        "not available: no ONNX Runtime session ran in one "
+        "watched call of the workload (InferenceSession.run was "
+        "never called)"
+    )
     assert operator_table(lambda: None) == (None, why)
     session = _chain_session(tmp_path, "bound")
     binding = session.io_binding()
@@ -783,9 +790,11 @@ def test_analyse_of_a_python_callable_gets_the_operator_table_of_its_session(tmp
         "providers=['CPUExecutionProvider'])\n"
         "def run():\n"
         "    x = np.ones((16, 32), np.float32) * 0.5  # preprocess\n"
-        "    return float(S.run(None, {'x': x})[0].sum())  # post-process\n")
-    profile = analyse_callable(f"{bench}:run", warmup=1, repeat=3, timeout=20,
-                               backend="none", out_dir=tmp_path / "rep")
+        "    return float(S.run(None, {'x': x})[0].sum())  # post-process\n"
+    )
+    profile = analyse_callable(
+        f"{bench}:run", warmup=1, repeat=3, timeout=20, backend="none", out_dir=tmp_path / "rep"
+    )
     direct, _ = operator_times(lambda: session.run(None, {"x": np.ones((16, 32), np.float32)}))
     assert _table({"operators": profile.operators}) == _table(direct)
     assert profile.settings["operator_pass"]["sessions"][0]["label"] == "encoder"
@@ -809,5 +818,6 @@ def test_profile_with_operators_gives_a_wrapper_the_table_of_a_direct_call(tmp_p
     assert direct.settings["operator_pass"]["session"] == "direct"
     plain = profile(lambda: sum(range(100)), operators=True, **fast)
     assert plain.operators == () and plain.settings["operator_pass"]["skipped"].startswith(
-        "not available: no ONNX Runtime session ran")
+        "not available: no ONNX Runtime session ran"
+    )
     assert profile(pipeline, **fast).operators == ()  # off by default: no extra pass

@@ -53,8 +53,9 @@ def test_unwritable_report_folder_keeps_the_baselines_and_says_so_once(pytester,
     result.assert_outcomes(passed=1)
     (baseline,) = _baselines(pytester)
     assert json.loads(baseline.read_text())["schema"] == "pytest-inferperf/profile"
-    result.stdout.fnmatch_lines(["created baselines/*test_ok.json",
-                                 "ERROR --inferperf-report out: cannot write *"])
+    result.stdout.fnmatch_lines(
+        ["created baselines/*test_ok.json", "ERROR --inferperf-report out: cannot write *"]
+    )
     assert text.count("ERROR --inferperf-report") == 1  # one line per problem
     assert result.ret == 1  # the user asked for that output
 
@@ -67,8 +68,9 @@ def test_unmakeable_default_flamegraph_folder_fails_no_test_and_no_baseline(pyte
     assert "NotADirectoryError" not in text and "Traceback" not in text
     result.assert_outcomes(passed=1)
     assert len(_baselines(pytester)) == 1
-    result.stdout.fnmatch_lines(["WARNING flamegraphs not written: cannot create the folder "
-                                 "*inferperf-report*flamegraphs*"])
+    result.stdout.fnmatch_lines(
+        ["WARNING flamegraphs not written: cannot create the folder *inferperf-report*flamegraphs*"]
+    )
     assert result.ret == 0  # nobody asked for flamegraphs by name
 
 
@@ -96,11 +98,16 @@ def test_explicitly_asked_flamegraphs_that_cannot_be_written_fail_the_run(pytest
 def test_unwritable_run_json_and_html_are_one_line_each(pytester):
     pytester.makepyfile(test_a=TESTS)
     Path(pytester.path, "blocked").write_text("a file")
-    result = _run(pytester, "--inferperf-json", "blocked/run.json",
-                  "--inferperf-html", "blocked/run.html")
+    result = _run(
+        pytester, "--inferperf-json", "blocked/run.json", "--inferperf-html", "blocked/run.html"
+    )
     result.assert_outcomes(passed=1)
     text = result.stdout.str()
     assert "Traceback" not in text and "INTERNALERROR" not in text
-    result.stdout.fnmatch_lines(["ERROR --inferperf-json blocked/run.json: cannot write *",
-                                 "ERROR --inferperf-html blocked/run.html: cannot write *"])
+    result.stdout.fnmatch_lines(
+        [
+            "ERROR --inferperf-json blocked/run.json: cannot write *",
+            "ERROR --inferperf-html blocked/run.html: cannot write *",
+        ]
+    )
     assert result.ret == 1

@@ -13,9 +13,13 @@ HARDWARE = [n for n in DEFAULT_EVENTS if n not in SOFTWARE_EVENTS]
 def test_ratio_pairs_share_a_group_with_six_counters():
     groups = pack_groups(DEFAULT_EVENTS, 6)
     where = {name: i for i, g in enumerate(groups) for name in g}
-    for a, b in [("cycles", "instructions"), ("l1d_access", "l1d_refill"),
-                 ("l2_access", "l2_refill"), ("llc_read", "llc_miss"),
-                 ("branches", "branch_misses")]:
+    for a, b in [
+        ("cycles", "instructions"),
+        ("l1d_access", "l1d_refill"),
+        ("l2_access", "l2_refill"),
+        ("llc_read", "llc_miss"),
+        ("branches", "branch_misses"),
+    ]:
         assert where[a] == where[b]
     assert all(len(g) <= 6 for g in groups)
     assert ["task_clock"] in groups

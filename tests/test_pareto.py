@@ -54,8 +54,12 @@ def test_edge_cases() -> None:
 
 @pytest.mark.parametrize(
     ("latency", "quality", "match"),
-    [(-1.0, 0.5, "latency_ms"), (math.nan, 0.5, "latency_ms"), (1.0, math.inf, "quality"),
-     (True, 0.5, "latency_ms")],
+    [
+        (-1.0, 0.5, "latency_ms"),
+        (math.nan, 0.5, "latency_ms"),
+        (1.0, math.inf, "quality"),
+        (True, 0.5, "latency_ms"),
+    ],
 )
 def test_variant_validates(latency: float, quality: float, match: str) -> None:
     with pytest.raises(ValueError, match=match):
@@ -69,8 +73,9 @@ def test_svg_marks_the_front_and_escapes_names() -> None:
     variants = [*VARIANTS, Variant(evil, 15.0, 0.96), Variant('q"&<', 30.0, None)]
     front = pareto_front(variants)
     assert front == ["int8", "fp16", "fp32", evil]
-    svg = render_pareto_svg(variants, front, title="MiniLM <variants>",
-                            quality_label="accuracy & <f1>")
+    svg = render_pareto_svg(
+        variants, front, title="MiniLM <variants>", quality_label="accuracy & <f1>"
+    )
     root = ET.fromstring(svg.split("?>", 1)[1])
     assert not list(root.iter(f"{SVG_NS}script"))
     assert "<script" not in svg and "href" not in svg
@@ -83,8 +88,7 @@ def test_svg_marks_the_front_and_escapes_names() -> None:
     assert hover["int8-slow"].get("fill") == "#9aa5b1"  # dominated
     assert "on the Pareto front" in hover[evil].find(f"{SVG_NS}title").text
     texts = [t.text or "" for t in root.iter(f"{SVG_NS}text")]
-    assert any(t.startswith("no quality score") and "distilled" in t and 'q"&<' in t
-               for t in texts)
+    assert any(t.startswith("no quality score") and "distilled" in t and 'q"&<' in t for t in texts)
     assert "accuracy & <f1>" in texts  # the axis label, escaped in the file
     assert "4 of 7 variants on the Pareto front" in texts
     line = next(root.iter(f"{SVG_NS}polyline"))

@@ -68,8 +68,15 @@ def test_group_read_never_crashes_on_garbage(data):
     ("err", "words"),
     [
         (errno.ENOENT, ["no PMU exposed", "ENOENT", "VMs and CI runners", "simulate"]),
-        (errno.EACCES, ["perf_event_paranoid is 3", "EACCES",
-                        "sysctl kernel.perf_event_paranoid", "CAP_PERFMON"]),
+        (
+            errno.EACCES,
+            [
+                "perf_event_paranoid is 3",
+                "EACCES",
+                "sysctl kernel.perf_event_paranoid",
+                "CAP_PERFMON",
+            ],
+        ),
         (errno.EPERM, ["seccomp", "EPERM", "--cap-add PERFMON"]),
         (errno.EMFILE, ["file descriptors", "EMFILE", "ulimit -n"]),
         (errno.EINVAL, ["EINVAL", "counters"]),
@@ -98,8 +105,10 @@ def test_open_failure_carries_the_reason():
 
 
 def test_group_reader_fills_one_buffer_with_every_group():
-    fds = [pe.open_event(pe.PERF_TYPE_SOFTWARE, config, inherit=False, hardware=False)
-           for config in (1, 2)]  # task clock, page faults: two groups of one
+    fds = [
+        pe.open_event(pe.PERF_TYPE_SOFTWARE, config, inherit=False, hardware=False)
+        for config in (1, 2)
+    ]  # task clock, page faults: two groups of one
     try:
         for fd in fds:
             pe.ioctl_group(fd, pe.PERF_EVENT_IOC_ENABLE)

@@ -31,15 +31,29 @@ NNBSP, NBSP = "\u202f", "\u00a0"
 # -- numbers ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("token", "decimal", "expected"), [
-    ("1,234,567", None, 1234567), ("1.234.567", None, 1234567),
-    (f"1{NNBSP}234{NNBSP}567", None, 1234567), (f"1{NBSP}234{NBSP}567", None, 1234567),
-    ("1 234 567", None, 1234567), ("1'234'567", None, 1234567),
-    ("1,234", None, 1234), ("1.234", None, 1234), ("12", None, 12), ("0", None, 0),
-    ("1,234.56", None, 1234.56), ("1.234,56", None, 1234.56), ("12,34", None, 12.34),
-    ("2.505873344", None, 2.505873344), ("2,505873344", None, 2.505873344),
-    ("1.234", ",", 1234), ("1.234", ".", 1.234), (f"9{NNBSP}612,48", ",", 9612.48),
-])
+@pytest.mark.parametrize(
+    ("token", "decimal", "expected"),
+    [
+        ("1,234,567", None, 1234567),
+        ("1.234.567", None, 1234567),
+        (f"1{NNBSP}234{NNBSP}567", None, 1234567),
+        (f"1{NBSP}234{NBSP}567", None, 1234567),
+        ("1 234 567", None, 1234567),
+        ("1'234'567", None, 1234567),
+        ("1,234", None, 1234),
+        ("1.234", None, 1234),
+        ("12", None, 12),
+        ("0", None, 0),
+        ("1,234.56", None, 1234.56),
+        ("1.234,56", None, 1234.56),
+        ("12,34", None, 12.34),
+        ("2.505873344", None, 2.505873344),
+        ("2,505873344", None, 2.505873344),
+        ("1.234", ",", 1234),
+        ("1.234", ".", 1.234),
+        (f"9{NNBSP}612,48", ",", 9612.48),
+    ],
+)
 def test_parse_number_in_every_locale(token, decimal, expected):
     assert parse_number(token, decimal) == pytest.approx(expected)
 
@@ -53,29 +67,48 @@ def test_parse_number_rejects(token):
 # -- event names ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "arch", "logical"), [
-    ("cycles", "arm", "cycles"), ("cpu_cycles", "arm", "cycles"),
-    ("armv8_pmuv3_0/cpu_cycles/", "arm", "cycles"), ("armv8_pmuv3_0/cpu_cycles/u", "arm", "cycles"),
-    ("cycles:u", "arm", "cycles"), ("instructions:uk", "arm", "instructions"),
-    ("inst_retired", "arm", "instructions"), ("L1-dcache-loads", "arm", "l1d_access"),
-    ("L1-dcache-load-misses:u", "arm", "l1d_refill"), ("l1d_cache_refill", "arm", "l1d_refill"),
-    ("branch-misses", "arm", "branch_misses"), ("br_mis_pred", "arm", "branch_misses"),
-    ("br_mis_pred_retired", "arm", "branch_misses"), ("br_pred", "arm", "branches"),
-    ("stalled-cycles-frontend", "arm", "stall_frontend"),
-    ("stall_frontend", "arm", "stall_frontend"),
-    ("stall_slot_backend", "arm", "stall_slot_backend"), ("task-clock", "arm", "task_clock"),
-    ("page-faults", "arm", "page_faults"), ("context-switches", "arm", "context_switches"),
-    ("cpu-migrations", "arm", "cpu_migrations"), ("dtlb_walk", "arm", "dtlb_walk"),
-    ("ll_cache_miss_rd", "arm", "llc_miss"), ("r11", "arm", "cycles"),
-    ("r0008", "arm", "instructions"),
-    ("r4005", "arm", "stall_backend_mem"), ("r3d:u", "arm", "stall_slot_backend"),
-    ("armv8_pmuv3_0/event=0x11/", "arm", "cycles"),
-    ("armv8_pmuv3_0/event=0x0003/u", "arm", "l1d_refill"),
-    # Linux's generic map differs by architecture (drivers/perf/arm_pmuv3.c vs x86)
-    ("dTLB-load-misses", "arm", "l1d_tlb_refill"), ("dTLB-load-misses", "x86", "dtlb_walk"),
-    ("cache-misses", "arm", "l1d_refill"), ("cache-misses", "x86", "llc_miss"),
-    ("r11", "x86", None), ("ref-cycles", "arm", None), ("cpu_core/cycles/", "x86", "cycles"),
-])
+@pytest.mark.parametrize(
+    ("name", "arch", "logical"),
+    [
+        ("cycles", "arm", "cycles"),
+        ("cpu_cycles", "arm", "cycles"),
+        ("armv8_pmuv3_0/cpu_cycles/", "arm", "cycles"),
+        ("armv8_pmuv3_0/cpu_cycles/u", "arm", "cycles"),
+        ("cycles:u", "arm", "cycles"),
+        ("instructions:uk", "arm", "instructions"),
+        ("inst_retired", "arm", "instructions"),
+        ("L1-dcache-loads", "arm", "l1d_access"),
+        ("L1-dcache-load-misses:u", "arm", "l1d_refill"),
+        ("l1d_cache_refill", "arm", "l1d_refill"),
+        ("branch-misses", "arm", "branch_misses"),
+        ("br_mis_pred", "arm", "branch_misses"),
+        ("br_mis_pred_retired", "arm", "branch_misses"),
+        ("br_pred", "arm", "branches"),
+        ("stalled-cycles-frontend", "arm", "stall_frontend"),
+        ("stall_frontend", "arm", "stall_frontend"),
+        ("stall_slot_backend", "arm", "stall_slot_backend"),
+        ("task-clock", "arm", "task_clock"),
+        ("page-faults", "arm", "page_faults"),
+        ("context-switches", "arm", "context_switches"),
+        ("cpu-migrations", "arm", "cpu_migrations"),
+        ("dtlb_walk", "arm", "dtlb_walk"),
+        ("ll_cache_miss_rd", "arm", "llc_miss"),
+        ("r11", "arm", "cycles"),
+        ("r0008", "arm", "instructions"),
+        ("r4005", "arm", "stall_backend_mem"),
+        ("r3d:u", "arm", "stall_slot_backend"),
+        ("armv8_pmuv3_0/event=0x11/", "arm", "cycles"),
+        ("armv8_pmuv3_0/event=0x0003/u", "arm", "l1d_refill"),
+        # Linux's generic map differs by architecture (drivers/perf/arm_pmuv3.c vs x86)
+        ("dTLB-load-misses", "arm", "l1d_tlb_refill"),
+        ("dTLB-load-misses", "x86", "dtlb_walk"),
+        ("cache-misses", "arm", "l1d_refill"),
+        ("cache-misses", "x86", "llc_miss"),
+        ("r11", "x86", None),
+        ("ref-cycles", "arm", None),
+        ("cpu_core/cycles/", "x86", "cycles"),
+    ],
+)
 def test_logical_names(name, arch, logical):
     assert logical_name(name, arch) == logical
 
@@ -83,7 +116,12 @@ def test_logical_names(name, arch, logical):
 def test_split_event_hints():
     ev = split_event("armv8_cortex_a72/l2d_cache_refill/u")
     assert (ev.pmu, ev.base, ev.modifiers, ev.core_hint, ev.arch_hint) == (
-        "armv8_cortex_a72", "l2d_cache_refill", "u", "cortex-a72", "arm")
+        "armv8_cortex_a72",
+        "l2d_cache_refill",
+        "u",
+        "cortex-a72",
+        "arm",
+    )
     assert split_event("armv8_neoverse_n1/cpu_cycles/").core_hint == "neoverse-n1"
     assert split_event("cpu_atom/instructions/").arch_hint == "x86"
     assert split_event("r11:u").code == 0x11
@@ -93,10 +131,14 @@ def test_split_event_hints():
 
 # (perf name, logical, unit) -- one name per logical event so nothing is superseded
 _CSV_EVENTS = [
-    ("cycles", "cycles", ""), ("instructions", "instructions", ""),
-    ("armv8_pmuv3_0/l1d_cache_refill/", "l1d_refill", ""), ("L1-dcache-loads", "l1d_access", ""),
-    ("branch-misses", "branch_misses", ""), ("r17", "l2_refill", ""),
-    ("stall_backend", "stall_backend", ""), ("page-faults", "page_faults", ""),
+    ("cycles", "cycles", ""),
+    ("instructions", "instructions", ""),
+    ("armv8_pmuv3_0/l1d_cache_refill/", "l1d_refill", ""),
+    ("L1-dcache-loads", "l1d_access", ""),
+    ("branch-misses", "branch_misses", ""),
+    ("r17", "l2_refill", ""),
+    ("stall_backend", "stall_backend", ""),
+    ("page-faults", "page_faults", ""),
     ("task-clock", "task_clock", "msec"),
 ]
 
@@ -105,10 +147,20 @@ _CSV_EVENTS = [
 def csv_reports(draw):
     sep = draw(st.sampled_from([",", ";"]))
     comma_decimal = sep == ";" and draw(st.booleans())  # -x; under a de_DE locale
-    chosen = draw(st.lists(st.sampled_from(_CSV_EVENTS), min_size=1, max_size=len(_CSV_EVENTS),
-                           unique_by=lambda e: e[1]))
-    lines, expect_counts, expect_missing, expect_mux = ["# started on Mon Jan  1 00:00:00 2024",
-                                                         ""], {}, {}, {}
+    chosen = draw(
+        st.lists(
+            st.sampled_from(_CSV_EVENTS),
+            min_size=1,
+            max_size=len(_CSV_EVENTS),
+            unique_by=lambda e: e[1],
+        )
+    )
+    lines, expect_counts, expect_missing, expect_mux = (
+        ["# started on Mon Jan  1 00:00:00 2024", ""],
+        {},
+        {},
+        {},
+    )
     for name, logical, unit in chosen:
         mod = draw(st.sampled_from(["", ":u", ":k", ":uk"]))
         event = name + mod if "/" not in name else name + mod.lstrip(":")
@@ -155,17 +207,20 @@ def test_csv_round_trip(report):
 
 
 def test_csv_multiplexed_values_are_kept_as_perf_scaled_them():
-    stat = parse("1000,,cycles:u,428600,42.86,,\n"
-                 "2000,,instructions:u,428600,42.86,2.00,insn per cycle\n")
+    stat = parse(
+        "1000,,cycles:u,428600,42.86,,\n2000,,instructions:u,428600,42.86,2.00,insn per cycle\n"
+    )
     assert stat.counts == {"cycles": 1000.0, "instructions": 2000.0}
     assert stat.multiplexed == {"cycles": 42.86, "instructions": 42.86}
 
 
 def test_csv_big_little_pmus_are_summed_and_partial_not_counted_is_counted():
-    text = ("100,,armv8_cortex_a53/cpu_cycles/,10,100.00,,\n"
-            "300,,armv8_cortex_a72/cpu_cycles/,10,100.00,,\n"
-            "<not counted>,,armv8_cortex_a53/inst_retired/,0,0.00,,\n"
-            "500,,armv8_cortex_a72/inst_retired/,10,100.00,,\n")
+    text = (
+        "100,,armv8_cortex_a53/cpu_cycles/,10,100.00,,\n"
+        "300,,armv8_cortex_a72/cpu_cycles/,10,100.00,,\n"
+        "<not counted>,,armv8_cortex_a53/inst_retired/,0,0.00,,\n"
+        "500,,armv8_cortex_a72/inst_retired/,10,100.00,,\n"
+    )
     stat = parse(text)
     assert stat.counts == {"cycles": 400.0, "instructions": 500.0}
     assert stat.unavailable == {}
@@ -175,29 +230,32 @@ def test_csv_big_little_pmus_are_summed_and_partial_not_counted_is_counted():
 def test_csv_per_cpu_and_interval_lines_are_summed():
     per_cpu = "CPU0,100,,cycles,10,100.00,,\nCPU1,50,,cycles,10,100.00,,\n"
     assert parse(per_cpu).counts == {"cycles": 150.0}
-    interval = ("1.001000000,100,,cycles,10,100.00,,\n"
-                "2.002000000,120,,cycles,10,100.00,,\n"
-                "2.002000000,<not counted>,,instructions,0,0.00,,\n")
+    interval = (
+        "1.001000000,100,,cycles,10,100.00,,\n"
+        "2.002000000,120,,cycles,10,100.00,,\n"
+        "2.002000000,<not counted>,,instructions,0,0.00,,\n"
+    )
     stat = parse(interval)
     assert stat.counts == {"cycles": 220.0}
     assert "instructions" in stat.unavailable
 
 
 def test_first_counted_name_wins_over_an_unsupported_alias():
-    text = ("<not supported>,,branches:u,0,100.00,,\n"
-            "823,,armv8_cortex_a72/br_pred/u,10,100.00,,\n")
+    text = "<not supported>,,branches:u,0,100.00,,\n823,,armv8_cortex_a72/br_pred/u,10,100.00,,\n"
     stat = parse(text)
     assert stat.counts == {"branches": 823.0} and stat.unavailable == {}
     assert stat.superseded == ("branches:u",)
 
 
 def test_json_lines():
-    text = ('{"counter-value" : "1234.000000", "unit" : "", "event" : "cycles:u", '
-            '"event-runtime" : 100, "pcnt-running" : 57.00, "metric-value" : "0", '
-            '"metric-unit" : "GHz"}\n'
-            '{"counter-value" : "<not supported>", "unit" : "", '
-            '"event" : "stalled-cycles-frontend", '
-            '"event-runtime" : 0, "pcnt-running" : 100.00}\n')
+    text = (
+        '{"counter-value" : "1234.000000", "unit" : "", "event" : "cycles:u", '
+        '"event-runtime" : 100, "pcnt-running" : 57.00, "metric-value" : "0", '
+        '"metric-unit" : "GHz"}\n'
+        '{"counter-value" : "<not supported>", "unit" : "", '
+        '"event" : "stalled-cycles-frontend", '
+        '"event-runtime" : 0, "pcnt-running" : 100.00}\n'
+    )
     stat = parse(text)
     assert stat.format == "json"
     assert stat.counts == {"cycles": 1234.0} and stat.multiplexed == {"cycles": 57.0}
@@ -209,8 +267,9 @@ def test_json_lines():
 
 @st.composite
 def text_reports(draw):
-    grouping, decimal = draw(st.sampled_from(
-        [(",", "."), (".", ","), (NNBSP, ","), (NBSP, ","), ("'", "."), (" ", ",")]))
+    grouping, decimal = draw(
+        st.sampled_from([(",", "."), (".", ","), (NNBSP, ","), (NBSP, ","), ("'", "."), (" ", ",")])
+    )
 
     def group(n: int) -> str:
         return f"{n:,}".replace(",", grouping)
@@ -238,8 +297,13 @@ def text_reports(draw):
         f"{elapsed // 10**9:>10}{decimal}{elapsed % 10**9:09d} seconds time elapsed",
         "",
     ]
-    expected = {"task_clock": ms / 100 * 1e6, "context_switches": cs, "cycles": cyc,
-                "instructions": ins, "l1d_refill": l1}
+    expected = {
+        "task_clock": ms / 100 * 1e6,
+        "context_switches": cs,
+        "cycles": cyc,
+        "instructions": ins,
+        "l1d_refill": l1,
+    }
     return "\n".join(lines), expected, float(pct), elapsed / 1e9
 
 
@@ -260,18 +324,22 @@ def test_text_round_trip_in_every_locale(report):
 
 
 def test_text_interval_mode_is_summed():
-    text = ("#           time             counts unit events\n"
-            "     1.001094052          1,234,567      cycles:u\n"
-            "     1.001094052    <not counted>      instructions:u\n"
-            "     2.002188104          1,000,000      cycles:u\n")
+    text = (
+        "#           time             counts unit events\n"
+        "     1.001094052          1,234,567      cycles:u\n"
+        "     1.001094052    <not counted>      instructions:u\n"
+        "     2.002188104          1,000,000      cycles:u\n"
+    )
     stat = parse_text(text)
     assert stat.counts == {"cycles": 2_234_567.0}
     assert "instructions" in stat.unavailable
 
 
 def test_text_with_repeats():
-    text = ("     1,234      cycles:u     ( +-  0.25% )\n"
-            "       1.2345 +- 0.0012 seconds time elapsed  ( +-  0.10% )\n")
+    text = (
+        "     1,234      cycles:u     ( +-  0.25% )\n"
+        "       1.2345 +- 0.0012 seconds time elapsed  ( +-  0.10% )\n"
+    )
     stat = parse(text)
     assert stat.counts == {"cycles": 1234.0} and stat.multiplexed == {}
     assert stat.elapsed_s == pytest.approx(1.2345)
@@ -307,8 +375,10 @@ def test_n1_csv_fixture():
     assert stat.multiplexed["l1i_refill"] == 66.67
 
 
-@pytest.mark.parametrize("text", ["", "   \n", "hello world\nthis is not perf\n",
-                                  "Performance counter stats for 'x':\n\n"])
+@pytest.mark.parametrize(
+    "text",
+    ["", "   \n", "hello world\nthis is not perf\n", "Performance counter stats for 'x':\n\n"],
+)
 def test_not_perf_stat(text):
     with pytest.raises(PerfStatError):
         parse(text)
@@ -351,8 +421,18 @@ def test_explain_n1_needs_cpu_for_width(capsys):
 
 
 def test_explain_with_session_facts(capsys):
-    args = ["explain", str(A72), "--intra-op-threads", "2", "--spinning", "on", "--cpus", "4",
-            "--calls", "5000"]
+    args = [
+        "explain",
+        str(A72),
+        "--intra-op-threads",
+        "2",
+        "--spinning",
+        "on",
+        "--cpus",
+        "4",
+        "--calls",
+        "5000",
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     # 3.836 CPUs busy > 1.5 x 2 threads = 3.0, spinning on: thread_spinning comes first.
@@ -383,12 +463,15 @@ def test_doctor_is_still_there():
 # -- perf versions, LL/L3 names, several runs, top-down (issue #14) ---------------------
 
 
-@pytest.mark.parametrize("line", [
-    "       8,812.34 msec task-clock                #    0.998 CPUs utilized",  # perf 4.14+
-    "       8812.340000 task-clock (msec)         #    0.998 CPUs utilized",  # 3.13-4.13
-    "       8812.340000 task-clock                #    0.998 CPUs utilized",  # 3.x
-    "       8812.340000 task-clock-msecs         #      0.998 CPUs",  # 2.6.3x
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "       8,812.34 msec task-clock                #    0.998 CPUs utilized",  # perf 4.14+
+        "       8812.340000 task-clock (msec)         #    0.998 CPUs utilized",  # 3.13-4.13
+        "       8812.340000 task-clock                #    0.998 CPUs utilized",  # 3.x
+        "       8812.340000 task-clock-msecs         #      0.998 CPUs",  # 2.6.3x
+    ],
+)
 def test_task_clock_is_milliseconds_in_every_perf_version(line):
     text = f"{line}\n                37      page-faults\n\n  8.830 seconds time elapsed\n"
     stat = parse(text)
@@ -401,9 +484,11 @@ def test_task_clock_is_milliseconds_in_every_perf_version(line):
 def test_a_bare_integer_task_clock_is_nanoseconds():
     # A recent perf's plain report (corpus perfninja_worked_conditional_store_1): a bare
     # integer, perf's own figure 0.999 CPUs over 2.870 s. As ms it would be 999,390 CPUs.
-    text = ("     2,868,419,549      task-clock                       #    0.999 CPUs utilized\n"
-            "               528      page-faults                      #  184.073 /sec\n\n"
-            "       2.870168980 seconds time elapsed\n")
+    text = (
+        "     2,868,419,549      task-clock                       #    0.999 CPUs utilized\n"
+        "               528      page-faults                      #  184.073 /sec\n\n"
+        "       2.870168980 seconds time elapsed\n"
+    )
     stat = parse(text)
     assert stat.counts["task_clock"] == pytest.approx(2_868_419_549)  # ns, as printed
     metrics = stat.metrics()
@@ -412,24 +497,37 @@ def test_a_bare_integer_task_clock_is_nanoseconds():
     # without the elapsed time or perf's figure, an integer is still read as ns ...
     assert parse("  2,868,419,549  task-clock\n").counts["task_clock"] == 2_868_419_549
     # ... and perf's own "CPUs utilized" overrules the form: 2,868 as ms gives 0.999
-    text_ms = ("   2,868  task-clock   #    0.999 CPUs utilized\n\n"
-               "       2.870168980 seconds time elapsed\n")
+    text_ms = (
+        "   2,868  task-clock   #    0.999 CPUs utilized\n\n"
+        "       2.870168980 seconds time elapsed\n"
+    )
     assert parse(text_ms).counts["task_clock"] == pytest.approx(2_868e6)
 
 
-@pytest.mark.parametrize(("name", "logical"), [
-    ("l3d_cache", "llc_read"), ("l3d_cache_refill", "llc_miss"), ("ll_cache_rd", "llc_read"),
-    ("ll_cache_miss_rd", "llc_miss"), ("LLC-loads", "llc_read"),
-    ("LLC-load-misses", "llc_miss"), ("armv8_pmuv3_0/l3d_cache_refill/", "llc_miss"),
-    ("r2a", "llc_miss"), ("r2b", "llc_read"), ("ll_cache_miss:u", "llc_miss"),
-])
+@pytest.mark.parametrize(
+    ("name", "logical"),
+    [
+        ("l3d_cache", "llc_read"),
+        ("l3d_cache_refill", "llc_miss"),
+        ("ll_cache_rd", "llc_read"),
+        ("ll_cache_miss_rd", "llc_miss"),
+        ("LLC-loads", "llc_read"),
+        ("LLC-load-misses", "llc_miss"),
+        ("armv8_pmuv3_0/l3d_cache_refill/", "llc_miss"),
+        ("r2a", "llc_miss"),
+        ("r2b", "llc_read"),
+        ("ll_cache_miss:u", "llc_miss"),
+    ],
+)
 def test_ll_and_l3_events_have_logical_names(name, logical):
     assert logical_name(name, "arm") == logical
 
 
 def test_l3_refills_give_llc_mpki():
-    text = ("  1,000,000,000      instructions:u\n     20,000,000      l3d_cache_refill:u\n"
-            "     25,000,000      l3d_cache:u\n")
+    text = (
+        "  1,000,000,000      instructions:u\n     20,000,000      l3d_cache_refill:u\n"
+        "     25,000,000      l3d_cache:u\n"
+    )
     stat = parse(text)
     assert stat.unmapped == ()
     metrics = stat.metrics("neoverse-n1")
@@ -469,43 +567,73 @@ def test_median_of_three_runs():
     assert parse_report(text).metrics()["ipc"] == pytest.approx(2.0)
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    # perf 4.x --topdown (per core)
-    ("        retiring      bad speculation       frontend bound        backend bound\n"
-     "S0-C0    2     23.8%       11.6%            28.3%           36.3%\n",
-     {"retiring": 0.238, "bad_speculation": 0.116, "frontend_bound": 0.283,
-      "backend_bound": 0.363}),
-    # perf 6.x default output on a hybrid Intel core
-    ("  TopdownL1 (cpu_core)  #  53.4 %  tma_backend_bound\n"
-     "                        #   0.2 %  tma_bad_speculation\n"
-     "                        #  13.8 %  tma_frontend_bound\n"
-     "                        #  32.5 %  tma_retiring\n",
-     {"backend_bound": 0.534, "bad_speculation": 0.002, "frontend_bound": 0.138,
-      "retiring": 0.325}),
-    # -M TopdownL1 (fractions in the shadow comments)
-    ("  7,017,115,812  uops_issued.any  #  0.91 Backend_Bound  (14.33%)\n"
-     " 19,206,823,557  cpu_clk_unhalted.thread  #  0.09 Retiring  (14.30%)\n",
-     {"backend_bound": 0.91, "retiring": 0.09}),
-    # --topdown -I: the mean over the intervals
-    ("#   time   %  tma_retiring %  tma_backend_bound %  tma_frontend_bound %  "
-     "tma_bad_speculation\n"
-     "   1.001141351    11.5   34.9   46.9   6.7\n   2.006141972    13.5   28.1   50.3   8.1\n",
-     {"retiring": 0.125, "backend_bound": 0.315, "frontend_bound": 0.486,
-      "bad_speculation": 0.074}),
-    # -M PipelineL1,PipelineL2 on AMD Zen 4, quoted with the event columns cut away
-    # (perf-book, corpus perfbook_sha256_pipeline_zen4): the level-2 names are not
-    # level-1 ones, and the leading "%" of a line is no event
-    (" 0.0 %  bad_speculation_mispredicts        (20.08%) \n"
-     " 0.0 %  bad_speculation                    (20.08%)\n"
-     " 6.1 %  frontend_bound                     (20.00%)\n"
-     "65.9 %  backend_bound_cpu                  (20.00%)\n"
-     " 1.7 %  backend_bound_memory               (20.00%)\n"
-     "67.5 %  backend_bound                      (20.00%)\n"
-     "26.3 %  retiring                           (20.08%)\n"
-     "20.2 %  retiring_fastpath                  (19.99%)\n",
-     {"bad_speculation": 0.0, "frontend_bound": 0.061, "backend_bound": 0.675,
-      "retiring": 0.263}),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # perf 4.x --topdown (per core)
+        (
+            "        retiring      bad speculation       frontend bound        backend bound\n"
+            "S0-C0    2     23.8%       11.6%            28.3%           36.3%\n",
+            {
+                "retiring": 0.238,
+                "bad_speculation": 0.116,
+                "frontend_bound": 0.283,
+                "backend_bound": 0.363,
+            },
+        ),
+        # perf 6.x default output on a hybrid Intel core
+        (
+            "  TopdownL1 (cpu_core)  #  53.4 %  tma_backend_bound\n"
+            "                        #   0.2 %  tma_bad_speculation\n"
+            "                        #  13.8 %  tma_frontend_bound\n"
+            "                        #  32.5 %  tma_retiring\n",
+            {
+                "backend_bound": 0.534,
+                "bad_speculation": 0.002,
+                "frontend_bound": 0.138,
+                "retiring": 0.325,
+            },
+        ),
+        # -M TopdownL1 (fractions in the shadow comments)
+        (
+            "  7,017,115,812  uops_issued.any  #  0.91 Backend_Bound  (14.33%)\n"
+            " 19,206,823,557  cpu_clk_unhalted.thread  #  0.09 Retiring  (14.30%)\n",
+            {"backend_bound": 0.91, "retiring": 0.09},
+        ),
+        # --topdown -I: the mean over the intervals
+        (
+            "#   time   %  tma_retiring %  tma_backend_bound %  tma_frontend_bound %  "
+            "tma_bad_speculation\n"
+            "   1.001141351    11.5   34.9   46.9   6.7\n"
+            "   2.006141972    13.5   28.1   50.3   8.1\n",
+            {
+                "retiring": 0.125,
+                "backend_bound": 0.315,
+                "frontend_bound": 0.486,
+                "bad_speculation": 0.074,
+            },
+        ),
+        # -M PipelineL1,PipelineL2 on AMD Zen 4, quoted with the event columns cut away
+        # (perf-book, corpus perfbook_sha256_pipeline_zen4): the level-2 names are not
+        # level-1 ones, and the leading "%" of a line is no event
+        (
+            " 0.0 %  bad_speculation_mispredicts        (20.08%) \n"
+            " 0.0 %  bad_speculation                    (20.08%)\n"
+            " 6.1 %  frontend_bound                     (20.00%)\n"
+            "65.9 %  backend_bound_cpu                  (20.00%)\n"
+            " 1.7 %  backend_bound_memory               (20.00%)\n"
+            "67.5 %  backend_bound                      (20.00%)\n"
+            "26.3 %  retiring                           (20.08%)\n"
+            "20.2 %  retiring_fastpath                  (19.99%)\n",
+            {
+                "bad_speculation": 0.0,
+                "frontend_bound": 0.061,
+                "backend_bound": 0.675,
+                "retiring": 0.263,
+            },
+        ),
+    ],
+)
 def test_perf_topdown_outputs(text, expected):
     stat = parse(text)
     assert stat.perf_metrics == pytest.approx(expected)
@@ -513,39 +641,47 @@ def test_perf_topdown_outputs(text, expected):
 
 
 def test_intel_topdown_events_are_fractions_of_slots():
-    text = ("  10,000,000,000  slots\n   2,000,000,000  topdown-retiring\n"
-            "     500,000,000  topdown-bad-spec\n   1,500,000,000  topdown-fe-bound\n"
-            "   6,000,000,000  topdown-be-bound\n")
+    text = (
+        "  10,000,000,000  slots\n   2,000,000,000  topdown-retiring\n"
+        "     500,000,000  topdown-bad-spec\n   1,500,000,000  topdown-fe-bound\n"
+        "   6,000,000,000  topdown-be-bound\n"
+    )
     stat = parse(text)
     assert stat.arch == "x86" and stat.unmapped == ()
-    assert stat.perf_metrics == pytest.approx({"retiring": 0.2, "bad_speculation": 0.05,
-                                               "frontend_bound": 0.15, "backend_bound": 0.6})
+    assert stat.perf_metrics == pytest.approx(
+        {"retiring": 0.2, "bad_speculation": 0.05, "frontend_bound": 0.15, "backend_bound": 0.6}
+    )
 
 
 def test_old_topdown_slot_events():
     # perf 4.6+ generic topdown events: the level-1 formulas of the 2016 patch set.
-    text = ("  4,000  topdown-total-slots\n  2,000  topdown-slots-issued\n"
-            "  1,600  topdown-slots-retired\n    800  topdown-fetch-bubbles\n"
-            "    100  topdown-recovery-bubbles\n")
+    text = (
+        "  4,000  topdown-total-slots\n  2,000  topdown-slots-issued\n"
+        "  1,600  topdown-slots-retired\n    800  topdown-fetch-bubbles\n"
+        "    100  topdown-recovery-bubbles\n"
+    )
     assert parse(text).perf_metrics == pytest.approx(
-        {"frontend_bound": 0.2, "bad_speculation": 0.125, "retiring": 0.4,
-         "backend_bound": 0.275})
+        {"frontend_bound": 0.2, "bad_speculation": 0.125, "retiring": 0.4, "backend_bound": 0.275}
+    )
 
 
 def test_csv_and_json_metric_columns_give_topdown():
-    csv = ("53.4,,TopdownL1,,,53.4,%  tma_backend_bound\n"
-           "1000,,cycles,1000,100.00,,\n")
+    csv = "53.4,,TopdownL1,,,53.4,%  tma_backend_bound\n1000,,cycles,1000,100.00,,\n"
     assert parse(csv).perf_metrics == pytest.approx({"backend_bound": 0.534})
-    json_lines = ('{"counter-value" : "1000.0", "unit" : "", "event" : "cycles", '
-                  '"event-runtime" : 1, "pcnt-running" : 100.00}\n'
-                  '{"metric-value" : "32.5", "metric-unit" : "%  tma_retiring"}\n')
+    json_lines = (
+        '{"counter-value" : "1000.0", "unit" : "", "event" : "cycles", '
+        '"event-runtime" : 1, "pcnt-running" : 100.00}\n'
+        '{"metric-value" : "32.5", "metric-unit" : "%  tma_retiring"}\n'
+    )
     stat = parse(json_lines)
     assert stat.format == "json" and stat.perf_metrics == pytest.approx({"retiring": 0.325})
 
 
 def test_metric_group_repeats_are_averaged_not_summed():
-    text = ("  100  cpu_clk_unhalted.thread  # 0.5 Retiring\n"
-            "  102  cpu_clk_unhalted.thread\n  <not counted>  cpu_clk_unhalted.thread\n")
+    text = (
+        "  100  cpu_clk_unhalted.thread  # 0.5 Retiring\n"
+        "  102  cpu_clk_unhalted.thread\n  <not counted>  cpu_clk_unhalted.thread\n"
+    )
     assert parse(text).counts["cycles"] == pytest.approx(101)
 
 
@@ -566,9 +702,11 @@ def _grouped(n: int) -> str:
 @settings(max_examples=60, deadline=None)
 @given(runs=st.lists(st.tuples(counts_st, counts_st), min_size=1, max_size=4))
 def test_property_runs_never_mix(runs):
-    text = "".join(f" Performance counter stats for 'x':\n\n  {_grouped(c)}  cycles\n"
-                   f"  {_grouped(i)}  instructions\n\n  1.0 seconds time elapsed\n\n"
-                   for c, i in runs)
+    text = "".join(
+        f" Performance counter stats for 'x':\n\n  {_grouped(c)}  cycles\n"
+        f"  {_grouped(i)}  instructions\n\n  1.0 seconds time elapsed\n\n"
+        for c, i in runs
+    )
     report = parse_report(text)
     assert [(r.counts["cycles"], r.counts["instructions"]) for r in report.runs] == runs
     ipcs = sorted(i / c for c, i in runs)
@@ -576,10 +714,16 @@ def test_property_runs_never_mix(runs):
 
 
 @settings(max_examples=60, deadline=None)
-@given(ms=st.decimals(min_value="0.01", max_value="999999.99", places=2),
-       style=st.sampled_from([("{v:,.2f} msec task-clock"),  # perf 4.14+: %'18.2f
-                              ("{v:.6f} task-clock (msec)"),  # perf 3.13-4.13: %18.6f
-                              ("{v:.6f} task-clock")]))
+@given(
+    ms=st.decimals(min_value="0.01", max_value="999999.99", places=2),
+    style=st.sampled_from(
+        [
+            ("{v:,.2f} msec task-clock"),  # perf 4.14+: %'18.2f
+            ("{v:.6f} task-clock (msec)"),  # perf 3.13-4.13: %18.6f
+            ("{v:.6f} task-clock"),
+        ]
+    ),
+)
 def test_property_task_clock_forms_agree(ms, style):
     stat = parse("   " + style.format(v=float(ms)) + "\n")
     assert stat.counts["task_clock"] == pytest.approx(float(ms) * 1e6)
@@ -609,8 +753,14 @@ def test_explain_json_is_the_diagnosis_as_data(capsys):
     assert "backend_bound" in data["diagnosis"]["not_judged"]
     (run,) = data["runs"]
     assert run["counts"]["l2_refill"] == 94_478_103
-    assert {"event": "r05:u", "logical": "l1d_tlb_refill", "value": 9_214_377.0,
-            "unit": "", "status": "counted", "running_pct": 42.85} in run["events"]
+    assert {
+        "event": "r05:u",
+        "logical": "l1d_tlb_refill",
+        "value": 9_214_377.0,
+        "unit": "",
+        "status": "counted",
+        "running_pct": 42.85,
+    } in run["events"]
 
 
 def test_explain_keeps_two_runs_apart(tmp_path, capsys):
@@ -634,11 +784,12 @@ N2_TOPDOWN_L1 = (FIXTURES / "n2_topdownl1_false_sharing.txt").read_text()
 def test_neoverse_n2_topdown_keeps_perfs_value_when_the_counts_give_an_impossible_one():
     stat = parse(N2_TOPDOWN_L1)
     # cpu_cycles is printed once per metric group: the three copies are averaged
-    assert stat.counts["cycles"] == pytest.approx((4_310_905_590 + 4_330_308_058
-                                                   + 4_316_583_673) / 3)
-    assert stat.perf_metrics == pytest.approx({"bad_speculation": 0.0, "retiring": 0.040,
-                                               "frontend_bound": 0.271,
-                                               "backend_bound": 0.694})
+    assert stat.counts["cycles"] == pytest.approx(
+        (4_310_905_590 + 4_330_308_058 + 4_316_583_673) / 3
+    )
+    assert stat.perf_metrics == pytest.approx(
+        {"bad_speculation": 0.0, "retiring": 0.040, "frontend_bound": 0.271, "backend_bound": 0.694}
+    )
     # Uncorrected N2 r0p3 formula: 0.99845 x (1 - 25.01e9 / (5 x 4.319e9)) = -0.158, which
     # no fraction of slots can be (STALL_SLOT counts one slot per cycle too many on r0p0):
     # perf's own 4.0 % stands.

@@ -14,7 +14,7 @@ pytest_plugins = ["pytester"]
 # moves 10-30% between runs. The injected-slowdown test uses the default tolerances.
 FAST = "warmup=1, repeat=5, tolerance=0.5"
 
-WORKLOADS = '''
+WORKLOADS = """
 import hashlib, time
 
 DATA = b"x" * (1 << 16)
@@ -22,7 +22,7 @@ DATA = b"x" * (1 << 16)
 def hashing(rounds=20):
     for _ in range(rounds):
         hashlib.sha256(DATA).digest()
-'''
+"""
 
 
 @pytest.fixture
@@ -36,18 +36,21 @@ def run(pytester, *args):
 
 
 def test_marker_is_registered_under_strict_markers(suite):
-    suite.makepyfile(test_a=f"""
+    suite.makepyfile(
+        test_a=f"""
         import pytest
         @pytest.mark.perf({FAST})
         def test_x(pmu_profile):
             pmu_profile(lambda: None)
-    """)
+    """
+    )
     result = run(suite, "--strict-markers")
     result.assert_outcomes(passed=1)
 
 
 def test_without_inferperf_the_workload_runs_once_and_budgets_are_ignored(suite):
-    suite.makepyfile(test_a=f"""
+    suite.makepyfile(
+        test_a=f"""
         import pytest
         calls = []
         @pytest.mark.perf(latency_p50_ms_max=0.000001, {FAST})
@@ -55,15 +58,18 @@ def test_without_inferperf_the_workload_runs_once_and_budgets_are_ignored(suite)
             p = pmu_profile(calls.append, 1)
             assert calls == [1]
             assert p.backend == "smoke" and p.outputs_ok
-    """)
+    """
+    )
     result = run(suite)
     result.assert_outcomes(passed=1)
-    assert "inferperf" not in result.stdout.str().split("short test summary")[0].split(
-        "collected")[1]
+    assert (
+        "inferperf" not in result.stdout.str().split("short test summary")[0].split("collected")[1]
+    )
 
 
 def test_budget_pass_fail_and_message(suite):
-    suite.makepyfile(test_a=f"""
+    suite.makepyfile(
+        test_a=f"""
         import pytest
         from workloads import hashing
         @pytest.mark.perf(latency_p50_ms_max=1000, cpu_ms_per_call_max=1000, {FAST})
@@ -72,15 +78,19 @@ def test_budget_pass_fail_and_message(suite):
         @pytest.mark.perf(latency_p50_ms_max=0.0001, {FAST})
         def test_impossible(pmu_profile):
             pmu_profile(hashing)
-    """)
+    """
+    )
     result = run(suite, "--inferperf")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines([
-        "*inferperf: test_a.py::test_impossible on * (backend perf)",
-        "*budget   latency_p50_ms = *, budget <= 0.0001 (+*% from the limit): FAILED",
-    ])
-    result.stdout.fnmatch_lines(["*test_a.py::test_generous*passed*",
-                                 "*test_a.py::test_impossible*FAILED*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*inferperf: test_a.py::test_impossible on * (backend perf)",
+            "*budget   latency_p50_ms = *, budget <= 0.0001 (+*% from the limit): FAILED",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        ["*test_a.py::test_generous*passed*", "*test_a.py::test_impossible*FAILED*"]
+    )
 
 
 def test_budget_on_uncountable_events_is_skipped_with_the_reason(suite):
@@ -88,78 +98,100 @@ def test_budget_on_uncountable_events_is_skipped_with_the_reason(suite):
 
     if this_cpu().pmus:
         pytest.skip("this machine has a PMU")
-    suite.makepyfile(test_a=f"""
+    suite.makepyfile(
+        test_a=f"""
         import pytest
         from workloads import hashing
         @pytest.mark.perf(ipc_min=1.0, {FAST})
         def test_ipc(pmu_profile):
             pmu_profile(hashing)
-    """)
+    """
+    )
     result = run(suite, "--inferperf", "-rs")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*budgets not checked on this machine: ipc_min=1: not checked: "
-                                 "needs instructions, cycles, no PMU exposed (ENOENT)*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*budgets not checked on this machine: ipc_min=1: not checked: "
+            "needs instructions, cycles, no PMU exposed (ENOENT)*"
+        ]
+    )
     result = run(suite, "--inferperf", "--inferperf-require-pmu")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*--inferperf-require-pmu*no PMU exposed*"])
     # One unmeasurable budget next to a met one: skipped quietly, failed under require-pmu.
-    suite.makepyfile(test_a=f"""
+    suite.makepyfile(
+        test_a=f"""
         import pytest
         from workloads import hashing
         @pytest.mark.perf(ipc_min=1.0, latency_p50_ms_max=1000, {FAST})
         def test_ipc(pmu_profile):
             pmu_profile(hashing)
-    """)
+    """
+    )
     run(suite, "--inferperf").assert_outcomes(passed=1)
     run(suite, "--inferperf", "--inferperf-require-pmu").assert_outcomes(failed=1)
 
 
 def test_unknown_marker_keyword_is_a_collection_error_with_did_you_mean(suite):
-    suite.makepyfile(test_a="""
+    suite.makepyfile(
+        test_a="""
         import pytest
         @pytest.mark.perf(ipc_mni=1.2)
         def test_x(pmu_profile):
             pmu_profile(lambda: None)
         def test_other():
             pass
-    """)
+    """
+    )
     result = run(suite, "--inferperf")
-    result.stdout.fnmatch_lines(["*ERROR collecting test_a.py*",
-                                 "*unknown keyword 'ipc_mni'. Did you mean ipc_min*"])
+    result.stdout.fnmatch_lines(
+        ["*ERROR collecting test_a.py*", "*unknown keyword 'ipc_mni'. Did you mean ipc_min*"]
+    )
     assert result.ret != 0
 
 
-@pytest.mark.parametrize(("marker", "message"), [
-    ("ipc_min='fast'", "a budget must be a finite number"),
-    ("repeat=0", "repeat=0): must be an integer >= 1"),
-    ("tolerance=-0.1", "a tolerance is a relative change"),
-    ("ipc_min=2, ipc_max=1", "no value can meet both"),
-])
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        ("ipc_min='fast'", "a budget must be a finite number"),
+        ("repeat=0", "repeat=0): must be an integer >= 1"),
+        ("tolerance=-0.1", "a tolerance is a relative change"),
+        ("ipc_min=2, ipc_max=1", "no value can meet both"),
+    ],
+)
 def test_bad_marker_values_are_collection_errors(suite, marker, message):
-    suite.makepyfile(test_a=f"""
+    suite.makepyfile(
+        test_a=f"""
         import pytest
         @pytest.mark.perf({marker})
         def test_x(pmu_profile):
             pmu_profile(lambda: None)
-    """)
+    """
+    )
     result = run(suite, "--inferperf")
     result.stdout.fnmatch_lines([f"*{message}*"])
     assert result.ret != 0
 
 
 def test_update_baselines_then_rerun_passes_and_compares(suite):
-    suite.makepyfile(test_a=f"""
+    suite.makepyfile(
+        test_a=f"""
         import pytest
         from workloads import hashing
         @pytest.mark.perf({FAST})
         @pytest.mark.parametrize("n", [10, 20])
         def test_hash(pmu_profile, n):
             pmu_profile(hashing, n)
-    """)
+    """
+    )
     result = run(suite, "--inferperf", "--update-baselines")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*created baselines/*/test_a.py/test_hash[[]10[]].json*",
-                                 "*created baselines/*/test_a.py/test_hash[[]20[]].json*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*created baselines/*/test_a.py/test_hash[[]10[]].json*",
+            "*created baselines/*/test_a.py/test_hash[[]20[]].json*",
+        ]
+    )
     files = sorted(Path(suite.path, "baselines").rglob("*.json"))
     assert len(files) == 2
     data = json.loads(files[0].read_text())
@@ -170,13 +202,15 @@ def test_update_baselines_then_rerun_passes_and_compares(suite):
 
 
 def test_injected_slowdown_fails_against_the_baseline(suite):
-    suite.makepyfile(test_a="""
+    suite.makepyfile(
+        test_a="""
         import os, pytest
         from workloads import hashing
         @pytest.mark.perf(warmup=1, repeat=10)
         def test_hash(pmu_profile):
             pmu_profile(hashing, int(os.environ.get("ROUNDS", "20")))
-    """)
+    """
+    )
     run(suite, "--inferperf", "--update-baselines").assert_outcomes(passed=1)
     suite.monkeypatch = None
     import os
@@ -187,13 +221,16 @@ def test_injected_slowdown_fails_against_the_baseline(suite):
     finally:
         del os.environ["ROUNDS"]
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*baseline cpu_ms_per_call: * -> * ms (+*%, tolerance *",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*baseline cpu_ms_per_call: * -> * ms (+*%, tolerance *",
+        ]
+    )
 
 
 def test_corrupt_baseline_fails_only_its_test(suite):
-    suite.makepyfile(test_a=f"""
+    suite.makepyfile(
+        test_a=f"""
         import pytest
         from workloads import hashing
         @pytest.mark.perf({FAST})
@@ -202,7 +239,8 @@ def test_corrupt_baseline_fails_only_its_test(suite):
         @pytest.mark.perf({FAST})
         def test_two(pmu_profile):
             pmu_profile(hashing)
-    """)
+    """
+    )
     run(suite, "--inferperf", "--update-baselines").assert_outcomes(passed=2)
     target = next(Path(suite.path, "baselines").rglob("test_one.json"))
     target.write_text('{"schema": "pytest-inferperf/profile", "schema_version": 1, "na')
@@ -213,7 +251,8 @@ def test_corrupt_baseline_fails_only_its_test(suite):
 
 
 def test_named_variants_get_their_own_baselines(suite):
-    suite.makepyfile(test_a=f"""
+    suite.makepyfile(
+        test_a=f"""
         import pytest
         from workloads import hashing
         @pytest.mark.perf({FAST})
@@ -221,20 +260,23 @@ def test_named_variants_get_their_own_baselines(suite):
             small = pmu_profile(hashing, 5, name="small")
             large = pmu_profile(hashing, 40, name="large")
             assert large.latency.p50_ms > small.latency.p50_ms
-    """)
+    """
+    )
     run(suite, "--inferperf", "--update-baselines").assert_outcomes(passed=1)
     names = sorted(p.name for p in Path(suite.path, "baselines").rglob("*.json"))
     assert len(names) == 2 and all("test_variants" in n for n in names)
 
 
 def test_junit_properties_carry_the_metrics(suite):
-    suite.makepyfile(test_a=f"""
+    suite.makepyfile(
+        test_a=f"""
         import pytest
         from workloads import hashing
         @pytest.mark.perf({FAST})
         def test_hash(pmu_profile):
             pmu_profile(hashing)
-    """)
+    """
+    )
     run(suite, "--inferperf", "--junitxml=out.xml").assert_outcomes(passed=1)
     xml = Path(suite.path, "out.xml").read_text()
     assert 'name="inferperf.latency_p50_ms"' in xml
@@ -248,36 +290,42 @@ def _table(stdout: str) -> list[str]:
 
 @pytest.mark.slow  # several full pytest runs: the default suite stays near 5 minutes
 def test_xdist_gives_the_same_table_and_baselines(suite):
-    suite.makepyfile(test_a=f"""
+    suite.makepyfile(
+        test_a=f"""
         import pytest
         from workloads import hashing
         @pytest.mark.perf({FAST})
         @pytest.mark.parametrize("n", [1, 2, 3, 4])
         def test_hash(pmu_profile, n):
             pmu_profile(hashing, n)
-    """)
+    """
+    )
     serial = run(suite, "--inferperf", "--update-baselines", "-n", "0")
     serial.assert_outcomes(passed=4)
-    serial_files = sorted(p.relative_to(suite.path)
-                          for p in Path(suite.path, "baselines").rglob("*.json"))
+    serial_files = sorted(
+        p.relative_to(suite.path) for p in Path(suite.path, "baselines").rglob("*.json")
+    )
     shutil.rmtree(Path(suite.path, "baselines"))
     parallel = run(suite, "--inferperf", "--update-baselines", "-n", "2")
     parallel.assert_outcomes(passed=4)
-    parallel_files = sorted(p.relative_to(suite.path)
-                            for p in Path(suite.path, "baselines").rglob("*.json"))
+    parallel_files = sorted(
+        p.relative_to(suite.path) for p in Path(suite.path, "baselines").rglob("*.json")
+    )
     assert serial_files == parallel_files and len(parallel_files) == 4
     assert _table(serial.stdout.str()) == _table(parallel.stdout.str())
     assert parallel.stdout.str().count("created baselines/") == 4
 
 
 def test_report_dir_gets_one_json_per_profile(suite):
-    suite.makepyfile(test_a=f"""
+    suite.makepyfile(
+        test_a=f"""
         import pytest
         from workloads import hashing
         @pytest.mark.perf({FAST})
         def test_hash(pmu_profile):
             pmu_profile(hashing)
-    """)
+    """
+    )
     run(suite, "--inferperf", "--inferperf-report", "artifacts").assert_outcomes(passed=1)
     files = list(Path(suite.path, "artifacts").glob("*.json"))
     assert len(files) == 1
@@ -290,8 +338,7 @@ def test_examples_run_under_inferperf(pytester):
     _copy_examples(pytester, "test_inference.py")
     result = run(pytester, "--inferperf", "-k", "mobilenet or pipeline")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*test_inference.py::test_mobilenet_v2*",
-                                 "*Not counted here:*"])
+    result.stdout.fnmatch_lines(["*test_inference.py::test_mobilenet_v2*", "*Not counted here:*"])
 
 
 def _copy_examples(pytester, *tests: str) -> None:
@@ -321,13 +368,24 @@ def test_simulated_example_counts_the_same_twice(pytester):
     _copy_examples(pytester, "test_simulated.py")
     runs = []
     for report in ("first", "second"):
-        result = run(pytester, "-p", "no:randomly", "--inferperf", "--inferperf-backend",
-                     "simulate", "--inferperf-report", report, "test_simulated.py")
+        result = run(
+            pytester,
+            "-p",
+            "no:randomly",
+            "--inferperf",
+            "--inferperf-backend",
+            "simulate",
+            "--inferperf-report",
+            report,
+            "test_simulated.py",
+        )
         result.assert_outcomes(passed=2)
-        result.stdout.fnmatch_lines([
-            "Simulated under valgrind's callgrind*",
-            "  test_simulated.py::test_minilm_int8_short: *x slower than native per call*",
-        ])
+        result.stdout.fnmatch_lines(
+            [
+                "Simulated under valgrind's callgrind*",
+                "  test_simulated.py::test_minilm_int8_short: *x slower than native per call*",
+            ]
+        )
         records = {}
         for path in Path(pytester.path, report).glob("*.json"):
             record = json.loads(path.read_text())
@@ -341,15 +399,18 @@ def test_simulated_example_counts_the_same_twice(pytester):
     for key, profile in first.items():
         raw_a = profile["settings"]["simulation"]["raw"]
         raw_b = second[key]["settings"]["simulation"]["raw"]
-        for events, within in ((("Ir", "Dr", "Bi"), 0.001),
-                               (("Bc", "Dw", "D1mr", "D1mw", "Bcm"), 0.01), (("I1mr",), 0.10)):
+        for events, within in (
+            (("Ir", "Dr", "Bi"), 0.001),
+            (("Bc", "Dw", "D1mr", "D1mw", "Bcm"), 0.01),
+            (("I1mr",), 0.10),
+        ):
             for event in events:
                 a = sorted(r[event] for r in raw_a)[1]  # the median of 3 repeats
                 b = sorted(r[event] for r in raw_b)[1]
                 assert abs(a - b) <= within * max(a, b), (key, event, a, b)
 
 
-SPINNING_MODEL = '''
+SPINNING_MODEL = """
 import numpy as np, onnx
 from onnx import TensorProto, helper, numpy_helper
 
@@ -368,7 +429,7 @@ def build(path):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.save(model, path)
-'''
+"""
 
 
 def test_failure_carries_the_diagnosis_and_hooks_add_findings(suite):
@@ -388,7 +449,8 @@ def test_failure_carries_the_diagnosis_and_hooks_add_findings(suite):
                                           ">", "our team's rule"),), ("ask the team",), "")]
             return []
     """)
-    suite.makepyfile(test_a="""
+    suite.makepyfile(
+        test_a="""
         import numpy as np, pytest
         from tiny_model import build
         from pytest_inferperf.onnx import SessionSettings, make_session
@@ -399,15 +461,18 @@ def test_failure_carries_the_diagnosis_and_hooks_add_findings(suite):
             session = make_session(tmp_path / "m.onnx",
                                    SessionSettings(intra_op_threads=2, allow_spinning=True))
             pmu_profile(session.run, None, {"x": np.ones((32, 128), np.float32)})
-    """)
+    """
+    )
     result = run(suite, "--inferperf", "--inferperf-explain")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*Diagnosis (*): thread spinning / oversubscription [[]thread_spinning[]]*",
-        "*evidence: session.allow_spinning = 1*",
-        "*allow_spinning*",
-        "*our house rule*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*Diagnosis (*): thread spinning / oversubscription [[]thread_spinning[]]*",
+            "*evidence: session.allow_spinning = 1*",
+            "*allow_spinning*",
+            "*our house rule*",
+        ]
+    )
     result.stdout.fnmatch_lines(["*test_spinning_pool*FAILED*thread spinning*"])
 
 
@@ -415,28 +480,34 @@ def test_more_workers_than_physical_cores_is_warned(suite):
     from pytest_inferperf.plugin import physical_cores
 
     workers = physical_cores() + 1
-    suite.makepyfile(test_a=f"""
+    suite.makepyfile(
+        test_a=f"""
         import pytest
         @pytest.mark.perf({FAST})
         def test_x(pmu_profile):
             pmu_profile(lambda: None)
-    """)
+    """
+    )
     result = run(suite, "--inferperf", "-n", str(workers))
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([
-        f"*{workers} xdist workers run perf tests on {workers - 1} physical cores*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            f"*{workers} xdist workers run perf tests on {workers - 1} physical cores*",
+        ]
+    )
 
 
 def test_failed_test_gets_flamegraphs_and_a_diff_against_the_baseline(suite):
-    suite.makepyfile(test_a="""
+    suite.makepyfile(
+        test_a="""
         import os, pytest
         from workloads import hashing
         LIMIT = float(os.environ.get("LIMIT", "1000"))
         @pytest.mark.perf(latency_p50_ms_max=LIMIT, warmup=1, repeat=3, tolerance=5.0)
         def test_hash(pmu_profile):
             pmu_profile(hashing)
-    """)
+    """
+    )
     run(suite, "--inferperf", "--update-baselines").assert_outcomes(passed=1)
     baseline = json.loads(next(Path(suite.path, "baselines").rglob("*.json")).read_text())
     assert baseline["stacks"]["view"] in ("native", "python")
@@ -449,8 +520,9 @@ def test_failed_test_gets_flamegraphs_and_a_diff_against_the_baseline(suite):
     finally:
         del os.environ["LIMIT"]
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*flamegraph *.svg: inferperf-report/flamegraphs/*.svg",
-                                 "*Flamegraphs:*"])
+    result.stdout.fnmatch_lines(
+        ["*flamegraph *.svg: inferperf-report/flamegraphs/*.svg", "*Flamegraphs:*"]
+    )
     svgs = sorted(Path(suite.path, "inferperf-report", "flamegraphs").glob("*.svg"))
     kinds = {p.name.split(".")[-2] for p in svgs}
     assert "diff" in kinds and ({"native", "python"} & kinds)
@@ -458,12 +530,14 @@ def test_failed_test_gets_flamegraphs_and_a_diff_against_the_baseline(suite):
 
 
 def test_flamegraphs_none_writes_nothing(suite):
-    suite.makepyfile(test_a=f"""
+    suite.makepyfile(
+        test_a=f"""
         import pytest
         @pytest.mark.perf(latency_p50_ms_max=0.000001, {FAST})
         def test_x(pmu_profile):
             pmu_profile(lambda: None)
-    """)
+    """
+    )
     result = run(suite, "--inferperf", "--inferperf-flamegraphs", "none")
     result.assert_outcomes(failed=1)
     assert not Path(suite.path, "inferperf-report").exists()
@@ -472,7 +546,8 @@ def test_flamegraphs_none_writes_nothing(suite):
 
 def test_without_perf_the_python_and_operator_views_still_come(suite, monkeypatch, tmp_path):
     suite.makepyfile(tiny_model=SPINNING_MODEL)
-    suite.makepyfile(test_a="""
+    suite.makepyfile(
+        test_a="""
         import numpy as np, pytest
         from tiny_model import build
         from pytest_inferperf.onnx import SessionSettings, make_session
@@ -482,17 +557,20 @@ def test_without_perf_the_python_and_operator_views_still_come(suite, monkeypatc
             build(tmp_path / "m.onnx")
             session = make_session(tmp_path / "m.onnx", SessionSettings())
             pmu_profile(session.run, None, {"x": np.ones((32, 128), np.float32)})
-    """)
+    """
+    )
     empty = tmp_path / "no-perf-here"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     result = run(suite, "--inferperf")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([  # the operator view, primary for ORT workloads, first
-        "*flamegraph operators.svg: inferperf-report/flamegraphs/*.operators.svg",
-        "*flamegraph python.svg: inferperf-report/flamegraphs/*.python.svg",
-        "*flamegraph native: not available: perf not installed*",
-    ])
+    result.stdout.fnmatch_lines(
+        [  # the operator view, primary for ORT workloads, first
+            "*flamegraph operators.svg: inferperf-report/flamegraphs/*.operators.svg",
+            "*flamegraph python.svg: inferperf-report/flamegraphs/*.python.svg",
+            "*flamegraph native: not available: perf not installed*",
+        ]
+    )
     operators = next(Path(suite.path, "inferperf-report").rglob("*.operators.svg")).read_text()
     assert "MatMul" in operators
 
@@ -501,7 +579,8 @@ def test_update_writes_only_tests_that_met_their_budgets_and_keeps_others(suite)
     keep = Path(suite.path, "baselines", "other-machine", "kept.json")
     keep.parent.mkdir(parents=True)
     keep.write_text("{}")
-    suite.makepyfile(test_a=f"""
+    suite.makepyfile(
+        test_a=f"""
         import pytest
         from workloads import hashing
         @pytest.mark.perf({FAST})
@@ -513,7 +592,8 @@ def test_update_writes_only_tests_that_met_their_budgets_and_keeps_others(suite)
         def test_functional_failure(pmu_profile):
             pmu_profile(hashing)
             assert False
-    """)
+    """
+    )
     result = run(suite, "--inferperf", "--update-baselines", "--inferperf-flamegraphs", "none")
     result.assert_outcomes(passed=1, failed=2)
     names = sorted(p.name for p in Path(suite.path, "baselines").rglob("*.json"))
@@ -527,7 +607,8 @@ def test_simulate_backend_catches_three_percent_more_work(suite):
 
     if simulate.available():
         pytest.skip(simulate.available())
-    suite.makepyfile(test_a="""
+    suite.makepyfile(
+        test_a="""
         import os, pytest
         def work():
             s = 0
@@ -537,16 +618,30 @@ def test_simulate_backend_catches_three_percent_more_work(suite):
         @pytest.mark.perf(warmup=1, repeat=3)
         def test_loop(pmu_profile):
             pmu_profile(work)
-    """)
-    run(suite, "--inferperf", "--inferperf-backend", "simulate", "--update-baselines",
-        "--inferperf-flamegraphs", "none").assert_outcomes(passed=1)
+    """
+    )
+    run(
+        suite,
+        "--inferperf",
+        "--inferperf-backend",
+        "simulate",
+        "--update-baselines",
+        "--inferperf-flamegraphs",
+        "none",
+    ).assert_outcomes(passed=1)
     assert next(Path(suite.path, "baselines").glob("*+simulate"))
     import os
 
     os.environ["ROUNDS"] = "20600"  # 3% more work
     try:
-        result = run(suite, "--inferperf", "--inferperf-backend", "simulate",
-                     "--inferperf-flamegraphs", "none")
+        result = run(
+            suite,
+            "--inferperf",
+            "--inferperf-backend",
+            "simulate",
+            "--inferperf-flamegraphs",
+            "none",
+        )
     finally:
         del os.environ["ROUNDS"]
     result.assert_outcomes(failed=1)

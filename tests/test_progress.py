@@ -22,11 +22,20 @@ class Clock:
         return self.now
 
 
-def _line(tty: bool, *, width: int = 80, column: int = 20, after: float = 2.0,
-          interval: float = 60.0):
+def _line(
+    tty: bool, *, width: int = 80, column: int = 20, after: float = 2.0, interval: float = 60.0
+):
     out, clock = io.StringIO(), Clock()
-    line = LiveLine("t.py::test_a", out, tty=tty, width=width, column=lambda: column,
-                    after=after, interval=interval, clock=clock)
+    line = LiveLine(
+        "t.py::test_a",
+        out,
+        tty=tty,
+        width=width,
+        column=lambda: column,
+        after=after,
+        interval=interval,
+        clock=clock,
+    )
     return line, out, clock
 
 
@@ -103,8 +112,10 @@ def test_in_a_log_a_whole_line_at_most_once_per_interval():
     line.phase("repeat 29/30")
     line.done()
     assert out.getvalue().splitlines() == [
-        "", "inferperf: t.py::test_a: 61 s, repeat 10/30",
-        "", "inferperf: t.py::test_a: 131 s, repeat 29/30",
+        "",
+        "inferperf: t.py::test_a: 61 s, repeat 10/30",
+        "",
+        "inferperf: t.py::test_a: 131 s, repeat 29/30",
     ]
 
 
@@ -149,8 +160,7 @@ SLOW_TEST = """
 def test_a_long_profile_writes_progress_lines_to_a_log(pytester):
     pytester.makeini("[pytest]\ninferperf_progress_interval = 0.3\n")
     pytester.makepyfile(test_a=SLOW_TEST)
-    result = pytester.runpytest("-p", "no:randomly", "--inferperf", "--inferperf-backend",
-                                "none")
+    result = pytester.runpytest("-p", "no:randomly", "--inferperf", "--inferperf-backend", "none")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["inferperf: test_a.py::test_slowish: * s, repeat */4"])
 
@@ -158,8 +168,9 @@ def test_a_long_profile_writes_progress_lines_to_a_log(pytester):
 def test_quiet_runs_show_no_progress(pytester):
     pytester.makeini("[pytest]\ninferperf_progress_interval = 0.3\n")
     pytester.makepyfile(test_a=SLOW_TEST)
-    result = pytester.runpytest("-q", "-p", "no:randomly", "--inferperf",
-                                "--inferperf-backend", "none")
+    result = pytester.runpytest(
+        "-q", "-p", "no:randomly", "--inferperf", "--inferperf-backend", "none"
+    )
     result.assert_outcomes(passed=1)
     assert "repeat 1/4" not in result.stdout.str()
 
@@ -167,6 +178,5 @@ def test_quiet_runs_show_no_progress(pytester):
 def test_a_bad_interval_is_a_usage_error_naming_the_setting(pytester):
     pytester.makeini("[pytest]\ninferperf_progress_interval = soon\n")
     pytester.makepyfile(test_a=SLOW_TEST)
-    result = pytester.runpytest("-p", "no:randomly", "--inferperf", "--inferperf-backend",
-                                "none")
+    result = pytester.runpytest("-p", "no:randomly", "--inferperf", "--inferperf-backend", "none")
     assert "inferperf_progress_interval = 'soon'" in result.stdout.str() + result.stderr.str()

@@ -34,8 +34,9 @@ def _load_or_error(path: Path) -> Profile | None:
         return None
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture],
-          deadline=None)
+@settings(
+    max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None
+)
 @given(cut=st.floats(0.0, 0.999))
 def test_truncated_baselines_are_clear_errors(tmp_path, valid_json, cut):
     path = tmp_path / "b.json"
@@ -44,16 +45,21 @@ def test_truncated_baselines_are_clear_errors(tmp_path, valid_json, cut):
 
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
     | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5),
-                                                                      children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3)
+    ),
     max_leaves=8,
 )
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture],
-          deadline=None)
+@settings(
+    max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None
+)
 @given(data=st.data())
 def test_mutated_fields_load_or_fail_clearly(tmp_path, valid_json, data):
     doc = json.loads(valid_json)
@@ -66,12 +72,16 @@ def test_mutated_fields_load_or_fail_clearly(tmp_path, valid_json, data):
         assert isinstance(loaded, Profile)
 
 
-@pytest.mark.parametrize("text", [
-    "NaN", '{"schema": "pytest-inferperf/profile", "schema_version": 99}',
-    '{"schema": "pytest-inferperf/profile", "schema_version": "1"}',
-    "[" * 100_000 + "]" * 100_000,
-    '{"__reduce__": "os.system", "schema": "x"}',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "NaN",
+        '{"schema": "pytest-inferperf/profile", "schema_version": 99}',
+        '{"schema": "pytest-inferperf/profile", "schema_version": "1"}',
+        "[" * 100_000 + "]" * 100_000,
+        '{"__reduce__": "os.system", "schema": "x"}',
+    ],
+)
 def test_hostile_documents_are_refused_without_executing(tmp_path, text):
     path = tmp_path / "b.json"
     path.write_text(text)
@@ -94,7 +104,8 @@ def test_nan_and_inf_in_counts_are_refused(tmp_path, valid_json):
     doc = json.loads(valid_json)
     name = next(iter(doc["repeats"][0]["sample"]["counts"]))
     text = json.dumps(doc).replace(
-        json.dumps(doc["repeats"][0]["sample"]["counts"][name]["value"]), "Infinity", 1)
+        json.dumps(doc["repeats"][0]["sample"]["counts"][name]["value"]), "Infinity", 1
+    )
     path = tmp_path / "b.json"
     path.write_text(text)
     with pytest.raises(BaselineError):
@@ -117,14 +128,17 @@ def test_keyboard_interrupt_in_the_measured_region_closes_everything():
 
 
 def test_unwritable_baselines_keep_the_old_ones_and_fail_the_run(pytester):
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         import pytest
         @pytest.mark.perf(warmup=1, repeat=3, tolerance=0.5)
         def test_x(pmu_profile):
             pmu_profile(lambda: sum(range(1000)))
-    """)
-    result = pytester.runpytest_subprocess("--inferperf", "--update-baselines",
-                                           "-p", "no:cacheprovider")
+    """
+    )
+    result = pytester.runpytest_subprocess(
+        "--inferperf", "--update-baselines", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=1)
     baseline = next(Path(pytester.path, "baselines").rglob("*.json"))
     before = baseline.read_bytes()
@@ -134,10 +148,15 @@ def test_unwritable_baselines_keep_the_old_ones_and_fail_the_run(pytester):
         child.unlink()
     folder.rmdir()
     folder.write_text("not a folder")
-    result = pytester.runpytest_subprocess("test_a.py", "--inferperf", "--update-baselines",
-                                           "-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["ERROR cannot create the folder *test_a.py for baseline "
-                                 "*test_x.json: File exists (EEXIST). No baseline was written*"])
+    result = pytester.runpytest_subprocess(
+        "test_a.py", "--inferperf", "--update-baselines", "-p", "no:cacheprovider"
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "ERROR cannot create the folder *test_a.py for baseline "
+            "*test_x.json: File exists (EEXIST). No baseline was written*"
+        ]
+    )
     assert result.ret == 1
     assert folder.read_text() == "not a folder"
     assert before  # the earlier baseline content was a real profile
@@ -161,20 +180,23 @@ def test_a_thousand_profiles_keep_descriptors_and_memory_flat():
 
 
 def _fifty_tests(pytester) -> None:
-    pytester.makepyfile(test_many="""
+    pytester.makepyfile(
+        test_many="""
         import pytest
         @pytest.mark.perf(warmup=0, repeat=2, min_time=0.0, tolerance=0.5)
         @pytest.mark.parametrize("i", range(50))
         def test_p(pmu_profile, i):
             pmu_profile(lambda: sum(range(100 + i)))
-    """)
+    """
+    )
 
 
 @pytest.mark.slow
 def test_xdist_update_writes_every_baseline_exactly_once(pytester):
     _fifty_tests(pytester)
-    result = pytester.runpytest_subprocess("--inferperf", "--update-baselines", "-n", "2",
-                                           "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "--inferperf", "--update-baselines", "-n", "2", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=50)
     out = result.stdout.str()
     files = sorted(Path(pytester.path, "baselines").rglob("*.json"))
@@ -188,9 +210,21 @@ def test_xdist_update_writes_every_baseline_exactly_once(pytester):
 def test_concurrent_updates_of_one_folder_leave_no_corrupt_file(pytester):
     _fifty_tests(pytester)
     procs = [
-        subprocess.Popen([sys.executable, "-m", "pytest", "--inferperf", "--update-baselines",
-                          "-q", "-p", "no:cacheprovider"], cwd=pytester.path,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "--inferperf",
+                "--update-baselines",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+            ],
+            cwd=pytester.path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         for _ in range(3)
     ]
     assert [p.wait(timeout=300) for p in procs] == [0, 0, 0]
@@ -217,10 +251,21 @@ def _outside_rootdir(pytester) -> list[str]:
     for folder, name in (("one", "test_one.py"), ("two", "test_two.py")):
         (pytester.path / folder).mkdir()
         (pytester.path / folder / name).write_text(
-            "def test_a(pmu_profile):\n    pmu_profile(lambda: sum(range(100)))\n")
-    return ["-p", "no:cacheprovider", "--inferperf", "--inferperf-flamegraphs", "none",
-            "--rootdir", str(root), "-c", str(root / "pytest.ini"),
-            str(pytester.path / "one" / "test_one.py"), str(pytester.path / "two" / "test_two.py")]
+            "def test_a(pmu_profile):\n    pmu_profile(lambda: sum(range(100)))\n"
+        )
+    return [
+        "-p",
+        "no:cacheprovider",
+        "--inferperf",
+        "--inferperf-flamegraphs",
+        "none",
+        "--rootdir",
+        str(root),
+        "-c",
+        str(root / "pytest.ini"),
+        str(pytester.path / "one" / "test_one.py"),
+        str(pytester.path / "two" / "test_two.py"),
+    ]
 
 
 def test_tests_outside_the_rootdir_get_their_own_baselines(pytester):
@@ -228,8 +273,12 @@ def test_tests_outside_the_rootdir_get_their_own_baselines(pytester):
     args = _outside_rootdir(pytester)
     result = pytester.runpytest_subprocess(*args, "--update-baselines")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["created baselines/*/%2E%2E*/one/test_one.py/test_a.json",
-                                 "created baselines/*/%2E%2E*/two/test_two.py/test_a.json"])
+    result.stdout.fnmatch_lines(
+        [
+            "created baselines/*/%2E%2E*/one/test_one.py/test_a.json",
+            "created baselines/*/%2E%2E*/two/test_two.py/test_a.json",
+        ]
+    )
     assert "updated" not in result.stdout.str()
     result.stdout.fnmatch_lines(["../one/test_one.py::test_a *", "../two/test_two.py::test_a *"])
     files = list((pytester.path / "root" / "baselines").rglob("*.json"))
@@ -245,16 +294,24 @@ def test_a_collision_is_refused_not_judged(pytester):
             return real(folder, machine_class, backend, "same.py::test")
         b.baseline_path = one_file
     """)
-    pytester.makepyfile(test_x="""
+    pytester.makepyfile(
+        test_x="""
         def test_a(pmu_profile):
             pmu_profile(lambda: sum(range(100)))
         def test_b(pmu_profile):
             pmu_profile(lambda: sum(range(100)))
-    """)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--inferperf",
-                                           "--inferperf-flamegraphs", "none",
-                                           "--update-baselines")
+    """
+    )
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--inferperf",
+        "--inferperf-flamegraphs",
+        "none",
+        "--update-baselines",
+    )
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*test_x.py::test_b and test_x.py::test_a map to the same "
-                                 "baseline file*"])
+    result.stdout.fnmatch_lines(
+        ["*test_x.py::test_b and test_x.py::test_a map to the same baseline file*"]
+    )
     assert len(list(Path(pytester.path, "baselines").rglob("*.json"))) == 1  # the first only

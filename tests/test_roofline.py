@@ -40,8 +40,6 @@ CEILINGS = Ceilings(peak_gflops=100.0, bandwidth_gbs=10.0, threads=1, method="fi
 # --------------------------------------------------------------------------- helpers
 
 
-
-
 def _f32(name: str, shape: list) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
 
@@ -134,8 +132,11 @@ def test_conv_3x3_with_bias() -> None:
     # 2 * Cout*Hout*Wout * (Cin/group)*kH*kW = 2 * 16*8*8 * 3*3*3 = 2 * 1024 * 27 = 55296,
     # plus the bias: Cout*Hout*Wout = 1024 -> 56320.
     model = _model(
-        [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv", kernel_shape=[3, 3],
-                          pads=[1, 1, 1, 1])],
+        [
+            helper.make_node(
+                "Conv", ["x", "w", "b"], ["y"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]
+            )
+        ],
         [_f32("x", [1, 3, 8, 8])],
         [_f32("y", [1, 16, 8, 8])],
         [_weight("w", (16, 3, 3, 3)), _weight("b", (16,))],
@@ -149,8 +150,18 @@ def test_depthwise_conv_strided() -> None:
     # Depthwise: group == Cin == 8, W [8,1,3,3]; stride 2 on 8x8 with pads 1 -> 4x4.
     # 2 * Cout*Hout*Wout * (Cin/group)*kH*kW = 2 * 8*4*4 * 1*3*3 = 2304 (no bias).
     model = _model(
-        [helper.make_node("Conv", ["x", "w"], ["y"], name="dw", kernel_shape=[3, 3],
-                          pads=[1, 1, 1, 1], strides=[2, 2], group=8)],
+        [
+            helper.make_node(
+                "Conv",
+                ["x", "w"],
+                ["y"],
+                name="dw",
+                kernel_shape=[3, 3],
+                pads=[1, 1, 1, 1],
+                strides=[2, 2],
+                group=8,
+            )
+        ],
         [_f32("x", [2, 8, 8, 8])],
         [_f32("y", [2, 8, 4, 4])],
         [_weight("w", (8, 1, 3, 3))],
@@ -176,7 +187,10 @@ def test_tiny_attention_block() -> None:
     )
     costs = op_costs(model, {})
     assert {name: c.flops for name, c in costs.items()} == {
-        "k_t": 0, "qk": 512, "softmax": 160, "pv": 512,
+        "k_t": 0,
+        "qk": 512,
+        "softmax": 160,
+        "pv": 512,
     }
     assert costs["k_t"].bytes == 2 * 64 * 4  # data movement: bytes only
     assert costs["softmax"].bytes == 2 * 32 * 4
@@ -234,7 +248,8 @@ def test_unnamed_nodes_get_onnx_runtime_names(tmp_path: Path) -> None:
     operators = profile_operators(path, {"x": np.ones((64, 64), np.float32)}, runs=2, warmup=0)
     points = roofline_points(costs, operators, CEILINGS)
     assert sorted((p.node, p.matched_by) for p in points) == [
-        ("Relu_0", "name"), ("Sigmoid_1", "name"),
+        ("Relu_0", "name"),
+        ("Sigmoid_1", "name"),
     ]
     with pytest.raises(ModelError, match="does not exist"):
         op_costs(tmp_path / "nope.onnx", {})
@@ -271,8 +286,7 @@ def test_mobilenet_costs(build_models: ModuleType) -> None:
     # the classifier: Gemm 1280 -> 1000 with bias: 2*1000*1280 + 1000
     assert by_op["Gemm"] == 2_561_000
     depthwise = [
-        c for c in costs.values()
-        if c.op_type == "Conv" and c.flops and c.flops / c.bytes < 1.5
+        c for c in costs.values() if c.op_type == "Conv" and c.flops and c.flops / c.bytes < 1.5
     ]
     assert depthwise, "depthwise convs have low arithmetic intensity"
 
@@ -303,9 +317,7 @@ def test_measured_ceilings_are_plausible() -> None:
     assert 0.5 < ceilings.bandwidth_gbs < 1000
     assert ceilings.threads == 1
     assert "matmul" in ceilings.method and "copy" in ceilings.method
-    assert ceilings.ridge_intensity == pytest.approx(
-        ceilings.peak_gflops / ceilings.bandwidth_gbs
-    )
+    assert ceilings.ridge_intensity == pytest.approx(ceilings.peak_gflops / ceilings.bandwidth_gbs)
     assert Ceilings.from_dict(ceilings.to_dict()) == ceilings
 
 
@@ -324,8 +336,9 @@ def test_ceilings_validate() -> None:
 
 
 def _op(node: str, op_type: str, mean_us: float = 10.0, **extra: object) -> OperatorStat:
-    return OperatorStat(node=node, op_type=op_type, calls=1, total_us=mean_us, mean_us=mean_us,
-                        share=0.0, **extra)
+    return OperatorStat(
+        node=node, op_type=op_type, calls=1, total_us=mean_us, mean_us=mean_us, share=0.0, **extra
+    )
 
 
 def test_points_from_a_real_profile(tmp_path: Path) -> None:
@@ -377,8 +390,9 @@ def test_points_on_mobilenet_with_fused_and_renamed_nodes(mobilenet_path: Path) 
     from pytest_inferperf.onnx import make_inputs
 
     costs = op_costs(mobilenet_path, {"batch": 1})
-    operators = profile_operators(mobilenet_path, make_inputs(mobilenet_path, {"batch": 1}),
-                                  runs=2, warmup=1)
+    operators = profile_operators(
+        mobilenet_path, make_inputs(mobilenet_path, {"batch": 1}), runs=2, warmup=1
+    )
     points = roofline_points(costs, operators, CEILINGS)
     assert unmatched_operators(costs, operators) == []
     assert len(points) == len(operators)
@@ -413,11 +427,18 @@ def test_join_by_derived_names_and_trace_shapes() -> None:
         _op("mm_quant", "DynamicQuantizeMatMul"),
         # fused Conv + Clip named after the Clip: the op types disagree, so the trace's
         # shapes are used: 2 * (16*4*4 outputs) * (3*3*3) + bias 256 = 14080
-        _op("relu6_7_nchwc", "Conv",
+        _op(
+            "relu6_7_nchwc",
+            "Conv",
             input_shapes=("float[1,3,8,8]", "float[16,3,3,3]", "float[16]"),
-            output_shapes=("float[1,16,4,4]",)),
-        _op("Gelu_token_0", "Gelu", input_shapes=("float[1,8,16]",),
-            output_shapes=("float[1,8,16]",)),
+            output_shapes=("float[1,16,4,4]",),
+        ),
+        _op(
+            "Gelu_token_0",
+            "Gelu",
+            input_shapes=("float[1,8,16]",),
+            output_shapes=("float[1,8,16]",),
+        ),
         _op("Mystery", "SomeCustomOp", input_shapes=("float[4]",), output_shapes=("float[4]",)),
         _op("NoShapes", "Conv"),
     ]
@@ -430,12 +451,16 @@ def test_join_by_derived_names_and_trace_shapes() -> None:
     assert fused.bytes == (192 + 432 + 16 + 256) * 4
     assert points["Gelu_token_0"].flops == 5 * 128
     assert set(points) == {
-        "conv_6_quant_token_1", "attn_qk_74/MatMulScaleFusion/", "mm_quant",
-        "relu6_7_nchwc", "Gelu_token_0",
+        "conv_6_quant_token_1",
+        "attn_qk_74/MatMulScaleFusion/",
+        "mm_quant",
+        "relu6_7_nchwc",
+        "Gelu_token_0",
     }
     assert unmatched_operators(costs, operators) == ["Mystery", "NoShapes"]
-    summary = roofline_to_dict(CEILINGS, list(points.values()),
-                               unmatched=unmatched_operators(costs, operators))["summary"]
+    summary = roofline_to_dict(
+        CEILINGS, list(points.values()), unmatched=unmatched_operators(costs, operators)
+    )["summary"]
     assert summary["unmatched"] == 2
     assert summary["matched_by_shapes"] == 2
 
@@ -445,8 +470,13 @@ def test_join_accepts_dicts_and_never_crashes() -> None:
     operators = [
         {"node": "mm", "op_type": "MatMul", "total_us": 20.0, "calls": 2},  # no mean_us
         {"node": "mm", "op_type": "MatMul", "mean_us": 0.0},  # timed at 0 µs
-        {"node": "x", "op_type": "Conv", "mean_us": 5.0, "input_shapes": ["garbage"],
-         "output_shapes": ["float[a,b]"]},
+        {
+            "node": "x",
+            "op_type": "Conv",
+            "mean_us": 5.0,
+            "input_shapes": ["garbage"],
+            "output_shapes": ["float[a,b]"],
+        },
         {"op_type": "MatMul"},
         {},
         {"node": "mm", "op_type": "MatMul", "mean_us": "fast"},
@@ -460,13 +490,18 @@ def test_join_accepts_dicts_and_never_crashes() -> None:
 # --------------------------------------------------------------------------- SVG
 
 
-def _point(node: str, op_type: str, intensity: float, achieved: float, time_us: float
-           ) -> RooflinePoint:
+def _point(
+    node: str, op_type: str, intensity: float, achieved: float, time_us: float
+) -> RooflinePoint:
     flops = int(achieved * time_us * 1e3)
     return RooflinePoint(
-        node=node, op_type=op_type, flops=flops,
+        node=node,
+        op_type=op_type,
+        flops=flops,
         bytes=int(flops / intensity) if intensity else 4096,
-        intensity=intensity, time_us=time_us, achieved_gflops=achieved,
+        intensity=intensity,
+        time_us=time_us,
+        achieved_gflops=achieved,
         attainable_gflops=CEILINGS.attainable_gflops(intensity),
         bound="memory" if intensity < CEILINGS.ridge_intensity else "compute",
     )
@@ -492,8 +527,10 @@ def test_svg_is_self_contained_and_escapes_names() -> None:
     circles = list(root.iter(f"{SVG_NS}circle"))
     assert len(circles) == 2
     hovers = [c.find(f"{SVG_NS}title").text for c in circles]
-    assert any(h.startswith(evil + " (MatMul)") and "60 GFLOP/s" in h and "40 FLOP/byte" in h
-               for h in hovers)
+    assert any(
+        h.startswith(evil + " (MatMul)") and "60 GFLOP/s" in h and "40 FLOP/byte" in h
+        for h in hovers
+    )
     texts = " ".join(t.text or "" for t in root.iter(f"{SVG_NS}text"))
     assert "peak 100 GFLOP/s" in texts and "10 GB/s" in texts
     assert "1 operator(s) not drawn" in texts
@@ -531,8 +568,9 @@ EXPORTS = REPO / "tests" / "fixtures" / "exports"  # made by export_models.py th
 HF_BERT = REPO / "tests" / "fixtures" / "hf" / "tiny_bert_hf.onnx"
 
 
-def _roofline_of(path: Path, dims: dict[str, int] | None = None,
-                 cost_dims: dict[str, int] | None = None) -> dict:
+def _roofline_of(
+    path: Path, dims: dict[str, int] | None = None, cost_dims: dict[str, int] | None = None
+) -> dict:
     from pytest_inferperf.onnx import default_dims, make_inputs
     from pytest_inferperf.roofline import roofline_summary
 
@@ -556,9 +594,15 @@ def _encoder_hand_count(layers: int, hidden: int, ffn: int, seq: int) -> int:
     return layers * per_layer
 
 
-@pytest.mark.parametrize("variant", [
-    "minilm_l3_st", "minilm_l3_st_int8", "minilm_l3_st_nbits", "minilm_l3_st_dequant",
-])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "minilm_l3_st",
+        "minilm_l3_st_int8",
+        "minilm_l3_st_nbits",
+        "minilm_l3_st_dequant",
+    ],
+)
 def test_minilm_export_matmuls_match_the_hand_count(variant: str) -> None:
     """A torch.onnx export with symbolic batch_size/sequence_length (and the same model
     after ORT's dynamic int8 and 4-bit quantisers): every MatMul - MatMul, FusedMatMul,
@@ -586,15 +630,15 @@ def test_minilm_after_the_transformer_optimizer_counts_attention_and_its_matmuls
     assert by_type["SkipLayerNormalization"] == 6 and by_type["BiasGelu"] == 3
     matmuls = _matmul_points(roof)
     assert len(matmuls) == 3 * 3 and all(p["flops"] > 0 for p in matmuls)  # out, 2 ffn
-    assert sum(p["flops"] for p in matmuls) == 3 * (2 * seq * hidden * hidden
-                                                     + 2 * 2 * seq * hidden * ffn)
+    assert sum(p["flops"] for p in matmuls) == 3 * (
+        2 * seq * hidden * hidden + 2 * 2 * seq * hidden * ffn
+    )
     attention = 2 * seq * hidden * 3 * hidden + 3 * hidden * seq  # QKV projection + bias
     attention += 2 * 2 * seq * seq * hidden + 5 * heads * seq * seq  # QK^T, AV, softmax
     assert [p["flops"] for p in roof["points"] if p["op_type"] == "Attention"] == [attention] * 3
     summary = roof["summary"]
     assert summary["uncosted"] == [] and summary["cross_check"]["disagreed"] == []
-    model = op_costs(EXPORTS / "minilm_l3_st_fused.onnx", {"batch_size": 1,
-                                                           "sequence_length": seq})
+    model = op_costs(EXPORTS / "minilm_l3_st_fused.onnx", {"batch_size": 1, "sequence_length": seq})
     assert sum(p["flops"] for p in roof["points"]) == sum(c.flops for c in model.values())
 
 
@@ -632,8 +676,13 @@ def test_resnet_export_conv_flops_match_the_hand_count() -> None:
     def conv(cin: int, cout: int, out_hw: int, groups: int = 1) -> int:
         return 2 * cout * out_hw * out_hw * (cin // groups) * 9 + cout * out_hw * out_hw
 
-    per_image = (conv(3, 24, 16) + 2 * conv(24, 24, 16) + conv(24, 40, 8)
-                 + 2 * conv(40, 40, 8) + conv(40, 40, 8, groups=40))
+    per_image = (
+        conv(3, 24, 16)
+        + 2 * conv(24, 24, 16)
+        + conv(24, 40, 8)
+        + 2 * conv(40, 40, 8)
+        + conv(40, 40, 8, groups=40)
+    )
     path = EXPORTS / "small_resnet.onnx"
     for batch in (1, 2):
         roof = _roofline_of(path, {"batch_size": batch})
@@ -641,8 +690,9 @@ def test_resnet_export_conv_flops_match_the_hand_count() -> None:
         assert len(convs) == 7 and all(p["flops"] > 0 for p in convs)
         # each conv carries its epilogue (bias is counted; fused ReLU/Add/Clip too)
         epilogues = batch * (6 * 24 * 256 + 2 * 24 * 256 + 7 * 40 * 64 + 40 * 64)
-        assert sum(p["flops"] for p in convs) == pytest.approx(batch * per_image + epilogues,
-                                                                rel=0.01)
+        assert sum(p["flops"] for p in convs) == pytest.approx(
+            batch * per_image + epilogues, rel=0.01
+        )
         model = op_costs(path, {"batch_size": batch})
         assert sum(p["flops"] for p in roof["points"]) == sum(c.flops for c in model.values())
 
@@ -651,20 +701,38 @@ def test_contrib_attention_ops_get_their_work(tmp_path: Path) -> None:
     """com.microsoft Attention and MultiHeadAttention, run by ONNX Runtime."""
     seq, hidden, heads = 32, 64, 4
     rng = np.random.default_rng(0)
-    w = numpy_helper.from_array(rng.standard_normal((hidden, 3 * hidden)).astype(np.float32),
-                                "w")
+    w = numpy_helper.from_array(rng.standard_normal((hidden, 3 * hidden)).astype(np.float32), "w")
     b = numpy_helper.from_array(np.zeros(3 * hidden, np.float32), "b")
     nodes = [
-        helper.make_node("Attention", ["x", "w", "b"], ["a"], name="attention",
-                         domain="com.microsoft", num_heads=heads),
-        helper.make_node("MultiHeadAttention", ["a", "a", "a"], ["y"], name="mha",
-                         domain="com.microsoft", num_heads=heads),
+        helper.make_node(
+            "Attention",
+            ["x", "w", "b"],
+            ["a"],
+            name="attention",
+            domain="com.microsoft",
+            num_heads=heads,
+        ),
+        helper.make_node(
+            "MultiHeadAttention",
+            ["a", "a", "a"],
+            ["y"],
+            name="mha",
+            domain="com.microsoft",
+            num_heads=heads,
+        ),
     ]
-    graph = helper.make_graph(nodes, "attn", [_f32("x", ["batch", seq, hidden])],
-                              [_f32("y", ["batch", seq, hidden])], [w, b])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                    helper.make_opsetid("com.microsoft", 1)],
-                              ir_version=8)
+    graph = helper.make_graph(
+        nodes,
+        "attn",
+        [_f32("x", ["batch", seq, hidden])],
+        [_f32("y", ["batch", seq, hidden])],
+        [w, b],
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
+        ir_version=8,
+    )
     path = tmp_path / "attn.onnx"
     onnx.save(model, str(path))
     costs = op_costs(path, {"batch": 1})
@@ -678,12 +746,15 @@ def test_contrib_attention_ops_get_their_work(tmp_path: Path) -> None:
     assert by_node["mha"]["flops"] == core
 
 
-def test_an_op_with_no_flop_formula_is_listed_never_called_data_movement(
-        tmp_path: Path) -> None:
+def test_an_op_with_no_flop_formula_is_listed_never_called_data_movement(tmp_path: Path) -> None:
     model = _model(
-        [helper.make_node("Einsum", ["x", "w"], ["h"], name="einsum", equation="ij,jk->ik"),
-         helper.make_node("Relu", ["h"], ["y"], name="relu")],
-        [_f32("x", [64, 256])], [_f32("y", [64, 256])], [_weight("w", (256, 256))],
+        [
+            helper.make_node("Einsum", ["x", "w"], ["h"], name="einsum", equation="ij,jk->ik"),
+            helper.make_node("Relu", ["h"], ["y"], name="relu"),
+        ],
+        [_f32("x", [64, 256])],
+        [_f32("y", [64, 256])],
+        [_weight("w", (256, 256))],
     )
     path = tmp_path / "einsum.onnx"
     onnx.save(model, str(path))
@@ -691,7 +762,10 @@ def test_an_op_with_no_flop_formula_is_listed_never_called_data_movement(
     assert [p["node"] for p in roof["points"]] == ["relu"]
     (row,) = roof["summary"]["uncosted"]
     assert (row["op_type"], row["nodes"], row["reason"]) == (
-        "Einsum", ["einsum"], "no FLOP formula for this op type")
+        "Einsum",
+        ["einsum"],
+        "no FLOP formula for this op type",
+    )
     assert 0.0 < row["share"] <= 1.0
     assert roof["summary"]["uncosted_time_share"] == pytest.approx(row["share"])
     ceilings, points = roofline_from_dict(roof)
@@ -707,5 +781,6 @@ def test_a_matmul_whose_shapes_stay_unknown_is_uncosted_never_zero_flops() -> No
     assert roofline_points(costs, operators, CEILINGS) == []
     from pytest_inferperf.roofline import uncosted_operators
 
-    assert [(r["op_type"], r["nodes"], r["reason"]) for r in
-            uncosted_operators(costs, operators)] == [("MatMul", ["mm"], "shapes unknown")]
+    assert [
+        (r["op_type"], r["nodes"], r["reason"]) for r in uncosted_operators(costs, operators)
+    ] == [("MatMul", ["mm"], "shapes unknown")]

@@ -231,7 +231,8 @@ def test_onnx_session_settings_are_recorded(tmp_path):
     from onnx import TensorProto, helper
 
     graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])],
     )

@@ -33,19 +33,33 @@ from pytest_inferperf.runner import RunSettings
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "callgrind"
 REGION_DUMP = FIXTURES / "callgrind.out.21078.1"
 EXIT_DUMP = FIXTURES / "callgrind.out.21078"
-NO_CYCLES = ("not available: the simulate backend counts instructions, cache and branch "
-             "events, not cycles (no IPC)")
+NO_CYCLES = (
+    "not available: the simulate backend counts instructions, cache and branch "
+    "events, not cycles (no IPC)"
+)
 
-needs_valgrind = pytest.mark.skipif(simulate.available() is not None,
-                                    reason=str(simulate.available()))
+needs_valgrind = pytest.mark.skipif(
+    simulate.available() is not None, reason=str(simulate.available())
+)
 
 
 # -- the callgrind parser, on a real recording ------------------------------------
 def test_parser_reads_the_recorded_dump_exactly():
     assert simulate.parse_callgrind is callgrind.parse_callgrind
     assert callgrind.parse_callgrind(REGION_DUMP.read_text()) == {
-        "Ir": 101160, "Dr": 28813, "Dw": 16504, "I1mr": 271, "D1mr": 179, "D1mw": 38,
-        "ILmr": 22, "DLmr": 0, "DLmw": 2, "Bc": 12019, "Bcm": 232, "Bi": 4018, "Bim": 130,
+        "Ir": 101160,
+        "Dr": 28813,
+        "Dw": 16504,
+        "I1mr": 271,
+        "D1mr": 179,
+        "D1mw": 38,
+        "ILmr": 22,
+        "DLmr": 0,
+        "DLmw": 2,
+        "Bc": 12019,
+        "Bcm": 232,
+        "Bi": 4018,
+        "Bim": 130,
     }
 
 
@@ -66,8 +80,7 @@ def test_parser_reads_the_header_facts():
 def test_read_dumps_keeps_the_region_dumps_in_order(tmp_path):
     text = REGION_DUMP.read_text()
     for part, ir in ((2, 5), (1, 7), (10, 9)):
-        body = text.replace("part: 1", f"part: {part}").replace("totals: 101160",
-                                                                f"totals: {ir}")
+        body = text.replace("part: 1", f"part: {part}").replace("totals: 101160", f"totals: {ir}")
         (tmp_path / f"callgrind.out.21078.{part}").write_text(body)
     shutil.copy(EXIT_DUMP, tmp_path / "callgrind.out.21078")
     shutil.copy(REGION_DUMP, tmp_path / "callgrind.out.99.1")  # another process
@@ -80,12 +93,15 @@ def test_summary_is_the_fallback_and_short_lines_pad_with_zeros():
     assert callgrind.parse_callgrind(text) == {"Ir": 10, "Dr": 4, "Dw": 0}
 
 
-@pytest.mark.parametrize("text, message", [
-    ("summary: 1 2\n", "no 'events:' line"),
-    ("events: Ir\nfn=(1) main\n", "no 'totals:' or 'summary:'"),
-    ("events: Ir\ntotals: 1 2\n", "has 2 costs"),
-    ("events: Ir\ntotals: x\n", "not a list of integers"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("summary: 1 2\n", "no 'events:' line"),
+        ("events: Ir\nfn=(1) main\n", "no 'totals:' or 'summary:'"),
+        ("events: Ir\ntotals: 1 2\n", "has 2 costs"),
+        ("events: Ir\ntotals: x\n", "not a list of integers"),
+    ],
+)
 def test_parser_refuses_what_it_cannot_read(text, message):
     with pytest.raises(CallgrindFormatError, match=message):
         callgrind.parse_callgrind(text)
@@ -95,9 +111,15 @@ def test_parser_refuses_what_it_cannot_read(text, message):
 def test_logical_events_from_the_recorded_dump():
     raw = callgrind.parse_callgrind(REGION_DUMP.read_text())
     assert simulate.logical_counts(raw) == {
-        "instructions": 101160, "l1d_access": 28813 + 16504, "l1d_refill": 179 + 38,
-        "l1i_access": 101160, "l1i_refill": 271, "llc_read": 271 + 179, "llc_miss": 22 + 0,
-        "branches": 12019 + 4018, "branch_misses": 232 + 130,
+        "instructions": 101160,
+        "l1d_access": 28813 + 16504,
+        "l1d_refill": 179 + 38,
+        "l1i_access": 101160,
+        "l1i_refill": 271,
+        "llc_read": 271 + 179,
+        "llc_miss": 22 + 0,
+        "branches": 12019 + 4018,
+        "branch_misses": 232 + 130,
     }
 
 
@@ -123,20 +145,34 @@ def _sysfs(root: Path, caches: list[tuple[str, int, str, str | None, str | None]
     for index, (kind, level, size, ways, line) in enumerate(caches):
         leaf = root / f"sys/devices/system/cpu/cpu0/cache/index{index}"
         leaf.mkdir(parents=True)
-        for name, value in (("type", kind), ("level", str(level)), ("size", size),
-                            ("ways_of_associativity", ways), ("coherency_line_size", line)):
+        for name, value in (
+            ("type", kind),
+            ("level", str(level)),
+            ("size", size),
+            ("ways_of_associativity", ways),
+            ("coherency_line_size", line),
+        ):
             if value is not None:
                 (leaf / name).write_text(value + "\n")
     return SystemPaths(root)
 
 
 def test_cache_config_from_sysfs(tmp_path):
-    paths = _sysfs(tmp_path, [("Data", 1, "48K", "12", "64"), ("Instruction", 1, "32K", "8", "64"),
-                              ("Unified", 2, "2048K", "16", "64"),
-                              ("Unified", 3, "30720K", "20", "64")])
+    paths = _sysfs(
+        tmp_path,
+        [
+            ("Data", 1, "48K", "12", "64"),
+            ("Instruction", 1, "32K", "8", "64"),
+            ("Unified", 2, "2048K", "16", "64"),
+            ("Unified", 3, "30720K", "20", "64"),
+        ],
+    )
     config, notes = simulate.cache_config(paths)
     assert simulate.cache_options(config) == [
-        "--I1=32768,8,64", "--D1=49152,12,64", "--LL=31457280,30,64"]
+        "--I1=32768,8,64",
+        "--D1=49152,12,64",
+        "--LL=31457280,30,64",
+    ]
     assert notes["LL"].startswith("sysfs cpu0 index3 (L3 Unified); 24576 sets")
 
 
@@ -148,14 +184,17 @@ def test_cache_config_leaves_what_sysfs_does_not_say_to_callgrind(tmp_path):
     assert notes["LL"].startswith("callgrind's default: sysfs lists no LL cache")
 
 
-@pytest.mark.parametrize("size, assoc, line, expected", [
-    (32768, 8, 64, "32768,8,64"),
-    (33554432, 16, 64, "33554432,16,64"),
-    (31457280, 20, 64, "31457280,30,64"),  # 24576 sets -> 16384 sets, 30-way
-    (32768, 8, 48, None),  # line not a power of two
-    (32768, 8, 8, None),  # line below 16 bytes
-    (1000, 8, 64, None),  # not whole sets
-])
+@pytest.mark.parametrize(
+    "size, assoc, line, expected",
+    [
+        (32768, 8, 64, "32768,8,64"),
+        (33554432, 16, 64, "33554432,16,64"),
+        (31457280, 20, 64, "31457280,30,64"),  # 24576 sets -> 16384 sets, 30-way
+        (32768, 8, 48, None),  # line not a power of two
+        (32768, 8, 8, None),  # line below 16 bytes
+        (1000, 8, 64, None),  # not whole sets
+    ],
+)
 def test_fit_geometry(size, assoc, line, expected):
     geometry, _note = simulate.fit_geometry(size, assoc, line)
     assert (geometry.value if geometry else None) == expected
@@ -203,11 +242,13 @@ def test_child_measures_the_requested_variant(monkeypatch, tmp_path):
     result = _as_child(monkeypatch, tmp_path, "fast", repeats=2, calls=3)
     assert simulate.in_child()
     calls = []
-    other = simulate.child_measure(lambda: calls.append("other"), name="slow",
-                                   settings=RunSettings(warmup=1))
+    other = simulate.child_measure(
+        lambda: calls.append("other"), name="slow", settings=RunSettings(warmup=1)
+    )
     assert calls == ["other"] and not other.settings["measured"] and not result.exists()
-    profile = simulate.child_measure(lambda: calls.append("fast") or 1.0, name="fast",
-                                     settings=RunSettings(warmup=2))
+    profile = simulate.child_measure(
+        lambda: calls.append("fast") or 1.0, name="fast", settings=RunSettings(warmup=2)
+    )
     assert profile.backend == "simulate-child" and profile.settings["measured"]
     record = json.loads(result.read_text())
     kinds = [step["kind"] for step in record["plan"]]
@@ -231,20 +272,39 @@ def _run(irs: list[int], *, plan_kinds=None, record=None) -> simulate.ChildRun:
     raw = callgrind.parse_callgrind(REGION_DUMP.read_text())
     kinds = plan_kinds or ["warmup"] + ["repeat"] * (len(irs) - 2) + ["overhead"]
     dumps = [CallgrindDump(events={**raw, "Ir": ir}, part=i + 1) for i, ir in enumerate(irs)]
-    plan = [{"kind": k, "calls": 0 if k == "overhead" else 2, "wall_ns": 1_000_000}
-            for k in kinds]
-    base = {"calls": 2, "repeats": len(irs) - 2, "plan": plan,
-            "warmup": {"calls": 3, "durations_ns": [900_000, 800_000, 700_000]},
-            "instrumentation": {"mode": "vgdb", "ok": True}, "outputs_ok": True,
-            "other_threads_cpu_ns": {}, "region_wall_ns": 5_000_000}
-    return simulate.ChildRun(record={**base, **(record or {})}, dumps=dumps, returncode=0,
-                             output="", wall_s=12.0, valgrind_options=["--tool=callgrind"])
+    plan = [{"kind": k, "calls": 0 if k == "overhead" else 2, "wall_ns": 1_000_000} for k in kinds]
+    base = {
+        "calls": 2,
+        "repeats": len(irs) - 2,
+        "plan": plan,
+        "warmup": {"calls": 3, "durations_ns": [900_000, 800_000, 700_000]},
+        "instrumentation": {"mode": "vgdb", "ok": True},
+        "outputs_ok": True,
+        "other_threads_cpu_ns": {},
+        "region_wall_ns": 5_000_000,
+    }
+    return simulate.ChildRun(
+        record={**base, **(record or {})},
+        dumps=dumps,
+        returncode=0,
+        output="",
+        wall_s=12.0,
+        valgrind_options=["--tool=callgrind"],
+    )
 
 
 def test_profile_from_child_dumps():
     events = ["cycles", "instructions", "llc_miss", "task_clock"]
-    profile = simulate._build_profile("mlp", "t.py::t", events, RunSettings(repeat=30),
-                                      _run([900, 1000, 1002, 40]), None, None, None)
+    profile = simulate._build_profile(
+        "mlp",
+        "t.py::t",
+        events,
+        RunSettings(repeat=30),
+        _run([900, 1000, 1002, 40]),
+        None,
+        None,
+        None,
+    )
     assert profile.backend == "simulate" and len(profile.repeats) == 2
     assert [r.sample.counts["instructions"].raw for r in profile.repeats] == [1000, 1002]
     assert profile.per_repeat("instructions") == [500.0, 501.0]
@@ -259,16 +319,16 @@ def test_profile_from_child_dumps():
     assert "NOT native" in profile.settings["latency_source"]
     assert profile.settings["simulation"]["discarded_callbacks"] == 1
     again = Profile.from_dict(json.loads(profile.to_json()))  # a valid, loadable Profile
-    assert again.repeats[1].sample == CounterSample.from_dict(
-        profile.repeats[1].sample.to_dict())
+    assert again.repeats[1].sample == CounterSample.from_dict(profile.repeats[1].sample.to_dict())
 
 
 def test_a_split_region_is_an_error_not_a_count():
     run = _run([900, 1000, 1002, 40])
     run.dumps.append(run.dumps[-1])
     with pytest.raises(simulate.SimulateError, match="5 dumps for 4 callback regions"):
-        simulate._build_profile("x", "t.py::t", ["instructions"], RunSettings(), run, None,
-                                None, None)
+        simulate._build_profile(
+            "x", "t.py::t", ["instructions"], RunSettings(), run, None, None, None
+        )
 
 
 def test_warnings_for_threads_spinning_and_spread():
@@ -276,8 +336,16 @@ def test_warnings_for_threads_spinning_and_spread():
     assert len(warnings) == 2
     assert "intra_op_threads=4" in warnings[0] and "spinning" in warnings[1]
     assert simulate._warnings({}, {"intra_op_threads": 1, "allow_spinning": False}) == []
-    profile = simulate._build_profile("x", "t.py::t", ["instructions"], RunSettings(),
-                                      _run([900, 1000, 1090, 1001, 40]), None, None, None)
+    profile = simulate._build_profile(
+        "x",
+        "t.py::t",
+        ["instructions"],
+        RunSettings(),
+        _run([900, 1000, 1090, 1001, 40]),
+        None,
+        None,
+        None,
+    )
     assert profile.settings["simulation"]["instructions_spread"] == pytest.approx(0.09)
     assert "differ by 9.0%" in profile.settings["simulation"]["warnings"][0]
 
@@ -326,7 +394,7 @@ def work(iters):
     return acc
 '''
 
-TEST_PY = '''
+TEST_PY = """
 import pytest
 
 from workload import work
@@ -335,11 +403,11 @@ from workload import work
 @pytest.mark.parametrize("iters", [100, 103, 200, 201])
 def test_loop(sim_profile, iters):
     sim_profile(work, iters)
-'''
+"""
 
 # The same workload after more start-up work: extra imports and an allocation at module
 # level, and more allocation right before the measured call.
-TEST_PY_STARTUP = '''
+TEST_PY_STARTUP = """
 import decimal
 import email.parser
 import xml.dom.minidom
@@ -355,7 +423,7 @@ def test_loop_after_startup(sim_profile):
     extra = [list(range(100)) for _ in range(100)]
     sim_profile(work, 100)
     assert extra and BALLAST and PARSERS
-'''
+"""
 
 MODELS = '''
 import numpy as np
@@ -391,7 +459,7 @@ def session_and_feeds():
     return session, feeds
 '''
 
-TEST_ORT = '''
+TEST_ORT = """
 from models import session_and_feeds
 
 
@@ -399,9 +467,9 @@ def test_mlp(sim_profile):
     session, feeds = session_and_feeds()
     profile = sim_profile(session.run, None, feeds)
     assert profile.outputs_ok
-'''
+"""
 
-TEST_ORT_STARTUP = '''
+TEST_ORT_STARTUP = """
 import decimal
 import email.parser
 import xml.dom.minidom
@@ -418,33 +486,49 @@ def test_mlp_after_startup(sim_profile):
     session, feeds = session_and_feeds()
     sim_profile(session.run, None, feeds)
     assert extra and BALLAST and TABLE and PARSERS
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("simproject")
-    for name, text in (("conftest.py", CONFTEST), ("workload.py", WORKLOAD),
-                       ("test_py.py", TEST_PY), ("test_py_startup.py", TEST_PY_STARTUP),
-                       ("models.py", MODELS), ("test_ort.py", TEST_ORT),
-                       ("test_ort_startup.py", TEST_ORT_STARTUP)):
+    for name, text in (
+        ("conftest.py", CONFTEST),
+        ("workload.py", WORKLOAD),
+        ("test_py.py", TEST_PY),
+        ("test_py_startup.py", TEST_PY_STARTUP),
+        ("models.py", MODELS),
+        ("test_ort.py", TEST_ORT),
+        ("test_ort_startup.py", TEST_ORT_STARTUP),
+    ):
         (root / name).write_text(textwrap.dedent(text).lstrip())
     return root
 
 
 def _direct(project: Path, nodeid: str, **options) -> Profile:
     """profile_via_child called from here: the child is the project's pytest under valgrind."""
-    return simulate.profile_via_child(nodeid, None, rootdir=project,
-                                      settings=RunSettings(warmup=3, repeat=3), timeout=300,
-                                      **options)
+    return simulate.profile_via_child(
+        nodeid,
+        None,
+        rootdir=project,
+        settings=RunSettings(warmup=3, repeat=3),
+        timeout=300,
+        **options,
+    )
 
 
 def _through_pytest(project: Path, nodeid: str, out: Path) -> Profile:
     """The whole loop: pytest runs the test, whose fixture runs the valgrind child."""
     env = {**os.environ, "SIM_OUT": str(out)}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-                           nodeid], cwd=project, env=env, capture_output=True, text=True,
-                          timeout=400, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", nodeid],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     return Profile.load(out)
 
@@ -457,16 +541,15 @@ def runs(project, tmp_path_factory) -> dict[str, Profile]:
         "py100": lambda: _direct(project, "test_py.py::test_loop[100]"),
         "py100_again": lambda: _direct(project, "test_py.py::test_loop[100]"),
         "py103": lambda: _direct(project, "test_py.py::test_loop[103]"),
-        "py100_startup": lambda: _direct(project,
-                                         "test_py_startup.py::test_loop_after_startup"),
+        "py100_startup": lambda: _direct(project, "test_py_startup.py::test_loop_after_startup"),
         "ort": lambda: _through_pytest(project, "test_ort.py::test_mlp", out / "ort1.json"),
-        "ort_again": lambda: _through_pytest(project, "test_ort.py::test_mlp",
-                                             out / "ort2.json"),
+        "ort_again": lambda: _through_pytest(project, "test_ort.py::test_mlp", out / "ort2.json"),
         "ort_startup": lambda: _direct(project, "test_ort_startup.py::test_mlp_after_startup"),
         # a baseline as --update-baselines records it: the region run twice
         "py200": lambda: _direct(project, "test_py.py::test_loop[200]", run_twice=True),
-        "py200_instructions": lambda: _direct(project, "test_py.py::test_loop[200]",
-                                              mode="instructions"),
+        "py200_instructions": lambda: _direct(
+            project, "test_py.py::test_loop[200]", mode="instructions"
+        ),
         "py201": lambda: _direct(project, "test_py.py::test_loop[201]"),
     }
     with ThreadPoolExecutor(max_workers=3) as pool:

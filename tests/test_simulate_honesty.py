@@ -49,7 +49,8 @@ def test_a_trivial_workload_costs_well_under_a_second():
 
 @pytest.mark.slow
 def test_a_workload_that_differs_in_the_child_is_flagged(pytester):
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         import os
         import pytest
         def work():
@@ -57,10 +58,19 @@ def test_a_workload_that_differs_in_the_child_is_flagged(pytester):
         @pytest.mark.perf(warmup=1, repeat=3)
         def test_pid(pmu_profile):
             pmu_profile(work)
-    """)
+    """
+    )
     pytester.makeini("[pytest]\ninferperf_simulate_shared = false\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--inferperf",
-                                           "--inferperf-backend", "simulate",
-                                           "--inferperf-flamegraphs", "none", timeout=300)
-    result.stdout.fnmatch_lines(["*warning: the workload returned different results in the "
-                                 "simulation child*"])
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--inferperf",
+        "--inferperf-backend",
+        "simulate",
+        "--inferperf-flamegraphs",
+        "none",
+        timeout=300,
+    )
+    result.stdout.fnmatch_lines(
+        ["*warning: the workload returned different results in the simulation child*"]
+    )

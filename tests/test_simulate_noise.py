@@ -16,20 +16,37 @@ from pytest_inferperf.pmu.base import Count, CounterSample
 from pytest_inferperf.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
 
 
-def sim_profile(per_call: list[float], *, calls: int = 1, backend: str = "simulate",
-                run_to_run: float | None = None, mode: str | None = None) -> Profile:
+def sim_profile(
+    per_call: list[float],
+    *,
+    calls: int = 1,
+    backend: str = "simulate",
+    run_to_run: float | None = None,
+    mode: str | None = None,
+) -> Profile:
     reps = tuple(
-        Repeat(calls, 1_000_000, CounterSample(counts={
-            "instructions": Count(v * calls, int(v * calls))}))
-        for v in per_call)
-    simulation: dict = {} if run_to_run is None else {
-        "run_to_run": {"instructions_per_call": run_to_run}}
+        Repeat(
+            calls,
+            1_000_000,
+            CounterSample(counts={"instructions": Count(v * calls, int(v * calls))}),
+        )
+        for v in per_call
+    )
+    simulation: dict = (
+        {} if run_to_run is None else {"run_to_run": {"instructions_per_call": run_to_run}}
+    )
     if mode is not None:
         simulation["mode"] = mode
     return Profile(
-        name="t", machine_class="x86_64-test", backend=backend, machine={}, events=(),
-        repeats=reps, latency=LatencyStats.from_durations_ns([1_000_000] * 3),
-        memory=MemoryStats(None, "none"), steady=Steadiness(True, 10, 0.0, 0.05, 5),
+        name="t",
+        machine_class="x86_64-test",
+        backend=backend,
+        machine={},
+        events=(),
+        repeats=reps,
+        latency=LatencyStats.from_durations_ns([1_000_000] * 3),
+        memory=MemoryStats(None, "none"),
+        steady=Steadiness(True, 10, 0.0, 0.05, 5),
         settings={"simulation": simulation},
     )
 
@@ -47,7 +64,8 @@ def test_noise_is_the_larger_of_the_repeats_spread_and_the_run_to_run_difference
     assert simulate_noise.noise_estimate([100.0, 100.01, 100.02]) == pytest.approx(0.02 / 100.01)
     assert simulate_noise.noise_estimate([100.0, 100.0, 100.0], run_to_run=-0.0005) == 0.0005
     assert simulate_noise.noise_estimate([100.0, 100.3], run_to_run=0.0001) == pytest.approx(
-        0.3 / 100.15)
+        0.3 / 100.15
+    )
     assert simulate_noise.noise_estimate([100.0]) == 0.0
 
 
@@ -88,10 +106,15 @@ def test_profile_noise_and_resolution():
 def test_two_simulated_profiles_get_a_measured_tolerance():
     base = sim_profile([1e6, 1e6 + 5, 1e6 + 10])
     assert simulate_noise.noise_tolerances(sim_profile([1.004e6] * 3), base) == {
-        "instructions_per_call": simulate_noise.RESOLUTION_FLOOR}
+        "instructions_per_call": simulate_noise.RESOLUTION_FLOOR
+    }
     # Timed or mixed profiles keep the fixed defaults.
-    assert simulate_noise.noise_tolerances(sim_profile([1e6] * 3, backend="perf"),
-                                           sim_profile([1e6] * 3, backend="perf")) == {}
+    assert (
+        simulate_noise.noise_tolerances(
+            sim_profile([1e6] * 3, backend="perf"), sim_profile([1e6] * 3, backend="perf")
+        )
+        == {}
+    )
 
 
 def test_compare_flags_half_a_percent_between_steady_simulated_profiles():
@@ -103,18 +126,22 @@ def test_compare_flags_half_a_percent_between_steady_simulated_profiles():
     assert compare_profiles(same, base).get("instructions_per_call").status == "ok"
     # With the old fixed 2% the same change passed.
     assert DEFAULT_TOLERANCES["instructions_per_call"] == 0.02
-    assert compare_profiles(slower, base, tolerances={"instructions_per_call": 0.02}).get(
-        "instructions_per_call").status == "ok"
+    assert (
+        compare_profiles(slower, base, tolerances={"instructions_per_call": 0.02})
+        .get("instructions_per_call")
+        .status
+        == "ok"
+    )
 
 
 def test_profiles_of_two_modes_keep_the_fixed_tolerance():
     base = sim_profile([1e6, 1e6, 1e6], mode="full")
     assert simulate_noise.mode(sim_profile([1e6])) == "full"  # older profiles
     assert simulate_noise.noise_tolerances(sim_profile([1e6] * 3, mode="full"), base) != {}
-    assert simulate_noise.noise_tolerances(sim_profile([1e6] * 3, mode="instructions"),
-                                           base) == {}
+    assert simulate_noise.noise_tolerances(sim_profile([1e6] * 3, mode="instructions"), base) == {}
     change = compare_profiles(sim_profile([1.001e6] * 3, mode="instructions"), base).get(
-        "instructions_per_call")
+        "instructions_per_call"
+    )
     assert change.tolerance == DEFAULT_TOLERANCES["instructions_per_call"]
 
 
@@ -140,14 +167,17 @@ def test_with_run_to_run_and_resolution_record_what_they_used():
 
 
 # -- the mode ---------------------------------------------------------------------------
-@pytest.mark.parametrize(("metrics", "mode"), [
-    (None, "full"),
-    ([], "instructions"),
-    (["instructions_per_call", "latency_p99_ms"], "instructions"),
-    (["l1_miss"], "full"),
-    (["branch_miss", "instructions_per_call"], "full"),
-    (["llc_mpki"], "full"),
-])
+@pytest.mark.parametrize(
+    ("metrics", "mode"),
+    [
+        (None, "full"),
+        ([], "instructions"),
+        (["instructions_per_call", "latency_p99_ms"], "instructions"),
+        (["l1_miss"], "full"),
+        (["branch_miss", "instructions_per_call"], "full"),
+        (["llc_mpki"], "full"),
+    ],
+)
 def test_mode_is_instructions_only_unless_a_metric_needs_caches_or_branches(metrics, mode):
     assert simulate.mode_for(metrics) == mode
 
@@ -163,8 +193,9 @@ def test_mode_from_markers():
 
 
 def test_instructions_mode_says_why_cache_events_are_missing():
-    statuses = simulate.event_statuses(["instructions", "l1d_access", "branches", "cycles"],
-                                       ["Ir"], mode="instructions")
+    statuses = simulate.event_statuses(
+        ["instructions", "l1d_access", "branches", "cycles"], ["Ir"], mode="instructions"
+    )
     assert statuses["instructions"].available
     assert "instructions-only mode" in statuses["l1d_access"].reason
     assert "instructions-only mode" in statuses["branches"].reason
@@ -172,8 +203,14 @@ def test_instructions_mode_says_why_cache_events_are_missing():
 
 
 def test_child_command_per_mode(tmp_path):
-    kwargs = dict(rootdir=tmp_path, python="python", instrument_from_start=False,
-                  extra_args=(), block_plugins=(), workdir=tmp_path)
+    kwargs = dict(
+        rootdir=tmp_path,
+        python="python",
+        instrument_from_start=False,
+        extra_args=(),
+        block_plugins=(),
+        workdir=tmp_path,
+    )
     full = simulate.child_command(["t.py::t"], **kwargs).valgrind_options
     cheap = simulate.child_command(["t.py::t"], mode="instructions", **kwargs).valgrind_options
     assert "--cache-sim=yes" in full and "--branch-sim=yes" in full

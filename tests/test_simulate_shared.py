@@ -40,9 +40,15 @@ def parent(monkeypatch):
 
     class Parent:
         def ask(self, nodeid, variant="", repeats=3, calls=1):
-            os.write(request_w, (json.dumps({"nodeid": nodeid, "variant": variant,
-                                             "repeats": repeats, "calls": calls}) + "\n")
-                     .encode())
+            os.write(
+                request_w,
+                (
+                    json.dumps(
+                        {"nodeid": nodeid, "variant": variant, "repeats": repeats, "calls": calls}
+                    )
+                    + "\n"
+                ).encode(),
+            )
 
         def hang_up(self):
             os.close(request_w)
@@ -69,8 +75,11 @@ def test_child_runs_only_what_the_parent_waits_for(parent):
     request = simulate_shared.child_request_for("t.py::test_b", "fp32")
     assert request == {"nodeid": "t.py::test_b", "variant": "fp32", "repeats": 5, "calls": 2}
     simulate_shared.child_reply({"plan": [{"kind": "repeat"}]})
-    assert parent.answer() == {"nodeid": "t.py::test_b", "variant": "fp32",
-                               "record": {"plan": [{"kind": "repeat"}]}}
+    assert parent.answer() == {
+        "nodeid": "t.py::test_b",
+        "variant": "fp32",
+        "record": {"plan": [{"kind": "repeat"}]},
+    }
 
 
 def test_child_says_when_a_test_ended_without_the_region(parent):
@@ -79,9 +88,11 @@ def test_child_says_when_a_test_ended_without_the_region(parent):
     assert simulate_shared.child_request_for("t.py::test_a", "fp32") is None
     simulate_shared.child_test_finished("t.py::test_a")
     assert parent.answer() == {
-        "nodeid": "t.py::test_a", "variant": "int8",
+        "nodeid": "t.py::test_a",
+        "variant": "int8",
         "missed": "t.py::test_a ran in the simulation child without calling "
-                  "pmu_profile(name='int8')"}
+        "pmu_profile(name='int8')",
+    }
 
 
 def test_child_says_when_its_tests_ran_out(parent):
@@ -89,14 +100,16 @@ def test_child_says_when_its_tests_ran_out(parent):
     assert simulate_shared.child_test_starting("t.py::test_a") is not None
     simulate_shared.child_test_finished("t.py::test_a")  # not the one asked for
     simulate_shared.child_session_finished()
-    assert parent.answer()["missed"] == ("the simulation child finished its tests without "
-                                         "reaching t.py::test_z")
+    assert parent.answer()["missed"] == (
+        "the simulation child finished its tests without reaching t.py::test_z"
+    )
 
 
 def test_child_skips_everything_once_the_parent_hangs_up(parent):
     parent.hang_up()
     assert simulate_shared.child_test_starting("t.py::test_a") == (
-        "inferperf: the parent needs no more simulations")
+        "inferperf: the parent needs no more simulations"
+    )
     assert simulate_shared.child_request_for("t.py::test_a", "") is None
     simulate_shared.child_session_finished()  # nothing pending: nothing to say
 
@@ -108,8 +121,9 @@ def test_child_measure_answers_through_the_pipe(parent, monkeypatch, tmp_path):
     calls = []
     parent.ask("t.py::test_a", "", repeats=2, calls=3)
     assert simulate_shared.child_test_starting("t.py::test_a") is None
-    simulate.child_measure(lambda: calls.append(1), nodeid="t.py::test_a",
-                           settings=simulate.RunSettings(warmup=1))
+    simulate.child_measure(
+        lambda: calls.append(1), nodeid="t.py::test_a", settings=simulate.RunSettings(warmup=1)
+    )
     answer = parent.answer()
     plan = answer["record"]["plan"]
     assert [p["kind"] for p in plan].count("repeat") == 2
@@ -120,7 +134,7 @@ def test_child_measure_answers_through_the_pipe(parent, monkeypatch, tmp_path):
 
 
 # -- the parent's end, against a scripted child -------------------------------------
-FAKE_CHILD = r'''
+FAKE_CHILD = r"""
 import json, os, sys, time
 from pathlib import Path
 request_fd, reply_fd = (int(x) for x in os.environ["INFERPERF_SIMULATE_SHARED"].split(","))
@@ -147,19 +161,27 @@ for line in requests:
         answer["record"] = {"plan": [{"kind": "repeat"}, {"kind": "overhead"}]}
     replies.write(json.dumps(answer) + "\n")
     replies.flush()
-'''
+"""
 
 
 @pytest.fixture
 def scripted(monkeypatch, tmp_path):
     """SharedChild whose 'valgrind child' is FAKE_CHILD in mode ``mode``."""
+
     def make(mode: str, nodeids=("t.py::a", "t.py::b", "t.py::c")) -> SharedChild:
         def command(nodeids, **kwargs):
-            return ChildCommand([sys.executable, "-c", FAKE_CHILD], ["--tool=callgrind"],
-                                {}, {"trigger": "vgdb", "vgdb": "vgdb", "vgdb_prefix": "x"})
+            return ChildCommand(
+                [sys.executable, "-c", FAKE_CHILD],
+                ["--tool=callgrind"],
+                {},
+                {"trigger": "vgdb", "vgdb": "vgdb", "vgdb_prefix": "x"},
+            )
+
         monkeypatch.setattr(simulate_shared, "child_command", command)
-        return SharedChild(list(nodeids), rootdir=tmp_path,
-                           env={"FAKE_MODE": mode, "FAKE_DUMP": DUMP})
+        return SharedChild(
+            list(nodeids), rootdir=tmp_path, env={"FAKE_MODE": mode, "FAKE_DUMP": DUMP}
+        )
+
     return make
 
 
@@ -202,8 +224,11 @@ def test_a_missed_region_falls_back_and_the_child_serves_on(scripted):
 
 def test_a_child_past_its_timeout_is_ended_with_a_clear_error(scripted):
     shared = scripted("hang")
-    with pytest.raises(SimulateError, match=r"t.py::a: the shared simulation child gave no "
-                                            r"result within timeout=1s under valgrind"):
+    with pytest.raises(
+        SimulateError,
+        match=r"t.py::a: the shared simulation child gave no "
+        r"result within timeout=1s under valgrind",
+    ):
         shared.measure("t.py::a", "", repeats=1, calls=1, timeout=1)
     assert shared.failed == "no answer within timeout=1s"
 
@@ -216,12 +241,18 @@ def test_tests_it_was_not_started_for_are_not_its_business(scripted):
 
 
 def test_the_child_runs_exactly_the_given_tests(tmp_path):
-    built = simulate.child_command(["t.py::a", "t.py::b"], rootdir=tmp_path, python="python",
-                                   instrument_from_start=False, extra_args=(),
-                                   block_plugins=simulate.BLOCK_PLUGINS, workdir=tmp_path)
+    built = simulate.child_command(
+        ["t.py::a", "t.py::b"],
+        rootdir=tmp_path,
+        python="python",
+        instrument_from_start=False,
+        extra_args=(),
+        block_plugins=simulate.BLOCK_PLUGINS,
+        workdir=tmp_path,
+    )
     command = built.command
     assert command[-2:] == ["t.py::a", "t.py::b"]
-    pytest_args = command[command.index("pytest"):]
+    pytest_args = command[command.index("pytest") :]
     # an addopts -m or -k cannot deselect what the parent asked for
     assert pytest_args[pytest_args.index("-m") + 1] == ""
     assert pytest_args[pytest_args.index("-k") + 1] == ""
@@ -229,10 +260,11 @@ def test_the_child_runs_exactly_the_given_tests(tmp_path):
 
 
 # -- for real, through the plugin ----------------------------------------------------
-needs_valgrind = pytest.mark.skipif(simulate.available() is not None,
-                                    reason=str(simulate.available()))
+needs_valgrind = pytest.mark.skipif(
+    simulate.available() is not None, reason=str(simulate.available())
+)
 
-SUITE = '''
+SUITE = """
 import os
 import pytest
 
@@ -257,7 +289,7 @@ def test_variants(pmu_profile):
 
 def test_not_profiled():
     assert True
-'''
+"""
 
 
 def _instructions(record: dict) -> float:
@@ -278,13 +310,25 @@ def test_one_child_serves_the_session_with_the_counts_of_a_child_per_test(pytest
     pytester.makepyfile(test_suite=textwrap.dedent(SUITE))
     # The parent selects test_variants against the project's addopts; so must the child.
     pytester.makeini("[pytest]\naddopts = -k 'not variants'\n")
-    args = ("-p", "no:cacheprovider", "-p", "no:randomly", "-k", "", "--inferperf",
-            "--inferperf-backend", "simulate", "--inferperf-flamegraphs", "none")
+    args = (
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "-k",
+        "",
+        "--inferperf",
+        "--inferperf-backend",
+        "simulate",
+        "--inferperf-flamegraphs",
+        "none",
+    )
     shared = pytester.runpytest_subprocess(*args, "--inferperf-report", "shared")
     shared.assert_outcomes(passed=3, failed=1)
     shared.stdout.fnmatch_lines(["*RuntimeError: broken before the region*"])
-    alone = pytester.runpytest_subprocess(*args, "--inferperf-report", "alone",
-                                          "-o", "inferperf_simulate_shared=false")
+    alone = pytester.runpytest_subprocess(
+        *args, "--inferperf-report", "alone", "-o", "inferperf_simulate_shared=false"
+    )
     alone.assert_outcomes(passed=3, failed=1)
     got, solo = _reports(pytester.path / "shared"), _reports(pytester.path / "alone")
     assert len(got) == len(solo) == 3, sorted(got)
@@ -294,7 +338,8 @@ def test_one_child_serves_the_session_with_the_counts_of_a_child_per_test(pytest
     assert sorted(c["region_index"] for c in children.values()) == [1, 2, 3]
     for key, record in solo.items():
         assert record["profile"]["settings"]["simulation"]["child"]["mode"] == (
-            "one child for this test")
+            "one child for this test"
+        )
         a, b = _instructions(got[key]), _instructions(record)
         assert abs(a - b) / b < 0.001, (key, a, b)
     small = next(v for k, v in got.items() if "small" in k)

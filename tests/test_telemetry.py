@@ -35,27 +35,31 @@ def test_too_late_says_how_to_fix_it(monkeypatch):
     assert warning is not None and f"set {ENV}=1 in the environment" in warning
 
 
-CONFTEST = '''
+CONFTEST = """
 import os
 import onnxruntime  # imported by a conftest, as an ONNX project would
 SEEN = os.environ.get("ORT_DISABLE_TELEMETRY", "unset")
-'''
+"""
 
-TEST = '''
+TEST = """
 import conftest
 
 def test_seen():
     print(f"telemetry variable: {conftest.SEEN}")
-'''
+"""
 
 
-@pytest.mark.parametrize(("args", "env", "seen"), [
-    (("--inferperf",), None, "1"),
-    ((), None, "unset"),  # a plain run changes nothing
-    (("--inferperf",), "0", "0"),  # telemetry kept on by the user
-])
-def test_plugin_switches_it_off_before_conftests_import_onnx_runtime(pytester, monkeypatch,
-                                                                       args, env, seen):
+@pytest.mark.parametrize(
+    ("args", "env", "seen"),
+    [
+        (("--inferperf",), None, "1"),
+        ((), None, "unset"),  # a plain run changes nothing
+        (("--inferperf",), "0", "0"),  # telemetry kept on by the user
+    ],
+)
+def test_plugin_switches_it_off_before_conftests_import_onnx_runtime(
+    pytester, monkeypatch, args, env, seen
+):
     monkeypatch.delenv(ENV, raising=False)
     if env is not None:
         monkeypatch.setenv(ENV, env)

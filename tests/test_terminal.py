@@ -6,15 +6,28 @@ from pytest_inferperf.report.terminal import render_summary
 
 
 def record(key: str, **metrics: float) -> dict:
-    return {"key": key, "metrics": metrics, "outcome": "passed", "failed": False,
-            "status": "passed", "change": "no baseline", "unavailable": {}}
+    return {
+        "key": key,
+        "metrics": metrics,
+        "outcome": "passed",
+        "failed": False,
+        "status": "passed",
+        "change": "no baseline",
+        "unavailable": {},
+    }
 
 
 def test_instructions_per_call_in_millions_where_counted():
-    text = render_summary([record("t::sim", latency_p50_ms=3.3, instructions_per_call=39_203_362,
-                                  l1_miss=0.0295),
-                           record("t::timed", latency_p50_ms=1.25, cpu_ms_per_call=1.2)],
-                          [], [], [], update=False)
+    text = render_summary(
+        [
+            record("t::sim", latency_p50_ms=3.3, instructions_per_call=39_203_362, l1_miss=0.0295),
+            record("t::timed", latency_p50_ms=1.25, cpu_ms_per_call=1.2),
+        ],
+        [],
+        [],
+        [],
+        update=False,
+    )
     header, _, sim, timed = text.splitlines()[:4]
     assert header.split()[:8] == ["test", "p50", "ms", "p99", "ms", "CPU", "ms/call", "M"]
     assert sim.split()[:7] == ["t::sim", "3.3", "-", "-", "39.2", "-", "0.0295"]
@@ -22,25 +35,41 @@ def test_instructions_per_call_in_millions_where_counted():
 
 
 def test_no_instructions_column_where_nothing_counted_them():
-    text = render_summary([record("t::timed", latency_p50_ms=1.25, cpu_ms_per_call=1.2)],
-                          [], [], [], update=False)
+    text = render_summary(
+        [record("t::timed", latency_p50_ms=1.25, cpu_ms_per_call=1.2)], [], [], [], update=False
+    )
     assert "instr/call" not in text
-    assert text.splitlines()[0].split()[:8] == ["test", "p50", "ms", "p99", "ms", "CPU",
-                                                "ms/call", "IPC"]
+    assert text.splitlines()[0].split()[:8] == [
+        "test",
+        "p50",
+        "ms",
+        "p99",
+        "ms",
+        "CPU",
+        "ms/call",
+        "IPC",
+    ]
 
 
 def test_simulated_tests_say_what_valgrind_cost_and_warn():
     sim = record("t::sim", latency_p50_ms=3.3, instructions_per_call=39_203_362)
-    sim["profile"] = {"settings": {"simulation": {
-        "slowdown_vs_native": 165.8, "uninstrumented_slowdown_vs_native": 19.0,
-        "child_wall_s": 23.91, "child": {"mode": "shared", "includes_start_up": True},
-        "warnings": ["the ONNX Runtime session has intra_op_threads=2: pool-thread work is "
-                     "not counted; use intra_op_threads=1 under simulate"]}}}
-    text = render_summary([sim, record("t::timed", latency_p50_ms=1.0)], [], [], [],
-                          update=False)
+    sim["profile"] = {
+        "settings": {
+            "simulation": {
+                "slowdown_vs_native": 165.8,
+                "uninstrumented_slowdown_vs_native": 19.0,
+                "child_wall_s": 23.91,
+                "child": {"mode": "shared", "includes_start_up": True},
+                "warnings": [
+                    "the ONNX Runtime session has intra_op_threads=2: pool-thread work is "
+                    "not counted; use intra_op_threads=1 under simulate"
+                ],
+            }
+        }
+    }
+    text = render_summary([sim, record("t::timed", latency_p50_ms=1.0)], [], [], [], update=False)
     assert text.split("\n\n")[1].splitlines() == [
-        "Simulated under valgrind's callgrind (instruction, cache and branch counts; no "
-        "cycles):",
+        "Simulated under valgrind's callgrind (instruction, cache and branch counts; no cycles):",
         "  t::sim: 166x slower than native per call instrumented, 19x uninstrumented, 23.9 s "
         "in valgrind (with its start-up)",
         "    warning: the ONNX Runtime session has intra_op_threads=2: pool-thread work is not "

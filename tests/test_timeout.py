@@ -34,8 +34,15 @@ def _slow_after(n: int, seconds: float):
 
 def test_a_sleeping_call_is_interrupted_with_the_repeats_that_finished():
     begin = time.monotonic()
-    result = profile(_slow_after(4, 15.0), backend="none", warmup=1, warmup_max=1, repeat=30,
-                     min_time=0.0, timeout=2.0)
+    result = profile(
+        _slow_after(4, 15.0),
+        backend="none",
+        warmup=1,
+        warmup_max=1,
+        repeat=30,
+        min_time=0.0,
+        timeout=2.0,
+    )
     assert time.monotonic() - begin < 12  # not the 15 s the call asked for
     assert result.partial
     assert "interrupted" in result.partial_reason and "of 30 repeats" in result.partial_reason
@@ -53,8 +60,9 @@ def test_a_python_loop_that_never_ends_is_interrupted():
                 pass
 
     begin = time.monotonic()
-    result = profile(spin, backend="none", warmup=1, warmup_max=1, repeat=10, min_time=0.0,
-                     timeout=1.0)
+    result = profile(
+        spin, backend="none", warmup=1, warmup_max=1, repeat=10, min_time=0.0, timeout=1.0
+    )
     assert time.monotonic() - begin < 10
     assert result.partial and len(result.repeats) == 2
 
@@ -71,8 +79,9 @@ def test_a_workload_that_catches_exception_cannot_swallow_the_interrupt():
                 pass
 
     begin = time.monotonic()
-    result = profile(stubborn, backend="none", warmup=1, warmup_max=1, repeat=10,
-                     min_time=0.0, timeout=1.0)
+    result = profile(
+        stubborn, backend="none", warmup=1, warmup_max=1, repeat=10, min_time=0.0, timeout=1.0
+    )
     assert time.monotonic() - begin < 10
     assert result.partial
 
@@ -99,8 +108,16 @@ def test_a_call_that_ignores_signals_is_reported_with_partial_results(monkeypatc
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
 
     try:
-        result = profile(blocks_signals, backend="none", warmup=1, warmup_max=1, repeat=10,
-                         min_time=0.0, timeout=1.0, name="native_stall")
+        result = profile(
+            blocks_signals,
+            backend="none",
+            warmup=1,
+            warmup_max=1,
+            repeat=10,
+            min_time=0.0,
+            timeout=1.0,
+            name="native_stall",
+        )
     finally:
         watchdog.set_reporter(previous)
     assert result.partial
@@ -122,7 +139,8 @@ def test_previous_alarm_handler_is_restored():
 
 
 def test_a_partial_profile_is_never_written_as_a_baseline(pytester):
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         import time
         import pytest
         calls = {"n": 0}
@@ -133,16 +151,26 @@ def test_a_partial_profile_is_never_written_as_a_baseline(pytester):
         @pytest.mark.perf(warmup=1, repeat=30, timeout=2, tolerance=0.5)
         def test_stalls(pmu_profile):
             pmu_profile(work)
-    """)
+    """
+    )
     begin = time.monotonic()
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--inferperf",
-                                           "--update-baselines", "--inferperf-json", "run.json",
-                                           "--inferperf-flamegraphs", "none",
-                                           "--junitxml", "junit.xml")
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--inferperf",
+        "--update-baselines",
+        "--inferperf-json",
+        "run.json",
+        "--inferperf-flamegraphs",
+        "none",
+        "--junitxml",
+        "junit.xml",
+    )
     assert time.monotonic() - begin < 60
     assert not list(Path(pytester.path, "baselines").rglob("*.json"))
-    result.stdout.fnmatch_lines(["*partial (*/30 repeats, timeout 2 s)*",
-                                 "ERROR not written *test_stalls*: partial*"])
+    result.stdout.fnmatch_lines(
+        ["*partial (*/30 repeats, timeout 2 s)*", "ERROR not written *test_stalls*: partial*"]
+    )
     run = json.loads(Path(pytester.path, "run.json").read_text())
     (entry,) = run["tests"]
     assert entry["partial"] is True
@@ -155,7 +183,8 @@ def test_a_partial_profile_is_never_written_as_a_baseline(pytester):
 @pytest.mark.slow
 def test_the_simulate_child_gets_the_markers_timeout(pytester):
     """A stall only in the valgrind child ends at the marker's timeout, not 600 s later."""
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         import os, time
         import pytest
         def work():
@@ -164,19 +193,27 @@ def test_the_simulate_child_gets_the_markers_timeout(pytester):
         @pytest.mark.perf(warmup=1, repeat=3, timeout=5)
         def test_child_stalls(pmu_profile):
             pmu_profile(work)
-    """)
+    """
+    )
     pytester.makeini("[pytest]\ninferperf_simulate_shared = false\n")
     begin = time.monotonic()
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--inferperf",
-                                           "--inferperf-backend", "simulate",
-                                           "--inferperf-flamegraphs", "none")
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--inferperf",
+        "--inferperf-backend",
+        "simulate",
+        "--inferperf-flamegraphs",
+        "none",
+    )
     assert time.monotonic() - begin < 40  # the 45 s stall was not waited for
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*timeout=5s*"])
 
 
 def test_a_stuck_call_is_reported_on_the_terminal_past_the_capture(pytester):
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         import signal, time
         import pytest
         from pytest_inferperf import watchdog
@@ -193,10 +230,16 @@ def test_a_stuck_call_is_reported_on_the_terminal_past_the_capture(pytester):
         @pytest.mark.perf(warmup=1, repeat=30, timeout=1, tolerance=0.5)
         def test_native_stall(pmu_profile):
             pmu_profile(work)
-    """)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--inferperf",
-                                           "--inferperf-flamegraphs", "none")
-    result.stdout.fnmatch_lines(["inferperf: test_native_stall: a call of the workload has run "
-                                 "*past timeout=1s and does not give way*Partial results so "
-                                 "far: 0 of 30 repeats*"])
+    """
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--inferperf", "--inferperf-flamegraphs", "none"
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "inferperf: test_native_stall: a call of the workload has run "
+            "*past timeout=1s and does not give way*Partial results so "
+            "far: 0 of 30 repeats*"
+        ]
+    )
     result.stdout.fnmatch_lines(["*partial (1/30 repeats, timeout 1 s)*"])

@@ -10,7 +10,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-WORKLOADS = '''
+WORKLOADS = """
 import hashlib
 
 DATA = b"x" * (1 << 16)
@@ -19,7 +19,7 @@ STATE = {"slow": False}
 def hashing(rounds=20):
     for _ in range(rounds * (3 if STATE["slow"] else 1)):
         hashlib.sha256(DATA).digest()
-'''
+"""
 
 TEST = """
 import os, pytest
@@ -71,12 +71,14 @@ def test_a_change_within_the_machines_slowdown_is_inconclusive_and_strict_fails_
     _edit(_baseline(suite), _machine_was_3x_faster_and_test_30pct_faster)
     result = run(suite, "--inferperf", "--inferperf-json", "run.json")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([
-        "*test_a.py::test_hash*inconclusive: * +*% (machine *x slower)*inconclusive*",
-        "Inconclusive (a warning, not a failure; --inferperf-strict fails it)*",
-        "*test_a.py::test_hash: cpu_ms_per_call: the machine ran *x slower (cpu time of the "
-        "calibration) than at baseline time*; CPU time +*% is within that*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_a.py::test_hash*inconclusive: * +*% (machine *x slower)*inconclusive*",
+            "Inconclusive (a warning, not a failure; --inferperf-strict fails it)*",
+            "*test_a.py::test_hash: cpu_ms_per_call: the machine ran *x slower (cpu time of the "
+            "calibration) than at baseline time*; CPU time +*% is within that*",
+        ]
+    )
     (test,) = json.loads(Path(suite.path, "run.json").read_text())["tests"]
     assert test["verdict"] == "inconclusive" and not test["failed"]
     assert test["inconclusive"][0].startswith("cpu_ms_per_call: the machine ran ")
@@ -85,8 +87,9 @@ def test_a_change_within_the_machines_slowdown_is_inconclusive_and_strict_fails_
 
     strict = run(suite, "--inferperf", "--inferperf-strict")
     strict.assert_outcomes(failed=1)
-    strict.stdout.fnmatch_lines(["*inconclusive (fails under --inferperf-strict) "
-                                 "cpu_ms_per_call: the machine ran*"])
+    strict.stdout.fnmatch_lines(
+        ["*inconclusive (fails under --inferperf-strict) cpu_ms_per_call: the machine ran*"]
+    )
     suite.makeini("[pytest]\ninferperf_strict = true\n")
     run(suite, "--inferperf").assert_outcomes(failed=1)
 
@@ -96,11 +99,13 @@ def test_a_slowdown_that_holds_is_confirmed_before_failing(suite, monkeypatch):
     monkeypatch.setenv("SLOW", "always")
     result = run(suite, "--inferperf")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*baseline cpu_ms_per_call: * -> * ms (+*%, tolerance 10%*",
-        "*confirmed: measured again after a 0.5 s pause: cpu_ms_per_call +*% (first +*%)*",
-        "*verdict carried by cpu_ms_per_call (timing, beyond the noise floor)*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*baseline cpu_ms_per_call: * -> * ms (+*%, tolerance 10%*",
+            "*confirmed: measured again after a 0.5 s pause: cpu_ms_per_call +*% (first +*%)*",
+            "*verdict carried by cpu_ms_per_call (timing, beyond the noise floor)*",
+        ]
+    )
 
 
 @pytest.mark.slow  # several full pytest runs: the default suite stays near 5 minutes
@@ -109,10 +114,12 @@ def test_a_slowdown_that_does_not_hold_is_inconclusive(suite, monkeypatch):
     monkeypatch.setenv("SLOW", "first")
     result = run(suite, "--inferperf")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([
-        "*test_hash*inconclusive: * +*% (not confirmed)*",
-        "*not confirmed: measured again after a 0.5 s pause: cpu_ms_per_call *(first +*%)*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_hash*inconclusive: * +*% (not confirmed)*",
+            "*not confirmed: measured again after a 0.5 s pause: cpu_ms_per_call *(first +*%)*",
+        ]
+    )
 
 
 BUSY_CONFTEST = """
@@ -133,21 +140,26 @@ def test_a_baseline_recorded_busy_is_warned_about_then_and_in_every_comparison(s
     suite.makeconftest(BUSY_CONFTEST)
     result = run(suite, "--inferperf", "--update-baselines")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([
-        "WARNING test_a.py::test_hash: baseline recorded on a busy machine (other processes "
-        "kept 1.9 of * CPUs busy*): its timings read slow*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "WARNING test_a.py::test_hash: baseline recorded on a busy machine (other processes "
+            "kept 1.9 of * CPUs busy*): its timings read slow*",
+        ]
+    )
     stored = json.loads(_baseline(suite).read_text())
     assert stored["conditions"]["busy_reasons"][0] == (
-        f"other processes kept 1.9 of {stored['conditions']['cpus']} CPUs busy")
+        f"other processes kept 1.9 of {stored['conditions']['cpus']} CPUs busy"
+    )
     Path(suite.path, "conftest.py").unlink()
     later = run(suite, "--inferperf")
     later.assert_outcomes(passed=1)
-    later.stdout.fnmatch_lines([
-        "*test_hash*[[]baseline recorded on a busy machine[]]*",
-        "Baselines recorded on a busy machine*",
-        "*test_a.py::test_hash: other processes kept 1.9 of * CPUs busy*",
-    ])
+    later.stdout.fnmatch_lines(
+        [
+            "*test_hash*[[]baseline recorded on a busy machine[]]*",
+            "Baselines recorded on a busy machine*",
+            "*test_a.py::test_hash: other processes kept 1.9 of * CPUs busy*",
+        ]
+    )
 
 
 MEMORY_TESTS = """

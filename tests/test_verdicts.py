@@ -16,15 +16,30 @@ from pytest_inferperf.verdict import change_summary, failure_text, judge, with_c
 CALLS = 50
 
 
-def _cond(wall_ms: float = 10.0, cpu_ms: float = 10.0, others: float = 0.0,
-          share: float = 0.98) -> dict:
-    return {"others_busy_cpus": others, "cpus": 2, "steal": 0.0,
-            "calibration": {"version": conditions.CALIBRATION_VERSION, "wall_ms": wall_ms,
-                            "cpu_ms": cpu_ms, "cpu_share": share}}
+def _cond(
+    wall_ms: float = 10.0, cpu_ms: float = 10.0, others: float = 0.0, share: float = 0.98
+) -> dict:
+    return {
+        "others_busy_cpus": others,
+        "cpus": 2,
+        "steal": 0.0,
+        "calibration": {
+            "version": conditions.CALIBRATION_VERSION,
+            "wall_ms": wall_ms,
+            "cpu_ms": cpu_ms,
+            "cpu_share": share,
+        },
+    }
 
 
-def make(cpu_ms: float, *, instructions: float | None = None, cond: dict | None = None,
-         seed: int = 0, n: int = 20) -> Profile:
+def make(
+    cpu_ms: float,
+    *,
+    instructions: float | None = None,
+    cond: dict | None = None,
+    seed: int = 0,
+    n: int = 20,
+) -> Profile:
     rng = np.random.default_rng(seed)
     reps = []
     for _ in range(n):
@@ -35,10 +50,15 @@ def make(cpu_ms: float, *, instructions: float | None = None, cond: dict | None 
             counts["instructions"] = Count(ins * CALLS, int(ins * CALLS))
         reps.append(Repeat(CALLS, int(ms * 1e6 * CALLS), CounterSample(counts=counts)))
     return Profile(
-        name="t", machine_class="x86_64-test", backend="perf", machine={}, events=(),
+        name="t",
+        machine_class="x86_64-test",
+        backend="perf",
+        machine={},
+        events=(),
         repeats=tuple(reps),
         latency=LatencyStats.from_durations_ns([int(cpu_ms * 1e6)] * 10),
-        memory=MemoryStats(None, "none"), steady=Steadiness(True, 5, 0.01, 0.05, 5),
+        memory=MemoryStats(None, "none"),
+        steady=Steadiness(True, 5, 0.01, 0.05, 5),
         conditions=cond,
     )
 
@@ -64,8 +84,10 @@ def test_a_change_within_the_machines_slowdown_is_inconclusive_not_failed():
     assert change_summary(v).endswith("% (machine 2.1x slower)")
     record = v.summary_dict()
     assert record["verdict"] == "inconclusive" and record["inconclusive"]
-    assert record["busy"] == ["other processes kept 1.7 of 2 CPUs busy",
-                              "the calibration workload got 60% of a CPU"]
+    assert record["busy"] == [
+        "other processes kept 1.7 of 2 CPUs busy",
+        "the calibration workload got 60% of a CPU",
+    ]
     json.dumps(record, allow_nan=False)  # travels as plain JSON
 
 
@@ -96,8 +118,7 @@ def test_counts_carry_the_verdict_on_work_done():
     same_work = _judge(make(2.02, instructions=1e6, cond=_cond(), seed=2), base)
     assert same_work.outcome == "passed"
     assert same_work.carried_by.startswith("instructions_per_call (counted, ")
-    more_work = _judge(make(2.0, instructions=1.05e6, cond=_cond(21, 21, others=1.8),
-                            seed=3), base)
+    more_work = _judge(make(2.0, instructions=1.05e6, cond=_cond(21, 21, others=1.8), seed=3), base)
     assert more_work.outcome == "regressed"  # a busy machine does not excuse more work
     assert more_work.carried_by == "instructions_per_call (counted)"
     assert not more_work.needs_confirmation  # counts need no second measurement
@@ -109,8 +130,9 @@ def test_confirmation_that_holds_fails_and_says_so():
     again = _judge(make(3.1, cond=_cond(), seed=2), base)
     v = with_confirmation(first, again, pause_s=0.5)
     assert v.failed and v.confirmation["held"]
-    assert v.confirmation["text"].startswith("confirmed: measured again after a 0.5 s pause: "
-                                             "cpu_ms_per_call +5")
+    assert v.confirmation["text"].startswith(
+        "confirmed: measured again after a 0.5 s pause: cpu_ms_per_call +5"
+    )
     assert change_summary(v).endswith(", confirmed")
     assert "confirmed: measured again" in failure_text(v)
     assert not v.needs_confirmation
@@ -122,16 +144,19 @@ def test_confirmation_that_does_not_hold_is_inconclusive():
     again = _judge(make(2.02, cond=_cond(), seed=2), base)
     v = with_confirmation(first, again, pause_s=0.5)
     assert not v.failed and v.outcome == "inconclusive"
-    assert v.inconclusive[-1].startswith("not confirmed: measured again after a 0.5 s pause: "
-                                         "cpu_ms_per_call +")
+    assert v.inconclusive[-1].startswith(
+        "not confirmed: measured again after a 0.5 s pause: cpu_ms_per_call +"
+    )
     assert "(not confirmed)" in change_summary(v)
 
 
 def test_a_baseline_recorded_busy_says_so_in_every_comparison():
     slow_base = make(3.5, cond=_cond(20, 20, others=1.8, share=0.55))
     v = _judge(make(2.0, cond=_cond(), seed=1), slow_base)
-    assert v.baseline_busy == ("other processes kept 1.8 of 2 CPUs busy",
-                               "the calibration workload got 55% of a CPU")
+    assert v.baseline_busy == (
+        "other processes kept 1.8 of 2 CPUs busy",
+        "the calibration workload got 55% of a CPU",
+    )
     assert change_summary(v).endswith("[baseline recorded on a busy machine]")
     assert v.summary_dict()["baseline_busy"] == list(v.baseline_busy)
 
@@ -154,17 +179,17 @@ def test_profiles_without_the_new_fields_still_load(field):
 
 
 def test_new_fields_round_trip():
-    p = make(2.0, cond=_cond()).with_(model={"sha256": "ab" * 32, "inputs": []},
-                                      memory=MemoryStats(300 << 20, "clear_refs", None,
-                                                         100 << 20))
+    p = make(2.0, cond=_cond()).with_(
+        model={"sha256": "ab" * 32, "inputs": []},
+        memory=MemoryStats(300 << 20, "clear_refs", None, 100 << 20),
+    )
     back = Profile.from_dict(json.loads(p.to_json()))
     assert back.conditions == p.conditions and back.model == p.model
     assert back.memory.growth_bytes == 200 << 20
 
 
 def _record(verdict) -> dict:
-    return {**verdict.summary_dict(), "nodeid": verdict.key, "outcome": "passed",
-            "failure": None}
+    return {**verdict.summary_dict(), "nodeid": verdict.key, "outcome": "passed", "failure": None}
 
 
 def test_reports_show_inconclusive_with_the_reason():
@@ -185,5 +210,6 @@ def test_reports_show_inconclusive_with_the_reason():
     (test,) = run_document([record], commit=None)["tests"]
     assert test["verdict"] == "inconclusive" and test["inconclusive"] == list(v.inconclusive)
     assert test["baseline_busy"] and test["noise_floor"]["busy_now"]
-    assert test["carried_by"] == "cpu_ms_per_call (timing, against the noise floor: nothing " \
-                                 "counted)"
+    assert (
+        test["carried_by"] == "cpu_ms_per_call (timing, against the noise floor: nothing counted)"
+    )

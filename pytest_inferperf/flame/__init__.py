@@ -94,8 +94,7 @@ class Flamegraphs:
 
         if not self.folded:
             return None
-        record: dict[str, Any] = {"view": self.view,
-                                  "folded": cap_folded(self.folded, max_bytes)}
+        record: dict[str, Any] = {"view": self.view, "folded": cap_folded(self.folded, max_bytes)}
         if self.calls and self.ms_per_count:
             record.update(calls=self.calls, ms_per_count=self.ms_per_count)
         return record
@@ -115,7 +114,7 @@ def sweep_abandoned_workdirs(tmp: str | None = None) -> list[Path]:
 
     removed = []
     for folder in Path(tmp or tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*-*"):
-        pid = folder.name[len(WORKDIR_PREFIX):].split("-", 1)[0]
+        pid = folder.name[len(WORKDIR_PREFIX) :].split("-", 1)[0]
         if not pid.isdigit() or int(pid) == os.getpid() or not folder.is_dir():
             continue
         try:
@@ -145,8 +144,11 @@ def safe_name(name: str) -> str:
 
 
 def _subtitle_native(native: NativeSamples) -> str:
-    parts = [f"perf record -e {native.event} --call-graph {native.call_graph}",
-             f"{native.samples:,} samples", f"{native.calls:,} calls"]
+    parts = [
+        f"perf record -e {native.event} --call-graph {native.call_graph}",
+        f"{native.samples:,} samples",
+        f"{native.calls:,} calls",
+    ]
     if native.stripped:
         top = sorted(native.stripped.items(), key=lambda kv: (-kv[1], kv[0]))[:2]
         parts.append(
@@ -157,16 +159,24 @@ def _subtitle_native(native: NativeSamples) -> str:
 
 
 def _draw(
-    out_dir: Path, stem: str, view: str, folded: Mapping[str, int], *, title: str,
-    subtitle: str, unit: str, paths: dict[str, str],
+    out_dir: Path,
+    stem: str,
+    view: str,
+    folded: Mapping[str, int],
+    *,
+    title: str,
+    subtitle: str,
+    unit: str,
+    paths: dict[str, str],
 ) -> None:
     folded_path = write_folded(out_dir / f"{stem}.{view}.folded", folded)
     svg_path = out_dir / f"{stem}.{view}.svg"
     svg_path.write_text(
         render_svg(folded, title=title, subtitle=subtitle, unit=unit), encoding="utf-8"
     )
-    speedscope_path = write_speedscope(out_dir / f"{stem}.{view}.speedscope.json", folded,
-                                       name=title, unit=unit)
+    speedscope_path = write_speedscope(
+        out_dir / f"{stem}.{view}.speedscope.json", folded, name=title, unit=unit
+    )
     paths[f"{view}.folded"] = str(folded_path)
     paths[f"{view}.svg"] = str(svg_path)
     paths[f"{view}.speedscope.json"] = str(speedscope_path)
@@ -184,8 +194,10 @@ def _stripped_note(native: NativeSamples, instead: str) -> str | None:
     share = sum(native.stripped.values()) / native.samples
     if share < STRIPPED_SHARE:
         return None
-    return (f"{lib} has no symbols (stripped): {share:.0%} of the native samples cannot "
-            f"be split into functions; {instead}")
+    return (
+        f"{lib} has no symbols (stripped): {share:.0%} of the native samples cannot "
+        f"be split into functions; {instead}"
+    )
 
 
 def _per_call(record: Mapping[str, Any] | None) -> dict[str, float] | None:
@@ -194,15 +206,23 @@ def _per_call(record: Mapping[str, Any] | None) -> dict[str, float] | None:
         return None
     calls, per = record.get("calls"), record.get("ms_per_count")
     folded = record.get("folded") or {}
-    if not isinstance(calls, (int, float)) or not isinstance(per, (int, float)) or calls <= 0 \
-            or per <= 0:
+    if (
+        not isinstance(calls, (int, float))
+        or not isinstance(per, (int, float))
+        or calls <= 0
+        or per <= 0
+    ):
         return None
     return {k: v * per / calls for k, v in folded.items() if v > 0}
 
 
 def operator_diff_svg(
-    baseline_ops: Sequence[Any], current_ops: Sequence[Any], *, title: str,
-    baseline_label: str = "the baseline", model_name: str = "model",
+    baseline_ops: Sequence[Any],
+    current_ops: Sequence[Any],
+    *,
+    title: str,
+    baseline_label: str = "the baseline",
+    model_name: str = "model",
 ) -> str | None:
     """The operator view (model -> op type -> node) coloured by the absolute change of
     each frame's µs per call against ``baseline_ops``; None when either has no time.
@@ -216,9 +236,12 @@ def operator_diff_svg(
         return None
     before, after = total_change(base, current)
     return render_svg(
-        current, unit="µs per call", change=diff_per_call(base, current), title=title,
+        current,
+        unit="µs per call",
+        change=diff_per_call(base, current),
+        title=title,
         subtitle=f"ONNX Runtime kernel time per call against {baseline_label}: "
-                 f"{change_text(before, after, 'µs per call')}",
+        f"{change_text(before, after, 'µs per call')}",
     )
 
 
@@ -271,15 +294,26 @@ def capture(
         op_stacks = operator_stacks(operators, model_name)
         if op_stacks:
             models = sorted({k.split(";", 1)[0] for k in op_stacks})
-            _draw(out, stem, "operators", op_stacks, title=f"{name}: ONNX Runtime operators",
-                  subtitle=f"{', '.join(models)}; kernel time per node from ONNX Runtime's "
-                  "profiler (model -> op type -> node)", unit="µs", paths=paths)
+            _draw(
+                out,
+                stem,
+                "operators",
+                op_stacks,
+                title=f"{name}: ONNX Runtime operators",
+                subtitle=f"{', '.join(models)}; kernel time per node from ONNX Runtime's "
+                "profiler (model -> op type -> node)",
+                unit="µs",
+                paths=paths,
+            )
         else:
             reasons["operators"] = "the operator table has no node with kernel time"
     if op_stacks and baseline_operators:
-        svg = operator_diff_svg(baseline_operators, operators or (),
-                                title=f"{name}: operators against the baseline",
-                                model_name=model_name)
+        svg = operator_diff_svg(
+            baseline_operators,
+            operators or (),
+            title=f"{name}: operators against the baseline",
+            model_name=model_name,
+        )
         if svg is None:
             reasons["operators.diff"] = "the baseline's operator table has no kernel time"
         else:
@@ -291,16 +325,32 @@ def capture(
         sweep_abandoned_workdirs()
         with tempfile.TemporaryDirectory(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-") as work:
             result = sample_native(
-                call, seconds=seconds, call_graph=call_graph, event=event, workdir=work,
-                perf=perf, frequency=NATIVE_FREQUENCY,
+                call,
+                seconds=seconds,
+                call_graph=call_graph,
+                event=event,
+                workdir=work,
+                perf=perf,
+                frequency=NATIVE_FREQUENCY,
             )
         if result.folded:
-            _draw(out, stem, "native", result.folded, title=f"{name}: native stacks",
-                  subtitle=_subtitle_native(result), unit="samples", paths=paths)
+            _draw(
+                out,
+                stem,
+                "native",
+                result.folded,
+                title=f"{name}: native stacks",
+                subtitle=_subtitle_native(result),
+                unit="samples",
+                paths=paths,
+            )
             main, view = result.folded, "native"
             calls, ms_per_count = result.calls, 1000.0 / NATIVE_FREQUENCY
-            instead = ("the operators view has each operator's time (ONNX Runtime's "
-                       "profiler)" if op_stacks else "the Python view shows the callers")
+            instead = (
+                "the operators view has each operator's time (ONNX Runtime's profiler)"
+                if op_stacks
+                else "the Python view shows the callers"
+            )
             note = _stripped_note(result, instead)
             if note:
                 reasons["stripped"] = note
@@ -309,16 +359,27 @@ def capture(
     else:
         reasons["native"] = "not requested"
 
-    if result is None or not result.folded or not result.python_samples or (
-            "stripped" in reasons and not op_stacks):
+    if (
+        result is None
+        or not result.folded
+        or not result.python_samples
+        or ("stripped" in reasons and not op_stacks)
+    ):
         stats: dict[str, float] = {}
         python = sample_python(call, seconds=seconds, stats=stats)
         if python:
             total = sum(python.values())
-            _draw(out, stem, "python", python, title=f"{name}: Python stacks",
-                  subtitle=f"built-in Python sampler, {total:,} samples at ~1 ms; native "
-                  "time is charged to the calling Python function", unit="samples",
-                  paths=paths)
+            _draw(
+                out,
+                stem,
+                "python",
+                python,
+                title=f"{name}: Python stacks",
+                subtitle=f"built-in Python sampler, {total:,} samples at ~1 ms; native "
+                "time is charged to the calling Python function",
+                unit="samples",
+                paths=paths,
+            )
             if not main:
                 main, view = python, "python"
                 if stats.get("calls") and stats.get("caller_samples"):
@@ -339,24 +400,43 @@ def capture(
         else:
             diff_path = out / f"{stem}.diff.svg"
             base_ms = _per_call(baseline_record)
-            if base_ms is not None and calls and ms_per_count \
-                    and baseline_record.get("view", view) == view:
+            if (
+                base_ms is not None
+                and calls
+                and ms_per_count
+                and baseline_record.get("view", view) == view
+            ):
                 now_ms = {k: v * ms_per_count / calls for k, v in main.items()}
                 before, after = total_change(base_ms, now_ms)
-                svg = render_svg(now_ms, title=f"{name}: change against the baseline",
-                                 subtitle=f"{view} stacks, time per call: "
-                                 f"{change_text(before, after, 'ms per call')}",
-                                 unit="ms per call", change=diff_per_call(base_ms, now_ms))
+                svg = render_svg(
+                    now_ms,
+                    title=f"{name}: change against the baseline",
+                    subtitle=f"{view} stacks, time per call: "
+                    f"{change_text(before, after, 'ms per call')}",
+                    unit="ms per call",
+                    change=diff_per_call(base_ms, now_ms),
+                )
             else:
-                svg = render_svg(main, title=f"{name}: change against the baseline",
-                                 subtitle=f"{view} stacks; {sum(main.values()):,} samples now, "
-                                 f"{sum(base.values()):,} in the baseline (share-based: the "
-                                 "baseline stored no call count)",
-                                 unit="samples", diff=diff_stacks(base, main))
+                svg = render_svg(
+                    main,
+                    title=f"{name}: change against the baseline",
+                    subtitle=f"{view} stacks; {sum(main.values()):,} samples now, "
+                    f"{sum(base.values()):,} in the baseline (share-based: the "
+                    "baseline stored no call count)",
+                    unit="samples",
+                    diff=diff_stacks(base, main),
+                )
             diff_path.write_text(svg, encoding="utf-8")
             paths["diff.svg"] = str(diff_path)
 
     primary = "operators" if op_stacks else view
-    return Flamegraphs(paths=paths, reasons=reasons, folded=dict(main), view=view,
-                       native=result, primary=primary, calls=calls,
-                       ms_per_count=ms_per_count)
+    return Flamegraphs(
+        paths=paths,
+        reasons=reasons,
+        folded=dict(main),
+        view=view,
+        native=result,
+        primary=primary,
+        calls=calls,
+        ms_per_count=ms_per_count,
+    )

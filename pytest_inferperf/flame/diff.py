@@ -74,9 +74,7 @@ def diff_stacks(baseline: Mapping[str, int], current: Mapping[str, int]) -> dict
     return out
 
 
-def largest_changes(
-    diff: Mapping[str, float], *, limit: int = 10
-) -> list[tuple[str, float]]:
+def largest_changes(diff: Mapping[str, float], *, limit: int = 10) -> list[tuple[str, float]]:
     """The ``limit`` frame paths with the largest absolute change, largest first."""
     ranked = sorted(diff.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
     return [(path, delta) for path, delta in ranked[:limit] if delta]
@@ -106,18 +104,19 @@ def diff_per_call(
     has 0 on the other side.
     """
     base, cur = frame_totals(baseline), frame_totals(current)
-    return {path: (base.get(path, 0.0), cur.get(path, 0.0))
-            for path in sorted(set(base) | set(cur))}
+    return {
+        path: (base.get(path, 0.0), cur.get(path, 0.0)) for path in sorted(set(base) | set(cur))
+    }
 
 
-def total_change(baseline: Mapping[str, int | float],
-                 current: Mapping[str, int | float]) -> Change:
+def total_change(baseline: Mapping[str, int | float], current: Mapping[str, int | float]) -> Change:
     """(before, after) of the whole profile, per call."""
     return (sum(c for c in baseline.values() if c > 0), sum(c for c in current.values() if c > 0))
 
 
 def change_text(before: float, after: float, unit: str) -> str:
     """``"12.0 -> 36.0 µs per call (+24.0, 3.00x, +200%)"``; ``new``/``gone`` for one-sided."""
+
     def number(value: float) -> str:
         return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
 
@@ -129,8 +128,10 @@ def change_text(before: float, after: float, unit: str) -> str:
         return f"gone: was {number(before)} {unit}"
     ratio = after / before
     delta = after - before
-    return (f"{number(before)} -> {number(after)} {unit} ({'+' if delta >= 0 else '-'}"
-            f"{number(abs(delta))}, {ratio:.2f}x, {100 * (ratio - 1):+.0f}%)")
+    return (
+        f"{number(before)} -> {number(after)} {unit} ({'+' if delta >= 0 else '-'}"
+        f"{number(abs(delta))}, {ratio:.2f}x, {100 * (ratio - 1):+.0f}%)"
+    )
 
 
 def largest_absolute_changes(

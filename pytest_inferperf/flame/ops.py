@@ -51,8 +51,10 @@ def _per_call_us(op: Any) -> float:
 
 
 def operator_stacks(
-    ops: Sequence[OperatorStat] | Sequence[Mapping[str, Any]], model_name: str,
-    *, per_call: bool = False,
+    ops: Sequence[OperatorStat] | Sequence[Mapping[str, Any]],
+    model_name: str,
+    *,
+    per_call: bool = False,
 ) -> dict[str, Any]:
     """``{"model;op_type;node": µs}``: each node's total kernel time, rounded.
 

@@ -147,6 +147,7 @@ def sample_python(
         thread.join(5.0)
         sys.setswitchinterval(old_interval)
     if stats is not None:
-        stats.update(calls=calls, seconds=time.perf_counter() - begin,
-                     caller_samples=caller_samples[0])
+        stats.update(
+            calls=calls, seconds=time.perf_counter() - begin, caller_samples=caller_samples[0]
+        )
     return dict(stacks)

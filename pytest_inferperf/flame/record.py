@@ -128,12 +128,17 @@ def no_samples_reason(event: str, seconds: float, calls: int, stderr: str) -> st
     counts, ``perf record -e cycles`` collects nothing). perf's own progress lines
     (``[ perf record: ... ]``) say nothing about why and are left out.
     """
-    said = [line for line in stderr.splitlines()
-            if line.strip() and not line.strip().startswith("[ perf record:")]
+    said = [
+        line
+        for line in stderr.splitlines()
+        if line.strip() and not line.strip().startswith("[ perf record:")
+    ]
     detail = f" (perf said: {_tail(chr(10).join(said))})" if said else ""
-    return (f"not available: perf record collected no samples of {event} in {seconds:g} s "
-            f"({calls} calls){detail}; counting works but sampling does not here (as on "
-            "GitHub's Arm runners): the Python sampler and the operator view stand in")
+    return (
+        f"not available: perf record collected no samples of {event} in {seconds:g} s "
+        f"({calls} calls){detail}; counting works but sampling does not here (as on "
+        "GitHub's Arm runners): the Python sampler and the operator view stand in"
+    )
 
 
 def _paranoid() -> str:
@@ -168,8 +173,14 @@ def _fifo_dir(workdir: Path, stack: contextlib.ExitStack) -> Path:
     return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="inferperf-perfctl-")))
 
 
-def _send(ctl_fd: int, ack_fd: int, proc: subprocess.Popen, command: str, timeout: float,
-          stderr_path: Path) -> None:
+def _send(
+    ctl_fd: int,
+    ack_fd: int,
+    proc: subprocess.Popen,
+    command: str,
+    timeout: float,
+    stderr_path: Path,
+) -> None:
     """Write ``command`` to perf's control FIFO and wait for its ``ack``."""
     os.write(ctl_fd, command.encode() + b"\n")
     deadline = time.monotonic() + timeout
@@ -231,8 +242,6 @@ def _trampoline(enabled: bool) -> Iterator[Path | None]:
         sys.deactivate_stack_trampoline()  # type: ignore[attr-defined]
 
 
-
-
 def sample_native(
     call: Callable[[], object],
     *,
@@ -290,14 +299,32 @@ def sample_native(
         ack_fd = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
         stack.callback(os.close, ack_fd)
         command = [
-            executable, "record", "-p", str(os.getpid()), "-e", chosen, "-F", str(frequency),
-            "--call-graph", call_graph, "-D", "-1", "--control", f"fifo:{ctl},{ack}",
-            "--no-buildid", "--no-buildid-cache", "-o", str(data),
+            executable,
+            "record",
+            "-p",
+            str(os.getpid()),
+            "-e",
+            chosen,
+            "-F",
+            str(frequency),
+            "--call-graph",
+            call_graph,
+            "-D",
+            "-1",
+            "--control",
+            f"fifo:{ctl},{ack}",
+            "--no-buildid",
+            "--no-buildid-cache",
+            "-o",
+            str(data),
         ]
         with open(stderr_path, "wb") as err:
             try:
                 proc = subprocess.Popen(
-                    command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
                     start_new_session=True,
                 )
             except OSError as exc:
@@ -321,13 +348,17 @@ def sample_native(
         _stop(proc, stop_timeout)
         if not data.exists() or data.stat().st_size == 0:
             return _unavailable(
-                chosen, _failure(_read(stderr_path), "perf record wrote no data"), call_graph,
+                chosen,
+                _failure(_read(stderr_path), "perf record wrote no data"),
+                call_graph,
                 calls,
             )
         try:
             script = subprocess.run(
                 [executable, "script", "-i", str(data)],
-                stdin=subprocess.DEVNULL, capture_output=True, timeout=script_timeout,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=script_timeout,
                 check=False,
             )
         except subprocess.TimeoutExpired:
@@ -335,20 +366,24 @@ def sample_native(
                 chosen,
                 f"not available: perf script took over {script_timeout:.0f} s to read "
                 f"{data.stat().st_size} bytes; record fewer seconds or use call_graph='fp'",
-                call_graph, calls,
+                call_graph,
+                calls,
             )
         text = script.stdout.decode("utf-8", errors="replace")
         if script.returncode != 0 and not text.strip():
             return _unavailable(
                 chosen,
                 _failure(script.stderr.decode("utf-8", "replace"), "perf script failed"),
-                call_graph, calls,
+                call_graph,
+                calls,
             )
         folded: FoldedStacks = fold_perf_script(text)
         if not folded.samples:
             return _unavailable(
-                chosen, no_samples_reason(chosen, seconds, calls, _read(stderr_path)),
-                call_graph, calls,
+                chosen,
+                no_samples_reason(chosen, seconds, calls, _read(stderr_path)),
+                call_graph,
+                calls,
             )
         # perf names the event it really sampled (``cpu-clock:u`` after a user-only fallback)
         recorded = max(folded.events.items(), key=lambda kv: kv[1])[0] or chosen

@@ -21,12 +21,18 @@ from typing import Any
 __all__ = ["speedscope_document", "write_speedscope"]
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
-UNITS = {"µs": "microseconds", "us": "microseconds", "ms": "milliseconds",
-         "samples": "none", "": "none"}
+UNITS = {
+    "µs": "microseconds",
+    "us": "microseconds",
+    "ms": "milliseconds",
+    "samples": "none",
+    "": "none",
+}
 
 
-def speedscope_document(folded: Mapping[str, int | float], *, name: str,
-                        unit: str = "samples") -> dict[str, Any]:
+def speedscope_document(
+    folded: Mapping[str, int | float], *, name: str, unit: str = "samples"
+) -> dict[str, Any]:
     """The speedscope JSON object for ``folded`` (stacks sorted, frames shared)."""
     frames: list[dict[str, str]] = []
     index: dict[str, int] = {}
@@ -50,19 +56,37 @@ def speedscope_document(folded: Mapping[str, int | float], *, name: str,
         "exporter": "pytest-inferperf",
         "activeProfileIndex": 0,
         "shared": {"frames": frames},
-        "profiles": [{
-            "type": "sampled", "name": name, "unit": UNITS.get(unit, "none"),
-            "startValue": 0, "endValue": total, "samples": samples, "weights": weights,
-        }],
+        "profiles": [
+            {
+                "type": "sampled",
+                "name": name,
+                "unit": UNITS.get(unit, "none"),
+                "startValue": 0,
+                "endValue": total,
+                "samples": samples,
+                "weights": weights,
+            }
+        ],
     }
 
 
-def write_speedscope(path: str | os.PathLike[str], folded: Mapping[str, int | float], *,
-                     name: str, unit: str = "samples") -> Path:
+def write_speedscope(
+    path: str | os.PathLike[str],
+    folded: Mapping[str, int | float],
+    *,
+    name: str,
+    unit: str = "samples",
+) -> Path:
     """Write :func:`speedscope_document` to ``path`` (atomically: a temp file renamed)."""
     target = Path(path)
     tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(json.dumps(speedscope_document(folded, name=name, unit=unit),
-                              ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+    tmp.write_text(
+        json.dumps(
+            speedscope_document(folded, name=name, unit=unit),
+            ensure_ascii=False,
+            separators=(",", ":"),
+        ),
+        encoding="utf-8",
+    )
     os.replace(tmp, target)
     return target

@@ -183,8 +183,10 @@ def render_svg(
     diff_scale = 0.0
     if change is not None:
         diff = None
-        diff_scale = max((abs(change[b.path][1] - change[b.path][0]) for b in boxes
-                          if b.path in change), default=0.0)
+        diff_scale = max(
+            (abs(change[b.path][1] - change[b.path][0]) for b in boxes if b.path in change),
+            default=0.0,
+        )
     elif diff is not None:
         diff_scale = max((abs(diff.get(b.path, 0.0)) for b in boxes if b.path), default=0.0)
 
@@ -219,9 +221,7 @@ def render_svg(
         f'<text id="unsearch" class="btn hide" x="{WIDTH - 10}" y="44">Reset search</text>\n'
     )
     if not boxes:
-        out.append(
-            f'<text class="subtitle" x="{WIDTH / 2:.0f}" y="{TOP + 12}">no samples</text>\n'
-        )
+        out.append(f'<text class="subtitle" x="{WIDTH / 2:.0f}" y="{TOP + 12}">no samples</text>\n')
     out.append('<g id="frames">\n')
     for box in boxes:
         y = height - BOTTOM - (box.depth + 1) * FRAME_HEIGHT

@@ -24,6 +24,4 @@ def make_backend(name: str = "perf", events: Sequence[str] = DEFAULT_EVENTS) -> 
         from .null_backend import NullCounters
 
         return NullCounters(events=events)
-    raise CountersError(
-        f"unknown counter backend {name!r}: choose one of {', '.join(BACKENDS)}"
-    )
+    raise CountersError(f"unknown counter backend {name!r}: choose one of {', '.join(BACKENDS)}")

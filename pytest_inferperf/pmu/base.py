@@ -98,9 +98,7 @@ class CounterSample:
     def to_dict(self) -> dict:
         return {
             "counts": {name: c.to_dict() for name, c in self.counts.items()},
-            "per_thread": {
-                str(tid): dict(values) for tid, values in self.per_thread.items()
-            },
+            "per_thread": {str(tid): dict(values) for tid, values in self.per_thread.items()},
         }
 
     @classmethod

@@ -91,22 +91,24 @@ def read_dump(text: str, *, source: str = "<callgrind>") -> CallgrindDump:
             totals = value
         elif key == "desc":
             if value.startswith("Trigger:"):
-                trigger = value[len("Trigger:"):].strip()
+                trigger = value[len("Trigger:") :].strip()
             match = _CACHE_DESC.match(value)
             if match:
                 caches[match.group("name")] = value.split(":", 1)[1].strip()
         elif key in ("part", "pid", "cmd", "version", "creator"):
             header[key] = value
     if names is None:
-        raise CallgrindFormatError(
-            f"{source} is not a callgrind profile: it has no 'events:' line"
-        )
+        raise CallgrindFormatError(f"{source} is not a callgrind profile: it has no 'events:' line")
     if totals is None and summary is None:
         raise CallgrindFormatError(
             f"{source} has no 'totals:' or 'summary:' line (was the dump cut short?)"
         )
-    events = _costs(names, totals if totals is not None else summary or "",
-                    "totals:" if totals is not None else "summary:", source)
+    events = _costs(
+        names,
+        totals if totals is not None else summary or "",
+        "totals:" if totals is not None else "summary:",
+        source,
+    )
     return CallgrindDump(
         events=events,
         part=_int(header.get("part")),
@@ -130,17 +132,20 @@ def _int(text: str | None) -> int | None:
         return None
 
 
-def dump_files(folder: str | os.PathLike[str], pid: int,
-               stem: str = "callgrind.out") -> list[Path]:
+def dump_files(folder: str | os.PathLike[str], pid: int, stem: str = "callgrind.out") -> list[Path]:
     """The files ``--callgrind-out-file=<folder>/<stem>.%p`` produced for ``pid``."""
     folder = Path(folder)
     base = f"{stem}.{pid}"
-    return sorted(p for p in folder.glob(f"{base}*")
-                  if p.name == base or re.fullmatch(re.escape(base) + r"\.\d+", p.name))
+    return sorted(
+        p
+        for p in folder.glob(f"{base}*")
+        if p.name == base or re.fullmatch(re.escape(base) + r"\.\d+", p.name)
+    )
 
 
-def read_dumps(folder: str | os.PathLike[str], pid: int,
-               stem: str = "callgrind.out") -> list[CallgrindDump]:
+def read_dumps(
+    folder: str | os.PathLike[str], pid: int, stem: str = "callgrind.out"
+) -> list[CallgrindDump]:
     """Every dump of ``pid`` except the one written at exit, in the order they were made."""
     dumps = []
     for path in dump_files(folder, pid, stem):

@@ -81,66 +81,130 @@ class EventSpec:
 CATALOGUE: dict[str, EventSpec] = {
     spec.name: spec
     for spec in (
-        EventSpec("cycles", "CPU cycles", arm=(("cpu_cycles", 0x11),),
-                  x86=(PERF_TYPE_HARDWARE, HW_CPU_CYCLES)),
-        EventSpec("instructions", "instructions retired", arm=(("inst_retired", 0x08),),
-                  x86=(PERF_TYPE_HARDWARE, HW_INSTRUCTIONS)),
-        EventSpec("l1d_access", "L1 data cache accesses", arm=(("l1d_cache", 0x04),),
-                  x86=hw_cache(CACHE_L1D, OP_READ, RESULT_ACCESS)),
-        EventSpec("l1d_refill", "L1 data cache refills (misses)",
-                  arm=(("l1d_cache_refill", 0x03),),
-                  x86=hw_cache(CACHE_L1D, OP_READ, RESULT_MISS)),
-        EventSpec("l1i_access", "L1 instruction cache accesses", arm=(("l1i_cache", 0x14),),
-                  x86=hw_cache(CACHE_L1I, OP_READ, RESULT_ACCESS)),
-        EventSpec("l1i_refill", "L1 instruction cache refills (misses)",
-                  arm=(("l1i_cache_refill", 0x01),),
-                  x86=hw_cache(CACHE_L1I, OP_READ, RESULT_MISS)),
+        EventSpec(
+            "cycles",
+            "CPU cycles",
+            arm=(("cpu_cycles", 0x11),),
+            x86=(PERF_TYPE_HARDWARE, HW_CPU_CYCLES),
+        ),
+        EventSpec(
+            "instructions",
+            "instructions retired",
+            arm=(("inst_retired", 0x08),),
+            x86=(PERF_TYPE_HARDWARE, HW_INSTRUCTIONS),
+        ),
+        EventSpec(
+            "l1d_access",
+            "L1 data cache accesses",
+            arm=(("l1d_cache", 0x04),),
+            x86=hw_cache(CACHE_L1D, OP_READ, RESULT_ACCESS),
+        ),
+        EventSpec(
+            "l1d_refill",
+            "L1 data cache refills (misses)",
+            arm=(("l1d_cache_refill", 0x03),),
+            x86=hw_cache(CACHE_L1D, OP_READ, RESULT_MISS),
+        ),
+        EventSpec(
+            "l1i_access",
+            "L1 instruction cache accesses",
+            arm=(("l1i_cache", 0x14),),
+            x86=hw_cache(CACHE_L1I, OP_READ, RESULT_ACCESS),
+        ),
+        EventSpec(
+            "l1i_refill",
+            "L1 instruction cache refills (misses)",
+            arm=(("l1i_cache_refill", 0x01),),
+            x86=hw_cache(CACHE_L1I, OP_READ, RESULT_MISS),
+        ),
         EventSpec("l2_access", "L2 cache accesses", arm=(("l2d_cache", 0x16),)),
         EventSpec("l2_refill", "L2 cache refills (misses)", arm=(("l2d_cache_refill", 0x17),)),
-        EventSpec("llc_read", "last-level cache reads", arm=(("ll_cache_rd", 0x36),),
-                  x86=hw_cache(CACHE_LL, OP_READ, RESULT_ACCESS)),
-        EventSpec("llc_miss", "last-level cache read misses",
-                  arm=(("ll_cache_miss_rd", 0x37),),
-                  x86=hw_cache(CACHE_LL, OP_READ, RESULT_MISS)),
-        EventSpec("dtlb_access", "data TLB accesses", arm=(("l1d_tlb", 0x25),),
-                  x86=hw_cache(CACHE_DTLB, OP_READ, RESULT_ACCESS)),
+        EventSpec(
+            "llc_read",
+            "last-level cache reads",
+            arm=(("ll_cache_rd", 0x36),),
+            x86=hw_cache(CACHE_LL, OP_READ, RESULT_ACCESS),
+        ),
+        EventSpec(
+            "llc_miss",
+            "last-level cache read misses",
+            arm=(("ll_cache_miss_rd", 0x37),),
+            x86=hw_cache(CACHE_LL, OP_READ, RESULT_MISS),
+        ),
+        EventSpec(
+            "dtlb_access",
+            "data TLB accesses",
+            arm=(("l1d_tlb", 0x25),),
+            x86=hw_cache(CACHE_DTLB, OP_READ, RESULT_ACCESS),
+        ),
         EventSpec("l1d_tlb_refill", "L1 data TLB refills", arm=(("l1d_tlb_refill", 0x05),)),
-        EventSpec("dtlb_walk", "data TLB misses that walked the page table",
-                  arm=(("dtlb_walk", 0x34),),
-                  x86=hw_cache(CACHE_DTLB, OP_READ, RESULT_MISS)),
-        EventSpec("itlb_access", "instruction TLB accesses", arm=(("l1i_tlb", 0x26),),
-                  x86=hw_cache(CACHE_ITLB, OP_READ, RESULT_ACCESS)),
-        EventSpec("itlb_walk", "instruction TLB misses that walked the page table",
-                  arm=(("itlb_walk", 0x35),),
-                  x86=hw_cache(CACHE_ITLB, OP_READ, RESULT_MISS)),
-        EventSpec("branches", "branches (retired, or predicted where retired is absent)",
-                  arm=(("br_retired", 0x21), ("br_pred", 0x12)), arm_pair="branch_misses",
-                  x86=(PERF_TYPE_HARDWARE, HW_BRANCH_INSTRUCTIONS)),
-        EventSpec("branch_misses", "mispredicted branches",
-                  arm=(("br_mis_pred_retired", 0x22), ("br_mis_pred", 0x10)),
-                  arm_pair="branches", x86=(PERF_TYPE_HARDWARE, HW_BRANCH_MISSES)),
-        EventSpec("stall_frontend", "cycles with no operation issued: frontend",
-                  arm=(("stall_frontend", 0x23),),
-                  x86=(PERF_TYPE_HARDWARE, HW_STALLED_CYCLES_FRONTEND)),
-        EventSpec("stall_backend", "cycles with no operation issued: backend",
-                  arm=(("stall_backend", 0x24),),
-                  x86=(PERF_TYPE_HARDWARE, HW_STALLED_CYCLES_BACKEND)),
-        EventSpec("stall_backend_mem", "backend stall cycles waiting on memory",
-                  arm=(("stall_backend_mem", 0x4005),)),
+        EventSpec(
+            "dtlb_walk",
+            "data TLB misses that walked the page table",
+            arm=(("dtlb_walk", 0x34),),
+            x86=hw_cache(CACHE_DTLB, OP_READ, RESULT_MISS),
+        ),
+        EventSpec(
+            "itlb_access",
+            "instruction TLB accesses",
+            arm=(("l1i_tlb", 0x26),),
+            x86=hw_cache(CACHE_ITLB, OP_READ, RESULT_ACCESS),
+        ),
+        EventSpec(
+            "itlb_walk",
+            "instruction TLB misses that walked the page table",
+            arm=(("itlb_walk", 0x35),),
+            x86=hw_cache(CACHE_ITLB, OP_READ, RESULT_MISS),
+        ),
+        EventSpec(
+            "branches",
+            "branches (retired, or predicted where retired is absent)",
+            arm=(("br_retired", 0x21), ("br_pred", 0x12)),
+            arm_pair="branch_misses",
+            x86=(PERF_TYPE_HARDWARE, HW_BRANCH_INSTRUCTIONS),
+        ),
+        EventSpec(
+            "branch_misses",
+            "mispredicted branches",
+            arm=(("br_mis_pred_retired", 0x22), ("br_mis_pred", 0x10)),
+            arm_pair="branches",
+            x86=(PERF_TYPE_HARDWARE, HW_BRANCH_MISSES),
+        ),
+        EventSpec(
+            "stall_frontend",
+            "cycles with no operation issued: frontend",
+            arm=(("stall_frontend", 0x23),),
+            x86=(PERF_TYPE_HARDWARE, HW_STALLED_CYCLES_FRONTEND),
+        ),
+        EventSpec(
+            "stall_backend",
+            "cycles with no operation issued: backend",
+            arm=(("stall_backend", 0x24),),
+            x86=(PERF_TYPE_HARDWARE, HW_STALLED_CYCLES_BACKEND),
+        ),
+        EventSpec(
+            "stall_backend_mem",
+            "backend stall cycles waiting on memory",
+            arm=(("stall_backend_mem", 0x4005),),
+        ),
         EventSpec("stall_slot", "issue slots not used", arm=(("stall_slot", 0x3F),)),
-        EventSpec("stall_slot_frontend", "issue slots not used: frontend",
-                  arm=(("stall_slot_frontend", 0x3E),)),
-        EventSpec("stall_slot_backend", "issue slots not used: backend",
-                  arm=(("stall_slot_backend", 0x3D),)),
+        EventSpec(
+            "stall_slot_frontend",
+            "issue slots not used: frontend",
+            arm=(("stall_slot_frontend", 0x3E),),
+        ),
+        EventSpec(
+            "stall_slot_backend",
+            "issue slots not used: backend",
+            arm=(("stall_slot_backend", 0x3D),),
+        ),
         EventSpec("op_retired", "micro-operations retired", arm=(("op_retired", 0x3A),)),
-        EventSpec("op_spec", "micro-operations speculatively executed",
-                  arm=(("op_spec", 0x3B),)),
+        EventSpec("op_spec", "micro-operations speculatively executed", arm=(("op_spec", 0x3B),)),
         EventSpec("task_clock", "time on CPU (ns)", software=SW_TASK_CLOCK),
         EventSpec("page_faults", "page faults", software=SW_PAGE_FAULTS),
         EventSpec("major_faults", "page faults that needed I/O", software=SW_PAGE_FAULTS_MAJ),
         EventSpec("context_switches", "context switches", software=SW_CONTEXT_SWITCHES),
-        EventSpec("cpu_migrations", "moves of a thread to another CPU",
-                  software=SW_CPU_MIGRATIONS),
+        EventSpec("cpu_migrations", "moves of a thread to another CPU", software=SW_CPU_MIGRATIONS),
     )
 }
 
@@ -225,17 +289,23 @@ def _arm_missing_reason(spec: EventSpec, cpu: CpuInfo, pmu: PmuInfo) -> str:
     detail so one cause covering many events is said once.
     """
     wanted = " or ".join(f"{name.upper()} ({code:#x})" for name, code in spec.arm)
-    detail = (f"({pmu.name} lists no {wanted} in sysfs; a raw code it does not list "
-              "would open and silently read 0)")
+    detail = (
+        f"({pmu.name} lists no {wanted} in sysfs; a raw code it does not list "
+        "would open and silently read 0)"
+    )
     core, slugs = cpu.core, cpu.core_slug.split("+")
     known = [core_implements(slug, code) for slug in slugs for _, code in spec.arm]
     if known and all(k is False for k in known):
         return f"not implemented on {core} {detail}"
     if any(k is True for k in known):
-        return (f"not listed by this PMU ({pmu.name}); real {core} cores implement it: "
-                f"the hypervisor or kernel hides it {detail}")
-    return (f"not listed by this PMU ({pmu.name}); Arm publishes no event list for {core} "
-            f"to say whether the core has it {detail}")
+        return (
+            f"not listed by this PMU ({pmu.name}); real {core} cores implement it: "
+            f"the hypervisor or kernel hides it {detail}"
+        )
+    return (
+        f"not listed by this PMU ({pmu.name}); Arm publishes no event list for {core} "
+        f"to say whether the core has it {detail}"
+    )
 
 
 _DETAIL = re.compile(r"\s*\(\S+ lists no .*\)$", re.S)
@@ -286,9 +356,7 @@ def resolve(names: Sequence[str], cpu: CpuInfo) -> Resolution:
             else:
                 type_, config = spec.x86
                 kind = "generic hardware" if type_ == PERF_TYPE_HARDWARE else "generic hw-cache"
-                events[name] = (
-                    ResolvedEvent(name, "cpu", type_, config, f"{kind} {config:#x}"),
-                )
+                events[name] = (ResolvedEvent(name, "cpu", type_, config, f"{kind} {config:#x}"),)
         else:
             unavailable[name] = (
                 f"not available: hardware events are mapped for x86_64 and aarch64, "
@@ -320,7 +388,10 @@ def _resolve_arm(
         sysfs_name, code = choice
         found.append(
             ResolvedEvent(
-                spec.name, pmu.name, pmu.type, code,
+                spec.name,
+                pmu.name,
+                pmu.type,
+                code,
                 f"{pmu.name}/events/{sysfs_name} ({code:#x})",
             )
         )

@@ -72,8 +72,13 @@ def probe_event(event: ResolvedEvent, *, exclude_kernel: bool, paranoid: int | N
     """Open ``event`` alone on this thread and close it; the reason if it fails."""
     try:
         fd = pe.open_event(
-            event.type, event.config, tid=0, inherit=False, exclude_kernel=exclude_kernel,
-            hardware=event.hardware, paranoid=paranoid,
+            event.type,
+            event.config,
+            tid=0,
+            inherit=False,
+            exclude_kernel=exclude_kernel,
+            hardware=event.hardware,
+            paranoid=paranoid,
         )
     except pe.PerfOpenError as exc:
         return exc.reason
@@ -95,8 +100,11 @@ def probe_capacity(event: ResolvedEvent, *, exclude_kernel: bool, limit: int = 1
             for _ in range(size):
                 fds.append(
                     pe.open_event(
-                        event.type, event.config, tid=0,
-                        group_fd=fds[0] if fds else -1, inherit=False,
+                        event.type,
+                        event.config,
+                        tid=0,
+                        group_fd=fds[0] if fds else -1,
+                        inherit=False,
                         exclude_kernel=exclude_kernel,
                     )
                 )
@@ -231,8 +239,9 @@ class _LazyMapping(Mapping):
 def deferred_sample(layout: tuple[_Layout, ...], begin: bytes | None, end: bytes) -> CounterSample:
     """A :class:`CounterSample` whose arithmetic runs when it is first looked at."""
     deferred = _Deferred(layout, begin, end)
-    return CounterSample(counts=_LazyMapping(deferred, "counts"),
-                         per_thread=_LazyMapping(deferred, "per_thread"))
+    return CounterSample(
+        counts=_LazyMapping(deferred, "counts"), per_thread=_LazyMapping(deferred, "per_thread")
+    )
 
 
 @dataclass
@@ -356,9 +365,14 @@ class PerfEventCounters:
         try:
             for event in events:
                 fd = pe.open_event(
-                    event.type, event.config, tid=tid, group_fd=fds[0] if fds else -1,
-                    inherit=True, exclude_kernel=self.exclude_kernel,
-                    hardware=event.hardware, paranoid=self.cpu.paranoid if self.cpu else None,
+                    event.type,
+                    event.config,
+                    tid=tid,
+                    group_fd=fds[0] if fds else -1,
+                    inherit=True,
+                    exclude_kernel=self.exclude_kernel,
+                    hardware=event.hardware,
+                    paranoid=self.cpu.paranoid if self.cpu else None,
                 )
                 fds.append(fd)
                 ids[pe.event_id(fd)] = event
@@ -383,8 +397,12 @@ class PerfEventCounters:
         """One buffer for every group's read, and how to decode it."""
         self._reader = pe.GroupReader([(g.leader, len(g.fds)) for g in self._groups])
         self._layout = tuple(
-            _Layout(g.tid, offset, struct.Struct(f"={3 + 2 * len(g.fds)}Q"),
-                    {id_: (e.name, e.pmu) for id_, e in g.ids.items()})
+            _Layout(
+                g.tid,
+                offset,
+                struct.Struct(f"={3 + 2 * len(g.fds)}Q"),
+                {id_: (e.name, e.pmu) for id_, e in g.ids.items()},
+            )
             for g, offset in zip(self._groups, self._reader.offsets, strict=True)
         )
         self._begin = self._last = None
@@ -399,8 +417,9 @@ class PerfEventCounters:
         if self.free_running:
             self._begin = self._reader.read()
             return
-        self._begin = self._last if (self._last is not None and not self._running) else (
-            self._reader.read())
+        self._begin = (
+            self._last if (self._last is not None and not self._running) else (self._reader.read())
+        )
         self._toggle(True)
         self._running = True
 
@@ -417,8 +436,11 @@ class PerfEventCounters:
 
     def _toggle(self, enable: bool) -> None:
         """Enable or disable every group: one prctl where it touches only ours."""
-        if (self._prctl_ok and self._owner == threading.get_ident()
-                and _OPEN_BY_THREAD.get(self._owner) == 1):
+        if (
+            self._prctl_ok
+            and self._owner == threading.get_ident()
+            and _OPEN_BY_THREAD.get(self._owner) == 1
+        ):
             try:
                 pe.task_events(enable)
                 return

@@ -113,8 +113,13 @@ _fast_ioctl = _fast.ioctl
 _fast_ioctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong)
 _fast_ioctl.restype = ctypes.c_int
 _fast_prctl = _fast.prctl
-_fast_prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
-                        ctypes.c_ulong)
+_fast_prctl.argtypes = (
+    ctypes.c_int,
+    ctypes.c_ulong,
+    ctypes.c_ulong,
+    ctypes.c_ulong,
+    ctypes.c_ulong,
+)
 _fast_prctl.restype = ctypes.c_int
 
 

@@ -146,16 +146,23 @@ CHILD_ENV = {
 }
 #: Removed from the child's environment: xdist worker identity, the parent's current
 #: test, and coverage start-up hooks (coverage tracing would be counted).
-CHILD_ENV_DROP = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
-                  "PYTEST_CURRENT_TEST", "COVERAGE_PROCESS_START")
+CHILD_ENV_DROP = (
+    "PYTEST_XDIST_WORKER",
+    "PYTEST_XDIST_WORKER_COUNT",
+    "PYTEST_XDIST_TESTRUNUID",
+    "PYTEST_CURRENT_TEST",
+    "COVERAGE_PROCESS_START",
+)
 CHILD_ENV_DROP_PREFIXES = ("COV_CORE_",)
 
 #: What callgrind simulates: "full" (--cache-sim=yes --branch-sim=yes: instructions,
 #: cache and branch events) or "instructions" (neither simulation: instructions only,
 #: the same Ir counts, and the instrumented region runs faster).
 MODES = ("full", "instructions")
-MODE_TEXT = {"full": "full (instruction, cache and branch simulation)",
-             "instructions": "instructions only (no cache or branch simulation)"}
+MODE_TEXT = {
+    "full": "full (instruction, cache and branch simulation)",
+    "instructions": "instructions only (no cache or branch simulation)",
+}
 #: Events counted in instructions-only mode.
 INSTRUCTION_EVENTS = ("instructions",)
 
@@ -172,26 +179,35 @@ EVENT_FORMULAS: dict[str, tuple[str, ...]] = {
     "branch_misses": ("Bcm", "Bim"),
 }
 
-_NO_TIME = ("not available: the simulate backend counts instructions, cache and branch "
-            "events, not cycles (no IPC)")
+_NO_TIME = (
+    "not available: the simulate backend counts instructions, cache and branch "
+    "events, not cycles (no IPC)"
+)
 _REASONS: dict[str, str] = {
     "cycles": _NO_TIME,
-    "stall_frontend": "not available: the simulate backend has no pipeline model (no stall "
-                      "cycles)",
-    "l2_access": "not available: callgrind simulates L1 and the last level only, not a "
-                 "middle L2",
+    "stall_frontend": "not available: the simulate backend has no pipeline model (no stall cycles)",
+    "l2_access": "not available: callgrind simulates L1 and the last level only, not a middle L2",
     "op_retired": "not available: the simulate backend counts instructions, not micro-ops",
     "dtlb_access": "not available: callgrind does not simulate TLBs",
     "task_clock": "not available: the simulated region runs under valgrind in a child "
-                  "process; software events would count valgrind, not the workload",
+    "process; software events would count valgrind, not the workload",
 }
 _REASON_OF = {
-    "stall_backend": "stall_frontend", "stall_backend_mem": "stall_frontend",
-    "stall_slot": "stall_frontend", "stall_slot_frontend": "stall_frontend",
-    "stall_slot_backend": "stall_frontend", "l2_refill": "l2_access", "op_spec": "op_retired",
-    "l1d_tlb_refill": "dtlb_access", "dtlb_walk": "dtlb_access", "itlb_access": "dtlb_access",
-    "itlb_walk": "dtlb_access", "page_faults": "task_clock", "major_faults": "task_clock",
-    "context_switches": "task_clock", "cpu_migrations": "task_clock",
+    "stall_backend": "stall_frontend",
+    "stall_backend_mem": "stall_frontend",
+    "stall_slot": "stall_frontend",
+    "stall_slot_frontend": "stall_frontend",
+    "stall_slot_backend": "stall_frontend",
+    "l2_refill": "l2_access",
+    "op_spec": "op_retired",
+    "l1d_tlb_refill": "dtlb_access",
+    "dtlb_walk": "dtlb_access",
+    "itlb_access": "dtlb_access",
+    "itlb_walk": "dtlb_access",
+    "page_faults": "task_clock",
+    "major_faults": "task_clock",
+    "context_switches": "task_clock",
+    "cpu_migrations": "task_clock",
 }
 
 
@@ -211,8 +227,9 @@ class SimulateError(RuntimeError):
 def available() -> str | None:
     """None when the simulate backend can run here, else why not (one line)."""
     if not sys.platform.startswith("linux"):
-        return ("not available: the simulate backend needs valgrind on Linux; this is "
-                f"{sys.platform}")
+        return (
+            f"not available: the simulate backend needs valgrind on Linux; this is {sys.platform}"
+        )
     if shutil.which("valgrind") is None:
         return "not available: valgrind is not installed: apt install valgrind"
     try:
@@ -226,9 +243,11 @@ def available() -> str | None:
         except OSError:
             data = None
         if data is not None and b"\0" + REGION_FUNCTION.encode() + b"\0" not in data:
-            return (f"not available: CPython's _ctypes module ({path}) has no "
-                    f"{REGION_FUNCTION} symbol (a stripped build), and callgrind finds the "
-                    "measured region by that name")
+            return (
+                f"not available: CPython's _ctypes module ({path}) has no "
+                f"{REGION_FUNCTION} symbol (a stripped build), and callgrind finds the "
+                "measured region by that name"
+            )
     return None
 
 
@@ -236,8 +255,9 @@ def available() -> str | None:
 def valgrind_version(valgrind: str = "valgrind") -> str:
     """``valgrind-3.19.0`` (or ``unknown``)."""
     try:
-        out = subprocess.run([valgrind, "--version"], capture_output=True, text=True,
-                             timeout=30, check=False)
+        out = subprocess.run(
+            [valgrind, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -256,8 +276,12 @@ def no_aslr_prefix() -> tuple[str, ...]:
         return ()
     prefix = (setarch, platform.machine(), "-R")
     try:
-        ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=30,
-                            check=False).returncode == 0
+        ok = (
+            subprocess.run(
+                [*prefix, "true"], capture_output=True, timeout=30, check=False
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.SubprocessError):
         ok = False
     return prefix if ok else ()
@@ -266,8 +290,9 @@ def no_aslr_prefix() -> tuple[str, ...]:
 # -- events ----------------------------------------------------------------------
 def unavailable_reason(event: str) -> str:
     """Why the simulate backend does not count ``event``."""
-    return _REASONS.get(_REASON_OF.get(event, event), f"not available: the simulate backend "
-                        f"does not count {event}")
+    return _REASONS.get(
+        _REASON_OF.get(event, event), f"not available: the simulate backend does not count {event}"
+    )
 
 
 def logical_counts(raw: Mapping[str, int]) -> dict[str, int]:
@@ -312,8 +337,9 @@ def session_mode(specs: Iterable[Any]) -> str:
     return "full" if "full" in modes or not modes else "instructions"
 
 
-def event_statuses(events: Sequence[str], raw_names: Sequence[str] = (),
-                   mode: str = "full") -> dict[str, EventStatus]:
+def event_statuses(
+    events: Sequence[str], raw_names: Sequence[str] = (), mode: str = "full"
+) -> dict[str, EventStatus]:
     """Per requested event: counted (and from which callgrind events), or why not."""
     present = set(raw_names)
     out: dict[str, EventStatus] = {}
@@ -322,16 +348,26 @@ def event_statuses(events: Sequence[str], raw_names: Sequence[str] = (),
         if parts is None:
             out[name] = EventStatus(name, False, reason=unavailable_reason(name))
         elif mode == "instructions" and name not in INSTRUCTION_EVENTS:
-            out[name] = EventStatus(name, False, reason=(
-                "not simulated: instructions-only mode, chosen because no budget or "
-                "tolerance of this test needs a cache or branch event (a budget such as "
-                "l1_miss_max or branch_miss_max, or profile_via_child(mode=\"full\"), "
-                "simulates them)"))
+            out[name] = EventStatus(
+                name,
+                False,
+                reason=(
+                    "not simulated: instructions-only mode, chosen because no budget or "
+                    "tolerance of this test needs a cache or branch event (a budget such as "
+                    'l1_miss_max or branch_miss_max, or profile_via_child(mode="full"), '
+                    "simulates them)"
+                ),
+            )
         elif present and not set(parts) <= present:
             missing = ", ".join(p for p in parts if p not in present)
-            out[name] = EventStatus(name, False, reason=(
-                f"not available: callgrind did not report {missing} (cache or branch "
-                "simulation off?)"))
+            out[name] = EventStatus(
+                name,
+                False,
+                reason=(
+                    f"not available: callgrind did not report {missing} (cache or branch "
+                    "simulation off?)"
+                ),
+            )
         else:
             out[name] = EventStatus(name, True, source=f"callgrind {'+'.join(parts)}")
     return out
@@ -379,7 +415,8 @@ def fit_geometry(size: int, assoc: int, line: int) -> tuple[CacheGeometry | None
     new_assoc = size // (fitted * line)
     return CacheGeometry(size, new_assoc, line), (
         f"{sets} sets is not a power of two: simulated as {fitted} sets, {new_assoc}-way "
-        f"(same size)")
+        f"(same size)"
+    )
 
 
 def _read_int(path: Path) -> int | None:
@@ -393,8 +430,9 @@ def _read_int(path: Path) -> int | None:
     return int(match.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2)]
 
 
-def cache_config(paths: SystemPaths | None = None,
-                 cpu: int = 0) -> tuple[dict[str, CacheGeometry], dict[str, str]]:
+def cache_config(
+    paths: SystemPaths | None = None, cpu: int = 0
+) -> tuple[dict[str, CacheGeometry], dict[str, str]]:
     """The I1, D1 and LL geometries of this machine from sysfs, and a note per cache.
 
     LL is the highest-level unified (else data) cache. A cache that sysfs does not
@@ -415,8 +453,10 @@ def cache_config(paths: SystemPaths | None = None,
     choose = {
         "I1": [f for f in found if f[0] == 1 and f[1] in ("Instruction", "Unified")],
         "D1": [f for f in found if f[0] == 1 and f[1] in ("Data", "Unified")],
-        "LL": sorted((f for f in found if f[0] > 1 and f[1] in ("Unified", "Data")),
-                     key=lambda f: (f[0], f[1] == "Unified")),
+        "LL": sorted(
+            (f for f in found if f[0] > 1 and f[1] in ("Unified", "Data")),
+            key=lambda f: (f[0], f[1] == "Unified"),
+        ),
     }
     config: dict[str, CacheGeometry] = {}
     notes: dict[str, str] = {}
@@ -425,8 +465,9 @@ def cache_config(paths: SystemPaths | None = None,
             notes[name] = f"callgrind's default: sysfs lists no {name} cache under {base}"
             continue
         level, kind, index = candidates[-1]
-        size, assoc, line = (_read_int(index / f) for f in (
-            "size", "ways_of_associativity", "coherency_line_size"))
+        size, assoc, line = (
+            _read_int(index / f) for f in ("size", "ways_of_associativity", "coherency_line_size")
+        )
         where = f"sysfs cpu{cpu} {index.name} (L{level} {kind})"
         if size is None or assoc is None or line is None:
             notes[name] = f"callgrind's default: {where} lacks size, ways or line size"
@@ -487,8 +528,10 @@ def run_as_callback(call: Callable[[], Any], calls: int = 1) -> object:
     if state[2] is not None:
         raise state[2]
     if state[0] != 1:
-        raise SimulateError(f"libc qsort called the compare function {state[0]} times on two "
-                            "elements, not once: the region cannot be isolated on this libc")
+        raise SimulateError(
+            f"libc qsort called the compare function {state[0]} times on two "
+            "elements, not once: the region cannot be isolated on this libc"
+        )
     return state[1]
 
 
@@ -547,15 +590,22 @@ def _request_here(nodeid: str | None, variant: str) -> ChildRequest | None:
 
     request = child_request()
     if request is None:
-        raise SimulateError(f"child_measure runs only in a simulation child ({ENV_CHILD} is "
-                            "not set); use profile_via_child in the test process")
+        raise SimulateError(
+            f"child_measure runs only in a simulation child ({ENV_CHILD} is "
+            "not set); use profile_via_child in the test process"
+        )
     if is_shared_child():
         here = nodeid or os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
         wanted = simulate_shared.child_request_for(here, variant)
         if wanted is None:
             return None
-        return replace(request, variant=variant, repeats=int(wanted["repeats"]),
-                       calls=int(wanted["calls"]), respond=simulate_shared.child_reply)
+        return replace(
+            request,
+            variant=variant,
+            repeats=int(wanted["repeats"]),
+            calls=int(wanted["calls"]),
+            respond=simulate_shared.child_reply,
+        )
     if variant != request.variant or variant in _measured_variants:
         return None
     _measured_variants.add(variant)
@@ -585,8 +635,11 @@ def _thread_cpu_ns() -> dict[int, int]:
 def _other_threads_cpu(before: Mapping[int, int], after: Mapping[int, int]) -> dict[str, int]:
     """CPU ns each thread other than this one used between two :func:`_thread_cpu_ns`."""
     me = threading.get_native_id()
-    return {str(tid): ns - before.get(tid, 0) for tid, ns in after.items()
-            if tid != me and ns - before.get(tid, 0) > 0}
+    return {
+        str(tid): ns - before.get(tid, 0)
+        for tid, ns in after.items()
+        if tid != me and ns - before.get(tid, 0) > 0
+    }
 
 
 def _thread_names() -> list[str]:
@@ -626,12 +679,19 @@ def _instrumentation(request: ChildRequest, state: str) -> dict[str, Any]:
         if time.monotonic() - begin > TRIGGER_TIMEOUT:
             proc.kill()
             proc.wait()
-            return {"mode": "vgdb", "ok": False,
-                    "detail": f"vgdb did not answer within {TRIGGER_TIMEOUT:g}s"}
+            return {
+                "mode": "vgdb",
+                "ok": False,
+                "detail": f"vgdb did not answer within {TRIGGER_TIMEOUT:g}s",
+            }
     output = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
     ok = proc.returncode == 0
-    return {"mode": "vgdb", "ok": ok, "seconds": round(time.monotonic() - begin, 3),
-            "detail": output.strip()[-400:]}
+    return {
+        "mode": "vgdb",
+        "ok": ok,
+        "seconds": round(time.monotonic() - begin, 3),
+        "detail": output.strip()[-400:],
+    }
 
 
 def _write_json(path: Path, data: Mapping[str, Any]) -> None:
@@ -648,8 +708,13 @@ def _session_of(call: Callable[..., Any]) -> dict | None:
         return None
 
 
-def child_measure(call: Callable[[], Any], *, name: str | None = None,
-                  settings: RunSettings | None = None, nodeid: str | None = None) -> Profile:
+def child_measure(
+    call: Callable[[], Any],
+    *,
+    name: str | None = None,
+    settings: RunSettings | None = None,
+    nodeid: str | None = None,
+) -> Profile:
     """In the simulation child: measure ``call`` if it is the requested variant.
 
     The requested variant: warm-up calls through the callback, uninstrumented
@@ -670,10 +735,20 @@ def child_measure(call: Callable[[], Any], *, name: str | None = None,
     if request is None:
         begin = time.perf_counter_ns()
         result = call()
-        return _child_profile(label, [time.perf_counter_ns() - begin], result,
-                              {"simulate_child": True, "measured": False})
-    record: dict[str, Any] = {"variant": variant, "pid": os.getpid(), "repeats": request.repeats,
-                              "calls": request.calls, "plan": [], "session": _session_of(call)}
+        return _child_profile(
+            label,
+            [time.perf_counter_ns() - begin],
+            result,
+            {"simulate_child": True, "measured": False},
+        )
+    record: dict[str, Any] = {
+        "variant": variant,
+        "pid": os.getpid(),
+        "repeats": request.repeats,
+        "calls": request.calls,
+        "plan": [],
+        "session": _session_of(call),
+    }
     warm: list[int] = []
     last: Any = None
     try:
@@ -688,8 +763,11 @@ def child_measure(call: Callable[[], Any], *, name: str | None = None,
                 try:
                     run_as_callback(call, 1)
                 except BaseException as exc:
-                    _note(exc, f"inferperf: the workload raised in warm-up call {index + 1} "
-                               "of the simulation child")
+                    _note(
+                        exc,
+                        f"inferperf: the workload raised in warm-up call {index + 1} "
+                        "of the simulation child",
+                    )
                     raise
                 warm.append(time.perf_counter_ns() - begin)
                 if request.trigger != "vgdb":  # instrumented already: callgrind dumps these
@@ -712,8 +790,9 @@ def child_measure(call: Callable[[], Any], *, name: str | None = None,
     return _child_profile(label, warm, last, {"simulate_child": True, "measured": True})
 
 
-def _measure_callbacks(call: Callable[[], Any], request: ChildRequest,
-                       record: dict[str, Any]) -> Any:
+def _measure_callbacks(
+    call: Callable[[], Any], request: ChildRequest, record: dict[str, Any]
+) -> Any:
     """The instrumented part: discarded repeat, measured repeats, empty callback."""
     record["threads"] = _thread_names()
     cpu_before = _thread_cpu_ns()
@@ -735,11 +814,18 @@ def _name_of(call: Callable[..., Any]) -> str:
     return getattr(call, "__qualname__", None) or getattr(call, "__name__", None) or repr(call)
 
 
-def _child_profile(name: str, durations: Sequence[int], result: Any,
-                   settings: Mapping[str, Any]) -> Profile:
-    return uncounted_profile(name, CHILD_BACKEND, durations, result, settings=settings,
-                             warmup_calls=len(durations),
-                             memory_note="not measured in the simulation child")
+def _child_profile(
+    name: str, durations: Sequence[int], result: Any, settings: Mapping[str, Any]
+) -> Profile:
+    return uncounted_profile(
+        name,
+        CHILD_BACKEND,
+        durations,
+        result,
+        settings=settings,
+        warmup_calls=len(durations),
+        memory_note="not measured in the simulation child",
+    )
 
 
 # -- the parent ------------------------------------------------------------------
@@ -758,10 +844,14 @@ class ChildRun:
     mode: str = "full"  # what callgrind simulated (MODES)
 
 
-def _child_env(result: Path, variant: str, options: Mapping[str, Any],
-               extra: Mapping[str, str] | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in CHILD_ENV_DROP and not k.startswith(CHILD_ENV_DROP_PREFIXES)}
+def _child_env(
+    result: Path, variant: str, options: Mapping[str, Any], extra: Mapping[str, str] | None
+) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in CHILD_ENV_DROP and not k.startswith(CHILD_ENV_DROP_PREFIXES)
+    }
     env.update(CHILD_ENV)
     env.update(extra or {})
     env[ENV_CHILD] = str(result)
@@ -794,10 +884,17 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def child_command(nodeids: Sequence[str], *, rootdir: Path, python: str,
-                  instrument_from_start: bool, extra_args: Sequence[str],
-                  block_plugins: Sequence[str], workdir: Path,
-                  mode: str = "full") -> ChildCommand:
+def child_command(
+    nodeids: Sequence[str],
+    *,
+    rootdir: Path,
+    python: str,
+    instrument_from_start: bool,
+    extra_args: Sequence[str],
+    block_plugins: Sequence[str],
+    workdir: Path,
+    mode: str = "full",
+) -> ChildCommand:
     """``[setarch -R] valgrind --tool=callgrind ... python -m pytest ... <nodeids>``."""
     valgrind = shutil.which("valgrind") or "valgrind"
     vgdb = shutil.which("vgdb")
@@ -810,45 +907,90 @@ def child_command(nodeids: Sequence[str], *, rootdir: Path, python: str,
         simulation = ["--cache-sim=no", "--branch-sim=no"]
     prefix = workdir / "vgdb-pipe"
     options = [
-        "--tool=callgrind", *simulation[:2],
-        f"--instr-atstart={'yes' if from_start else 'no'}", "--collect-atstart=no",
-        f"--toggle-collect={REGION_FUNCTION}", f"--dump-after={REGION_FUNCTION}",
+        "--tool=callgrind",
+        *simulation[:2],
+        f"--instr-atstart={'yes' if from_start else 'no'}",
+        "--collect-atstart=no",
+        f"--toggle-collect={REGION_FUNCTION}",
+        f"--dump-after={REGION_FUNCTION}",
         *simulation[2:],
     ]
     command = [
-        *no_aslr_prefix(), valgrind, *options, "--vgdb=yes", f"--vgdb-prefix={prefix}",
+        *no_aslr_prefix(),
+        valgrind,
+        *options,
+        "--vgdb=yes",
+        f"--vgdb-prefix={prefix}",
         f"--log-file={workdir / 'valgrind.log'}",
         f"--callgrind-out-file={workdir / OUT_STEM}.%p",
-        python, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--rootdir={rootdir}",
+        python,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        f"--rootdir={rootdir}",
         f"--basetemp={workdir / 'basetemp'}",
         # the node ids are the selection: a -m or -k in the project's addopts must not
         # deselect a test the parent runs (pytest -m slow against addopts -m "not slow")
-        "-m", "", "-k", "",
+        "-m",
+        "",
+        "-k",
+        "",
     ]
     for plugin in block_plugins:
         command += ["-p", f"no:{plugin}"]
     if os.environ.get("PYTEST_XDIST_WORKER"):
         command += ["-n", "0"]  # the child is one process: valgrind follows no workers
     command += [*extra_args, *nodeids]
-    request = {"trigger": "start" if from_start else "vgdb", "vgdb": vgdb,
-               "vgdb_prefix": str(prefix)}
+    request = {
+        "trigger": "start" if from_start else "vgdb",
+        "vgdb": vgdb,
+        "vgdb_prefix": str(prefix),
+    }
     return ChildCommand(command, options, notes, request)
 
 
-def _run_child(nodeid: str, variant: str, *, rootdir: Path, python: str, timeout: float,
-               repeats: int, calls: int, instrument_from_start: bool,
-               extra_args: Sequence[str], env: Mapping[str, str] | None,
-               block_plugins: Sequence[str], workdir: Path, mode: str = "full") -> ChildRun:
-    built = child_command([nodeid], rootdir=rootdir, python=python,
-                          instrument_from_start=instrument_from_start, extra_args=extra_args,
-                          block_plugins=block_plugins, workdir=workdir, mode=mode)
+def _run_child(
+    nodeid: str,
+    variant: str,
+    *,
+    rootdir: Path,
+    python: str,
+    timeout: float,
+    repeats: int,
+    calls: int,
+    instrument_from_start: bool,
+    extra_args: Sequence[str],
+    env: Mapping[str, str] | None,
+    block_plugins: Sequence[str],
+    workdir: Path,
+    mode: str = "full",
+) -> ChildRun:
+    built = child_command(
+        [nodeid],
+        rootdir=rootdir,
+        python=python,
+        instrument_from_start=instrument_from_start,
+        extra_args=extra_args,
+        block_plugins=block_plugins,
+        workdir=workdir,
+        mode=mode,
+    )
     command, options, from_start = built.command, built.valgrind_options, built.from_start
     result = workdir / "child.json"
     request = {"repeats": repeats, "calls": calls, **built.request}
     begin = time.monotonic()
-    proc = subprocess.Popen(command, cwd=rootdir, env=_child_env(result, variant, request, env),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace", start_new_session=True)
+    proc = subprocess.Popen(
+        command,
+        cwd=rootdir,
+        env=_child_env(result, variant, request, env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
     try:
         output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -877,9 +1019,16 @@ def _run_child(nodeid: str, variant: str, *, rootdir: Path, python: str, timeout
             f"--- valgrind log ---\n{_tail(vg_log, 10)}"
         )
     record = json.loads(result.read_text())
-    return ChildRun(record=record, dumps=read_dumps(workdir, proc.pid, OUT_STEM),
-                    returncode=proc.returncode, output=output, wall_s=wall,
-                    valgrind_options=options, cache_notes=built.cache_notes, mode=mode)
+    return ChildRun(
+        record=record,
+        dumps=read_dumps(workdir, proc.pid, OUT_STEM),
+        returncode=proc.returncode,
+        output=output,
+        wall_s=wall,
+        valgrind_options=options,
+        cache_notes=built.cache_notes,
+        mode=mode,
+    )
 
 
 def profile_via_child(
@@ -949,22 +1098,31 @@ def profile_via_child(
     if native is not None:
         native_runner = Runner(settings, backend="none", events=())
         native_profile = native_runner.run(
-            native, name=label, session=session if session is not None else _session_of(native))
+            native, name=label, session=session if session is not None else _session_of(native)
+        )
         native_digest = result_digest(native_runner.last_result)
     root = Path(rootdir)
     keep = workdir is not None
     folder = Path(workdir) if keep else Path(tempfile.mkdtemp(prefix="inferperf-simulate-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        args = dict(rootdir=root, python=python or sys.executable, timeout=timeout,
-                    repeats=repeats, calls=calls, extra_args=extra_args, env=env,
-                    block_plugins=block_plugins, workdir=folder, mode=mode)
+        args = dict(
+            rootdir=root,
+            python=python or sys.executable,
+            timeout=timeout,
+            repeats=repeats,
+            calls=calls,
+            extra_args=extra_args,
+            env=env,
+            block_plugins=block_plugins,
+            workdir=folder,
+            mode=mode,
+        )
         run = None
         if shared is not None and not instrument_from_start:
             run = shared.measure(nodeid, variant, repeats=repeats, calls=calls, timeout=timeout)
         if run is None:
-            run = _run_child(nodeid, variant, instrument_from_start=instrument_from_start,
-                             **args)
+            run = _run_child(nodeid, variant, instrument_from_start=instrument_from_start, **args)
         retried = None
         if not run.record.get("instrumentation", {}).get("ok", True):
             retried = run.record["instrumentation"].get("detail", "")
@@ -973,15 +1131,18 @@ def profile_via_child(
             for stale in folder.glob(f"{OUT_STEM}.*"):
                 stale.unlink()
             run = _run_child(nodeid, variant, instrument_from_start=True, **args)
-        result = _build_profile(label, nodeid, events, settings, run, native_profile, session,
-                                retried)
+        result = _build_profile(
+            label, nodeid, events, settings, run, native_profile, session, retried
+        )
         if run_twice:
             again = folder / "run-2"
             again.mkdir()
-            second = _run_child(nodeid, variant, instrument_from_start=False,
-                                **{**args, "workdir": again})
-            other = _build_profile(label, nodeid, events, settings, second, native_profile,
-                                   session, None)
+            second = _run_child(
+                nodeid, variant, instrument_from_start=False, **{**args, "workdir": again}
+            )
+            other = _build_profile(
+                label, nodeid, events, settings, second, native_profile, session, None
+            )
             result = with_run_to_run(result, other, second.wall_s)
         result = with_honesty_warning(result, native_digest, run.record.get("result_digest"))
         return with_resolution(result)
@@ -993,16 +1154,22 @@ def profile_via_child(
 def _check_run(nodeid: str, run: ChildRun) -> list[dict[str, Any]]:
     record = run.record
     if "error" in record:
-        raise SimulateError(f"{nodeid}: the workload raised in the simulation child: "
-                            f"{record['error']}\n{_tail(run.output)}")
+        raise SimulateError(
+            f"{nodeid}: the workload raised in the simulation child: "
+            f"{record['error']}\n{_tail(run.output)}"
+        )
     plan = record.get("plan") or []
     if len(run.dumps) != len(plan):
-        why = (f"callgrind never ran {REGION_FUNCTION} instrumented (is CPython's _ctypes "
-               "stripped?)" if not run.dumps else
-               f"each repeat must be exactly one ctypes callback, and a workload that runs "
-               f"ctypes callbacks itself ({REGION_FUNCTION}) splits the region")
-        raise SimulateError(f"{nodeid}: callgrind wrote {len(run.dumps)} dumps for "
-                            f"{len(plan)} callback regions: {why}\n{_tail(run.output)}")
+        why = (
+            f"callgrind never ran {REGION_FUNCTION} instrumented (is CPython's _ctypes stripped?)"
+            if not run.dumps
+            else f"each repeat must be exactly one ctypes callback, and a workload that runs "
+            f"ctypes callbacks itself ({REGION_FUNCTION}) splits the region"
+        )
+        raise SimulateError(
+            f"{nodeid}: callgrind wrote {len(run.dumps)} dumps for "
+            f"{len(plan)} callback regions: {why}\n{_tail(run.output)}"
+        )
     repeats = [d for d, p in zip(run.dumps, plan, strict=True) if p["kind"] == "repeat"]
     if not repeats or all(d.events.get("Ir", 0) == 0 for d in repeats):
         raise SimulateError(
@@ -1018,17 +1185,28 @@ def with_honesty_warning(profile: Profile, native: str | None, child: str | None
     if native is None or child is None or native == child:
         return profile
     simulation = dict(profile.settings.get("simulation") or {})
-    simulation["warnings"] = [*simulation.get("warnings", ()), (
-        "the workload returned different results in the simulation child than in the native "
-        f"run (digest {child} vs {native}): it did different work there (pid-, time- or "
-        "environment-dependent code?), so the simulated counts may not describe this run")]
+    simulation["warnings"] = [
+        *simulation.get("warnings", ()),
+        (
+            "the workload returned different results in the simulation child than in the native "
+            f"run (digest {child} vs {native}): it did different work there (pid-, time- or "
+            "environment-dependent code?), so the simulated counts may not describe this run"
+        ),
+    ]
     simulation["result_digests"] = {"native": native, "child": child}
     return profile.with_(settings={**profile.settings, "simulation": simulation})
 
 
-def _build_profile(name: str, nodeid: str, events: Sequence[str], settings: RunSettings,
-                   run: ChildRun, native: Profile | None, session: Mapping[str, Any] | None,
-                   retried: str | None) -> Profile:
+def _build_profile(
+    name: str,
+    nodeid: str,
+    events: Sequence[str],
+    settings: RunSettings,
+    run: ChildRun,
+    native: Profile | None,
+    session: Mapping[str, Any] | None,
+    retried: str | None,
+) -> Profile:
     plan = _check_run(nodeid, run)
     record = run.record
     pairs = list(zip(run.dumps, plan, strict=True))
@@ -1052,15 +1230,20 @@ def _build_profile(name: str, nodeid: str, events: Sequence[str], settings: RunS
     overhead_dump = next(d for d, p in pairs if p["kind"] == "overhead")
     overhead_values = logical_counts(overhead_dump.events)
     overhead = {e: float(overhead_values[e]) for e in counted}
-    per_call = [r.sample.counts["instructions"].value / r.calls for r in repeats
-                if "instructions" in r.sample.counts and r.calls]
+    per_call = [
+        r.sample.counts["instructions"].value / r.calls
+        for r in repeats
+        if "instructions" in r.sample.counts and r.calls
+    ]
     spread = (max(per_call) - min(per_call)) / min(per_call) if per_call and min(per_call) else None
     warnings = _warnings(record, session or (native.session if native else None))
     if spread is not None and spread > REPEAT_SPREAD_WARN:
-        warnings.append(f"the repeats' instruction counts differ by {spread:.1%}: the workload "
-                        "did different work in some repeat (time- or state-dependent code, "
-                        "e.g. periodic bookkeeping); compare the smallest or the median repeat, "
-                        "or raise calls per repeat")
+        warnings.append(
+            f"the repeats' instruction counts differ by {spread:.1%}: the workload "
+            "did different work in some repeat (time- or state-dependent code, "
+            "e.g. periodic bookkeeping); compare the smallest or the median repeat, "
+            "or raise calls per repeat"
+        )
     simulation: dict[str, Any] = {
         "tool": "callgrind",
         "mode": run.mode,
@@ -1069,12 +1252,15 @@ def _build_profile(name: str, nodeid: str, events: Sequence[str], settings: RunS
         "options": run.valgrind_options,
         "caches": dict(run.dumps[0].caches),
         "cache_source": run.cache_notes,
-        "region": (f"one ctypes callback per repeat (libc qsort compare), callgrind "
-                   f"--toggle-collect={REGION_FUNCTION} --dump-after={REGION_FUNCTION}"),
+        "region": (
+            f"one ctypes callback per repeat (libc qsort compare), callgrind "
+            f"--toggle-collect={REGION_FUNCTION} --dump-after={REGION_FUNCTION}"
+        ),
         "instrumentation": (
             "off during the warm-up, switched on by vgdb after it"
             if record.get("instrumentation", {}).get("mode") == "vgdb"
-            else "on from the start (--instr-atstart=yes)"),
+            else "on from the start (--instr-atstart=yes)"
+        ),
         "counted_threads": "the thread that runs the callback only",
         "threads": len(record.get("threads") or []) or None,
         "other_threads_cpu_ns": record.get("other_threads_cpu_ns"),
@@ -1089,13 +1275,14 @@ def _build_profile(name: str, nodeid: str, events: Sequence[str], settings: RunS
         "native_ns_per_call": native_per_call,
         "slowdown_vs_native": (vg_per_call / native_per_call if native_per_call else None),
         "uninstrumented_slowdown_vs_native": (
-            statistics.median(warm[-3:]) / native_per_call if warm and native_per_call
-            else None),
+            statistics.median(warm[-3:]) / native_per_call if warm and native_per_call else None
+        ),
         "child_wall_s": round(run.wall_s, 2),
         "child": run.child,
         "child_exit_status": run.returncode,
-        "repeat_wall_ns": ("calls x native median latency" if native_per_call
-                           else "wall time under valgrind"),
+        "repeat_wall_ns": (
+            "calls x native median latency" if native_per_call else "wall time under valgrind"
+        ),
         "warnings": warnings,
     }
     if retried is not None:
@@ -1105,20 +1292,33 @@ def _build_profile(name: str, nodeid: str, events: Sequence[str], settings: RunS
         del simulation[key]
     if native is not None:
         latency, memory, steady = native.latency, native.memory, native.steady
-        stages, latency_source = native.stages, (
-            "native run in the pytest process (backend none), before the simulation child")
+        stages, latency_source = (
+            native.stages,
+            ("native run in the pytest process (backend none), before the simulation child"),
+        )
     else:
         latency = LatencyStats.from_durations_ns(warm or [repeats[0].wall_ns])
-        memory = MemoryStats(None, "none", "not measured: the simulate backend was given no "
-                                           "native callable")
-        steady = Steadiness(False, len(warm), -1.0, settings.steady_threshold,
-                            settings.steady_window)
-        stages, latency_source = (), (
-            "warm-up in the simulation child under valgrind without instrumentation (NOT "
-            "native: valgrind runs it several times slower)")
-    run_settings = {**settings.to_dict(), "repeat": len(repeats),
-                    "repeat_requested": settings.repeat, "calls_per_repeat": calls,
-                    "latency_source": latency_source, "simulation": simulation}
+        memory = MemoryStats(
+            None, "none", "not measured: the simulate backend was given no native callable"
+        )
+        steady = Steadiness(
+            False, len(warm), -1.0, settings.steady_threshold, settings.steady_window
+        )
+        stages, latency_source = (
+            (),
+            (
+                "warm-up in the simulation child under valgrind without instrumentation (NOT "
+                "native: valgrind runs it several times slower)"
+            ),
+        )
+    run_settings = {
+        **settings.to_dict(),
+        "repeat": len(repeats),
+        "repeat_requested": settings.repeat,
+        "calls_per_repeat": calls,
+        "latency_source": latency_source,
+        "simulation": simulation,
+    }
     return stamped_profile(
         name=name,
         backend=BACKEND,
@@ -1131,8 +1331,7 @@ def _build_profile(name: str, nodeid: str, events: Sequence[str], settings: RunS
         session=session or (native.session if native else None) or record.get("session"),
         stages=stages,
         overhead=overhead,
-        outputs_ok=bool(record.get("outputs_ok", True))
-        and (native.outputs_ok if native else True),
+        outputs_ok=bool(record.get("outputs_ok", True)) and (native.outputs_ok if native else True),
         conditions=native.conditions if native is not None else None,  # timings' machine state
     )
 
@@ -1148,8 +1347,10 @@ def with_run_to_run(profile: Profile, other: Profile, wall_s: float | None = Non
     first, second = _median_per_call(profile), _median_per_call(other)
     if not first or second is None:
         return profile
-    entry: dict[str, Any] = {simulate_noise.METRIC: (second - first) / first,
-                             "runs": [first, second]}
+    entry: dict[str, Any] = {
+        simulate_noise.METRIC: (second - first) / first,
+        "runs": [first, second],
+    }
     if wall_s is not None:
         entry["second_run_wall_s"] = round(wall_s, 2)
     sim = {**profile.settings.get("simulation", {}), "run_to_run": entry}
@@ -1162,13 +1363,19 @@ def with_resolution(profile: Profile) -> Profile:
     value = simulate_noise.resolution(profile)
     if value is None:
         return profile
-    sim = {**profile.settings.get("simulation", {}), "resolution": {
-        simulate_noise.METRIC: value,
-        "noise": simulate_noise.profile_noise(profile),
-        "from": "repeats' spread" + (" and a second run of the region"
-                                     if "run_to_run" in profile.settings.get("simulation", {})
-                                     else ""),
-    }}
+    sim = {
+        **profile.settings.get("simulation", {}),
+        "resolution": {
+            simulate_noise.METRIC: value,
+            "noise": simulate_noise.profile_noise(profile),
+            "from": "repeats' spread"
+            + (
+                " and a second run of the region"
+                if "run_to_run" in profile.settings.get("simulation", {})
+                else ""
+            ),
+        },
+    }
     return profile.with_(settings={**profile.settings, "simulation": sim})
 
 
@@ -1177,10 +1384,12 @@ def _warnings(record: Mapping[str, Any], session: Mapping[str, Any] | None) -> l
     session = session or record.get("session") or {}
     intra = session.get("intra_op_threads")
     if isinstance(intra, int) and intra != 1:
-        out.append(f"the ONNX Runtime session has intra_op_threads={intra}: pool-thread work "
-                   "is not counted; use intra_op_threads=1 under simulate")
+        out.append(
+            f"the ONNX Runtime session has intra_op_threads={intra}: pool-thread work "
+            "is not counted; use intra_op_threads=1 under simulate"
+        )
     if session.get("allow_spinning"):
-        out.append("ONNX Runtime spinning is on: the calling thread's spin-waits are counted "
-                   "as work")
+        out.append(
+            "ONNX Runtime spinning is on: the calling thread's spin-waits are counted as work"
+        )
     return out
-

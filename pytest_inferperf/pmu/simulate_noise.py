@@ -55,8 +55,9 @@ def noise_estimate(per_repeat: Sequence[float], run_to_run: float | None = None)
     return max((e for e in estimates if e is not None), default=0.0)
 
 
-def tolerance_from_noise(noises: Iterable[float], *, multiple: float = NOISE_MULTIPLE,
-                         floor: float = RESOLUTION_FLOOR) -> float:
+def tolerance_from_noise(
+    noises: Iterable[float], *, multiple: float = NOISE_MULTIPLE, floor: float = RESOLUTION_FLOOR
+) -> float:
     """The relative change beyond which two simulated measurements differ for real."""
     return max(floor, multiple * max((abs(n) for n in noises), default=0.0))
 

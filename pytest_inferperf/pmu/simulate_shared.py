@@ -66,10 +66,17 @@ class SharedChild:
     ``failed`` says why it no longer serves, once it does not.
     """
 
-    def __init__(self, nodeids: Sequence[str], *, rootdir: str | os.PathLike[str],
-                 python: str | None = None, extra_args: Sequence[str] = (),
-                 env: Mapping[str, str] | None = None,
-                 block_plugins: Sequence[str] = BLOCK_PLUGINS, mode: str = "full") -> None:
+    def __init__(
+        self,
+        nodeids: Sequence[str],
+        *,
+        rootdir: str | os.PathLike[str],
+        python: str | None = None,
+        extra_args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        block_plugins: Sequence[str] = BLOCK_PLUGINS,
+        mode: str = "full",
+    ) -> None:
         self.nodeids = tuple(dict.fromkeys(nodeids))
         self.mode = mode  # what callgrind simulates for every region it serves
         self.rootdir = Path(rootdir)
@@ -90,8 +97,9 @@ class SharedChild:
     def serves(self, nodeid: str) -> bool:
         return self.failed is None and nodeid in self._reachable
 
-    def measure(self, nodeid: str, variant: str, *, repeats: int, calls: int,
-                timeout: float) -> ChildRun | None:
+    def measure(
+        self, nodeid: str, variant: str, *, repeats: int, calls: int, timeout: float
+    ) -> ChildRun | None:
         """The child's run of region (``nodeid``, ``variant``); None: measure it on its own.
 
         Raises :class:`SimulateError` only when the child ran past ``timeout``
@@ -104,11 +112,10 @@ class SharedChild:
         except (OSError, SimulateError) as exc:
             self.close(f"the shared simulation child could not start: {exc}")
             return None
-        del self._reachable[:self._reachable.index(nodeid)]  # the child skips those
+        del self._reachable[: self._reachable.index(nodeid)]  # the child skips those
         begin = time.monotonic()
         try:
-            self._send({"nodeid": nodeid, "variant": variant, "repeats": repeats,
-                        "calls": calls})
+            self._send({"nodeid": nodeid, "variant": variant, "repeats": repeats, "calls": calls})
             message = self._receive(nodeid, timeout)
         except OSError as exc:
             self.close(f"the shared simulation child stopped answering: {exc}")
@@ -117,8 +124,10 @@ class SharedChild:
             self.close(f"the shared simulation child exited (status {self._status()})")
             return None
         if (message.get("nodeid"), message.get("variant")) != (nodeid, variant):
-            self.close(f"the shared simulation child answered for {message.get('nodeid')!r} "
-                       f"{message.get('variant')!r}, not {nodeid!r} {variant!r}")
+            self.close(
+                f"the shared simulation child answered for {message.get('nodeid')!r} "
+                f"{message.get('variant')!r}, not {nodeid!r} {variant!r}"
+            )
             return None
         if "missed" in message:
             with contextlib.suppress(ValueError):
@@ -127,13 +136,21 @@ class SharedChild:
         self.served += 1
         assert self._proc is not None and self._built is not None
         return ChildRun(
-            record=message["record"], dumps=self._take_dumps(), returncode=None,
-            output=self.output_tail(), wall_s=time.monotonic() - begin,
+            record=message["record"],
+            dumps=self._take_dumps(),
+            returncode=None,
+            output=self.output_tail(),
+            wall_s=time.monotonic() - begin,
             valgrind_options=self._built.valgrind_options,
-            cache_notes=self._built.cache_notes, mode=self.mode,
-            child={"mode": "shared", "pid": self._proc.pid, "tests": len(self.nodeids),
-                   "region_index": self.served,
-                   "includes_start_up": self.served == 1},
+            cache_notes=self._built.cache_notes,
+            mode=self.mode,
+            child={
+                "mode": "shared",
+                "pid": self._proc.pid,
+                "tests": len(self.nodeids),
+                "region_index": self.served,
+                "includes_start_up": self.served == 1,
+            },
         )
 
     def output_tail(self, lines: int = 30) -> str:
@@ -170,13 +187,21 @@ class SharedChild:
         if self._proc is not None:
             return
         self._workdir = Path(tempfile.mkdtemp(prefix="inferperf-simulate-shared-"))
-        built = child_command(self.nodeids, rootdir=self.rootdir, python=self.python,
-                              instrument_from_start=False, extra_args=self.extra_args,
-                              block_plugins=self.block_plugins, workdir=self._workdir,
-                              mode=self.mode)
+        built = child_command(
+            self.nodeids,
+            rootdir=self.rootdir,
+            python=self.python,
+            instrument_from_start=False,
+            extra_args=self.extra_args,
+            block_plugins=self.block_plugins,
+            workdir=self._workdir,
+            mode=self.mode,
+        )
         if built.from_start:
-            raise SimulateError("vgdb is not installed, and a shared child must switch "
-                                "instrumentation on and off per region")
+            raise SimulateError(
+                "vgdb is not installed, and a shared child must switch "
+                "instrumentation on and off per region"
+            )
         self._built = built
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
@@ -185,9 +210,15 @@ class SharedChild:
         with open(self._workdir / "child-output.txt", "wb") as output:
             try:
                 self._proc = subprocess.Popen(
-                    built.command, cwd=self.rootdir, env=env, stdin=subprocess.DEVNULL,
-                    stdout=output, stderr=subprocess.STDOUT, pass_fds=(request_r, reply_w),
-                    start_new_session=True)
+                    built.command,
+                    cwd=self.rootdir,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=(request_r, reply_w),
+                    start_new_session=True,
+                )
             finally:
                 os.close(request_r)
                 os.close(reply_w)
@@ -213,7 +244,8 @@ class SharedChild:
                     raise SimulateError(
                         f"{nodeid}: the shared simulation child gave no result within "
                         f"timeout={timeout:g}s under valgrind. Raise the timeout or make the "
-                        f"workload smaller.\n{tail}")
+                        f"workload smaller.\n{tail}"
+                    )
                 continue
             chunk = os.read(self._replies, 1 << 16)
             if not chunk:
@@ -230,8 +262,7 @@ class SharedChild:
         for path in dump_files(self._workdir, self._proc.pid, OUT_STEM):
             if path.name == at_exit:
                 continue
-            dump = read_dump(path.read_text(encoding="utf-8", errors="replace"),
-                             source=path.name)
+            dump = read_dump(path.read_text(encoding="utf-8", errors="replace"), source=path.name)
             path.unlink()
             if not dump.at_exit:
                 dumps.append(dump)
@@ -268,8 +299,7 @@ class _Link:
 
     def answer(self, **fields: Any) -> None:
         assert self.pending is not None
-        message = {"nodeid": self.pending["nodeid"], "variant": self.pending["variant"],
-                   **fields}
+        message = {"nodeid": self.pending["nodeid"], "variant": self.pending["variant"], **fields}
         self.pending = None
         with contextlib.suppress(OSError):  # the parent is gone: nothing to tell
             self.replies.write(json.dumps(message, default=str) + "\n")
@@ -317,13 +347,17 @@ def child_test_finished(nodeid: str) -> None:
     link = _child_link()
     if link.pending is not None and link.pending["nodeid"] == nodeid:
         variant = link.pending["variant"]
-        link.answer(missed=f"{nodeid} ran in the simulation child without calling "
-                           f"pmu_profile{f'(name={variant!r})' if variant else ''}")
+        link.answer(
+            missed=f"{nodeid} ran in the simulation child without calling "
+            f"pmu_profile{f'(name={variant!r})' if variant else ''}"
+        )
 
 
 def child_session_finished() -> None:
     """At the end of the child's session: a request still open was missed."""
     link = _child_link()
     if link.pending is not None:
-        link.answer(missed=f"the simulation child finished its tests without reaching "
-                           f"{link.pending['nodeid']}")
+        link.answer(
+            missed=f"the simulation child finished its tests without reaching "
+            f"{link.pending['nodeid']}"
+        )

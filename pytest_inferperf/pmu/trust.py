@@ -27,10 +27,18 @@ from .cpu import CpuInfo
 #: Below this many instructions (or cycles) a zero count proves nothing.
 SILENT_MIN = 1_000_000
 #: Events measured in cycles: meaningless where cycles are emulated.
-CYCLE_EVENTS = ("cycles", "stall_frontend", "stall_backend", "stall_backend_mem",
-                "stall_slot", "stall_slot_frontend", "stall_slot_backend")
-SOFTWARE = frozenset({"task_clock", "page_faults", "major_faults", "context_switches",
-                      "cpu_migrations"})
+CYCLE_EVENTS = (
+    "cycles",
+    "stall_frontend",
+    "stall_backend",
+    "stall_backend_mem",
+    "stall_slot",
+    "stall_slot_frontend",
+    "stall_slot_backend",
+)
+SOFTWARE = frozenset(
+    {"task_clock", "page_faults", "major_faults", "context_switches", "cpu_migrations"}
+)
 
 
 def _total(samples: Sequence[CounterSample], name: str) -> tuple[float, int] | None:
@@ -46,35 +54,48 @@ def emulated_reason(cpu: CpuInfo | None, samples: Sequence[CounterSample] = ()) 
     if cpu is not None and cpu.emulation:
         evidence.append(cpu.emulation)
     cycles, instructions = _total(samples, "cycles"), _total(samples, "instructions")
-    if (cycles and instructions and instructions[1] >= SILENT_MIN
-            and all(s.counts["cycles"].raw == s.counts["instructions"].raw
-                    for s in samples if "cycles" in s.counts and "instructions" in s.counts)):
-        evidence.append(f"cycles equal instructions exactly ({instructions[1]:,} of each), "
-                        "as only an emulator's instruction clock (QEMU -icount) counts")
+    if (
+        cycles
+        and instructions
+        and instructions[1] >= SILENT_MIN
+        and all(
+            s.counts["cycles"].raw == s.counts["instructions"].raw
+            for s in samples
+            if "cycles" in s.counts and "instructions" in s.counts
+        )
+    ):
+        evidence.append(
+            f"cycles equal instructions exactly ({instructions[1]:,} of each), "
+            "as only an emulator's instruction clock (QEMU -icount) counts"
+        )
     return "; ".join(evidence) or None
 
 
 def emulated_event_reason(evidence: str) -> str:
     """The not-counted reason of a cycle-based event on an emulated PMU."""
-    return (f"emulated PMU ({evidence}): its cycles are not a CPU's, so IPC "
-            "and cycle-based ratios mean nothing there")
+    return (
+        f"emulated PMU ({evidence}): its cycles are not a CPU's, so IPC "
+        "and cycle-based ratios mean nothing there"
+    )
 
 
-def distrusted(cpu: CpuInfo | None, statuses: Mapping[str, EventStatus],
-               samples: Sequence[CounterSample]) -> dict[str, str]:
+def distrusted(
+    cpu: CpuInfo | None, statuses: Mapping[str, EventStatus], samples: Sequence[CounterSample]
+) -> dict[str, str]:
     """Events whose counted values must not be used, with the reason for each."""
     out: dict[str, str] = {}
-    work = max(((_total(samples, n) or (0.0, 0))[1] for n in ("instructions", "cycles")),
-               default=0)
+    work = max(((_total(samples, n) or (0.0, 0))[1] for n in ("instructions", "cycles")), default=0)
     if work >= SILENT_MIN:
         for name, status in statuses.items():
             if name in SOFTWARE or not status.available:
                 continue
             total = _total(samples, name)
             if total is not None and total[1] == 0:
-                out[name] = (f"listed but did not count: {status.source or 'the PMU'} read 0 "
-                             f"over {work:,} instructions or cycles (an emulated or hidden "
-                             "counter), so it is not used as a zero")
+                out[name] = (
+                    f"listed but did not count: {status.source or 'the PMU'} read 0 "
+                    f"over {work:,} instructions or cycles (an emulated or hidden "
+                    "counter), so it is not used as a zero"
+                )
     evidence = emulated_reason(cpu, samples)
     if evidence:
         for name in CYCLE_EVENTS:
@@ -84,22 +105,30 @@ def distrusted(cpu: CpuInfo | None, statuses: Mapping[str, EventStatus],
     return out
 
 
-def screen(cpu: CpuInfo | None, statuses: Mapping[str, EventStatus],
-           samples: Sequence[CounterSample]) -> tuple[dict[str, EventStatus],
-                                                      list[CounterSample]]:
+def screen(
+    cpu: CpuInfo | None, statuses: Mapping[str, EventStatus], samples: Sequence[CounterSample]
+) -> tuple[dict[str, EventStatus], list[CounterSample]]:
     """``statuses`` and ``samples`` with the distrusted events taken out, reasons kept."""
     drop = distrusted(cpu, statuses, samples)
     if not drop:
         return dict(statuses), list(samples)
     new_statuses = {
-        name: (EventStatus(name, False, source=status.source, reason=drop[name])
-               if name in drop else status)
+        name: (
+            EventStatus(name, False, source=status.source, reason=drop[name])
+            if name in drop
+            else status
+        )
         for name, status in statuses.items()
     }
     new_samples = [
-        replace(s, counts={n: c for n, c in s.counts.items() if n not in drop},
-                per_thread={t: {n: v for n, v in vals.items() if n not in drop}
-                            for t, vals in s.per_thread.items()})
+        replace(
+            s,
+            counts={n: c for n, c in s.counts.items() if n not in drop},
+            per_thread={
+                t: {n: v for n, v in vals.items() if n not in drop}
+                for t, vals in s.per_thread.items()
+            },
+        )
         for s in samples
     ]
     return new_statuses, new_samples
@@ -107,8 +136,13 @@ def screen(cpu: CpuInfo | None, statuses: Mapping[str, EventStatus],
 
 #: Metrics measured on the machine's clock: under an emulator that clock is the
 #: emulator's (QEMU -icount shift=0 ticks once per instruction), not a CPU's.
-CLOCK_METRICS = ("latency_mean_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms",
-                 "cpu_ms_per_call")
+CLOCK_METRICS = (
+    "latency_mean_ms",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "cpu_ms_per_call",
+)
 
 
 def unjudgeable_metrics(machine: Mapping, unavailable: Mapping[str, str]) -> dict[str, str]:
@@ -122,9 +156,11 @@ def unjudgeable_metrics(machine: Mapping, unavailable: Mapping[str, str]) -> dic
     evidence = cpu.get("emulation") if isinstance(cpu, Mapping) else None
     cycles = unavailable.get("cycles", "")
     if not evidence and cycles.startswith("emulated PMU ("):
-        evidence = cycles[len("emulated PMU ("):].split("): ", 1)[0]
+        evidence = cycles[len("emulated PMU (") :].split("): ", 1)[0]
     if not evidence:
         return {}
-    reason = (f"emulated machine ({evidence}): its clock is the emulator's, not a CPU's, so "
-              "times are not judged against budgets written for real cores")
+    reason = (
+        f"emulated machine ({evidence}): its clock is the emulator's, not a CPU's, so "
+        "times are not judged against budgets written for real cores"
+    )
     return dict.fromkeys(CLOCK_METRICS, reason)

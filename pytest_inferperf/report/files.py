@@ -39,8 +39,9 @@ def _read_svgs(out_dir: Path, artifacts: Mapping[str, str]) -> dict[str, str]:
     return svgs
 
 
-def write_analysis(profile: Profile, out_dir: str | os.PathLike[str], *,
-                   title: str) -> dict[str, Path]:
+def write_analysis(
+    profile: Profile, out_dir: str | os.PathLike[str], *, title: str
+) -> dict[str, Path]:
     """``report.json`` (the Profile) and ``report.html`` under ``out_dir``."""
     from .html import render_html
 
@@ -50,8 +51,10 @@ def write_analysis(profile: Profile, out_dir: str | os.PathLike[str], *,
         html = render_html(profile, title=title, svgs=_read_svgs(out, profile.artifacts))
         html_path = _write(out / "report.html", html)
     except OSError as exc:
-        raise UsageError(f"cannot write the report under {out}: {exc.strerror or exc}. "
-                         "Choose another folder with --out.") from None
+        raise UsageError(
+            f"cannot write the report under {out}: {exc.strerror or exc}. "
+            "Choose another folder with --out."
+        ) from None
     return {"json": json_path, "html": html_path}
 
 
@@ -59,14 +62,17 @@ def _diff_flamegraph(first: Analysis, entry: Analysis) -> str | None:
     from ..flame import operator_diff_svg
 
     return operator_diff_svg(
-        first.profile.operators, entry.profile.operators, model_name="operators",
+        first.profile.operators,
+        entry.profile.operators,
+        model_name="operators",
         title=f"ONNX Runtime operators: {entry.label} against {first.label}",
         baseline_label=first.label,
     )
 
 
-def write_comparison(side: SideBySide, out_dir: str | os.PathLike[str], *,
-                     title: str) -> tuple[SideBySide, dict[str, Path]]:
+def write_comparison(
+    side: SideBySide, out_dir: str | os.PathLike[str], *, title: str
+) -> tuple[SideBySide, dict[str, Path]]:
     """Differential operator flamegraphs, the Pareto plot, ``compare.json`` and ``.html``.
 
     Returns ``side`` with its ``artifacts`` filled in, and every file written.
@@ -90,21 +96,28 @@ def write_comparison(side: SideBySide, out_dir: str | os.PathLike[str], *,
             artifacts[f"operator flamegraph: {entry.label} vs {first.label}"] = rel
             svgs[rel] = svg
         if side.quality:
-            variants = [Variant(e.label, e.profile.latency.mean_ms, side.quality.get(e.label))
-                        for e in side.entries]
+            variants = [
+                Variant(e.label, e.profile.latency.mean_ms, side.quality.get(e.label))
+                for e in side.entries
+            ]
             better = "higher" if side.quality_higher_is_better else "lower"
-            svg = render_pareto_svg(variants, side.front, title=title,
-                                    quality_label=f"quality ({better} is better)")
+            svg = render_pareto_svg(
+                variants, side.front, title=title, quality_label=f"quality ({better} is better)"
+            )
             written["pareto"] = _write(out / "pareto.svg", svg)
             artifacts["Pareto front"] = "pareto.svg"
             svgs["pareto.svg"] = svg
         side = replace(side, artifacts=artifacts)
-        written["json"] = _write(out / "compare.json",
-                                 json.dumps(side.to_dict(), indent=1, allow_nan=False) + "\n")
+        written["json"] = _write(
+            out / "compare.json", json.dumps(side.to_dict(), indent=1, allow_nan=False) + "\n"
+        )
         profiles = [e.profile for e in side.entries]
-        written["html"] = _write(out / "compare.html",
-                                 render_html(profiles, title=title, comparison=side, svgs=svgs))
+        written["html"] = _write(
+            out / "compare.html", render_html(profiles, title=title, comparison=side, svgs=svgs)
+        )
     except OSError as exc:
-        raise UsageError(f"cannot write the comparison under {out}: {exc.strerror or exc}. "
-                         "Choose another folder with --out.") from None
+        raise UsageError(
+            f"cannot write the comparison under {out}: {exc.strerror or exc}. "
+            "Choose another folder with --out."
+        ) from None
     return side, written

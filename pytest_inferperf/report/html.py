@@ -79,8 +79,9 @@ def _svg_image(svg: str, alt: str) -> str:
     return f'<img alt="{esc(alt)}" src="data:image/svg+xml;base64,{data}">'
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
-           numeric: Sequence[int] = ()) -> str:
+def _table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[int] = ()
+) -> str:
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = []
     for row in rows:
@@ -99,20 +100,30 @@ class _Raw(str):
 # -- one profile -------------------------------------------------------------------------
 def _summary(profile: Profile, metrics: Mapping[str, float], diagnosis: Any) -> str:
     lat = profile.latency
-    cards = [("p50 latency", f"{shared.fmt(lat.p50_ms)} ms"),
-             ("p99 latency", f"{shared.fmt(lat.p99_ms)} ms"),
-             ("calls/s", shared.fmt(lat.calls_per_second))]
+    cards = [
+        ("p50 latency", f"{shared.fmt(lat.p50_ms)} ms"),
+        ("p99 latency", f"{shared.fmt(lat.p99_ms)} ms"),
+        ("calls/s", shared.fmt(lat.calls_per_second)),
+    ]
     if "cpu_ms_per_call" in metrics:
         cards.append(("CPU per call", f"{shared.fmt(metrics['cpu_ms_per_call'])} ms"))
     if profile.memory.peak_rss_bytes is not None:
         cards.append(("peak memory", f"{profile.memory.peak_rss_bytes / 2**20:,.0f} MiB"))
     primary = getattr(diagnosis, "primary", None)
-    cards.append(("diagnosis", f"{primary.title} ({primary.confidence:.0%})" if primary
-                  else "no threshold of concern crossed"))
+    cards.append(
+        (
+            "diagnosis",
+            f"{primary.title} ({primary.confidence:.0%})"
+            if primary
+            else "no threshold of concern crossed",
+        )
+    )
     out = ["".join(f'<div class="card">{esc(k)}<b>{esc(v)}</b></div>' for k, v in cards)]
-    out.append('<table class="kv"><tbody>' + "".join(
-        f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in shared.facts(profile))
-        + "</tbody></table>")
+    out.append(
+        '<table class="kv"><tbody>'
+        + "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in shared.facts(profile))
+        + "</tbody></table>"
+    )
     return "\n".join(out)
 
 
@@ -122,30 +133,46 @@ def _counting(profile: Profile) -> str:
     by_reason: dict[str, list[str]] = {}
     for event, reason in profile.unavailable.items():
         by_reason.setdefault(reason_cause(reason), []).append(event)
-    rows: list[tuple[Any, ...]] = [(_Raw('<span class="good">counted</span>'),
-                                    ", ".join(shared.counted(profile)) or "nothing", "")]
-    rows += [(_Raw('<span class="bad">not counted</span>'), ", ".join(events), reason)
-             for reason, events in by_reason.items()]
-    text = (f"<p>{len(shared.counted(profile))} of {len(profile.events)} events counted "
-            f"(backend {esc(profile.backend)}); a metric whose inputs were not counted is "
-            "absent, never 0. Run <code>inferperf doctor</code> for the fixes.</p>")
+    rows: list[tuple[Any, ...]] = [
+        (
+            _Raw('<span class="good">counted</span>'),
+            ", ".join(shared.counted(profile)) or "nothing",
+            "",
+        )
+    ]
+    rows += [
+        (_Raw('<span class="bad">not counted</span>'), ", ".join(events), reason)
+        for reason, events in by_reason.items()
+    ]
+    text = (
+        f"<p>{len(shared.counted(profile))} of {len(profile.events)} events counted "
+        f"(backend {esc(profile.backend)}); a metric whose inputs were not counted is "
+        "absent, never 0. Run <code>inferperf doctor</code> for the fixes.</p>"
+    )
     return text + _table(("", "events", "why"), rows)
 
 
 def _metrics(metrics: Mapping[str, float]) -> str:
-    rows = [(n, shared.fmt(v), METRICS[n].unit, METRICS[n].better, METRICS[n].description)
-            for n, v in metrics.items()]
+    rows = [
+        (n, shared.fmt(v), METRICS[n].unit, METRICS[n].better, METRICS[n].description)
+        for n, v in metrics.items()
+    ]
     return _table(("metric", "value", "unit", "better", "what"), rows, numeric=(1,))
 
 
 def _latency(profile: Profile) -> str:
     lat = profile.latency
-    row = [*(shared.fmt(getattr(lat, f)) for _, f in shared.LATENCY_FIELDS),
-           shared.fmt(lat.stddev_ms), shared.fmt(lat.calls_per_second), lat.calls]
-    headers = [*(f"{h} (ms)" for h, _ in shared.LATENCY_FIELDS), "stddev (ms)", "calls/s",
-               "calls"]
-    return (_table(headers, [row], numeric=range(len(headers)))
-            + f"<p>Peak memory: {esc(shared.memory_text(profile))}</p>")
+    row = [
+        *(shared.fmt(getattr(lat, f)) for _, f in shared.LATENCY_FIELDS),
+        shared.fmt(lat.stddev_ms),
+        shared.fmt(lat.calls_per_second),
+        lat.calls,
+    ]
+    headers = [*(f"{h} (ms)" for h, _ in shared.LATENCY_FIELDS), "stddev (ms)", "calls/s", "calls"]
+    return (
+        _table(headers, [row], numeric=range(len(headers)))
+        + f"<p>Peak memory: {esc(shared.memory_text(profile))}</p>"
+    )
 
 
 def _operators(profile: Profile) -> str:
@@ -153,14 +180,34 @@ def _operators(profile: Profile) -> str:
     if not ops:
         why = shared.notes(profile).get("operators", "not measured")
         return f'<p class="muted">No operator table: {esc(why)}</p>'
-    rows = [(o.get("node"), o.get("op_type"), o.get("calls"), shared.fmt(o.get("mean_us")),
-             shared.fmt(o.get("total_us")), f"{float(o.get('share') or 0):.1%}",
-             shared.shapes(o), " ".join(str(s) for s in o.get("output_shapes") or []))
-            for o in ops[:MAX_OPERATOR_ROWS]]
-    more = (f"<p class='muted'>{len(ops) - MAX_OPERATOR_ROWS} more nodes in report.json.</p>"
-            if len(ops) > MAX_OPERATOR_ROWS else "")
-    headers: tuple[str, ...] = ("node", "op type", "runs", "µs/run", "total µs", "share",
-                                "input shapes", "output shapes")
+    rows = [
+        (
+            o.get("node"),
+            o.get("op_type"),
+            o.get("calls"),
+            shared.fmt(o.get("mean_us")),
+            shared.fmt(o.get("total_us")),
+            f"{float(o.get('share') or 0):.1%}",
+            shared.shapes(o),
+            " ".join(str(s) for s in o.get("output_shapes") or []),
+        )
+        for o in ops[:MAX_OPERATOR_ROWS]
+    ]
+    more = (
+        f"<p class='muted'>{len(ops) - MAX_OPERATOR_ROWS} more nodes in report.json.</p>"
+        if len(ops) > MAX_OPERATOR_ROWS
+        else ""
+    )
+    headers: tuple[str, ...] = (
+        "node",
+        "op type",
+        "runs",
+        "µs/run",
+        "total µs",
+        "share",
+        "input shapes",
+        "output shapes",
+    )
     numeric: tuple[int, ...] = (2, 3, 4, 5)
     if len({o.get("model") for o in ops}) > 1:  # several sessions: say whose each node is
         rows = [(o.get("model"), *row) for o, row in zip(ops, rows, strict=False)]
@@ -168,10 +215,14 @@ def _operators(profile: Profile) -> str:
     table = _table(headers, rows, numeric=numeric)
     from ..precision import precision_lines
 
-    precision = "".join(f"<p>{'Precision: ' if i == 0 else ''}{esc(t)}</p>"
-                        for i, t in enumerate(precision_lines(ops)))
-    return (f"<p>ONNX Runtime's profiler, a separate pass: {len(ops)} nodes, slowest first.</p>"
-            f"{precision}<details open><summary>operator table</summary>{table}</details>{more}")
+    precision = "".join(
+        f"<p>{'Precision: ' if i == 0 else ''}{esc(t)}</p>"
+        for i, t in enumerate(precision_lines(ops))
+    )
+    return (
+        f"<p>ONNX Runtime's profiler, a separate pass: {len(ops)} nodes, slowest first.</p>"
+        f"{precision}<details open><summary>operator table</summary>{table}</details>{more}"
+    )
 
 
 def _roofline(profile: Profile) -> str:
@@ -183,15 +234,21 @@ def _roofline(profile: Profile) -> str:
     out = [f"<p>{esc(shared.roofline_text(profile))}</p>"]
     try:
         ceilings, points = roofline_from_dict(roof)
-        svg = render_roofline_svg(ceilings, points, title=f"{profile.name}: roofline",
-                                  uncosted=(roof.get("summary") or {}).get("uncosted") or ())
+        svg = render_roofline_svg(
+            ceilings,
+            points,
+            title=f"{profile.name}: roofline",
+            uncosted=(roof.get("summary") or {}).get("uncosted") or (),
+        )
         out.append(f"<figure>{_inline_svg(svg)}</figure>")
     except (KeyError, TypeError, ValueError) as exc:
         out.append(f'<p class="muted">The roofline data cannot be drawn: {esc(exc)}</p>')
     unmatched = (roof.get("summary") or {}).get("unmatched_operators") or []
     if unmatched:
-        out.append(f"<p class='muted'>Not placed (no cost found): "
-                   f"{esc(', '.join(map(str, unmatched)))}</p>")
+        out.append(
+            f"<p class='muted'>Not placed (no cost found): "
+            f"{esc(', '.join(map(str, unmatched)))}</p>"
+        )
     return "".join(out)
 
 
@@ -204,16 +261,20 @@ def _diagnosis(diagnosis: Any) -> str:
         out.append("<p>No threshold of concern crossed.</p>")
     for i, finding in enumerate(findings):
         tag = "Primary" if i == 0 else "Also"
-        out.append(f"<h3>{tag}: {esc(finding.title)} <span class='muted'>["
-                   f"{esc(finding.category)}], confidence {finding.confidence:.2f}</span></h3>")
+        out.append(
+            f"<h3>{tag}: {esc(finding.title)} <span class='muted'>["
+            f"{esc(finding.category)}], confidence {finding.confidence:.2f}</span></h3>"
+        )
         if finding.explanation:
             out.append(f"<p>{esc(finding.explanation)}</p>")
         if finding.evidence:
-            out.append(_table(("evidence", "source"),
-                              [(ev.line(), ev.source) for ev in finding.evidence]))
+            out.append(
+                _table(("evidence", "source"), [(ev.line(), ev.source) for ev in finding.evidence])
+            )
         if finding.recommendations:
-            out.append("<ol>" + "".join(f"<li>{esc(r)}</li>" for r in finding.recommendations)
-                       + "</ol>")
+            out.append(
+                "<ol>" + "".join(f"<li>{esc(r)}</li>" for r in finding.recommendations) + "</ol>"
+            )
     if diagnosis.change is not None:
         out.append(change_html(diagnosis.change, "Change against the reference"))
     if diagnosis.not_judged:
@@ -226,20 +287,37 @@ def change_html(change: Any, heading: str) -> str:
     from ..change import pct
 
     out = [f"<p><b>{esc(heading)}</b>: {esc(change.summary)}</p>"]
-    for title, parts, unit in (("stage", change.stages, "ms per call"),
-                               ("op type", change.op_types, "ms per run")):
+    for title, parts, unit in (
+        ("stage", change.stages, "ms per call"),
+        ("op type", change.op_types, "ms per run"),
+    ):
         if not parts:
             continue
         nodes = title == "op type"
-        rows = [(p.label, shared.fmt(p.baseline_ms), shared.fmt(p.current_ms),
-                 _Raw(f'<span class="{"bad" if p.credible and p.delta_ms > 0 else "muted"}">'
-                      f"{esc(pct(p.relative))}</span>"),
-                 *((f"{p.nodes[0]} -> {p.nodes[1]}",) if nodes else ()),
-                 "yes" if p.credible else "no (within noise)",
-                 "" if p.share is None else f"{p.share:.0%}")
-                for p in parts]
-        headers = (title, f"baseline ({unit})", f"now ({unit})", "change",
-                   *(("nodes",) if nodes else ()), "credible", "share of slowdown")
+        rows = [
+            (
+                p.label,
+                shared.fmt(p.baseline_ms),
+                shared.fmt(p.current_ms),
+                _Raw(
+                    f'<span class="{"bad" if p.credible and p.delta_ms > 0 else "muted"}">'
+                    f"{esc(pct(p.relative))}</span>"
+                ),
+                *((f"{p.nodes[0]} -> {p.nodes[1]}",) if nodes else ()),
+                "yes" if p.credible else "no (within noise)",
+                "" if p.share is None else f"{p.share:.0%}",
+            )
+            for p in parts
+        ]
+        headers = (
+            title,
+            f"baseline ({unit})",
+            f"now ({unit})",
+            "change",
+            *(("nodes",) if nodes else ()),
+            "credible",
+            "share of slowdown",
+        )
         out.append(_table(headers, rows, numeric=(1, 2, 3, len(headers) - 1)))
     return "\n".join(out)
 
@@ -263,14 +341,22 @@ def _profile_section(profile: Profile, svgs: Mapping[str, str], heading: str) ->
     parts = [
         f'<section class="profile"><h2>{esc(heading)}</h2>',
         _summary(profile, metrics, diagnosis),
-        "<h3>What was counted, and what was not</h3>", _counting(profile),
-        "<h3>Metrics</h3>", _metrics(metrics),
-        "<h3>Latency and memory</h3>", _latency(profile),
-        "<h3>Operators</h3>", _operators(profile),
-        "<h3>Roofline</h3>", _roofline(profile),
-        "<h3>Diagnosis</h3>", _diagnosis(diagnosis),
-        "<h3>Energy</h3>", f"<p>{esc(shared.energy_text(profile))}</p>",
-        "<h3>Flamegraphs</h3>", _flamegraphs(profile, svgs),
+        "<h3>What was counted, and what was not</h3>",
+        _counting(profile),
+        "<h3>Metrics</h3>",
+        _metrics(metrics),
+        "<h3>Latency and memory</h3>",
+        _latency(profile),
+        "<h3>Operators</h3>",
+        _operators(profile),
+        "<h3>Roofline</h3>",
+        _roofline(profile),
+        "<h3>Diagnosis</h3>",
+        _diagnosis(diagnosis),
+        "<h3>Energy</h3>",
+        f"<p>{esc(shared.energy_text(profile))}</p>",
+        "<h3>Flamegraphs</h3>",
+        _flamegraphs(profile, svgs),
         "</section>",
     ]
     return "\n".join(parts)
@@ -281,68 +367,110 @@ def _delta_cell(value: float | None, delta: float | None, status: str = "") -> _
     text = esc(shared.fmt(value))
     if value is None or delta is None:
         return _Raw(text)
-    cls = {"regressed": "bad", "worse": "bad", "improved": "good",
-           "better": "good"}.get(status, "muted")
+    cls = {"regressed": "bad", "worse": "bad", "improved": "good", "better": "good"}.get(
+        status, "muted"
+    )
     tag = f", {esc(status)}" if status and status != "ok" else ""
     return _Raw(f'{text} <span class="{cls}">({esc(shared.pct(delta))}{tag})</span>')
 
 
 def _comparison(side: SideBySide, svgs: Mapping[str, str]) -> str:
     labels = side.labels
-    out = ["<h2>Side by side</h2>",
-           f"<p>Deltas against <b>{esc(labels[0])}</b>; a status is the statistical judgement "
-           "(Mann-Whitney U over repeats) where both were measured alike.</p>",
-           _table(("label", "source", "cached"),
-                  [(e.label, e.source, e.cached.stored if e.cached else "")
-                   for e in side.entries])]
-    rows: list[list[Any]] = [[r.metric, r.unit, *(_delta_cell(v, d, s) for v, d, s in
-                                                  zip(r.values, r.deltas, r.statuses,
-                                                      strict=True))]
-                             for r in side.metrics]
+    out = [
+        "<h2>Side by side</h2>",
+        f"<p>Deltas against <b>{esc(labels[0])}</b>; a status is the statistical judgement "
+        "(Mann-Whitney U over repeats) where both were measured alike.</p>",
+        _table(
+            ("label", "source", "cached"),
+            [(e.label, e.source, e.cached.stored if e.cached else "") for e in side.entries],
+        ),
+    ]
+    rows: list[list[Any]] = [
+        [
+            r.metric,
+            r.unit,
+            *(_delta_cell(v, d, s) for v, d, s in zip(r.values, r.deltas, r.statuses, strict=True)),
+        ]
+        for r in side.metrics
+    ]
     if side.quality:
         rows.append(["quality", "", *(shared.fmt(side.quality.get(x)) for x in labels)])
-        rows.append(["pareto front", "", *(_Raw('<b class="good">yes</b>') if x in side.front
-                                           else "no" for x in labels)])
+        rows.append(
+            [
+                "pareto front",
+                "",
+                *(_Raw('<b class="good">yes</b>') if x in side.front else "no" for x in labels),
+            ]
+        )
     out.append(_table(("metric", "unit", *labels), rows, numeric=range(2, 2 + len(labels))))
     if side.op_types:
         out.append("<h3>Operator types (µs per inference, [nodes])</h3>")
-        out.append(_table(("op type", *labels), [
-            [r.op_type, *(_Raw(f"{_delta_cell(u, d)} [{n}] {esc(p)}") if u is not None else "-"
-                          for u, d, n, p in zip(r.us_per_call, r.deltas, r.nodes,
-                                                r.precision or ("",) * len(r.nodes),
-                                                strict=True))]
-            for r in side.op_types], numeric=range(1, 1 + len(labels))))
+        out.append(
+            _table(
+                ("op type", *labels),
+                [
+                    [
+                        r.op_type,
+                        *(
+                            _Raw(f"{_delta_cell(u, d)} [{n}] {esc(p)}") if u is not None else "-"
+                            for u, d, n, p in zip(
+                                r.us_per_call,
+                                r.deltas,
+                                r.nodes,
+                                r.precision or ("",) * len(r.nodes),
+                                strict=True,
+                            )
+                        ),
+                    ]
+                    for r in side.op_types
+                ],
+                numeric=range(1, 1 + len(labels)),
+            )
+        )
     for note in side.notes:
         out.append(f"<p class='muted'>{esc(note)}</p>")
     if side.regressions:
-        out.append("<h3>Regressions</h3><ul>" + "".join(
-            f"<li class='bad'>{esc(label)}: {esc(c.metric)} {esc(shared.fmt(c.baseline))} → "
-            f"{esc(shared.fmt(c.current))} ({esc(shared.pct(c.delta))}; {esc(c.detail)})</li>"
-            for label, c in side.regressions) + "</ul>")
+        out.append(
+            "<h3>Regressions</h3><ul>"
+            + "".join(
+                f"<li class='bad'>{esc(label)}: {esc(c.metric)} {esc(shared.fmt(c.baseline))} → "
+                f"{esc(shared.fmt(c.current))} ({esc(shared.pct(c.delta))}; {esc(c.detail)})</li>"
+                for label, c in side.regressions
+            )
+            + "</ul>"
+        )
     for entry, verdict in zip(side.entries[1:], side.verdicts[1:], strict=True):
         if verdict is not None and verdict.diagnosis is not None and verdict.diagnosis.change:
-            out.append(change_html(verdict.diagnosis.change,
-                                   f"{entry.label} vs {labels[0]}"))
+            out.append(change_html(verdict.diagnosis.change, f"{entry.label} vs {labels[0]}"))
     for name, path in side.artifacts.items():
         out.append(f"<h3>{esc(name)}: {_link(path)}</h3>")
         if path in svgs:
-            figure = (_inline_svg(svgs[path]) if path.endswith("pareto.svg")
-                      else _svg_image(svgs[path], name))
+            figure = (
+                _inline_svg(svgs[path])
+                if path.endswith("pareto.svg")
+                else _svg_image(svgs[path], name)
+            )
             out.append(f"<figure>{figure}</figure>")
     return "\n".join(out)
 
 
 # -- the page ------------------------------------------------------------------------------
 def _page(title: str, body: Sequence[str]) -> str:
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{esc(title)}</title><style>{CSS}</style></head>\n"
-            f"<body><main>\n{''.join(part + chr(10) for part in body)}</main></body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{CSS}</style></head>\n"
+        f"<body><main>\n{''.join(part + chr(10) for part in body)}</main></body></html>\n"
+    )
 
 
-def render_html(profiles_or_one: Profile | Sequence[Profile], *, title: str,
-                comparison: SideBySide | None = None,
-                svgs: Mapping[str, str] | None = None) -> str:
+def render_html(
+    profiles_or_one: Profile | Sequence[Profile],
+    *,
+    title: str,
+    comparison: SideBySide | None = None,
+    svgs: Mapping[str, str] | None = None,
+) -> str:
     """One self-contained HTML page for one Profile or several (then compared).
 
     ``comparison`` is :func:`side_by_side.side_by_side`'s result for the same Profiles;
@@ -350,8 +478,9 @@ def render_html(profiles_or_one: Profile | Sequence[Profile], *, title: str,
     """
     from ..profile import Profile as ProfileType
 
-    profiles = [profiles_or_one] if isinstance(profiles_or_one, ProfileType) \
-        else list(profiles_or_one)
+    profiles = (
+        [profiles_or_one] if isinstance(profiles_or_one, ProfileType) else list(profiles_or_one)
+    )
     svgs = svgs or {}
     body = [f"<h1>{esc(title)}</h1>"]
     if comparison is not None:
@@ -369,14 +498,15 @@ def _plain_comparison(profiles: Sequence[Profile]) -> str:
     values = [profile_metrics(p) for p in profiles]
     names = [n for n in METRICS if any(n in v for v in values)]
     rows = [[n, METRICS[n].unit, *(shared.fmt(v.get(n)) for v in values)] for n in names]
-    return ("<h2>Side by side</h2>"
-            + _table(("metric", "unit", *(p.name for p in profiles)), rows,
-                     numeric=range(2, 2 + len(profiles))))
+    return "<h2>Side by side</h2>" + _table(
+        ("metric", "unit", *(p.name for p in profiles)), rows, numeric=range(2, 2 + len(profiles))
+    )
 
 
 # -- a whole pytest --inferperf run ------------------------------------------------------
-def render_run_html(records: Sequence[Mapping[str, Any]], *, title: str,
-                    svgs: Mapping[str, str] | None = None) -> str:
+def render_run_html(
+    records: Sequence[Mapping[str, Any]], *, title: str, svgs: Mapping[str, str] | None = None
+) -> str:
     """One self-contained page for a ``pytest --inferperf`` run: the table, then each test.
 
     ``records`` are the plain records the controller holds (their ``artifacts`` already
@@ -388,15 +518,17 @@ def render_run_html(records: Sequence[Mapping[str, Any]], *, title: str,
 
     svgs = svgs or {}
     ordered = sorted(records, key=lambda r: r["key"])
-    headers = ("test", *(t for _, t, _ in columns(ordered)), "vs baseline", "verdict",
-               "diagnosis")
+    headers = ("test", *(t for _, t, _ in columns(ordered)), "vs baseline", "verdict", "diagnosis")
     failed = sum(1 for r in ordered if r["failed"] or r.get("outcome") == "failed")
-    body = [f"<h1>{esc(title)}</h1>",
-            f"<p>{len(ordered)} profiled, {failed} failed.</p>",
-            _table(headers, summary_rows(ordered))]
+    body = [
+        f"<h1>{esc(title)}</h1>",
+        f"<p>{len(ordered)} profiled, {failed} failed.</p>",
+        _table(headers, summary_rows(ordered)),
+    ]
     for record in ordered:
         profile = ProfileType.from_dict(record["profile"]).with_(
-            artifacts=dict(record.get("artifacts", {})))
+            artifacts=dict(record.get("artifacts", {}))
+        )
         if record.get("failure"):
             body.append(f"<pre class='bad'>{esc(record['failure'])}</pre>")
         body.append(_profile_section(profile, svgs, record["key"]))

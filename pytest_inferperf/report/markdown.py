@@ -23,10 +23,29 @@ if TYPE_CHECKING:
     from ..side_by_side import SideBySide
 
 ENV_VAR = "GITHUB_STEP_SUMMARY"
-KEY_METRICS = ("latency_p50_ms", "latency_p99_ms", "latency_mean_ms", "cpu_ms_per_call", "ipc",
-               "l1_miss", "rss_growth_mb", "peak_rss_mb")
-_ESCAPES = {"\\": "\\\\", "|": "\\|", "`": "\\`", "[": "\\[", "]": "\\]", "*": "\\*",
-            "&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": " ", "\n": " "}
+KEY_METRICS = (
+    "latency_p50_ms",
+    "latency_p99_ms",
+    "latency_mean_ms",
+    "cpu_ms_per_call",
+    "ipc",
+    "l1_miss",
+    "rss_growth_mb",
+    "peak_rss_mb",
+)
+_ESCAPES = {
+    "\\": "\\\\",
+    "|": "\\|",
+    "`": "\\`",
+    "[": "\\[",
+    "]": "\\]",
+    "*": "\\*",
+    "&": "&amp;",
+    "<": "&lt;",
+    ">": "&gt;",
+    "\r": " ",
+    "\n": " ",
+}
 
 
 def md(value: Any) -> str:
@@ -35,8 +54,10 @@ def md(value: Any) -> str:
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(md(h) for h in headers) + " |",
-             "|" + "|".join("---" for _ in headers) + "|"]
+    lines = [
+        "| " + " | ".join(md(h) for h in headers) + " |",
+        "|" + "|".join("---" for _ in headers) + "|",
+    ]
     lines += ["| " + " | ".join(md(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
@@ -48,20 +69,37 @@ def render_profile(profile: Profile, diagnosis: Any = None) -> str:
     lines += [f"- **{md(k)}**: {md(v)}" for k, v in shared.facts(profile)]
     groups = shared.not_counted(profile)
     if groups:
-        lines.append("- **not counted**: " + "; ".join(
-            f"{md(', '.join(ev))} ({md(reason)})" for reason, ev in groups.items()))
-    lines += ["", _table(("metric", "value", "unit"),
-                         [(n, shared.fmt(metrics[n]), METRICS[n].unit)
-                          for n in KEY_METRICS if n in metrics])]
+        lines.append(
+            "- **not counted**: "
+            + "; ".join(f"{md(', '.join(ev))} ({md(reason)})" for reason, ev in groups.items())
+        )
+    lines += [
+        "",
+        _table(
+            ("metric", "value", "unit"),
+            [(n, shared.fmt(metrics[n]), METRICS[n].unit) for n in KEY_METRICS if n in metrics],
+        ),
+    ]
     ops = shared.top_operators(profile, 5)
     if ops:
-        lines += ["", _table(("operator", "type", "µs/call", "share"),
-                             [(o.get("node"), o.get("op_type"), shared.fmt(o.get("mean_us")),
-                               f"{float(o.get('share') or 0):.1%}") for o in ops])]
+        lines += [
+            "",
+            _table(
+                ("operator", "type", "µs/call", "share"),
+                [
+                    (
+                        o.get("node"),
+                        o.get("op_type"),
+                        shared.fmt(o.get("mean_us")),
+                        f"{float(o.get('share') or 0):.1%}",
+                    )
+                    for o in ops
+                ],
+            ),
+        ]
     primary = getattr(diagnosis, "primary", None)
     if primary is not None:
-        lines += ["", f"**Diagnosis**: {md(primary.title)} (confidence "
-                      f"{primary.confidence:.2f})"]
+        lines += ["", f"**Diagnosis**: {md(primary.title)} (confidence {primary.confidence:.2f})"]
     return "\n".join(lines) + "\n"
 
 
@@ -69,16 +107,26 @@ def render_validation(label: str, baseline: str, verdict: Any) -> str:
     """The verdict of ``validate``: ok or what failed, one bullet per finding."""
     from ..verdict import change_summary, failure_text
 
-    status = "FAILED" if verdict.failed else (
-        "inconclusive" if verdict.outcome == "inconclusive" else "ok")
-    lines = [f"### inferperf validate: {md(label)}: {status}", "",
-             f"- **baseline**: {md(baseline)}", f"- **against it**: {md(change_summary(verdict))}"]
+    status = (
+        "FAILED"
+        if verdict.failed
+        else ("inconclusive" if verdict.outcome == "inconclusive" else "ok")
+    )
+    lines = [
+        f"### inferperf validate: {md(label)}: {status}",
+        "",
+        f"- **baseline**: {md(baseline)}",
+        f"- **against it**: {md(change_summary(verdict))}",
+    ]
     if verdict.carried_by:
         lines.append(f"- **carried by**: {md(verdict.carried_by)}")
     lines += [f"- **inconclusive**: {md(reason)}" for reason in verdict.inconclusive]
     if verdict.failed:
-        lines += [f"- {md(line.strip())}" for line in failure_text(verdict).splitlines()[1:]
-                  if line.strip()]
+        lines += [
+            f"- {md(line.strip())}"
+            for line in failure_text(verdict).splitlines()[1:]
+            if line.strip()
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -91,15 +139,26 @@ def render_comparison(side: SideBySide) -> str:
         row = wanted.get(name)
         if row is None:
             continue
-        rows.append([name, *(shared.fmt(v) + (f" ({shared.pct(d)})" if d is not None else "")
-                             for v, d in zip(row.values, row.deltas, strict=True))])
+        rows.append(
+            [
+                name,
+                *(
+                    shared.fmt(v) + (f" ({shared.pct(d)})" if d is not None else "")
+                    for v, d in zip(row.values, row.deltas, strict=True)
+                ),
+            ]
+        )
     if side.quality:
         rows.append(["pareto front", *("yes" if x in side.front else "no" for x in labels)])
-    lines = [f"### inferperf compare: {md(', '.join(labels))}", "",
-             _table(("metric", *labels), rows)]
+    lines = [
+        f"### inferperf compare: {md(', '.join(labels))}",
+        "",
+        _table(("metric", *labels), rows),
+    ]
     for label, change in side.regressions:
-        lines.append(f"- **REGRESSED** {md(label)}: {md(change.metric)} "
-                     f"{md(shared.pct(change.delta))}")
+        lines.append(
+            f"- **REGRESSED** {md(label)}: {md(change.metric)} {md(shared.pct(change.delta))}"
+        )
     for entry, verdict in zip(side.entries[1:], side.verdicts[1:], strict=True):
         change = verdict.diagnosis.change if verdict is not None and verdict.diagnosis else None
         if change is not None:

@@ -31,15 +31,12 @@ COLUMNS = (
     ("rss_growth_mb", "+RSS MiB", 1.0),
 )
 #: Shown only where some test has a value (a PMU, or the simulate backend).
-OPTIONAL_COLUMNS = (
-    ("instructions_per_call", "M instr/call", 1e-6),
-)
+OPTIONAL_COLUMNS = (("instructions_per_call", "M instr/call", 1e-6),)
 
 
 #: C0 and C1 controls (ESC, CR, NUL, BEL...), DEL, line/paragraph separators and the
 #: bidirectional overrides a hostile name could use to rewrite or hide terminal output.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e"
-                      "\u2066-\u2069]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _LAYOUT = frozenset("\n\t")
 
 
@@ -65,8 +62,7 @@ def clean(text: object, *, keep_newlines: bool = False) -> str:
 
 #: Characters XML 1.0 cannot hold at all (junit files must stay well-formed), and the
 #: controls a terminal would obey when a junit file is printed.
-_NOT_XML = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd"
-                      "\U00010000-\U0010ffff]")
+_NOT_XML = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def xml_safe(text: object) -> str:
@@ -83,8 +79,9 @@ def _cell(value: float | None, scale: float = 1.0) -> str:
 
 def columns(records: Sequence[dict]) -> tuple[tuple[str, str, float], ...]:
     """The table's metric columns for these records."""
-    extra = tuple(c for c in OPTIONAL_COLUMNS
-                  if any(r["metrics"].get(c[0]) is not None for r in records))
+    extra = tuple(
+        c for c in OPTIONAL_COLUMNS if any(r["metrics"].get(c[0]) is not None for r in records)
+    )
     return COLUMNS[:3] + extra + COLUMNS[3:]
 
 
@@ -97,9 +94,15 @@ def summary_rows(records: Sequence[dict]) -> list[list[str]]:
         partial = partial_label(record.get("profile"))
         if partial:
             status = f"{status}, {partial}"
-        rows.append([clean(record["key"]),
-                     *(_cell(metrics.get(k), scale) for k, _, scale in shown),
-                     clean(record["change"]), clean(status), clean(record.get("diagnosis", ""))])
+        rows.append(
+            [
+                clean(record["key"]),
+                *(_cell(metrics.get(k), scale) for k, _, scale in shown),
+                clean(record["change"]),
+                clean(status),
+                clean(record.get("diagnosis", "")),
+            ]
+        )
     return rows
 
 
@@ -143,7 +146,7 @@ def emulated_pmu(records: Sequence[dict]) -> str | None:
             return str(cpu["emulation"])
         for reason in record["unavailable"].values():
             if reason.startswith("emulated PMU ("):
-                return reason[len("emulated PMU ("):].split("): ", 1)[0]
+                return reason[len("emulated PMU (") :].split("): ", 1)[0]
     return None
 
 
@@ -151,8 +154,10 @@ def emulated_line(records: Sequence[dict]) -> str | None:
     evidence = emulated_pmu(records)
     if evidence is None:
         return None
-    return (f"PMU: emulated ({evidence}): instruction counts are exact; cycles, IPC, "
-            "cycle-based and time budgets are not judged here")
+    return (
+        f"PMU: emulated ({evidence}): instruction counts are exact; cycles, IPC, "
+        "cycle-based and time budgets are not judged here"
+    )
 
 
 def change_lines(records: Sequence[dict]) -> list[str]:
@@ -176,18 +181,29 @@ def inconclusive_lines(records: Sequence[dict]) -> list[str]:
         for reason in record.get("inconclusive") or ():
             lines.append(f"  {record['key']}: {reason}")
     if lines:
-        lines.insert(0, "Inconclusive (a warning, not a failure; --inferperf-strict fails it): "
-                        "the change cannot be told apart from the machine's state:")
-    confirmed = [f"  {r['key']}: {(r.get('confirmation') or {}).get('text')}"
-                 for r in sorted(records, key=lambda r: r["key"])
-                 if (r.get("confirmation") or {}).get("held")]
+        lines.insert(
+            0,
+            "Inconclusive (a warning, not a failure; --inferperf-strict fails it): "
+            "the change cannot be told apart from the machine's state:",
+        )
+    confirmed = [
+        f"  {r['key']}: {(r.get('confirmation') or {}).get('text')}"
+        for r in sorted(records, key=lambda r: r["key"])
+        if (r.get("confirmation") or {}).get("held")
+    ]
     if confirmed:
         lines += ["Regressions measured twice:", *confirmed]
-    busy = [f"  {r['key']}: {'; '.join(r['baseline_busy'])}"
-            for r in sorted(records, key=lambda r: r["key"]) if r.get("baseline_busy")]
+    busy = [
+        f"  {r['key']}: {'; '.join(r['baseline_busy'])}"
+        for r in sorted(records, key=lambda r: r["key"])
+        if r.get("baseline_busy")
+    ]
     if busy:
-        lines += ["Baselines recorded on a busy machine (their timings read slow; re-record "
-                  "them on a quiet one):", *busy]
+        lines += [
+            "Baselines recorded on a busy machine (their timings read slow; re-record "
+            "them on a quiet one):",
+            *busy,
+        ]
     return lines
 
 
@@ -200,8 +216,9 @@ def simulated_lines(records: Sequence[dict]) -> list[str]:
             continue
         parts = []
         if sim.get("slowdown_vs_native"):
-            parts.append(f"{sim['slowdown_vs_native']:.0f}x slower than native per call "
-                         "instrumented")
+            parts.append(
+                f"{sim['slowdown_vs_native']:.0f}x slower than native per call instrumented"
+            )
         if sim.get("uninstrumented_slowdown_vs_native"):
             parts.append(f"{sim['uninstrumented_slowdown_vs_native']:.0f}x uninstrumented")
         if sim.get("child_wall_s") is not None:
@@ -214,30 +231,51 @@ def simulated_lines(records: Sequence[dict]) -> list[str]:
             how.append(f"mode: {sim['mode_text']}")
         res = sim.get("resolution") or {}
         if isinstance(res.get("instructions_per_call"), int | float):
-            how.append(f"resolves a {res['instructions_per_call']:.2%} change of instructions "
-                       f"per call (noise {res.get('noise') or 0:.3%}, {res.get('from', '?')})")
+            how.append(
+                f"resolves a {res['instructions_per_call']:.2%} change of instructions "
+                f"per call (noise {res.get('noise') or 0:.3%}, {res.get('from', '?')})"
+            )
         if how:
             lines.append(f"    {'; '.join(how)}")
         lines.extend(f"    warning: {w}" for w in sim.get("warnings") or ())
     if lines:
-        cheap = any(((r.get("profile") or {}).get("settings", {}).get("simulation") or {})
-                    .get("mode") == "instructions" for r in records)
-        lines.insert(0, "Simulated under valgrind's callgrind (instruction counts, cache and "
-                        "branch counts where simulated; no cycles):" if cheap else
-                        "Simulated under valgrind's callgrind (instruction, cache and branch "
-                        "counts; no cycles):")
+        cheap = any(
+            ((r.get("profile") or {}).get("settings", {}).get("simulation") or {}).get("mode")
+            == "instructions"
+            for r in records
+        )
+        lines.insert(
+            0,
+            "Simulated under valgrind's callgrind (instruction counts, cache and "
+            "branch counts where simulated; no cycles):"
+            if cheap
+            else "Simulated under valgrind's callgrind (instruction, cache and branch "
+            "counts; no cycles):",
+        )
     return lines
 
 
-def render_summary(records: Sequence[dict], written: Sequence[str], errors: Sequence[str],
-                   warnings: Sequence[str], *, update: bool,
-                   outputs: Sequence[str] = ()) -> str:
+def render_summary(
+    records: Sequence[dict],
+    written: Sequence[str],
+    errors: Sequence[str],
+    warnings: Sequence[str],
+    *,
+    update: bool,
+    outputs: Sequence[str] = (),
+) -> str:
     if not records:
         return ""
-    headers = ["test", *(title for _, title, _ in columns(records)), "vs baseline", "verdict",
-               "diagnosis"]
-    lines = [tabulate(summary_rows(records), headers=headers, tablefmt="simple",
-                      disable_numparse=True)]
+    headers = [
+        "test",
+        *(title for _, title, _ in columns(records)),
+        "vs baseline",
+        "verdict",
+        "diagnosis",
+    ]
+    lines = [
+        tabulate(summary_rows(records), headers=headers, tablefmt="simple", disable_numparse=True)
+    ]
     changes = change_lines(records)
     if changes:
         lines.append("")
@@ -246,8 +284,11 @@ def render_summary(records: Sequence[dict], written: Sequence[str], errors: Sequ
     if doubtful:
         lines.append("")
         lines.extend(doubtful)
-    graphs = [f"  {r['key']}: {path}" for r in sorted(records, key=lambda r: r["key"])
-              for path in r.get("artifacts", {}).values()]
+    graphs = [
+        f"  {r['key']}: {path}"
+        for r in sorted(records, key=lambda r: r["key"])
+        for path in r.get("artifacts", {}).values()
+    ]
     if graphs:
         lines.append("")
         lines.append("Flamegraphs:")
@@ -260,8 +301,11 @@ def render_summary(records: Sequence[dict], written: Sequence[str], errors: Sequ
     if emulated:
         lines.append("")
         lines.append(emulated)
-    partial = [f"  {r['key']}: {label}" for r in sorted(records, key=lambda r: r["key"])
-               if (label := partial_label(r.get("profile")))]
+    partial = [
+        f"  {r['key']}: {label}"
+        for r in sorted(records, key=lambda r: r["key"])
+        if (label := partial_label(r.get("profile")))
+    ]
     if partial:
         lines.append("")
         lines.append("Stopped at the timeout (partial results; never written as baselines):")

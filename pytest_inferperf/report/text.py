@@ -25,8 +25,14 @@ if TYPE_CHECKING:
     from ..side_by_side import SideBySide
 
 TOP_OPERATORS = 10
-LATENCY_FIELDS = (("mean", "mean_ms"), ("min", "min_ms"), ("max", "max_ms"), ("p50", "p50_ms"),
-                  ("p95", "p95_ms"), ("p99", "p99_ms"))
+LATENCY_FIELDS = (
+    ("mean", "mean_ms"),
+    ("min", "min_ms"),
+    ("max", "max_ms"),
+    ("p50", "p50_ms"),
+    ("p95", "p95_ms"),
+    ("p99", "p99_ms"),
+)
 
 
 # -- shared helpers ----------------------------------------------------------------------
@@ -76,39 +82,66 @@ def notes(profile: Profile) -> dict[str, str]:
 
 def facts(profile: Profile) -> list[tuple[str, str]]:
     """(label, text) lines saying what was measured, where and how."""
-    out = [("target", f"{analyse_facts(profile).get('target') or profile.name}"),
-           ("machine", f"{profile.machine_class} (backend {profile.backend})")]
+    out = [
+        ("target", f"{analyse_facts(profile).get('target') or profile.name}"),
+        ("machine", f"{profile.machine_class} (backend {profile.backend})"),
+    ]
     dims = analyse_facts(profile).get("dims")
     if isinstance(dims, Mapping) and dims:
         out.append(("inputs", ", ".join(f"{k}={v}" for k, v in dims.items())))
     session = profile.session
     if session:
         spin = "on" if session.get("allow_spinning") else "off"
-        out.append(("session", (
-            f"ONNX Runtime {session.get('onnxruntime', '?')}, "
-            f"{', '.join(session.get('providers') or []) or '?'}, "
-            f"{session.get('intra_op_threads')} intra-op / {session.get('inter_op_threads')} "
-            f"inter-op threads, {session.get('execution_mode')}, spinning {spin}, graph "
-            f"optimisation {session.get('graph_optimization_level')}")))
+        out.append(
+            (
+                "session",
+                (
+                    f"ONNX Runtime {session.get('onnxruntime', '?')}, "
+                    f"{', '.join(session.get('providers') or []) or '?'}, "
+                    f"{session.get('intra_op_threads')} intra-op / "
+                    f"{session.get('inter_op_threads')} "
+                    f"inter-op threads, {session.get('execution_mode')}, spinning {spin}, graph "
+                    f"optimisation {session.get('graph_optimization_level')}"
+                ),
+            )
+        )
     steady = profile.steady
-    state = (f"steady (spread {steady.spread:.1%} <= {steady.threshold:.0%})" if steady.reached
-             else "NOT steady (measured anyway)")
+    state = (
+        f"steady (spread {steady.spread:.1%} <= {steady.threshold:.0%})"
+        if steady.reached
+        else "NOT steady (measured anyway)"
+    )
     per = profile.settings.get("calls_per_repeat", "?")
-    out.append(("runner", f"{steady.warmup_calls} warm-up calls, {state}; {len(profile.repeats)} "
-                          f"repeats x {per} call{'' if per == 1 else 's'} = {profile.calls} "
-                          "calls"))
+    out.append(
+        (
+            "runner",
+            f"{steady.warmup_calls} warm-up calls, {state}; {len(profile.repeats)} "
+            f"repeats x {per} call{'' if per == 1 else 's'} = {profile.calls} "
+            "calls",
+        )
+    )
     if profile.conditions:
         from ..conditions import busy_reasons, summary
 
         busy = busy_reasons(profile.conditions)
-        out.append(("machine", f"{summary(profile.conditions)}"
-                               + (f"; BUSY: {'; '.join(busy)}" if busy else "; quiet")))
+        out.append(
+            (
+                "machine",
+                f"{summary(profile.conditions)}"
+                + (f"; BUSY: {'; '.join(busy)}" if busy else "; quiet"),
+            )
+        )
     model = profile.model
     if model and model.get("sha256"):
-        inputs = ", ".join(f"{i.get('name')}{list(i.get('shape') or [])}"
-                           for i in model.get("inputs") or ())
-        out.append(("model", f"sha256 {str(model['sha256'])[:12]}"
-                             + (f", inputs {inputs}" if inputs else "")))
+        inputs = ", ".join(
+            f"{i.get('name')}{list(i.get('shape') or [])}" for i in model.get("inputs") or ()
+        )
+        out.append(
+            (
+                "model",
+                f"sha256 {str(model['sha256'])[:12]}" + (f", inputs {inputs}" if inputs else ""),
+            )
+        )
     if profile.partial:
         out.append(("partial", str(profile.partial_reason)))
     if not profile.outputs_ok:
@@ -124,8 +157,10 @@ def memory_text(profile: Profile) -> str:
     scope = "region peak" if mem.method == "clear_refs" else "process-lifetime peak"
     text = f"{mem.peak_rss_bytes / 2**20:,.1f} MiB ({scope}, {mem.method})"
     if mem.growth_bytes is not None:
-        text = (f"+{mem.growth_bytes / 2**20:,.1f} MiB above the region's starting RSS; "
-                f"absolute peak {text}")
+        text = (
+            f"+{mem.growth_bytes / 2**20:,.1f} MiB above the region's starting RSS; "
+            f"absolute peak {text}"
+        )
     return text
 
 
@@ -148,13 +183,15 @@ def roofline_text(profile: Profile) -> str:
     c, s = roof["ceilings"], roof.get("summary") or {}
     achieved = s.get("achieved_gflops")
     share = s.get("memory_bound_time_share")
-    return (f"peak {c['peak_gflops']:.3g} GFLOP/s, bandwidth {c['bandwidth_gbs']:.3g} GB/s "
-            f"(ridge {c['peak_gflops'] / c['bandwidth_gbs']:.3g} FLOP/byte); "
-            f"{s.get('operators', 0)} operators placed: {s.get('memory_bound', 0)} "
-            f"memory-bound ({'-' if share is None else f'{share:.0%}'} of operator time), "
-            f"{s.get('compute_bound', 0)} compute-bound; "
-            f"{'-' if achieved is None else f'{achieved:.3g}'} GFLOP/s achieved overall"
-            + _uncosted(s.get("uncosted")))
+    return (
+        f"peak {c['peak_gflops']:.3g} GFLOP/s, bandwidth {c['bandwidth_gbs']:.3g} GB/s "
+        f"(ridge {c['peak_gflops'] / c['bandwidth_gbs']:.3g} FLOP/byte); "
+        f"{s.get('operators', 0)} operators placed: {s.get('memory_bound', 0)} "
+        f"memory-bound ({'-' if share is None else f'{share:.0%}'} of operator time), "
+        f"{s.get('compute_bound', 0)} compute-bound; "
+        f"{'-' if achieved is None else f'{achieved:.3g}'} GFLOP/s achieved overall"
+        + _uncosted(s.get("uncosted"))
+    )
 
 
 def _uncosted(rows: Any) -> str:
@@ -184,8 +221,7 @@ def not_counted_lines(profile: Profile) -> list[str]:
     groups = not_counted(profile)
     if groups:
         parts = [f"{', '.join(events)} ({reason})" for reason, events in groups.items()]
-        lines.append("Not counted: " + "; ".join(parts) + ". Run `inferperf doctor` for "
-                     "the fixes.")
+        lines.append("Not counted: " + "; ".join(parts) + ". Run `inferperf doctor` for the fixes.")
     return lines
 
 
@@ -196,21 +232,46 @@ def render_profile(profile: Profile, diagnosis: Any = None) -> str:
     lines = [f"{label:<8} {text}" for label, text in facts(profile)]
     lines += ["", *not_counted_lines(profile), ""]
     metrics = profile_metrics(profile)
-    lines.append(_table([(n, fmt(v), METRICS[n].unit, METRICS[n].description)
-                         for n, v in metrics.items()], ("metric", "value", "unit", "what")))
+    lines.append(
+        _table(
+            [(n, fmt(v), METRICS[n].unit, METRICS[n].description) for n, v in metrics.items()],
+            ("metric", "value", "unit", "what"),
+        )
+    )
     lat = profile.latency
     lines.append("")
-    lines.append(_table([[*(fmt(getattr(lat, f)) for _, f in LATENCY_FIELDS),
-                          fmt(lat.calls_per_second), str(lat.calls)]],
-                        [*(f"{h} ms" for h, _ in LATENCY_FIELDS), "calls/s", "calls"]))
+    lines.append(
+        _table(
+            [
+                [
+                    *(fmt(getattr(lat, f)) for _, f in LATENCY_FIELDS),
+                    fmt(lat.calls_per_second),
+                    str(lat.calls),
+                ]
+            ],
+            [*(f"{h} ms" for h, _ in LATENCY_FIELDS), "calls/s", "calls"],
+        )
+    )
     lines += ["", f"peak memory  {memory_text(profile)}"]
     ops = top_operators(profile)
     if ops:
         runs = max(int(o.get("calls") or 0) for o in profile.operators)
-        lines += ["", f"Top operators (ONNX Runtime profiler, a separate pass of {runs} runs; "
-                      f"{len(ops)} of {len(profile.operators)} nodes):"]
-        rows = [(o.get("node"), o.get("op_type"), o.get("calls"), fmt(o.get("mean_us")),
-                 f"{float(o.get('share') or 0):.1%}", shapes(o)) for o in ops]
+        lines += [
+            "",
+            f"Top operators (ONNX Runtime profiler, a separate pass of {runs} runs; "
+            f"{len(ops)} of {len(profile.operators)} nodes):",
+        ]
+        rows = [
+            (
+                o.get("node"),
+                o.get("op_type"),
+                o.get("calls"),
+                fmt(o.get("mean_us")),
+                f"{float(o.get('share') or 0):.1%}",
+                shapes(o),
+            )
+            for o in ops
+        ]
         headers = ("node", "op type", "runs", "µs/run", "share", "input shapes")
         if len({o.get("model") for o in profile.operators}) > 1:  # several sessions: whose
             rows = [(o.get("model"), *row) for o, row in zip(ops, rows, strict=True)]
@@ -220,8 +281,7 @@ def render_profile(profile: Profile, diagnosis: Any = None) -> str:
 
     for i, text in enumerate(precision_lines(profile.operators)):
         lines.append(f"{'precision' if i == 0 else '':<12} {text}")
-    lines += ["", f"roofline     {roofline_text(profile)}",
-              f"energy       {energy_text(profile)}"]
+    lines += ["", f"roofline     {roofline_text(profile)}", f"energy       {energy_text(profile)}"]
     for kind, path in profile.artifacts.items():
         lines.append(f"flamegraph   {kind}: {path}")
     missing = {k: v for k, v in notes(profile).items() if k != "roofline"}
@@ -256,28 +316,47 @@ def render_comparison(side: SideBySide, out_dir: str = "") -> str:
     """
     labels = side.labels
     first = side.entries[0]
-    lines = [f"Compared with {labels[0]} ({first.profile.machine_class}, backend "
-             f"{first.profile.backend}):"]
+    lines = [
+        f"Compared with {labels[0]} ({first.profile.machine_class}, backend "
+        f"{first.profile.backend}):"
+    ]
     for entry in side.entries:
         cached = f" (cached result from {entry.cached.stored})" if entry.cached else ""
         lines.append(f"  {entry.label}: {entry.source}{cached}")
     lines.append("")
-    rows = [[r.metric, r.unit, *(_cell(v, d, s) for v, d, s in
-                                 zip(r.values, r.deltas, r.statuses, strict=True))]
-            for r in side.metrics]
+    rows = [
+        [
+            r.metric,
+            r.unit,
+            *(_cell(v, d, s) for v, d, s in zip(r.values, r.deltas, r.statuses, strict=True)),
+        ]
+        for r in side.metrics
+    ]
     if side.quality:
         rows.append(["quality", "", *(fmt(side.quality.get(label)) for label in labels)])
-        rows.append(["pareto front", "", *("yes" if label in side.front else "no"
-                                           for label in labels)])
+        rows.append(
+            ["pareto front", "", *("yes" if label in side.front else "no" for label in labels)]
+        )
     lines.append(_table(rows, ("metric", "unit", *labels)))
     if side.op_types:
         lines += ["", "Operator types (µs per inference, nodes, what it computes in):"]
-        lines.append(_table(
-            [[r.op_type, *(("-" if u is None else f"{_cell(u, d)} [{n}]{_precision(r, i)}")
-                           for i, (u, d, n) in enumerate(zip(r.us_per_call, r.deltas, r.nodes,
-                                                             strict=True)))]
-             for r in side.op_types],
-            ("op type", *labels)))
+        lines.append(
+            _table(
+                [
+                    [
+                        r.op_type,
+                        *(
+                            ("-" if u is None else f"{_cell(u, d)} [{n}]{_precision(r, i)}")
+                            for i, (u, d, n) in enumerate(
+                                zip(r.us_per_call, r.deltas, r.nodes, strict=True)
+                            )
+                        ),
+                    ]
+                    for r in side.op_types
+                ],
+                ("op type", *labels),
+            )
+        )
     lines.append("")
     for note in side.notes:
         lines.append(f"note: {note}")
@@ -286,12 +365,16 @@ def render_comparison(side: SideBySide, out_dir: str = "") -> str:
             lines.append(f"{entry.label} vs {labels[0]}: {verdict.diagnosis.change.summary}")
             lines.extend(f"  {line}" for line in part_lines(verdict.diagnosis.change))
     for label, change in side.regressions:
-        lines.append(f"REGRESSED {label}: {change.metric} {fmt(change.baseline)} -> "
-                     f"{fmt(change.current)} ({pct(change.delta)}; {change.detail})")
+        lines.append(
+            f"REGRESSED {label}: {change.metric} {fmt(change.baseline)} -> "
+            f"{fmt(change.current)} ({pct(change.delta)}; {change.detail})"
+        )
     if side.quality:
         better = "higher" if side.quality_higher_is_better else "lower"
-        lines.append(f"Pareto front (latency vs quality, {better} quality is better): "
-                     f"{', '.join(side.front) or 'none'}")
+        lines.append(
+            f"Pareto front (latency vs quality, {better} quality is better): "
+            f"{', '.join(side.front) or 'none'}"
+        )
     for name, path in side.artifacts.items():
         lines.append(f"{name}: {os.path.join(out_dir, path)}")
     return "\n".join(lines).rstrip()
