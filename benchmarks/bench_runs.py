@@ -274,9 +274,9 @@ def simulate_status(scratch: Path) -> dict[str, Any]:
     try:
         import inspect
 
-        from pytest_inferperf import plugin
+        from pytest_inferperf.plugin import fixtures
 
-        source = inspect.getsource(plugin)
+        source = inspect.getsource(fixtures)
         if not wired:
             hooks = [
                 name
@@ -285,7 +285,7 @@ def simulate_status(scratch: Path) -> dict[str, Any]:
             ]
             if hooks:
                 missing.append(
-                    "pytest_inferperf/plugin.py never calls "
+                    "pytest_inferperf/plugin/fixtures.py never calls "
                     f"pytest_inferperf.pmu.simulate.{', '.join(hooks)}: pmu_profile "
                     "cannot start or serve the valgrind child"
                 )

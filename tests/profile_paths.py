@@ -106,7 +106,7 @@ def _quiet() -> Iterator[None]:
 
 def drive(text: str, folder: Path, *, cli: bool = True) -> str:
     """Every path on ``text`` as a file; returns "refused" or "accepted". Raises on a crash."""
-    from pytest_inferperf.plugin import _update_line
+    from pytest_inferperf.plugin.session import _update_line
     from pytest_inferperf.report.html import render_html, render_run_html
     from pytest_inferperf.report.run import run_document, run_markdown
     from pytest_inferperf.report.terminal import render_summary

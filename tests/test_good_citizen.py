@@ -225,11 +225,9 @@ def test_importing_the_plugin_loads_no_engine():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     added = json.loads(done.stdout)
-    assert sorted(added) == [
-        "pytest_inferperf",
-        "pytest_inferperf.child_process",
-        "pytest_inferperf.plugin",
-    ]
+    outside = [m for m in added if not m.startswith("pytest_inferperf.plugin")]
+    assert sorted(outside) == ["pytest_inferperf", "pytest_inferperf.child_process"]
+    assert "pytest_inferperf.plugin.fixtures" in added
 
 
 def test_a_plain_run_loads_none_of_the_engine(pytester):
@@ -248,11 +246,11 @@ def test_a_plain_run_loads_none_of_the_engine(pytester):
     result.assert_outcomes(passed=2)
     line = next(x for x in result.outlines if "MODULES " in x)
     mods = json.loads(line.split("MODULES ", 1)[1])
-    assert mods == [
+    assert [m for m in mods if not m.startswith("pytest_inferperf.plugin")] == [
         "pytest_inferperf.child_process",
         "pytest_inferperf.hooks",
-        "pytest_inferperf.plugin",
     ]
+    assert all(not m.startswith(HEAVY) for m in mods)
 
 
 @pytest.mark.parametrize("args", [(), ("--inferperf",)])

@@ -3,7 +3,7 @@
 The real-valgrind tests build a tiny project in a temporary folder whose
 conftest has its own minimal ``pmu_profile``-like fixture (``sim_profile``)
 wired the way the plugin wires the simulate backend, so they do not depend on
-``plugin.py``. Its child runs (valgrind + pytest, ~20-40 s each) start together
+``plugin/fixtures.py``. Its child runs (valgrind + pytest, ~20-40 s each) start together
 in one module fixture.
 """
 

@@ -1,0 +1,83 @@
+"""pytest-html integration: the inferperf columns and embedded flamegraphs.
+
+Owns: pytest-html's hooks' cells and extras. Must not: judge or measure.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+# Loading this module is what every pytest run pays once the package is installed,
+# with or without --inferperf: it imports pytest and the standard library only. The
+# engine (numpy, ONNX Runtime, counters, judging) is imported inside the hooks that
+# need it, and only when --inferperf asks for it or a test uses pmu_profile.
+if TYPE_CHECKING:
+    from ..verdict import Verdict
+
+
+def html_extras(item: pytest.Item, report: pytest.TestReport, verdicts: list[Verdict]) -> None:
+    """Flamegraphs in pytest-html's report: embedded, and linked relative to the report.
+
+    Embedded SVG survives an upload of the report alone as a CI artifact; the link is
+    relative to the report's folder, so it works wherever report and flamegraphs travel
+    together. Nothing when pytest-html is not active.
+    """
+    config = item.config
+    html = config.pluginmanager.getplugin("html")
+    htmlpath = getattr(config.option, "htmlpath", None)
+    if html is None or not htmlpath:
+        return
+    try:
+        import pytest_html
+    except ImportError:
+        return
+    import base64
+
+    folder = Path(config.invocation_params.dir, htmlpath).parent
+    extras = getattr(report, "extras", [])
+    for verdict in verdicts:
+        for kind, path in verdict.artifacts.items():
+            target = Path(config.rootpath, path)
+            extras.append(
+                pytest_html.extras.url(
+                    os.path.relpath(target, folder), name=f"{verdict.key} {kind}"
+                )
+            )
+            try:
+                svg = target.read_bytes()
+            except OSError:
+                continue
+            extras.append(
+                pytest_html.extras.svg(
+                    base64.b64encode(svg).decode("ascii"), name=f"{verdict.key} {kind}"
+                )
+            )
+    report.extras = extras
+
+
+HTML_COLUMNS = (("latency_p50_ms", "p50 ms"), ("cpu_ms_per_call", "CPU ms/call"))
+
+
+def html_table_header(cells: list[str]) -> None:
+    """pytest-html: the inferperf columns after the test name."""
+    import html as escape
+
+    titles = [*(title for _, title in HTML_COLUMNS), "vs baseline"]
+    cells[2:2] = [f'<th class="sortable">{escape.escape(t)}</th>' for t in titles]
+
+
+def html_table_row(report: pytest.TestReport, cells: list[str]) -> None:
+    """pytest-html: this test's inferperf values (empty cells for other tests)."""
+    import html as escape
+
+    entries = getattr(report, "inferperf", None) or []
+    values = []
+    for metric, _ in HTML_COLUMNS:
+        numbers = [e["metrics"][metric] for e in entries if metric in e["metrics"]]
+        values.append(" / ".join(f"{n:.4g}" for n in numbers))
+    values.append("; ".join(e["change"] for e in entries))
+    cells[2:2] = [f"<td>{escape.escape(v)}</td>" for v in values]

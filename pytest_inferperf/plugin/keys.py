@@ -1,0 +1,29 @@
+"""Names the plugin's modules share: option choices, stash keys, limits.
+
+Owns: constants only. Must not: import the engine."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    pass
+
+
+BACKEND_CHOICES = ("auto", "perf", "simulate", "none")
+FLAMEGRAPH_CHOICES = ("failed", "all", "none")
+STACKS_IN_BASELINE_BYTES = 256 << 10  # folded stacks kept with a baseline, for diffs
+MARKERS = ("inferperf", "perf")  # the unambiguous name first; "perf" is the short one
+FIXTURES = ("pmu_profile",)  # a test that uses one of these is an inferperf test
+SHORT_UPDATE = "--update-baselines"
+# (variant name, profile, the workload as a no-argument callable for the sampling pass)
+PROFILES = pytest.StashKey["list[tuple[str, Profile, Callable[[], Any]]]"]()
+VERDICTS = pytest.StashKey["list[Verdict]"]()
+# variant name -> the same measurement again (a suspected timing regression is confirmed)
+REMEASURE = pytest.StashKey["dict[str, Callable[[], Profile]]"]()
+CONFIRM_PAUSE_S = 0.5
+EARLY_WARNINGS = pytest.StashKey[list[str]]()  # found before pytest_configure
+SHORT_UPDATE_TAKEN = pytest.StashKey[bool]()  # another plugin owns --update-baselines
+FLAME_PROBLEM = "flamegraphs not written"  # an artifact note: the folder could not be written

@@ -1,0 +1,214 @@
+"""Command-line options, ini keys and the Settings they resolve to.
+
+Owns: every --inferperf* option and inferperf_* ini key, their defaults and
+validation. Must not: measure, judge or render.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .keys import BACKEND_CHOICES, FLAMEGRAPH_CHOICES, SHORT_UPDATE
+
+# Loading this module is what every pytest run pays once the package is installed,
+# with or without --inferperf: it imports pytest and the standard library only. The
+# engine (numpy, ONNX Runtime, counters, judging) is imported inside the hooks that
+# need it, and only when --inferperf asks for it or a test uses pmu_profile.
+if TYPE_CHECKING:
+    pass
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("inferperf", "CPU inference performance (pytest-inferperf)")
+
+    def option(name: str, ini: str, help: str, **kwargs: Any) -> None:
+        group.addoption(name, dest=ini, help=help, **kwargs)
+        ini_type = "bool" if kwargs.get("action") == "store_true" else "string"
+        parser.addini(ini, help=help, type=ini_type, default=False if ini_type == "bool" else None)
+
+    option(
+        "--inferperf",
+        "inferperf",
+        action="store_true",
+        default=None,
+        help="measure tests that use pmu_profile and check their perf budgets and baselines",
+    )
+    option(
+        "--inferperf-update-baselines",
+        "inferperf_update_baselines",
+        action="store_true",
+        default=None,
+        help="write this run's profiles as the new baselines (also "
+        f"{SHORT_UPDATE} where no other plugin or conftest defines it)",
+    )
+    option(
+        "--inferperf-baselines",
+        "inferperf_baselines",
+        metavar="DIR",
+        default=None,
+        help="baseline folder (default: baselines/ under the rootdir)",
+    )
+    option(
+        "--inferperf-backend",
+        "inferperf_backend",
+        choices=BACKEND_CHOICES,
+        default=None,
+        help="counter backend: perf (perf_event_open on every thread), simulate "
+        "(deterministic counts from valgrind's callgrind, for machines without a "
+        "PMU), none (timing and memory only), auto (perf; simulate instead where "
+        "the machine has no hardware counters and inferperf_simulate_without_pmu "
+        "is set); default auto",
+    )
+    parser.addini(
+        "inferperf_simulate_without_pmu",
+        type="bool",
+        default=False,
+        help="let --inferperf-backend auto use the simulate backend on machines "
+        "without hardware counters (never chosen without this)",
+    )
+    parser.addini(
+        "inferperf_simulate_shared",
+        type="bool",
+        default=True,
+        help="simulate backend: run every simulated test in one valgrind child "
+        "(its start-up paid once); false: one child per test",
+    )
+    parser.addini(
+        "inferperf_progress_interval",
+        default="60",
+        help="seconds between progress lines of a long profile when the output "
+        "is not a terminal (CI logs); on a terminal one status is kept up "
+        "to date in place; -q shows none",
+    )
+    option(
+        "--inferperf-require-pmu",
+        "inferperf_require_pmu",
+        action="store_true",
+        default=None,
+        help="fail, instead of skip, a budget that needs counters this machine cannot count",
+    )
+    option(
+        "--inferperf-report",
+        "inferperf_report",
+        metavar="DIR",
+        default=None,
+        help="write each profile and verdict as JSON under DIR",
+    )
+    option(
+        "--inferperf-json",
+        "inferperf_json",
+        metavar="PATH",
+        default=None,
+        help="write the whole run as one JSON document (commit, machine, every test's "
+        "verdict and metrics, a github-action-benchmark list)",
+    )
+    option(
+        "--inferperf-html",
+        "inferperf_html",
+        metavar="PATH",
+        default=None,
+        help="write the whole run as one self-contained HTML page (the table, then each "
+        "test as inferperf analyse shows a model, flamegraphs embedded)",
+    )
+    option(
+        "--inferperf-explain",
+        "inferperf_explain",
+        action="store_true",
+        default=None,
+        help="show the diagnosis's full reasoning for failed tests (also with -v)",
+    )
+    option(
+        "--inferperf-flamegraphs",
+        "inferperf_flamegraphs",
+        choices=FLAMEGRAPH_CHOICES,
+        default=None,
+        help="attach flamegraphs (native perf stacks or Python stacks, ONNX Runtime "
+        "operators, difference from the baseline) to failed tests (default), all "
+        "profiled tests, or none",
+    )
+    option(
+        "--inferperf-fail-stale",
+        "inferperf_fail_stale",
+        action="store_true",
+        default=None,
+        help="fail a test whose baseline is stale (credibly better than the baseline)",
+    )
+    option(
+        "--inferperf-strict",
+        "inferperf_strict",
+        action="store_true",
+        default=None,
+        help="fail, instead of warn about, an inconclusive change: one the noise floor "
+        "(the machine's state now and at baseline time) cannot tell apart from the "
+        "machine (for dedicated runners)",
+    )
+
+
+def _get(config: pytest.Config, name: str) -> Any:
+    value = config.getoption(name)
+    return value if value is not None else config.getini(name)
+
+
+def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], default: str) -> str:
+    value = _get(config, name) or default
+    if value not in choices:
+        raise pytest.UsageError(
+            f"{name} = {value!r} in the ini file: choose one of {', '.join(choices)}"
+        )
+    return str(value)
+
+
+@dataclass
+class Settings:
+    enabled: bool
+    update: bool
+    baselines: Path
+    backend: str
+    require_pmu: bool
+    report_dir: Path | None
+    run_json: Path | None
+    run_html: Path | None
+    fail_stale: bool
+    strict: bool
+    explain: bool
+    flamegraphs: str
+    flamegraphs_asked: bool  # --inferperf-flamegraphs (or its ini) named by the user
+    worker_index: int | None
+    workers: int
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Settings:
+        root = Path(config.rootpath)
+        baselines = _get(config, "inferperf_baselines")
+        report = _get(config, "inferperf_report")
+        run_json = _get(config, "inferperf_json")
+        run_html = _get(config, "inferperf_html")
+        backend = _choice(config, "inferperf_backend", BACKEND_CHOICES, "auto")
+        workerinput = getattr(config, "workerinput", None)
+        worker_index = None
+        if workerinput is not None:
+            worker_index = int(str(workerinput.get("workerid", "gw0"))[2:] or 0)
+        workers = int(
+            (workerinput or {}).get("workercount") or getattr(config.option, "numprocesses", 0) or 0
+        )
+        return cls(
+            enabled=bool(_get(config, "inferperf") or _get(config, "inferperf_update_baselines")),
+            update=bool(_get(config, "inferperf_update_baselines")),
+            baselines=(root / baselines) if baselines else root / "baselines",
+            backend=backend,
+            require_pmu=bool(_get(config, "inferperf_require_pmu")),
+            report_dir=(root / report) if report else None,
+            run_json=Path(config.invocation_params.dir, run_json) if run_json else None,
+            run_html=Path(config.invocation_params.dir, run_html) if run_html else None,
+            fail_stale=bool(_get(config, "inferperf_fail_stale")),
+            strict=bool(_get(config, "inferperf_strict")),
+            explain=bool(_get(config, "inferperf_explain")) or config.option.verbose > 0,
+            flamegraphs=_choice(config, "inferperf_flamegraphs", FLAMEGRAPH_CHOICES, "failed"),
+            flamegraphs_asked=bool(_get(config, "inferperf_flamegraphs")),
+            worker_index=worker_index,
+            workers=workers,
+        )
