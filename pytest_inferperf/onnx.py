@@ -7,8 +7,10 @@ This module owns everything pytest-inferperf does with ONNX Runtime itself:
   serialisable, and :func:`make_session_options` / :func:`make_session` that apply them.
 * :func:`make_inputs` / :func:`default_dims` - deterministic, *valid* inputs built from a
   model's graph inputs (token ids stay inside their embedding table, masks are all ones).
-* :class:`OperatorStat`, :func:`parse_ort_profile` and :func:`profile_operators` - per-node
-  time from ONNX Runtime's own profiler trace, with warm-up runs excluded;
+* :func:`parse_ort_profile` and :func:`profile_operators` - per-node time from ONNX
+  Runtime's own profiler trace as :class:`~pytest_inferperf.operators.OperatorStat` rows
+  (that module holds the row, the node-name variants and the errors, re-exported here),
+  with warm-up runs excluded;
   :func:`op_type_runs` - per-op-type time in each profiled run.
 * :func:`find_session_calls` and :func:`operator_times` - the operator pass of a measured
   workload: every session it runs (``session.run`` itself, or found by watching
@@ -39,6 +41,7 @@ import onnx as onnx_pkg  # the name the annotations use
 import onnxruntime as ort
 
 from .input_memory import InputsTooLarge, check_inputs_fit
+from .operators import InputSpecError, ModelError, OperatorStat, node_name_variants
 
 ModelSource = str | os.PathLike | bytes
 """A model as a file path or serialized ``ModelProto`` bytes."""
@@ -80,14 +83,6 @@ _VALUE_PRESERVING_OPS = frozenset(
 )
 # Ops that hand a constant table through to a Gather (e.g. quantised embeddings).
 _TABLE_PASSTHROUGH_OPS = frozenset({"Cast", "Identity", "DequantizeLinear"})
-
-
-class ModelError(ValueError):
-    """A model file is missing or ONNX Runtime / onnx cannot load it."""
-
-
-class InputSpecError(ValueError):
-    """Inputs for a model cannot be made from what the caller gave (e.g. a missing dim)."""
 
 
 # --------------------------------------------------------------------------- settings
@@ -509,47 +504,6 @@ def make_inputs(
 # --------------------------------------------------------------------------- profiles
 
 
-@dataclass(frozen=True)
-class OperatorStat:
-    """Time and memory of one graph node over the kept (post-warm-up) runs of a profile.
-
-    ``share`` is this node's fraction (0-1) of the summed kernel time of all nodes.
-    Shapes read like ``"float[1,128,384]"``. The byte counts come from the trace's
-    ``output_size``/``activation_size``/``parameter_size`` args and are ``None`` when absent.
-    """
-
-    node: str
-    op_type: str
-    calls: int
-    total_us: float
-    mean_us: float
-    share: float
-    input_shapes: tuple[str, ...] = ()
-    output_shapes: tuple[str, ...] = ()
-    output_bytes: int | None = None
-    activation_bytes: int | None = None
-    parameter_bytes: int | None = None
-    model: str = ""  # the session it ran in (operator_times: a label per session)
-    weight_type: str = ""  # its weight's stored type when narrower (precision module)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict (shape tuples as lists)."""
-        data = asdict(self)
-        data["input_shapes"] = list(self.input_shapes)
-        data["output_shapes"] = list(self.output_shapes)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> OperatorStat:
-        """Inverse of :meth:`to_dict`; unknown keys are ignored."""
-        known = {f.name for f in fields(cls)}
-        kwargs = {k: v for k, v in data.items() if k in known}
-        for key in ("input_shapes", "output_shapes"):
-            if key in kwargs:
-                kwargs[key] = tuple(kwargs[key])
-        return cls(**kwargs)
-
-
 def _iter_json_events(text: str) -> Iterator[Any]:
     """Decode the objects of a JSON array one by one, stopping quietly at a truncated tail."""
     decoder = json.JSONDecoder()
@@ -764,7 +718,6 @@ def with_weight_types(stats: list[OperatorStat], model: ModelSource) -> list[Ope
     """``stats`` with ``weight_type`` set where the model stores a node's weight narrower
     than it uses it (:func:`pytest_inferperf.precision.stored_weight_types`)."""
     from .precision import stored_weight_types
-    from .roofline import _name_variants
 
     try:
         stored = stored_weight_types(model)
@@ -774,7 +727,7 @@ def with_weight_types(stats: list[OperatorStat], model: ModelSource) -> list[Ope
         return stats
     out = []
     for stat in stats:
-        weight = next((stored[n] for n in _name_variants(stat.node) if n in stored), "")
+        weight = next((stored[n] for n in node_name_variants(stat.node) if n in stored), "")
         out.append(replace(stat, weight_type=weight) if weight else stat)
     return out
 

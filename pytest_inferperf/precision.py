@@ -31,6 +31,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .operators import node_name_variants
+
 __all__ = [
     "executed_types",
     "precision_findings",
@@ -218,8 +220,6 @@ def precision_table(
     nodes by name (ORT's renamed nodes by the names they came from); without it the
     operators' own ``weight_type`` field (set by the operator pass) is used.
     """
-    from .roofline import _name_variants
-
     rows: dict[str, dict[str, Any]] = {}
     for op in operators:
         op_type = str(_field(op, "op_type") or "?")
@@ -244,7 +244,7 @@ def precision_table(
         weight = str(_field(op, "weight_type") or "")
         if not weight and stored:
             node = str(_field(op, "node") or "")
-            weight = next((stored[n] for n in _name_variants(node) if n in stored), "")
+            weight = next((stored[n] for n in node_name_variants(node) if n in stored), "")
         if weight:
             if weight not in row["weights_stored"]:
                 row["weights_stored"].append(weight)

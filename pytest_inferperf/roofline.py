@@ -77,7 +77,12 @@ from typing import Any
 import numpy as np
 import onnx
 
-from .onnx import InputSpecError, ModelError, OperatorStat
+from .operators import (
+    InputSpecError,
+    ModelError,
+    OperatorStat,
+    node_name_variants,
+)
 from .svgplot import Axis, Chart, category_colours
 
 __all__ = [
@@ -254,7 +259,6 @@ DATA_MOVEMENT_OPS = frozenset(
         "QLinearConcat",
     }
 )
-_ORT_NAME_SUFFIX = re.compile(r"_(token_\d+|nchwc|nhwc|fused)$")
 
 # element sizes in bytes, by ONNX TensorProto data type and by the name ORT's profiler uses
 _ONNX_ITEMSIZE: dict[int, float] = {
@@ -1337,29 +1341,6 @@ def _family(op_type: str) -> str:
     return op_type
 
 
-_FUSION_PATH = re.compile(r"^(.+?)/[A-Za-z0-9_]*Fusion/?$")
-
-
-def _name_variants(node: str) -> Iterator[str]:
-    """The profiler's node name, then the names ONNX Runtime derived it from."""
-    yield node
-    name = node
-    if name.startswith("fused "):  # "fused matmul/MatMulAddFusion": MatMul + Add -> FusedGemm
-        name = name[len("fused ") :]
-        if name:
-            yield name
-    match = _FUSION_PATH.match(name)  # "/enc/attn/MatMul/MatMulScaleFusion/"
-    if match:
-        name = match.group(1)
-        yield name
-    while True:
-        stripped = _ORT_NAME_SUFFIX.sub("", name)
-        if stripped == name or not stripped:
-            return
-        name = stripped
-        yield name
-
-
 def _is_nchwc(node: str) -> bool:
     """ONNX Runtime's NCHWc layout (x86): channels padded to the SIMD block (8 on AVX2,
     16 on AVX-512) in the trace's shapes, so only the graph's shapes are logical."""
@@ -1398,7 +1379,7 @@ def _model_match(
     Clip itself). The third item names the model nodes the operator covers.
     """
     node, op_type = str(_field(op, "node", "")), str(_field(op, "op_type", ""))
-    for name in _name_variants(node):
+    for name in node_name_variants(node):
         cost = _named(costs, name)
         if cost is None:
             continue

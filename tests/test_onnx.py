@@ -141,6 +141,114 @@ def test_onnx_module_never_imports_pytest() -> None:
     assert ast.get_docstring(tree)
 
 
+PACKAGE = REPO / "pytest_inferperf"
+# the ONNX side: running sessions, costing, precision, the operator row they share, and
+# the flamegraphs drawn from operator tables
+ONNX_SIDE = ("onnx", "operators", "roofline", "precision", "flame")
+
+
+def _package_imports() -> dict[str, dict[str, set[str]]]:
+    """``{module: {imported module: names}}`` over every import of the package, the ones
+    inside functions too (a lazy import still makes a cycle)."""
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(REPO).with_suffix("").parts)
+        package = parts[:-1] if parts[-1] != "__init__" else parts
+        modules[".".join(package if parts[-1] == "__init__" else parts)] = (path, package)
+    graph: dict[str, dict[str, set[str]]] = {}
+    for name, (path, package) in modules.items():
+        edges: dict[str, set[str]] = {}
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = package[: len(package) - node.level + 1] if node.level else []
+            source = ".".join(base + ([node.module] if node.module else []))
+            for alias in node.names:
+                target = f"{source}.{alias.name}"
+                if target in modules:  # "from . import fold": the module itself
+                    edges.setdefault(target, set())
+                elif source in modules and source != name:
+                    edges.setdefault(source, set()).add(alias.name)
+        graph[name] = edges
+    return graph
+
+
+def _cycles(graph: dict[str, dict[str, set[str]]]) -> list[set[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _on_onnx_side(module: str) -> bool:
+    return any(module.startswith(f"pytest_inferperf.{m}") for m in ONNX_SIDE)
+
+
+def test_onnx_side_has_no_import_cycle() -> None:
+    graph = _package_imports()
+    assert _cycles({"a": {"b": set()}, "b": {"a": set()}}) == [{"a", "b"}]  # the scan works
+    cycles = [c for c in _cycles(graph) if any(_on_onnx_side(m) for m in c)]
+    assert cycles == []
+    assert "pytest_inferperf.operators" in graph["pytest_inferperf.roofline"]
+
+
+def test_onnx_side_imports_no_private_name_across_modules() -> None:
+    graph = _package_imports()
+    private = {
+        (module, source, name)
+        for module, edges in graph.items()
+        if _on_onnx_side(module)
+        for source, names in edges.items()
+        for name in names
+        if name.startswith("_")
+    }
+    assert private == set()
+
+
+def test_operator_row_lives_below_onnx_roofline_and_precision() -> None:
+    from pytest_inferperf import onnx as onnx_module
+    from pytest_inferperf import operators
+
+    graph = _package_imports()
+    assert graph["pytest_inferperf.operators"] == {}  # the lowest layer imports none of ours
+    assert onnx_module.OperatorStat is operators.OperatorStat  # old import path still works
+    assert list(operators.node_name_variants("fused /l0/MatMul/MatMulAddFusion")) == [
+        "fused /l0/MatMul/MatMulAddFusion",
+        "/l0/MatMul/MatMulAddFusion",
+        "/l0/MatMul",
+    ]
+    assert list(operators.node_name_variants("conv_3_nchwc_token_2")) == [
+        "conv_3_nchwc_token_2",
+        "conv_3_nchwc",
+        "conv_3",
+    ]
+
+
 # --------------------------------------------------------------------------- SessionSettings
 
 

@@ -1,6 +1,6 @@
 """ONNX Runtime operator times -> folded stacks ``model;op_type;node``.
 
-Owns: turning a per-operator table (:class:`pytest_inferperf.onnx.OperatorStat`
+Owns: turning a per-operator table (:class:`pytest_inferperf.operators.OperatorStat`
 values, or their ``to_dict()`` mappings as stored in a Profile) into folded
 stacks whose counts are microseconds of kernel time, so the operator view can be
 drawn, capped and diffed like sampled stacks.
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .fold import sanitize_frame
 
 if TYPE_CHECKING:
-    from ..onnx import OperatorStat
+    from ..operators import OperatorStat
 
 __all__ = ["operator_stacks"]
 
