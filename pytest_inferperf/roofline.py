@@ -41,7 +41,9 @@ Counting conventions (the same for every model, so results compare):
 * Fused ops ONNX Runtime creates (and optimised models may contain): ``FusedMatMul``,
   ``MatMulIntegerToFloat``, ``DynamicQuantizeMatMul``, ``QGemm``, ``MatMulNBits`` as a
   matmul; ``FusedConv`` as a conv; ``Attention`` as its QKV projection, QK^T, softmax
-  (5 per element) and AV, ``MultiHeadAttention`` as the last three;
+  (5 per element) and AV, ``QAttention`` the same in integer operations,
+  ``MultiHeadAttention`` as the last three, ``GroupQueryAttention`` as the last three
+  for every query head over the keys of its group (formulas: :func:`_attention_flops`);
   ``SkipLayerNormalization`` 9 per element (add + layer norm); ``Gelu`` 5 (the
   erf form's five ops), ``BiasGelu`` 6, ``FastGelu`` 8, ``QuickGelu`` 3.
 * Bytes: every distinct input tensor (activations and weights, each read once) plus every
@@ -205,7 +207,9 @@ MATMUL_OPERANDS: dict[str, tuple[int, int, int | None]] = {
     "MatMulNBits": (0, 1, 5),
 }
 # Attention ops of com.microsoft, costed as their projections, QK^T, softmax and AV.
-ATTENTION_OPS = frozenset({"Attention", "MultiHeadAttention"})
+ATTENTION_OPS = frozenset({"Attention", "MultiHeadAttention", "QAttention", "GroupQueryAttention"})
+# where the past state sits among an attention op's inputs (BNSH, 5-d: (2, B, N, P, h))
+_PAST_INPUT = {"Attention": 4, "QAttention": 8}
 # Conv-like ops: where the weight and the bias sit among the inputs.
 CONV_OPERANDS: dict[str, tuple[int, int | None]] = {
     "Conv": (1, 2),
@@ -441,24 +445,65 @@ def is_costed(op_type: str) -> bool:
     )
 
 
+def _kv_length(
+    op_type: str, inputs: Sequence[_Tensor | None], outputs: Sequence[_Tensor | None], s: int
+) -> int:
+    """L, the keys each query meets: the present state's sequence axis when it is known
+    (what ran), else the sequence plus the past state's length."""
+    present, past = _at(outputs, 1), _at(inputs, _PAST_INPUT.get(op_type, 3))
+    axis, rank = (2, 4) if op_type == "GroupQueryAttention" else (3, 5)
+    for state in (present, past):
+        if state is not None and state.shape is not None and len(state.shape) == rank:
+            length = state.shape[axis]
+            if length:
+                return int(length) if state is present else s + int(length)
+    return s
+
+
 def _attention_flops(
     op_type: str,
     inputs: Sequence[_Tensor | None],
-    out: _Tensor | None,
+    outputs: Sequence[_Tensor | None],
     attrs: Mapping[str, Any] | None,
 ) -> int:
-    """``Attention``: QKV projection (+ bias), QK^T, softmax (5/element), AV.
-    ``MultiHeadAttention``: QK^T, softmax and AV from query, key and value shapes."""
-    x, o = _at(inputs, 0), out
+    """``Attention`` / ``QAttention``: QKV projection (+ bias), QK^T, softmax (5/element),
+    AV. ``MultiHeadAttention``: QK^T, softmax and AV from query, key and value shapes.
+    ``GroupQueryAttention``: QK^T, softmax and AV of every query head.
+
+    Shapes, from ONNX Runtime's docs/ContribOperators.md (com.microsoft, version 1):
+
+    * ``QAttention``: input (B, S, H_in) uint8, weight (H_in, 3·H) int8/uint8, bias (3·H),
+      output (B, S, H), present (2, B, N, P + S, h); the same work as ``Attention``:
+      2·B·S·H_in·3H (projection) + B·S·3H (bias) + 2·B·S·L·H (QK^T) + 5·B·N·S·L (softmax)
+      + 2·B·S·L·H (AV), L = P + S, integer multiply-adds counted as operations.
+    * ``GroupQueryAttention``: query (B, S, N·h) (or packed QKV (B, S, N·h + 2·N_kv·h)),
+      key/value (B, S, N_kv·h), output (B, S, N·h), present_key/value (B, N_kv, L, h).
+      Each of the N query heads meets the L keys of its group: 2·B·S·L·N·h (QK^T) +
+      5·B·N·S·L (softmax) + 2·B·S·L·N·h (AV). The projections are separate MatMuls before
+      it. Masks (causal, local window) are not subtracted and rotary embedding
+      (``do_rotary``) is not counted: the same convention as ``Attention``.
+    """
+    x, o = _at(inputs, 0), _at(outputs, 0)
     if x is None or x.shape is None or len(x.shape) != 3 or o is None or o.shape is None:
         return 0
-    heads = int(attrs.get("num_heads", 0)) if attrs else 0
     b, s = x.shape[0], x.shape[1]
     hv = o.shape[-1]
     if None in (b, s, hv):
         return 0
+    heads = int(attrs.get("num_heads", 0)) if attrs else 0
+    kv = _kv_length(op_type, inputs, outputs, s)
     flops = 0
-    if op_type == "Attention":
+    if op_type == "GroupQueryAttention":
+        present = _at(outputs, 1)
+        head_size = (
+            present.shape[3]
+            if present is not None and present.shape is not None and len(present.shape) == 4
+            else None
+        )
+        if not heads and head_size:
+            heads = hv // head_size  # the trace has no attributes; the shapes tell
+        hq = hv
+    elif op_type in ("Attention", "QAttention"):
         w, bias = _at(inputs, 1), _at(inputs, 2)
         sizes = list(attrs.get("qkv_hidden_sizes") or []) if attrs else []
         hq = int(sizes[0]) if sizes else hv
@@ -468,12 +513,9 @@ def _attention_flops(
             flops += 2 * b * s * int(x.shape[2]) * (hq + hq + hv)
         if bias is not None and bias.numel:
             flops += b * s * bias.numel
-        past = _at(inputs, 4)
-        kv = s + (
-            past.shape[3]
-            if past is not None and past.shape and len(past.shape) == 5 and past.shape[3]
-            else 0
-        )
+        present = _at(outputs, 1)
+        if not heads and present is not None and present.shape and len(present.shape) == 5:
+            heads = present.shape[2] or 0
     else:
         hq = x.shape[2] or hv
         key = _at(inputs, 1)
@@ -503,7 +545,7 @@ def _flops(
     if op_type in CONV_OPERANDS:
         return _conv_flops(op_type, inputs, out)
     if op_type in ATTENTION_OPS:
-        return _attention_flops(op_type, inputs, out, attrs)
+        return _attention_flops(op_type, inputs, outputs, attrs)
     if op_type == "ConvTranspose":
         return _conv_transpose_flops(inputs, out)
     if op_type in ELEMENTWISE_FLOPS:
@@ -805,6 +847,61 @@ def _matmul_shape(a: Shape, b: Shape, trans_a: bool = False, trans_b: bool = Fal
     return (*_broadcast(a[:-2], b[:-2]), a[-2], b[-1])
 
 
+def _gqa_hidden(node: Any, query: Shape, attrs: Mapping[str, Any]) -> int | None:
+    """N·h, GroupQueryAttention's output width: the query's, or with packed QKV (no key
+    input) the query part of N·h + 2·N_kv·h (ContribOperators.md)."""
+    width = query[2] if len(query) == 3 else None
+    if width is None:
+        return None
+    if len(node.input) > 1 and node.input[1]:
+        return width
+    heads, kv_heads = int(attrs.get("num_heads", 0)), int(attrs.get("kv_num_heads", 0))
+    if heads <= 0 or kv_heads <= 0:
+        return None
+    return width * heads // (heads + 2 * kv_heads)
+
+
+def _gqa_present(
+    node: Any, tensors: Mapping[str, _Tensor], output: _Tensor
+) -> tuple[int, Shape] | None:
+    """(elem type, shape) of GroupQueryAttention's present_key/value: (B, N_kv, L, h) with
+    L = past length + S (past and present sharing one buffer cannot be seen in a graph;
+    the trace's present shape corrects it)."""
+    attrs = _attrs(node)
+    heads, kv_heads = int(attrs.get("num_heads", 0)), int(attrs.get("kv_num_heads", 0))
+    if output.shape is None or len(output.shape) != 3 or heads <= 0 or kv_heads <= 0:
+        return None
+    b, s, hidden = output.shape
+    if None in (b, s, hidden):
+        return None
+    past = tensors.get(node.input[3]) if len(node.input) > 3 and node.input[3] else None
+    length, elem_type = s, output.elem_type
+    if past is not None:
+        if past.shape is None or len(past.shape) != 4 or past.shape[2] is None:
+            return None
+        length += past.shape[2]
+        elem_type = past.elem_type or elem_type
+    return elem_type, (b, kv_heads, length, hidden // heads)
+
+
+def _declare_present(node: Any, tensors: dict[str, _Tensor], output: _Tensor, work: Any) -> bool:
+    """Give GroupQueryAttention's present_key/value their shapes where still unknown."""
+    present = _gqa_present(node, tensors, output)
+    if present is None:
+        return False
+    elem_type, shape = present
+    declared = False
+    for name in node.output[1:3]:
+        known = tensors.get(name) if name else None
+        if name and (known is None or known.numel is None):
+            tensors[name] = _Tensor(_ONNX_ITEMSIZE.get(elem_type, 4), shape, elem_type)
+            work.graph.value_info.append(
+                onnx.helper.make_tensor_value_info(name, elem_type or _FLOAT, shape)
+            )
+            declared = True
+    return declared
+
+
 def _contrib_output(node: Any, tensors: Mapping[str, _Tensor]) -> tuple[int, Shape] | None:
     """(elem type, shape) of the first output of a com.microsoft op onnx cannot infer."""
     inputs = [tensors.get(i) if i else None for i in node.input]
@@ -845,6 +942,15 @@ def _contrib_output(node: Any, tensors: Mapping[str, _Tensor]) -> tuple[int, Sha
         value = shapes[2] if len(shapes) > 2 else None
         hidden = value[-1] if value is not None and len(value) == 3 else first.shape[2]
         return first.elem_type, (*first.shape[:2], hidden)
+    if op == "QAttention" and len(first.shape) == 3:
+        w, bias = _at(inputs, 1), _at(inputs, 2)  # weight (H_in, 3·H); output (B, S, H), float
+        if w is None or w.shape is None or len(w.shape) != 2 or w.shape[1] is None:
+            return None
+        out_type = bias.elem_type if bias is not None and bias.elem_type else _FLOAT
+        return out_type, (*first.shape[:2], w.shape[1] // 3)
+    if op == "GroupQueryAttention" and len(first.shape) == 3:
+        hidden = _gqa_hidden(node, first.shape, attrs)
+        return (first.elem_type, (*first.shape[:2], hidden)) if hidden else None
     operands = MATMUL_OPERANDS.get(op)
     if operands is not None and node.domain == "com.microsoft":
         b = _at(inputs, operands[1])
@@ -901,6 +1007,9 @@ def _shape_round(work: Any, tensors: dict[str, _Tensor], values: dict[str, np.nd
                         onnx.helper.make_tensor_value_info(node.output[1], 6, shape[:1])
                     )
                 changed = True
+        out = tensors.get(node.output[0]) if node.output else None
+        if node.op_type == "GroupQueryAttention" and out is not None:
+            changed = _declare_present(node, tensors, out, work) or changed
         nodes.append(node)
     del work.graph.node[:]
     work.graph.node.extend(nodes)
@@ -1295,7 +1404,7 @@ def _cost_from_trace(op: OperatorStat | Mapping[str, Any]) -> OpCost | None:
             and op_type in ("Gemm", "FusedGemm", "MatMulNBits")
         ):
             inputs = [inputs[0], None, *inputs[1:]]
-    if op_type == "Attention" and len(inputs) > 1:
+    if op_type in ("Attention", "QAttention") and len(inputs) > 1:
         w = inputs[1]
         if w is not None and w.shape is not None and len(w.shape) < 2:
             inputs = [inputs[0], None, *inputs[1:]]  # the QKV weight was pre-packed
@@ -1303,6 +1412,12 @@ def _cost_from_trace(op: OperatorStat | Mapping[str, Any]) -> OpCost | None:
     if flops == 0 and op_type in (*CONV_OPERANDS, *MATMUL_OPERANDS, *ATTENTION_OPS):
         return None  # a matmul or conv whose shapes the trace does not show
     nbytes = sum(t.nbytes for t in (*inputs, *outputs) if t is not None)
+    x = _at(inputs, 0)
+    if op_type in ("Attention", "QAttention") and _at(inputs, 1) is None and x and x.shape:
+        # the pre-packed QKV weight (H_in, 3·H) is left out of the trace: add its bytes
+        hidden, width = x.shape[-1], outputs[0].shape[-1] if outputs[0].shape else None
+        if hidden is not None and width is not None:
+            nbytes += hidden * 3 * width * (1 if op_type == "QAttention" else x.itemsize)
     if op_type in MATMUL_OPERANDS:
         # ORT pre-packs constant B and leaves it out of the trace: add K·N weight bytes.
         _, b_index, _ = MATMUL_OPERANDS[op_type]

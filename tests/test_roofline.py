@@ -746,6 +746,165 @@ def test_contrib_attention_ops_get_their_work(tmp_path: Path) -> None:
     assert by_node["mha"]["flops"] == core
 
 
+def _contrib_model(nodes: list, inputs: list, outputs: list, weights: list) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "contrib", inputs, outputs, weights)
+    return helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
+        ir_version=8,
+    )
+
+
+def test_qattention_gets_the_work_of_its_projection_and_attention(tmp_path: Path) -> None:
+    """com.microsoft QAttention (ONNX Runtime's CPU kernel runs it): uint8 input, int8
+    weight (H, 3H), float bias and output, against a hand count."""
+    seq, hidden, heads = 16, 64, 4
+    rng = np.random.default_rng(0)
+    weights = [
+        numpy_helper.from_array(rng.integers(-8, 8, (hidden, 3 * hidden)).astype(np.int8), "w"),
+        numpy_helper.from_array(np.zeros(3 * hidden, np.float32), "b"),
+        numpy_helper.from_array(np.array(0.05, np.float32), "x_scale"),
+        numpy_helper.from_array(np.array(0.01, np.float32), "w_scale"),
+        numpy_helper.from_array(np.array(128, np.uint8), "x_zero"),
+        numpy_helper.from_array(np.array(0, np.int8), "w_zero"),
+    ]
+    node = helper.make_node(
+        "QAttention",
+        ["x", "w", "b", "x_scale", "w_scale", "", "x_zero", "w_zero"],
+        ["y"],
+        name="qattention",
+        domain="com.microsoft",
+        num_heads=heads,
+    )
+    x = helper.make_tensor_value_info("x", TensorProto.UINT8, ["batch", seq, hidden])
+    path = tmp_path / "qattention.onnx"
+    onnx.save(_contrib_model([node], [x], [_f32("y", ["batch", seq, hidden])], weights), path)
+    projection = 2 * seq * hidden * 3 * hidden + seq * 3 * hidden  # x·W (int8) + bias
+    core = 2 * seq * seq * hidden + 5 * heads * seq * seq + 2 * seq * seq * hidden
+    assert projection + core == 466_944
+    # input, int8 weight, bias, 4 scalars (two float scales, two 1-byte zero points), output
+    nbytes = seq * hidden + hidden * 3 * hidden + 3 * hidden * 4 + 10 + seq * hidden * 4
+    cost = op_costs(path, {"batch": 1})["qattention"]
+    assert (cost.flops, cost.bytes, cost.complete) == (projection + core, nbytes, True)
+    feeds = {"x": rng.integers(0, 255, (1, seq, hidden)).astype(np.uint8)}
+    operators = profile_operators(path, feeds, runs=2, warmup=1)
+    from pytest_inferperf.roofline import roofline_summary
+
+    roof = roofline_summary(op_costs(path, {"batch": 1}), operators, CEILINGS)
+    (point,) = roof["points"]
+    assert (point["node"], point["flops"], point["bytes"]) == ("qattention", 466_944, nbytes)
+    assert roof["summary"]["uncosted"] == []
+    assert roof["summary"]["cross_check"]["agreed"] == 1
+
+
+def _gqa_model(seq: int, past: int, heads: int, kv_heads: int, head: int) -> onnx.ModelProto:
+    names = ["q", "k", "v", "past_key" if past else "", "past_value" if past else ""]
+    node = helper.make_node(
+        "GroupQueryAttention",
+        [*names, "seqlens_k", "total_sequence_length"],
+        ["y", "present_key", "present_value"],
+        name="gqa",
+        domain="com.microsoft",
+        num_heads=heads,
+        kv_num_heads=kv_heads,
+    )
+    inputs = [
+        _f32("q", ["batch", seq, heads * head]),
+        _f32("k", ["batch", seq, kv_heads * head]),
+        _f32("v", ["batch", seq, kv_heads * head]),
+    ]
+    if past:
+        inputs += [_f32(n, ["batch", kv_heads, past, head]) for n in ("past_key", "past_value")]
+    inputs += [
+        helper.make_tensor_value_info("seqlens_k", TensorProto.INT32, ["batch"]),
+        helper.make_tensor_value_info("total_sequence_length", TensorProto.INT32, []),
+    ]
+    outputs = [
+        _f32("y", ["batch", seq, heads * head]),
+        helper.make_tensor_value_info("present_key", TensorProto.FLOAT, None),
+        helper.make_tensor_value_info("present_value", TensorProto.FLOAT, None),
+    ]
+    return _contrib_model([node], inputs, outputs, [])
+
+
+@pytest.mark.parametrize("past", [0, 8], ids=["prompt", "with-past"])
+def test_group_query_attention_gets_the_work_of_every_query_head(tmp_path: Path, past: int) -> None:
+    """com.microsoft GroupQueryAttention, 4 query heads sharing 2 key/value heads, run by
+    ONNX Runtime's CPU kernel; each query head meets the L = past + S keys of its group."""
+    seq, heads, kv_heads, head = 16, 4, 2, 16
+    path = tmp_path / "gqa.onnx"
+    onnx.save(_gqa_model(seq, past, heads, kv_heads, head), path)
+    keys = past + seq
+    qk = av = 2 * seq * keys * heads * head
+    softmax = 5 * heads * seq * keys
+    hand = qk + softmax + av
+    assert hand == {0: 70_656, 8: 105_984}[past]
+    present = 2 * kv_heads * keys * head * 4  # present_key and present_value, float
+    q_kv = seq * (heads + 2 * kv_heads) * head * 4
+    nbytes = q_kv + 2 * kv_heads * past * head * 4 + 4 + 4 + seq * heads * head * 4 + present
+    cost = op_costs(path, {"batch": 1})["gqa"]
+    assert (cost.flops, cost.bytes, cost.complete) == (hand, nbytes, True)
+    rng = np.random.default_rng(1)
+    feeds = {
+        n: rng.standard_normal((1, seq, h * head)).astype(np.float32)
+        for n, h in (("q", heads), ("k", kv_heads), ("v", kv_heads))
+    }
+    if past:
+        for n in ("past_key", "past_value"):
+            feeds[n] = rng.standard_normal((1, kv_heads, past, head)).astype(np.float32)
+    feeds["seqlens_k"] = np.array([keys - 1], np.int32)
+    feeds["total_sequence_length"] = np.array(keys, np.int32)
+    operators = profile_operators(path, feeds, runs=2, warmup=1)
+    (op,) = operators
+    assert op.output_shapes[1] == f"float[1,{kv_heads},{keys},{head}]"  # what really ran
+    from pytest_inferperf.roofline import roofline_summary
+
+    roof = roofline_summary(op_costs(path, {"batch": 1}), operators, CEILINGS)
+    (point,) = roof["points"]
+    assert (point["node"], point["flops"], point["bytes"]) == ("gqa", hand, nbytes)
+    assert roof["summary"]["uncosted"] == []
+    assert roof["summary"]["cross_check"]["agreed"] == 1
+
+
+def test_qattention_and_gqa_are_costed_from_the_shapes_that_ran_alone() -> None:
+    """Without the model file, the profiler's shapes (as ONNX Runtime 1.32's CPU kernels
+    record them: QAttention's int8 weight pre-packed out of the list, GQA's absent past
+    left out) give the same work, less QAttention's softmax: the trace has no num_heads."""
+    seq, hidden = 16, 64
+    qattention = _op(
+        "qattention",
+        "QAttention",
+        input_shapes=(
+            "uint8[1,16,64]",
+            "float[192]",
+            "float[]",
+            "float[]",
+            "uint8[]",
+            "int8[]",
+        ),
+        output_shapes=("float[1,16,64]",),
+    )
+    gqa = _op(
+        "gqa",
+        "GroupQueryAttention",
+        input_shapes=(
+            "float[1,16,64]",
+            "float[1,16,32]",
+            "float[1,16,32]",
+            "int32[1]",
+            "int32[]",
+        ),
+        output_shapes=("float[1,16,64]", "float[1,2,16,16]", "float[1,2,16,16]"),
+    )
+    points = {p.node: p for p in roofline_points({}, [qattention, gqa], CEILINGS)}
+    projection = 2 * seq * hidden * 3 * hidden + seq * 3 * hidden
+    assert points["qattention"].flops == projection + 4 * seq * seq * hidden
+    assert points["qattention"].bytes == 18_186  # the pre-packed weight's bytes added back
+    assert points["gqa"].flops == 4 * seq * seq * 64 + 5 * 4 * seq * seq  # 4 heads of 16
+    assert points["gqa"].bytes == 16_392
+    assert {p.matched_by for p in points.values()} == {"shapes"}
+
+
 def test_an_op_with_no_flop_formula_is_listed_never_called_data_movement(tmp_path: Path) -> None:
     model = _model(
         [
