@@ -1125,3 +1125,15 @@ def operator_table(call: Any) -> tuple[list[OperatorStat] | None, str | None]:
     if reason:
         return None, reason
     return [OperatorStat.from_dict(o) for o in fields_["operators"]], None
+
+
+def profiled_replica(found: SessionCall, workdir: str | os.PathLike[str]) -> Any:
+    """A second session of ``found``'s model and settings with ONNX Runtime's profiler on,
+    its trace under ``workdir`` (``end_profiling()`` returns the path; its node events'
+    ``ts`` count µs from ``get_profiling_start_time_ns()``, on the wall clock)."""
+    session = found.session
+    model = getattr(session, "_model_path", None) or getattr(session, "_model_bytes", None)
+    if not model:
+        raise ModelError("the session's model can be neither re-read nor re-used")
+    prefix = str(Path(workdir) / "ort_profile")
+    return make_session(model, _settings_of(session), profile_prefix=prefix)

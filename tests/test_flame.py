@@ -1148,3 +1148,195 @@ def test_svg_script_hover_of_a_per_call_diff_shows_before_after_and_ratio(tmp_pa
         "MatMul (300 µs per call, 83.33%; 100 -> 300 µs per call (+200, 3.00x, +200%))"
     )
     assert model["details"].endswith("120 -> 360 µs per call (+240, 3.00x, +200%))")
+
+
+# --------------------------------------------------------------------------- native below ops
+
+ORT_NODES = FIXTURES / "x86_64_fp_ort_nodes.txt"
+ORT_TRACE = FIXTURES / "x86_64_fp_ort_nodes.trace.json"
+STATE_SO = "onnxruntime_pybind11_state.cpython-311-x86_64-linux-gnu.so"
+
+
+def _recorded_ort_nodes():
+    from pytest_inferperf.flame.native_ops import node_windows
+
+    trace = json.loads(ORT_TRACE.read_text())
+    windows = node_windows(trace["events"], start_ns=trace["start_ns"], model=trace["model"])
+    return windows, list(parse_perf_script(ORT_NODES.read_text()))
+
+
+def test_recorded_samples_go_to_the_node_that_was_running_on_their_thread():
+    """Real perf script (-k monotonic) against the real ONNX Runtime trace of the same
+    runs: each sample is placed by time, checked against a plain scan of the windows."""
+    from pytest_inferperf.flame.native_ops import attribute
+
+    windows, samples = _recorded_ort_nodes()
+    assert len(windows) == 396 and len(samples) == 12  # 198 nodes, two runs
+    assert {w.tid for w in windows} == {8685}
+    attributed = attribute(samples, windows)
+    expected: dict[str, int] = {}
+    for sample in samples:  # independent: every window, linearly
+        at = round(sample.time * 1e9)
+        inside = [w for w in windows if w.begin_ns <= at <= w.end_ns]
+        in_ort = any("onnxruntime" in f.dso for f in sample.frames)
+        if inside and (sample.tid == inside[0].tid or in_ort):
+            expected[inside[0].key] = expected.get(inside[0].key, 0) + 1
+    got = {key: sum(frames.values()) for (_, key), frames in attributed.items()}
+    assert got == expected
+    assert sum(got.values()) == 7  # 3 fell between nodes; the idle pool thread is left out
+    assert {model for model, _ in attributed} == {"minilm_l3_st"}
+    pool = attributed[("minilm_l3_st", "MatMul;/model/encoder/layer.1/intermediate/dense/MatMul")]
+    assert pool == {f"[{STATE_SO}]": 1}  # pool thread 8713, working for the main thread
+    transpose = attributed[
+        ("minilm_l3_st", "Transpose;/model/encoder/layer.0/attention/self/Transpose_1")
+    ]
+    assert transpose == {
+        "non-virtual thunk to std::__cxx11::basic_stringstream<char, std::char_traits<char>, "
+        "std::allocator<char> >::~basic_stringstream();[unknown];"
+        "std::__ostream_insert<char, std::char_traits<char> >": 1
+    }
+
+
+def test_a_stripped_onnxruntime_says_its_native_frames_were_not_symbolised():
+    from pytest_inferperf.flame.native_ops import attribute, symbols_note
+
+    windows, samples = _recorded_ort_nodes()
+    note = symbols_note(attribute(samples, windows))
+    assert note == (
+        "native frames under the operators were not symbolised: "
+        f"{STATE_SO} has no symbols (stripped), so 100% of the 7 samples inside operators "
+        "name no ONNX Runtime function; each node's time is ONNX Runtime's profiler's, and "
+        "only the frames perf could name (libc, libstdc++, the kernel) are folded below it"
+    )
+
+
+def _constructed_windows():
+    from pytest_inferperf.flame.native_ops import NodeWindow
+
+    us = 1_000  # ns
+    base = 1_000 * 1_000_000_000  # 1000 s on the monotonic clock
+    return [
+        NodeWindow("tiny", "MatMul", "/l0/MatMul", 4242, base + 100 * us, base + 600 * us),
+        NodeWindow("tiny", "Softmax", "/l0/Softmax", 4242, base + 650 * us, base + 800 * us),
+    ]
+
+
+def test_symbolised_frames_start_at_the_kernels_compute_and_pool_threads_count():
+    from pytest_inferperf.flame.native_ops import attribute, kernel_frames, symbols_note
+
+    samples = list(
+        parse_perf_script((FIXTURES / "x86_64_symbolised_ort_constructed.txt").read_text())
+    )
+    assert len(samples) == 6
+    matmul = "onnxruntime::MatMul<float>::Compute(onnxruntime::OpKernelContext*) const"
+    assert kernel_frames(samples[0]) == [
+        matmul,
+        "MlasGemmBatch",
+        "MlasSgemmOperation",
+        "MlasSgemmKernelFma3",
+    ]
+    attributed = attribute(samples, _constructed_windows())
+    assert attributed == {
+        ("tiny", "MatMul;/l0/MatMul"): {
+            f"{matmul};MlasGemmBatch;MlasSgemmOperation;MlasSgemmKernelFma3": 2,
+            "onnxruntime::concurrency::ThreadPoolTempl<onnxruntime::Env>::WorkerLoop(int);"
+            "onnxruntime::concurrency::ThreadPool::RunInParallel;MlasSgemmOperation;"
+            "MlasSgemmKernelFma3": 1,
+        },
+        ("tiny", "Softmax;/l0/Softmax"): {
+            "onnxruntime::Softmax<float>::Compute(onnxruntime::OpKernelContext*) const;"
+            "onnxruntime::ComputeSoftmax<float>": 1
+        },
+    }  # the interpreter and the idle pool thread after the Softmax are in no node
+    assert symbols_note(attributed) is None
+
+
+def test_folding_below_a_node_splits_its_time_and_keeps_every_width():
+    from pytest_inferperf.flame.native_ops import fold_below_operators
+
+    op_stacks = {"tiny;MatMul;/l0/MatMul": 1000, "tiny;Softmax;/l0/Softmax": 999, "tiny;Add;a": 7}
+    attributed = {
+        ("tiny", "MatMul;/l0/MatMul"): {"Compute;Kernel": 3, "Compute;memcpy": 1},
+        ("tiny", "Softmax;/l0/Softmax"): {"x": 1, "y": 1, "z": 1},
+        ("other", "Add;a"): {"never": 5},  # another model's node of the same name
+    }
+    folded = fold_below_operators(op_stacks, attributed)
+    assert folded == {
+        "tiny;MatMul;/l0/MatMul;Compute;Kernel": 750,
+        "tiny;MatMul;/l0/MatMul;Compute;memcpy": 250,
+        "tiny;Softmax;/l0/Softmax;x": 333,
+        "tiny;Softmax;/l0/Softmax;y": 333,
+        "tiny;Softmax;/l0/Softmax;z": 333,
+        "tiny;Add;a;never": 7,  # one model in the view: matched by op type and node
+    }
+    two_models = {**op_stacks, "other;Add;a": 10}
+    folded = fold_below_operators(two_models, attributed)
+    assert folded["tiny;Add;a"] == 7 and folded["other;Add;a;never"] == 10
+    assert sum(folded.values()) == sum(two_models.values())
+    uneven = fold_below_operators({"m;Op;n": 10}, {("m", "Op;n"): {"a": 1, "b": 1, "c": 1}})
+    assert uneven == {"m;Op;n;a": 3, "m;Op;n;b": 3, "m;Op;n;c": 3, "m;Op;n": 1}
+
+
+def test_native_operator_view_without_perf_keeps_the_operator_view_and_says_why(tmp_path):
+    from pytest_inferperf.flame.native_ops import native_operator_view
+
+    stacks = {"tiny;Conv;/conv1": 900.4, "tiny;Relu;/relu": 0.2}
+    folded, why = native_operator_view(
+        recognisable_python_workload, stacks, perf=str(tmp_path / "missing-perf")
+    )
+    assert folded == {"tiny;Conv;/conv1": 900} and why == NOT_INSTALLED
+
+
+@needs_perf
+def test_native_operator_view_with_no_session_says_why():
+    from pytest_inferperf.flame.native_ops import native_operator_view
+
+    folded, why = native_operator_view(recognisable_python_workload, {"m;Op;n": 5})
+    assert folded == {"m;Op;n": 5}
+    assert why == (
+        "not available: no ONNX Runtime session ran in one watched call of the workload "
+        "(InferenceSession.run was never called)"
+    )
+
+
+@needs_perf
+def test_a_real_wrapped_onnxruntime_run_gets_native_frames_below_its_nodes(tmp_path):
+    """perf record -e cpu-clock here: a tokenise/run/post-process wrapper around MiniLM;
+    the operator view keeps each node's µs and gains the frames perf saw below them."""
+    from pytest_inferperf.onnx import default_dims, make_inputs, make_session, operator_table
+
+    model = Path(__file__).parent / "fixtures" / "exports" / "minilm_l3_st.onnx"
+    session = make_session(model)
+    feeds = make_inputs(model, {**default_dims(model), "sequence_length": 32})
+
+    def pipeline() -> float:
+        return float(session.run(None, dict(feeds))[0].mean())
+
+    ops, why = operator_table(pipeline)
+    assert why is None and ops
+    result = capture(
+        pipeline,
+        name="wrapped",
+        out_dir=tmp_path,
+        seconds=0.5,
+        operators=ops,
+        model_name="minilm",
+    )
+    if "native" in result.reasons:
+        pytest.skip(result.reasons["native"])
+    plain = operator_stacks(ops, "minilm")
+    folded = read_folded(result.paths["operators.folded"])
+    below = {k: v for k, v in folded.items() if k.count(";") > 2}
+    assert below, result.reasons.get("operators.native")
+    for stack in below:  # every one sits below a node of the operator table
+        assert ";".join(stack.split(";")[:3]) in plain
+    node_totals: dict[str, int] = {}
+    for stack, count in folded.items():
+        node = ";".join(stack.split(";")[:3])
+        node_totals[node] = node_totals.get(node, 0) + count
+    assert node_totals == plain  # no node lost or gained time
+    assert result.reasons["operators.native"].startswith(
+        "native frames under the operators were not symbolised: onnxruntime_pybind11_state."
+    )  # the PyPI wheel is stripped
+    svg = Path(result.paths["operators.svg"]).read_text()
+    assert "model -&gt; op type -&gt; node; native frames below" in svg

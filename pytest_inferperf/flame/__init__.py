@@ -292,16 +292,26 @@ def capture(
     op_stacks: dict[str, Any] = {}
     if operators is not None:
         op_stacks = operator_stacks(operators, model_name)
+        drawn, below = op_stacks, ""
+        if op_stacks and native:  # native frames below each node, where perf samples them
+            from .native_ops import native_operator_view
+
+            drawn, why = native_operator_view(
+                call, op_stacks, seconds=seconds, call_graph=call_graph, event=event, perf=perf
+            )
+            if why:
+                reasons["operators.native"] = why
+            below = "; native frames below" if any(k not in op_stacks for k in drawn) else ""
         if op_stacks:
             models = sorted({k.split(";", 1)[0] for k in op_stacks})
             _draw(
                 out,
                 stem,
                 "operators",
-                op_stacks,
+                drawn,
                 title=f"{name}: ONNX Runtime operators",
                 subtitle=f"{', '.join(models)}; kernel time per node from ONNX Runtime's "
-                "profiler (model -> op type -> node)",
+                f"profiler (model -> op type -> node{below})",
                 unit="µs",
                 paths=paths,
             )

@@ -252,6 +252,8 @@ def sample_native(
     frequency: int = 999,
     perf: str | None = None,
     python_frames: bool = True,
+    clock: str | None = None,
+    on_script: Callable[[str], None] | None = None,
     attach_timeout: float = 20.0,
     stop_timeout: float = 30.0,
     script_timeout: float = 180.0,
@@ -263,7 +265,9 @@ def sample_native(
     with unwind tables; ~8 KiB per sample) or ``"lbr"``. ``event`` defaults to
     :func:`choose_event`. ``frequency`` is samples per second per thread. ``perf``
     names the perf executable (default: ``perf`` on PATH). ``python_frames`` turns
-    on CPython's perf trampoline where it exists (3.12+).
+    on CPython's perf trampoline where it exists (3.12+). ``clock`` is ``perf record -k``
+    (``"monotonic"``: sample times on :func:`time.monotonic_ns`'s clock); ``on_script``
+    receives ``perf script``'s text (per-sample times and threads) before it is folded.
 
     Never raises for a missing or refusing perf; exceptions (and KeyboardInterrupt)
     from ``call`` propagate after perf has been stopped and its files removed.
@@ -315,6 +319,7 @@ def sample_native(
             f"fifo:{ctl},{ack}",
             "--no-buildid",
             "--no-buildid-cache",
+            *(["-k", clock] if clock else []),
             "-o",
             str(data),
         ]
@@ -370,6 +375,8 @@ def sample_native(
                 calls,
             )
         text = script.stdout.decode("utf-8", errors="replace")
+        if on_script is not None:
+            on_script(text)
         if script.returncode != 0 and not text.strip():
             return _unavailable(
                 chosen,
