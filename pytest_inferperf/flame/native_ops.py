@@ -247,8 +247,11 @@ def symbols_note(attributed: Mapping[tuple[str, str], Mapping[str, int]]) -> str
 
 
 def _load_events(path: str) -> list[Mapping[str, Any]]:
-    with open(path, encoding="utf-8") as handle:
-        data = json.load(handle)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):  # a trace cut short reads as no events, said below
+        return []
     return [e for e in data if isinstance(e, Mapping)] if isinstance(data, list) else []
 
 
@@ -315,6 +318,8 @@ def native_operator_view(
             )
     if result.reason or not texts:
         return dict(_rounded(op_stacks)), result.reason or "not available: perf printed nothing"
+    if not windows:
+        return dict(_rounded(op_stacks)), "not available: ONNX Runtime's trace had no node events"
     windows.sort(key=lambda w: (w.begin_ns, w.end_ns))
     attributed = attribute(parse_perf_script(texts[0]), windows)
     if not attributed:
