@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pytest_inferperf.flame import Flamegraphs, capture, safe_name
@@ -1340,3 +1340,53 @@ def test_a_real_wrapped_onnxruntime_run_gets_native_frames_below_its_nodes(tmp_p
     )  # the PyPI wheel is stripped
     svg = Path(result.paths["operators.svg"]).read_text()
     assert "model -&gt; op type -&gt; node; native frames below" in svg
+
+
+def test_kernel_frames_of_a_chain_that_stops_short_of_onnxruntime():
+    from pytest_inferperf.flame.native_ops import kernel_frames
+
+    _, samples = _recorded_ort_nodes()
+    # a page fault in malloc, its chain ending in a garbage address (0 in no library)
+    assert kernel_frames(samples[1]) == [
+        "_int_malloc",
+        "asm_exc_page_fault_[k]",
+        "exc_page_fault_[k]",
+        "handle_mm_fault_[k]",
+        "__handle_mm_fault_[k]",
+        "do_anonymous_page_[k]",
+    ]
+    assert kernel_frames(samples[0]) == [f"[{STATE_SO}]"]
+
+
+_EVENT_VALUE = st.one_of(
+    st.none(), st.integers(-10, 10**7), st.floats(allow_nan=True), st.text(max_size=8)
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "cat": st.sampled_from(["Node", "Session", 3]),
+                "name": st.sampled_from(["/a_kernel_time", "_kernel_time", "b", ""]),
+                "ts": _EVENT_VALUE,
+                "dur": _EVENT_VALUE,
+                "tid": _EVENT_VALUE,
+                "args": st.one_of(st.none(), st.fixed_dictionaries({"op_name": _EVENT_VALUE})),
+            },
+        ),
+        max_size=12,
+    )
+)
+@example([{"cat": "Node", "name": "/a_kernel_time", "ts": float("nan"), "dur": 1, "tid": 3}])
+@example([{"cat": "Node", "name": "/a_kernel_time", "ts": 1, "dur": float("inf"), "tid": 3}])
+@example([{"cat": "Node", "name": "/a_kernel_time", "ts": 1, "dur": -1, "tid": 3}])
+def test_node_windows_read_any_trace_events_without_raising(events):
+    from pytest_inferperf.flame.native_ops import node_windows
+
+    windows = node_windows(events, start_ns=5_000, model="m")
+    assert [w.begin_ns for w in windows] == sorted(w.begin_ns for w in windows)
+    assert all(w.node and w.op_type and w.model == "m" for w in windows)
+    assert len(windows) <= sum(1 for e in events if e.get("cat") == "Node")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 import os
 import re
 import shutil
@@ -85,6 +86,8 @@ def node_windows(
         try:
             ts, dur, tid = float(event["ts"]), float(event["dur"]), int(event["tid"])
         except (KeyError, TypeError, ValueError):
+            continue
+        if not (math.isfinite(ts) and math.isfinite(dur)) or dur < 0:
             continue
         begin = start_ns + round(ts * 1000)
         out.append(
