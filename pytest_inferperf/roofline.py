@@ -470,7 +470,9 @@ def _attention_flops(
     AV. ``MultiHeadAttention``: QK^T, softmax and AV from query, key and value shapes.
     ``GroupQueryAttention``: QK^T, softmax and AV of every query head.
 
-    Shapes, from ONNX Runtime's docs/ContribOperators.md (com.microsoft, version 1):
+    Shapes, from the com.microsoft (version 1) definitions in ONNX Runtime's
+    ContribOperators.md (github.com/microsoft/onnxruntime, its docs folder), as the
+    installed ONNX Runtime's own schemas report them (``get_all_operator_schema()``):
 
     * ``QAttention``: input (B, S, H_in) uint8, weight (H_in, 3·H) int8/uint8, bias (3·H),
       output (B, S, H), present (2, B, N, P + S, h); the same work as ``Attention``:
