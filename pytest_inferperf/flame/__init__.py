@@ -300,9 +300,8 @@ def capture(
                 call, op_stacks, seconds=seconds, call_graph=call_graph, event=event, perf=perf
             )
             if why:  # not made at all, or made from frames without symbols
-                reasons["operators.native" if why.startswith("not ") else "operators.stripped"] = (
-                    why
-                )
+                kind = "operators.native" if why.startswith("not ") else "operators.stripped"
+                reasons[kind] = why
             below = "; native frames below" if any(k not in op_stacks for k in drawn) else ""
         if op_stacks:
             models = sorted({k.split(";", 1)[0] for k in op_stacks})
