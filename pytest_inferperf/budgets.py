@@ -74,7 +74,9 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def parse_marker(args: tuple, kwargs: Mapping[str, Any], *, marker: str = "perf") -> PerfSpec:
+def parse_marker(
+    args: tuple[Any, ...], kwargs: Mapping[str, Any], *, marker: str = "perf"
+) -> PerfSpec:
     """Validate one ``perf`` (or ``inferperf``) marker's arguments.
 
     Raises :class:`MarkerError` on anything wrong, naming the marker as written.

@@ -99,8 +99,8 @@ def distrusted(
     evidence = emulated_reason(cpu, samples)
     if evidence:
         for name in CYCLE_EVENTS:
-            status = statuses.get(name)
-            if name not in out and status is not None and status.available:
+            listed = statuses.get(name)
+            if name not in out and listed is not None and listed.available:
                 out[name] = emulated_event_reason(evidence)
     return out
 
