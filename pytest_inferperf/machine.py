@@ -40,4 +40,5 @@ def machine_facts(cpu: CpuInfo | None = None) -> dict[str, Any]:
         mod = sys.modules.get(module)
         if mod is not None:
             facts[module] = getattr(mod, "__version__", "unknown")
-    return json.loads(json.dumps(facts))  # plain JSON types, as a loaded Profile has them
+    plain: dict[str, Any] = json.loads(json.dumps(facts))  # JSON types, as a loaded Profile has
+    return plain

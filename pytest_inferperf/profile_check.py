@@ -59,7 +59,7 @@ def check_numbers(value: Any, path: str = "") -> None:
     Walks the document without recursion (a hostile file cannot exhaust the stack) and
     builds a field's path only for the message of a value it refuses.
     """
-    stack: list[tuple[Any, tuple, int]] = [(value, (), 0)]
+    stack: list[tuple[Any, tuple[str | int, ...], int]] = [(value, (), 0)]
     isfinite = math.isfinite
     while stack:
         item, where, depth = stack.pop()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from .base import CounterSample, EventStatus
 from .cpu import CpuInfo
@@ -145,7 +146,9 @@ CLOCK_METRICS = (
 )
 
 
-def unjudgeable_metrics(machine: Mapping, unavailable: Mapping[str, str]) -> dict[str, str]:
+def unjudgeable_metrics(
+    machine: Mapping[str, Any], unavailable: Mapping[str, str]
+) -> dict[str, str]:
     """Budget metrics that cannot be judged on this machine, with the reason for each.
 
     On an emulated machine (its files say so, or its cycles were found to be
