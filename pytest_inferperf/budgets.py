@@ -74,7 +74,9 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def parse_marker(args: tuple, kwargs: Mapping[str, Any], *, marker: str = "perf") -> PerfSpec:
+def parse_marker(
+    args: tuple[Any, ...], kwargs: Mapping[str, Any], *, marker: str = "perf"
+) -> PerfSpec:
     """Validate one ``perf`` (or ``inferperf``) marker's arguments.
 
     Raises :class:`MarkerError` on anything wrong, naming the marker as written.
@@ -94,12 +96,12 @@ def parse_marker(args: tuple, kwargs: Mapping[str, Any], *, marker: str = "perf"
             tolerance = _parse_tolerance(value, marker)
         elif key in RUNNER_KEYWORDS:
             runner[key] = _parse_runner_value(key, value, marker)
-        elif budget_target(key) is not None:
+        elif (target := budget_target(key)) is not None:
             if not _is_number(value):
                 raise MarkerError(
                     f"@pytest.mark.{marker}({key}={value!r}): a budget must be a finite number"
                 )
-            metric, kind = budget_target(key)  # type: ignore[misc]
+            metric, kind = target
             budgets.append(Budget(metric, kind, float(value)))
         else:
             raise MarkerError(_unknown_keyword(key, marker))

@@ -1,9 +1,10 @@
 """Facts about this machine and software stack, gathered once per process.
 
 Owns: the ``machine`` mapping stored in every Profile (CPU facts from
-``pmu.cpu``, Python, ONNX Runtime and numpy versions, kernel) and the
-machine class. Gathered explicitly and stored with results so that a
-comparison can refuse apples against oranges.
+``pmu.cpu``, Python, ONNX Runtime and numpy versions, kernel, and the
+version of pytest-inferperf that measured) and the machine class.
+Gathered explicitly and stored with results so that a comparison can
+refuse apples against oranges.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 from typing import Any
 
 from .pmu.cpu import CpuInfo, identify
+from .version import version
 
 
 @functools.lru_cache(maxsize=1)
@@ -32,9 +34,11 @@ def machine_facts(cpu: CpuInfo | None = None) -> dict[str, Any]:
         "implementation": sys.implementation.name,
         "kernel": cpu.kernel,
         "platform": platform.platform(),
+        "inferperf": version(),  # which release wrote a baseline, read from package metadata
     }
     for module in ("onnxruntime", "numpy"):
         mod = sys.modules.get(module)
         if mod is not None:
             facts[module] = getattr(mod, "__version__", "unknown")
-    return json.loads(json.dumps(facts))  # plain JSON types, as a loaded Profile has them
+    plain: dict[str, Any] = json.loads(json.dumps(facts))  # JSON types, as a loaded Profile has
+    return plain

@@ -61,7 +61,7 @@ class Metric:
     better: str  # "higher" | "lower"
     inputs: tuple[str, ...]
     source: str
-    compute: Callable[[Counts, MetricContext], float | None]
+    compute: MetricFn
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,11 @@ class MetricContext:
         return model
 
 
-def _ratio(num: str, den: str, scale: float = 1.0):
+# A metric's formula: the counts and the context in, the value out (None: not computable).
+MetricFn = Callable[[Counts, MetricContext], float | None]
+
+
+def _ratio(num: str, den: str, scale: float = 1.0) -> MetricFn:
     def f(c: Counts, _ctx: MetricContext) -> float | None:
         if num not in c or den not in c or c[den] <= 0:
             return None
@@ -95,7 +99,7 @@ def _ratio(num: str, den: str, scale: float = 1.0):
     return f
 
 
-def _per_call(event: str, scale: float = 1.0):
+def _per_call(event: str, scale: float = 1.0) -> MetricFn:
     def f(c: Counts, ctx: MetricContext) -> float | None:
         if event not in c or ctx.calls <= 0:
             return None
@@ -104,7 +108,7 @@ def _per_call(event: str, scale: float = 1.0):
     return f
 
 
-def _latency(key: str):
+def _latency(key: str) -> MetricFn:
     def f(_c: Counts, ctx: MetricContext) -> float | None:
         return None if ctx.latency is None else ctx.latency.get(key)
 
@@ -121,7 +125,7 @@ _TOPDOWN_NEEDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _topdown(part: str):
+def _topdown(part: str) -> MetricFn:
     need = _TOPDOWN_NEEDS[part]
 
     def f(c: Counts, ctx: MetricContext) -> float | None:
@@ -156,7 +160,7 @@ def _cpu_utilisation(c: Counts, ctx: MetricContext) -> float | None:
     return c["task_clock"] / ctx.wall_ns
 
 
-def _per_cpu_second(event: str):
+def _per_cpu_second(event: str) -> MetricFn:
     """``event`` per second of CPU time (task-clock): what ``perf stat`` prints as ``/sec``."""
 
     def f(c: Counts, _ctx: MetricContext) -> float | None:

@@ -441,7 +441,12 @@ def _collect(
     entries: list[PerfStatEntry],
     arch: str | None,
     perf_metrics: dict[str, float] | None = None,
-    **extra,
+    *,
+    elapsed_s: float | None = None,
+    user_s: float | None = None,
+    sys_s: float | None = None,
+    separator: str | None = None,
+    title: str = "",
 ) -> PerfStat:
     perf_metrics = dict(perf_metrics or {})
     if not entries and not perf_metrics:
@@ -501,7 +506,11 @@ def _collect(
         unmapped=tuple(dict.fromkeys(unmapped)),
         superseded=tuple(dict.fromkeys(superseded)),
         perf_metrics=perf_metrics,
-        **extra,
+        elapsed_s=elapsed_s,
+        user_s=user_s,
+        sys_s=sys_s,
+        separator=separator,
+        title=title,
     )
 
 
@@ -792,12 +801,12 @@ def _text_entry(line: str, decimal: str | None) -> tuple[PerfStatEntry, bool] | 
 def _bare_clock_unit(entry: PerfStatEntry, line: str, elapsed_s: float | None) -> PerfStatEntry:
     """A bare task-clock / cpu-clock whose unit perf's own "CPUs utilized" settles."""
     found = _CPUS_UTILIZED.search(line)
-    if entry.value is None or not elapsed_s or found is None:
+    value = entry.value
+    if value is None or not elapsed_s or found is None:
         return entry
     cpus = float(found.group("cpus").replace(",", "."))
-    unit = min(
-        ("msec", "nsec"), key=lambda u: abs(entry.value * _TIME_SCALE[u] / (elapsed_s * 1e9) - cpus)
-    )
+    wall_ns = elapsed_s * 1e9
+    unit = min(("msec", "nsec"), key=lambda u: abs(value * _TIME_SCALE[u] / wall_ns - cpus))
     return replace(entry, unit=unit)
 
 

@@ -119,11 +119,11 @@ class Repeat:
     wall_ns: int
     sample: CounterSample
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"calls": self.calls, "wall_ns": self.wall_ns, "sample": self.sample.to_dict()}
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> Repeat:
+    def from_dict(cls, data: Mapping[str, Any]) -> Repeat:
         sample = CounterSample.from_dict(data["sample"])
         return cls(int(data["calls"]), int(data["wall_ns"]), sample)
 
@@ -138,7 +138,7 @@ class StageStats:
     counts: Mapping[str, float] = field(default_factory=dict)
     repeat_wall_ns: tuple[int, ...] = ()  # per measured repeat; () in older profiles
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "calls": self.calls,
@@ -148,7 +148,7 @@ class StageStats:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> StageStats:
+    def from_dict(cls, data: Mapping[str, Any]) -> StageStats:
         return cls(
             str(data["name"]),
             int(data["calls"]),
@@ -226,7 +226,7 @@ class Profile:
         return replace(self, **changes)
 
     # -- serialisation --------------------------------------------------
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA_NAME,
             "schema_version": self.schema_version,
@@ -261,7 +261,7 @@ class Profile:
         return json.dumps(self.to_dict(), indent=1, sort_keys=False, allow_nan=False)
 
     @classmethod
-    def from_dict(cls, data: Mapping, *, source: str = "<profile>") -> Profile:
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "<profile>") -> Profile:
         return _from_dict(data, source)
 
     @classmethod
@@ -287,7 +287,7 @@ class Profile:
         return _from_dict(data, str(path))
 
 
-def vars_of(obj: Any) -> dict:
+def vars_of(obj: Any) -> dict[str, Any]:
     return dict(obj.__dict__)
 
 
@@ -367,13 +367,13 @@ def _from_dict(data: Any, source: str) -> Profile:
     return profile
 
 
-def _mapping(value: Any) -> dict:
+def _mapping(value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise TypeError(f"expected an object, got {type(value).__name__}")
     return dict(value)
 
 
-def _op_type(value: Any) -> dict:
+def _op_type(value: Any) -> dict[str, Any]:
     row = _mapping(value)
     return {
         "op_type": str(row["op_type"]),
@@ -383,7 +383,7 @@ def _op_type(value: Any) -> dict:
     }
 
 
-def _stacks(value: Any) -> dict:
+def _stacks(value: Any) -> dict[str, Any]:
     data = _mapping(value)
     folded = _mapping(data.get("folded", {}))
     return {
@@ -392,7 +392,7 @@ def _stacks(value: Any) -> dict:
     }
 
 
-def _floats(data: Mapping, *, int_keys: Sequence[str] = ()) -> dict:
+def _floats(data: Mapping[str, Any], *, int_keys: Sequence[str] = ()) -> dict[str, Any]:
     if not isinstance(data, Mapping):
         raise TypeError(f"expected an object, got {type(data).__name__}")
     return {k: int(v) if k in int_keys else float(v) for k, v in data.items()}

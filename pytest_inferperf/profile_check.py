@@ -23,7 +23,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NoReturn, TypeGuard
+
+# A field rule: checks ``value`` found at ``path`` and raises InvalidProfile if it is
+# wrong. What it returns (nothing, or the value it read) is not used.
+Rule = Callable[[Any, str], object]
 
 MAX_DEPTH = 64
 MAX_INT = 2**63
@@ -41,7 +45,7 @@ class InvalidProfile(ValueError):
     """A field with a value no Profile can hold; the message names the field."""
 
 
-def _fail(path: str, what: str, value: Any) -> None:
+def _fail(path: str, what: str, value: Any) -> NoReturn:
     shown = repr(value)
     if len(shown) > 60:
         shown = shown[:57] + "..."
@@ -55,7 +59,7 @@ def check_numbers(value: Any, path: str = "") -> None:
     Walks the document without recursion (a hostile file cannot exhaust the stack) and
     builds a field's path only for the message of a value it refuses.
     """
-    stack: list[tuple[Any, tuple, int]] = [(value, (), 0)]
+    stack: list[tuple[Any, tuple[str | int, ...], int]] = [(value, (), 0)]
     isfinite = math.isfinite
     while stack:
         item, where, depth = stack.pop()
@@ -96,7 +100,7 @@ def check_numbers(value: Any, path: str = "") -> None:
             _fail(_path(path, where), "a JSON value", type(item).__name__)
 
 
-def _path(prefix: str, where: tuple) -> str:
+def _path(prefix: str, where: tuple[str | int, ...]) -> str:
     text = prefix
     for part in where:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
@@ -104,7 +108,7 @@ def _path(prefix: str, where: tuple) -> str:
 
 
 # -- field checks -------------------------------------------------------------------
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -139,13 +143,13 @@ def flag(value: Any, path: str) -> None:
         _fail(path, "true or false", value)
 
 
-def mapping(value: Any, path: str) -> Mapping:
+def mapping(value: Any, path: str) -> Mapping[Any, Any]:
     if not isinstance(value, Mapping):
         _fail(path, "an object", value)
     return value
 
 
-def sequence(value: Any, path: str, *, non_empty: bool = False) -> list:
+def sequence(value: Any, path: str, *, non_empty: bool = False) -> list[Any]:
     if not isinstance(value, list | tuple):
         _fail(path, "a list", value)
     if non_empty and not value:
@@ -153,15 +157,15 @@ def sequence(value: Any, path: str, *, non_empty: bool = False) -> list:
     return list(value)
 
 
-def optional(check: Callable[..., None], value: Any, path: str, *args: Any) -> None:
+def optional(check: Callable[..., object], value: Any, path: str, *args: Any) -> None:
     if value is not None:
         check(value, path, *args)
 
 
 def _fields(
-    data: Mapping,
+    data: Mapping[Any, Any],
     path: str,
-    rules: Mapping[str, Callable[[Any, str], None]],
+    rules: Mapping[str, Rule],
     *,
     required: tuple[str, ...] = (),
 ) -> None:
@@ -173,7 +177,7 @@ def _fields(
             rule(data[key], f"{path}.{key}" if path else key)
 
 
-def _each(rule: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
+def _each(rule: Rule) -> Rule:
     def check(value: Any, path: str) -> None:
         for index, item in enumerate(sequence(value, path)):
             rule(item, f"{path}[{index}]")
@@ -181,7 +185,7 @@ def _each(rule: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
     return check
 
 
-def _values(rule: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
+def _values(rule: Rule) -> Rule:
     def check(value: Any, path: str) -> None:
         for key, item in mapping(value, path).items():
             rule(item, f"{path}.{key}")
@@ -189,21 +193,19 @@ def _values(rule: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
     return check
 
 
-def _opt(rule: Callable[..., None], *args: Any) -> Callable[[Any, str], None]:
+def _opt(rule: Callable[..., object], *args: Any) -> Rule:
     return lambda value, path: optional(rule, value, path, *args)
 
 
-def _obj(
-    rules: Mapping[str, Callable[[Any, str], None]], required: tuple[str, ...] = ()
-) -> Callable[[Any, str], None]:
+def _obj(rules: Mapping[str, Rule], required: tuple[str, ...] = ()) -> Rule:
     return lambda value, path: _fields(mapping(value, path), path, rules, required=required)
 
 
-def _ints(low: int = 0, high: int = MAX_INT) -> Callable[[Any, str], None]:
+def _ints(low: int = 0, high: int = MAX_INT) -> Rule:
     return lambda value, path: integer(value, path, low, high)
 
 
-def _nums(low: float = 0.0, high: float = FLOAT_MAX) -> Callable[[Any, str], None]:
+def _nums(low: float = 0.0, high: float = FLOAT_MAX) -> Rule:
     return lambda value, path: number(value, path, low, high)
 
 

@@ -148,7 +148,9 @@ def _json_number(value: float | None) -> float | str | None:
     return "inf" if value > 0 else "-inf"
 
 
-def _json_numbers(labels: Sequence[str], values: Sequence[float | None]) -> dict:
+def _json_numbers(
+    labels: Sequence[str], values: Sequence[float | None]
+) -> dict[str, float | str | None]:
     return {label: _json_number(v) for label, v in zip(labels, values, strict=True)}
 
 

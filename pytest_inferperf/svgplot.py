@@ -144,7 +144,7 @@ class Axis:
 def _nice_step(raw: float) -> float:
     if raw <= 0 or not math.isfinite(raw):
         return 1.0
-    magnitude = 10 ** math.floor(math.log10(raw))
+    magnitude = 10.0 ** math.floor(math.log10(raw))
     for multiple in (1, 2, 5, 10):
         if raw <= multiple * magnitude:
             return multiple * magnitude

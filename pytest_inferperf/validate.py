@@ -37,23 +37,23 @@ from .machine import this_cpu
 from .profile import Profile
 
 
-def options_like(baseline: Profile, overrides: Mapping[str, Any]) -> tuple[Options, dict]:
+def options_like(baseline: Profile, overrides: Mapping[str, Any]) -> tuple[Options, dict[str, int]]:
     """Measurement options matching how ``baseline`` was measured, then ``overrides``.
 
     Returns the options and the baseline's dims (already resolved).
     """
     facts = baseline.settings.get("analyse") or {}
     session = facts.get("session_settings") or {}
-    base = {
-        "threads": int(session.get("intra_op_threads", 1) or 1),
-        "warmup": int(baseline.settings.get("warmup", 3)),
-        "repeat": int(baseline.settings.get("repeat", 30)),
-        "timeout": float(baseline.settings.get("timeout", 60.0)),
-        "backend": baseline.backend if baseline.backend in ("perf", "none") else "perf",
-    }
-    base.update({k: v for k, v in overrides.items() if v is not None})
+    like = Options(
+        details=False,
+        threads=int(session.get("intra_op_threads", 1) or 1),
+        warmup=int(baseline.settings.get("warmup", 3)),
+        repeat=int(baseline.settings.get("repeat", 30)),
+        timeout=float(baseline.settings.get("timeout", 60.0)),
+        backend=baseline.backend if baseline.backend in ("perf", "none") else "perf",
+    )
     dims = {str(k): int(v) for k, v in (facts.get("dims") or {}).items()}
-    return Options(details=False, **base), dims
+    return replace(like, **{k: v for k, v in overrides.items() if v is not None}), dims
 
 
 @dataclass(frozen=True)

@@ -134,7 +134,7 @@ class Watchdog:
             return
         self.fired = True
         while not self._stop.is_set():
-            if self.armed:
+            if self.armed and self._main is not None:  # None: no main thread to interrupt
                 with contextlib.suppress(OSError, ValueError):
                     signal.pthread_kill(self._main, signal.SIGALRM)
                 if (

@@ -414,7 +414,7 @@ def pack_groups(names: Sequence[str], capacity: int | None) -> list[list[str]]:
     """
     wanted = set(names)
     groups: list[list[str]] = []
-    hw_families = []
+    hw_families: list[list[str]] = []
     placed: set[str] = set()
     for family in FAMILIES + SOFTWARE_GROUPS:
         members = [n for n in family if n in wanted and n not in placed]
@@ -432,8 +432,8 @@ def pack_groups(names: Sequence[str], capacity: int | None) -> list[list[str]]:
         return hw_families + groups
     capacity = max(1, capacity)
     chunks: list[list[str]] = []
-    for family in hw_families:
-        chunks.extend(family[i : i + capacity] for i in range(0, len(family), capacity))
+    for kept in hw_families:
+        chunks.extend(kept[i : i + capacity] for i in range(0, len(kept), capacity))
     bins: list[list[str]] = []
     for chunk in sorted(chunks, key=len, reverse=True):  # first-fit decreasing
         for b in bins:

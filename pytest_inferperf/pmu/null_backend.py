@@ -30,10 +30,10 @@ class NullCounters:
     def stop(self) -> CounterSample:
         return CounterSample(counts={})
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, float]:
         return {}
 
-    def delta(self, begin: dict, end: dict) -> CounterSample:
+    def delta(self, begin: dict[str, float], end: dict[str, float]) -> CounterSample:
         return CounterSample(counts={})
 
     def close(self) -> None:

@@ -193,7 +193,7 @@ class _Deferred:
     __slots__ = ("_args", "_sample")
 
     def __init__(self, layout: tuple[_Layout, ...], begin: bytes | None, end: bytes) -> None:
-        self._args: tuple | None = (layout, begin, end)
+        self._args: tuple[tuple[_Layout, ...], bytes | None, bytes] | None = (layout, begin, end)
         self._sample: CounterSample | None = None
 
     def sample(self) -> CounterSample:
@@ -204,7 +204,7 @@ class _Deferred:
         return self._sample
 
 
-class _LazyMapping(Mapping):
+class _LazyMapping(Mapping[Any, Any]):
     """``counts`` or ``per_thread`` of a deferred sample: a read-only mapping.
 
     Equal to the dict it stands for, and pickles (and copies) as that dict,
@@ -217,13 +217,14 @@ class _LazyMapping(Mapping):
         self._deferred = deferred
         self._part = part
 
-    def _data(self) -> Mapping:
-        return getattr(self._deferred.sample(), self._part)
+    def _data(self) -> Mapping[Any, Any]:
+        data: Mapping[Any, Any] = getattr(self._deferred.sample(), self._part)
+        return data
 
     def __getitem__(self, key: Any) -> Any:
         return self._data()[key]
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._data())
 
     def __len__(self) -> int:
@@ -232,7 +233,7 @@ class _LazyMapping(Mapping):
     def __repr__(self) -> str:
         return repr(self._data())
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (dict, (dict(self._data()),))
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from .base import CounterSample, EventStatus
 from .cpu import CpuInfo
@@ -99,8 +100,8 @@ def distrusted(
     evidence = emulated_reason(cpu, samples)
     if evidence:
         for name in CYCLE_EVENTS:
-            status = statuses.get(name)
-            if name not in out and status is not None and status.available:
+            listed = statuses.get(name)
+            if name not in out and listed is not None and listed.available:
                 out[name] = emulated_event_reason(evidence)
     return out
 
@@ -145,7 +146,9 @@ CLOCK_METRICS = (
 )
 
 
-def unjudgeable_metrics(machine: Mapping, unavailable: Mapping[str, str]) -> dict[str, str]:
+def unjudgeable_metrics(
+    machine: Mapping[str, Any], unavailable: Mapping[str, str]
+) -> dict[str, str]:
     """Budget metrics that cannot be judged on this machine, with the reason for each.
 
     On an emulated machine (its files say so, or its cycles were found to be
