@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .cache import CachedResult, CacheKey, ResultCache, file_sha256
+from .errors import UsageError
 from .identity import describe_model
 from .machine import this_cpu
 from .metrics import profile_metrics
@@ -52,13 +53,6 @@ STACKS_KEPT_BYTES = 256 << 10  # folded stacks kept in a Profile (as with a plug
 ENERGY_SECONDS = 0.5  # how long the energy pass runs the workload
 OPERATOR_RUNS = 10  # profiled runs of the operator pass (fewer when --repeat is smaller)
 CACHE_OPTIONS_VERSION = 1  # bump when what an analysis contains changes
-
-
-class UsageError(ValueError):
-    """Something asked for cannot work: a missing file, a bad shape, an incomparable baseline.
-
-    The message names the file or option and the fix; the CLI exits with status 2.
-    """
 
 
 # -- options -------------------------------------------------------------------------

@@ -42,6 +42,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from .errors import InferperfError
 from .profile import Profile, ProfileFormatError
 
 #: The counter backend whose baselines live in the plain machine-class folder.
@@ -66,7 +67,7 @@ _FIX = (
 )
 
 
-class BaselineError(Exception):
+class BaselineError(InferperfError):
     """A baseline that cannot be located, read or written; the message names the file and fix."""
 
 

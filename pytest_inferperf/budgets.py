@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import InferperfError
 from .metrics import METRICS, missing_inputs
 
 RUNNER_KEYWORDS = {
@@ -30,7 +31,7 @@ RUNNER_KEYWORDS = {
 OTHER_KEYWORDS = ("tolerance",)
 
 
-class MarkerError(ValueError):
+class MarkerError(InferperfError, ValueError):
     """A ``perf`` marker keyword or value that cannot work; says which and the fix."""
 
 

@@ -15,11 +15,13 @@ import math
 import resource
 from collections.abc import Mapping, Sequence
 
+from .errors import InferperfError
+
 #: Largest fraction of the available memory the inputs may take (the model needs the rest).
 SHARE = 0.5
 
 
-class InputsTooLarge(ValueError):
+class InputsTooLarge(InferperfError, ValueError):
     """The requested inputs cannot fit in memory; the message says which and how much."""
 
 

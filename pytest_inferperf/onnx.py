@@ -38,6 +38,7 @@ import onnx  # a dependency: the graph decides valid inputs
 import onnx as onnx_pkg  # the name the annotations use
 import onnxruntime as ort
 
+from .errors import InferperfError
 from .input_memory import InputsTooLarge, check_inputs_fit
 
 ModelSource = str | os.PathLike | bytes
@@ -82,11 +83,11 @@ _VALUE_PRESERVING_OPS = frozenset(
 _TABLE_PASSTHROUGH_OPS = frozenset({"Cast", "Identity", "DequantizeLinear"})
 
 
-class ModelError(ValueError):
+class ModelError(InferperfError, ValueError):
     """A model file is missing or ONNX Runtime / onnx cannot load it."""
 
 
-class InputSpecError(ValueError):
+class InputSpecError(InferperfError, ValueError):
     """Inputs for a model cannot be made from what the caller gave (e.g. a missing dim)."""
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .errors import InferperfError
 from .pmu.base import CounterSample, EventStatus
 from .profile_check import InvalidProfile, check_profile
 from .safe_read import UnreadableFile, read_limited
@@ -30,7 +31,7 @@ SCHEMA_NAME = "pytest-inferperf/profile"
 MAX_PROFILE_BYTES = 64 << 20  # a profile is tens of KiB; refuse to parse anything huge
 
 
-class ProfileFormatError(ValueError):
+class ProfileFormatError(InferperfError, ValueError):
     """A serialised Profile that cannot be read; the message names the file and the fix."""
 
 

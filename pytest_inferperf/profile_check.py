@@ -25,6 +25,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .errors import InferperfError
+
 MAX_DEPTH = 64
 MAX_INT = 2**63
 FLOAT_MAX = 1e30
@@ -37,7 +39,7 @@ THREADS_MAX = 1 << 20
 BYTES_MAX = 2**60
 
 
-class InvalidProfile(ValueError):
+class InvalidProfile(InferperfError, ValueError):
     """A field with a value no Profile can hold; the message names the field."""
 
 

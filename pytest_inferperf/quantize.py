@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-from .analyse import UsageError
+from .errors import UsageError
 
 
 @contextlib.contextmanager

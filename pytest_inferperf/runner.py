@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import conditions
+from .errors import InferperfError
 from .machine import machine_facts, this_cpu
 from .pmu import make_backend
 from .pmu.base import CounterBackend, CounterSample
@@ -47,11 +48,11 @@ from .watchdog import CallOverrun, Watchdog
 OVERHEAD_SAMPLES = 5
 
 
-class RunnerConfigError(ValueError):
+class RunnerConfigError(InferperfError, ValueError):
     """A runner setting that cannot work; the message names it and the fix."""
 
 
-class MeasurementTimeout(TimeoutError):
+class MeasurementTimeout(InferperfError, TimeoutError):
     """Not even one measured repeat finished within the timeout."""
 
 

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .analyse import Analysis, UsageError, is_callable_target
+from .analyse import Analysis, is_callable_target
 from .compare import IncomparableError, check_comparable
+from .errors import UsageError
 from .metrics import METRICS, profile_metrics
 from .precision import precision_findings, precision_table
 from .profile import Profile

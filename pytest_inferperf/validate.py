@@ -9,7 +9,7 @@ refused with :class:`ModelMismatch` unless ``any_model`` asks to compare anyway.
 
 Must not: measure by itself (:mod:`.analyse` does), compare more than one Profile with
 a reference (:mod:`.side_by_side`), write files, parse arguments or print (``cli``).
-A baseline that cannot be used raises :class:`analyse.UsageError`.
+A baseline that cannot be used raises :class:`errors.UsageError`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from typing import Any
 from .analyse import (
     Options,
     Progress,
-    UsageError,
     analyse_callable,
     analyse_model,
     is_callable_target,
@@ -32,6 +31,7 @@ from .analyse import (
     resolve_shapes,
 )
 from .compare import IncomparableError, check_comparable
+from .errors import UsageError
 from .identity import different_models, identity_of, model_sha256
 from .machine import this_cpu
 from .profile import Profile

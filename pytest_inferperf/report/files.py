@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from ..analyse import Analysis, UsageError
+from ..analyse import Analysis
+from ..errors import UsageError
 from ..profile import Profile
 from ..side_by_side import SideBySide
 

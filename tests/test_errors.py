@@ -1,0 +1,84 @@
+"""Every error pytest-inferperf raises on purpose has one base: InferperfError."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from pytest_inferperf.errors import InferperfError, UsageError
+
+# (module, class, the standard base it kept so older ``except`` clauses still catch it)
+ERRORS = [
+    ("analyse", "UsageError", ValueError),
+    ("baseline", "BaselineError", Exception),
+    ("budgets", "MarkerError", ValueError),
+    ("compare", "IncomparableError", ValueError),
+    ("hooks", "HookResultError", ValueError),
+    ("input_memory", "InputsTooLarge", ValueError),
+    ("onnx", "ModelError", ValueError),
+    ("onnx", "InputSpecError", ValueError),
+    ("perfstat", "PerfStatError", ValueError),
+    ("profile", "ProfileFormatError", ValueError),
+    ("profile_check", "InvalidProfile", ValueError),
+    ("runner", "RunnerConfigError", ValueError),
+    ("runner", "MeasurementTimeout", TimeoutError),
+    ("safe_read", "UnreadableFile", OSError),
+    ("validate", "ModelMismatch", ValueError),
+    ("pmu.base", "CountersError", RuntimeError),
+    ("pmu.callgrind", "CallgrindFormatError", ValueError),
+    ("pmu.events", "UnknownEventError", ValueError),
+    ("pmu.perf_event", "PerfOpenError", OSError),
+    ("pmu.simulate", "SimulateUnavailable", RuntimeError),
+    ("pmu.simulate", "SimulateError", RuntimeError),
+]
+
+
+@pytest.mark.parametrize(("module", "name", "std"), ERRORS, ids=[e[1] for e in ERRORS])
+def test_every_error_has_the_one_base_and_keeps_its_standard_one(module, name, std):
+    cls = getattr(importlib.import_module(f"pytest_inferperf.{module}"), name)
+    assert issubclass(cls, InferperfError)
+    assert issubclass(cls, std)
+    args = (2, "the cause") if name == "PerfOpenError" else ("the cause",)
+    with pytest.raises(InferperfError, match="the cause"):
+        raise cls(*args)
+
+
+def test_perf_open_error_keeps_its_errno_under_the_new_base():
+    from pytest_inferperf.pmu.perf_event import PerfOpenError
+
+    error = PerfOpenError(2, "no PMU exposed")
+    assert (error.errno, error.reason) == (2, "no PMU exposed")
+
+
+def test_usage_error_lives_in_errors_and_analyse_only_uses_it():
+    from pytest_inferperf import analyse
+
+    assert analyse.UsageError is UsageError
+    assert UsageError.__module__ == "pytest_inferperf.errors"
+
+
+def test_no_error_class_of_the_package_lacks_the_base():
+    """A new error class without the base fails here (control flow classes excepted)."""
+    import pkgutil
+
+    import pytest_inferperf
+
+    missing = []
+    for info in pkgutil.walk_packages(pytest_inferperf.__path__, "pytest_inferperf."):
+        if info.name.startswith("pytest_inferperf.plugin") or info.name.endswith("__main__"):
+            continue  # pytest wiring: its failures are pytest's own outcomes
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:  # an optional dependency missing here
+            continue
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, Exception)
+                and value.__module__ == info.name
+                and not value.__name__.startswith("_")
+                and not issubclass(value, InferperfError)
+            ):
+                missing.append(f"{info.name}.{value.__name__}")
+    assert missing == []
