@@ -13,9 +13,8 @@ Owns:
 * :func:`analyse_callable` - a Python callable taking no arguments
   (``package.module:callable`` or ``path/to/file.py:callable``).
 * :func:`analyse_target` - either of those behind the result cache (:mod:`.cache`).
-* :func:`load_profile` - a saved Profile (``report.json``, a baseline) as a target, and
-  :func:`diagnosis_of`, the classifier's diagnosis of one Profile.
-* :class:`UsageError` - anything the user asked for that cannot work (the CLI exits 2).
+* :func:`load_profile` - a saved Profile (``report.json``, a baseline) as a target;
+  what the user asked for that cannot work raises :class:`errors.UsageError` (the CLI exits 2).
 
 Must not: parse arguments or print (``cli``), judge against a baseline (:mod:`.validate`),
 compare several Profiles (:mod:`.side_by_side`), write report files (:mod:`.report.files`)
@@ -42,7 +41,6 @@ from .cache import CachedResult, CacheKey, ResultCache, file_sha256
 from .errors import UsageError
 from .identity import describe_model
 from .machine import this_cpu
-from .metrics import profile_metrics
 from .onnx import InputSpecError, ModelError, SessionSettings
 from .profile import SCHEMA_VERSION, Profile, ProfileFormatError
 
@@ -664,17 +662,3 @@ def load_profile(path: str | os.PathLike[str], role: str) -> Profile:
             "`inferperf analyse MODEL --out DIR` (DIR/report.json), or restore "
             "it from version control."
         ) from None
-
-
-def diagnosis_of(profile: Profile) -> Any:
-    """The classifier's diagnosis of one Profile on its own (as the plugin's verdict has it)."""
-    from .classify import diagnose
-
-    cpu = profile.machine.get("cpu") or {}
-    return diagnose(
-        profile_metrics(profile),
-        core=str(cpu.get("core_slug", "")),
-        unavailable=profile.unavailable,
-        session=profile.session,
-        cpu_count=cpu.get("cpu_count"),
-    )

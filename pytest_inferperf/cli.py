@@ -342,7 +342,8 @@ def _analyse_entry(
 
 
 def _analyse_cmd(args: argparse.Namespace) -> int:
-    from .analyse import UsageError, diagnosis_of
+    from .assessment import assess_profile
+    from .errors import UsageError
     from .report import markdown, text
     from .report.files import write_analysis
 
@@ -350,18 +351,18 @@ def _analyse_cmd(args: argparse.Namespace) -> int:
     try:
         options = _options(args, threads=1, warmup=3, repeat=30, timeout=60.0, backend="perf")
         result = _analyse_entry(args.target, options, args, args.out, progress)
-        files = write_analysis(result.profile, args.out, title=f"inferperf: {args.target}")
+        assessment = assess_profile(result.profile)  # judged once; every output reads it
+        files = write_analysis(assessment, args.out, title=f"inferperf: {args.target}")
     except (UsageError, TimeoutError) as exc:
         return _usage("analyse", exc)
     profile = result.profile
-    diagnosis = diagnosis_of(profile)
     if args.json:
         print(profile.to_json())
     else:
-        print(clean(text.render_profile(profile, diagnosis), keep_newlines=True))
+        print(clean(text.render_profile(assessment), keep_newlines=True))
         print()
         print(f"wrote {files['json']} and {files['html']}")
-    markdown.append_step_summary(markdown.render_profile(profile, diagnosis))
+    markdown.append_step_summary(markdown.render_profile(assessment))
     if not profile.outputs_ok:
         print(f"inferperf analyse: {args.target} returned NaN or infinity", file=sys.stderr)
         return EXIT_FAILED
@@ -369,10 +370,10 @@ def _analyse_cmd(args: argparse.Namespace) -> int:
 
 
 def _validate_cmd(args: argparse.Namespace) -> int:
-    from .analyse import UsageError
+    from .errors import UsageError
     from .report import markdown
+    from .report.verdict import change_summary, failure_text
     from .validate import validate_target
-    from .verdict import change_summary, failure_text
 
     progress = _ProgressLine()
     overrides = {k: getattr(args, k) for k in ("threads", "warmup", "repeat", "timeout", "backend")}
@@ -417,7 +418,8 @@ def _compare_cmd(args: argparse.Namespace) -> int:
     from dataclasses import replace
     from pathlib import Path
 
-    from .analyse import Analysis, UsageError, load_profile
+    from .analyse import Analysis, load_profile
+    from .errors import UsageError
     from .quantize import quantize_dynamic
     from .report import markdown, text
     from .report.files import write_comparison

@@ -67,6 +67,7 @@ class SideBySide:
     quality_higher_is_better: bool = True
     front: tuple[str, ...] = ()
     artifacts: Mapping[str, str] = field(default_factory=dict)  # name -> file (relative)
+    assessments: tuple[Any, ...] = ()  # each entry judged once: its verdict, or on its own
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -226,10 +227,11 @@ def side_by_side(
     quality_higher_is_better: bool = True,
 ) -> SideBySide:
     """Compare every entry with the first: metrics, operator types, verdicts, Pareto front."""
+    from .assessment import assess as judge
+    from .assessment import assess_profile
     from .budgets import PerfSpec
     from .identity import different_models
     from .pareto import Variant, pareto_front
-    from .verdict import judge
 
     if len(entries) < 2:
         raise UsageError(
@@ -324,4 +326,8 @@ def side_by_side(
         scores,
         quality_higher_is_better,
         tuple(front),
+        assessments=tuple(
+            v if v is not None else assess_profile(e.profile)
+            for e, v in zip(entries, verdicts, strict=True)
+        ),
     )
