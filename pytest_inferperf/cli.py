@@ -26,7 +26,8 @@ def clean(text: str, *, keep_newlines: bool = False) -> str:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from .doctor import render_json, render_text, run_doctor
+    from .doctor import run_doctor
+    from .report.doctor import render_json, render_text
 
     report = run_doctor()
     print(render_json(report) if args.json else render_text(report))
@@ -34,8 +35,9 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from .classify import diagnose, render
+    from .classify import diagnose
     from .perfstat import PerfStatError, load_report
+    from .report.explain import explain_json, explain_text
     from .thresholds import check_core, core_facts
 
     arch = None
@@ -68,132 +70,14 @@ def _explain(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        print(json.dumps(_explain_json(args, report, core, metrics, diagnosis), indent=2))
+        document = explain_json(
+            str(args.file), report, core, metrics, diagnosis, core_given=bool(args.cpu)
+        )
+        print(json.dumps(document, indent=2))
         return EXIT_OK
-    print(clean(_explain_text(args, report, core, metrics), keep_newlines=True))
-    print()
-    print(clean(render(diagnosis, verbose=args.verbose), keep_newlines=True))
+    text = explain_text(str(args.file), report, core, metrics, diagnosis, verbose=args.verbose)
+    print(clean(text, keep_newlines=True))
     return EXIT_OK
-
-
-def _explain_text(args: argparse.Namespace, report, core: str, metrics: dict[str, float]) -> str:
-    from tabulate import tabulate
-
-    from .metrics import METRICS
-
-    runs = len(report.runs)
-    where = f"{args.file} ({report.format}"
-    where += f", {report.elapsed_s:.3f} s elapsed" if report.elapsed_s else ""
-    where += f", {runs} runs kept apart: metrics are the median over the runs" if runs > 1 else ""
-    lines = [f"perf stat: {where}); core: {core or 'unknown (pass --cpu)'}"]
-    if args.verbose:
-        for i, run in enumerate(report.runs, 1):
-            if runs > 1:
-                lines.append(f"run {i}: {run.title or 'perf stat'}")
-            rows = [
-                (
-                    e.event.text,
-                    "-" if (n := _logical(e, run.arch)) is None else n,
-                    e.status if e.value is None else f"{e.value:,.2f}".rstrip("0").rstrip("."),
-                    e.unit,
-                    "" if e.running_pct is None else f"{e.running_pct:.2f}%",
-                )
-                for e in run.entries
-            ]
-            if rows:
-                lines.append(
-                    tabulate(
-                        rows,
-                        headers=("perf event", "logical", "value", "unit", "running"),
-                        disable_numparse=True,
-                    )
-                )
-            if run.perf_metrics:
-                lines.append(
-                    "perf's own top-down level 1: "
-                    + ", ".join(f"{k} {v:.3f}" for k, v in run.perf_metrics.items())
-                )
-            lines.append("")
-    multiplexed = report.multiplexed
-    rows = []
-    for name, value in metrics.items():
-        spec = METRICS.get(name)
-        if spec is None:
-            continue
-        mux = [multiplexed[i] for i in spec.inputs if i in multiplexed]
-        rows.append(
-            (name, _value(value), spec.unit, spec.description, f"{min(mux):.0f}%" if mux else "")
-        )
-    lines.append(
-        tabulate(
-            rows, headers=("metric", "value", "unit", "what", "running"), disable_numparse=True
-        )
-    )
-    if report.unavailable:
-        lines.append(
-            "not counted: " + "; ".join(f"{k} ({v})" for k, v in report.unavailable.items())
-        )
-    if report.unmapped:
-        lines.append("ignored (no logical name): " + ", ".join(report.unmapped))
-    return "\n".join(lines)
-
-
-def _explain_json(
-    args: argparse.Namespace, report, core: str, metrics: dict[str, float], diagnosis
-) -> dict[str, object]:
-    """``inferperf explain --json``: docs/diagnosis.md describes every field."""
-    from .classify import diagnosis_as_dict
-
-    runs = []
-    for run in report.runs:
-        runs.append(
-            {
-                "title": run.title,
-                "elapsed_s": run.elapsed_s,
-                "counts": run.counts,
-                "perf_metrics": run.perf_metrics,
-                "unavailable": run.unavailable,
-                "unmapped": list(run.unmapped),
-                "multiplexed": run.multiplexed,
-                "events": [
-                    {
-                        "event": e.event.text,
-                        "logical": _logical(e, run.arch),
-                        "value": e.value,
-                        "unit": e.unit,
-                        "status": e.status,
-                        "running_pct": e.running_pct,
-                    }
-                    for e in run.entries
-                ],
-            }
-        )
-    return {
-        "schema": "inferperf-explain/1",
-        "file": str(args.file),
-        "format": report.format,
-        "arch": report.arch,
-        "core": core,
-        "core_from": "--cpu" if args.cpu else ("file" if report.core_hint else "none"),
-        "runs": runs,
-        "metrics": metrics,
-        "metrics_combined": "per-run metrics; median over the runs that have each",
-        "diagnosis": diagnosis_as_dict(diagnosis),
-    }
-
-
-def _logical(entry, arch: str) -> str | None:
-    from .perfstat import logical_name
-
-    return logical_name(entry.event, arch)
-
-
-def _value(value: float) -> str:
-    if abs(value) >= 1e6:
-        return f"{value:,.0f}"
-    if abs(value) >= 100:
-        return f"{value:,.1f}"
-    return f"{value:.3f}"
 
 
 def _metrics(args: argparse.Namespace) -> int:

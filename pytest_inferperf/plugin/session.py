@@ -328,19 +328,13 @@ class InferperfPlugin:
 
     def _hook_results(self, profile: Profile) -> tuple[dict[str, float], list]:
         """Metrics and findings added by ``pytest_inferperf_*`` hooks in conftest files."""
-        from ..classify import RuleContext
+        from ..assessment import rule_context
         from ..hooks import extra_findings, extra_metrics
         from ..metrics import METRICS, context_of, profile_metrics
 
         pm = self.config.pluginmanager
         added = extra_metrics(pm, profile.totals, context_of(profile), builtin=METRICS)
-        cpu = profile.machine.get("cpu") or {}
-        ctx = RuleContext.of(
-            str(cpu.get("core_slug", "")),
-            unavailable=profile.unavailable,
-            session=profile.session,
-            cpu_count=cpu.get("cpu_count"),
-        )
+        ctx = rule_context(profile)
         return added, extra_findings(pm, {**profile_metrics(profile), **added}, ctx)
 
     @pytest.hookimpl(wrapper=True)
