@@ -71,7 +71,7 @@ class Options:
         try:
             return SessionSettings(intra_op_threads=self.threads)
         except ValueError as exc:
-            raise UsageError(f"--threads {self.threads}: {exc}") from None
+            raise UsageError(str(exc), setting="threads", value=self.threads) from None
 
 
 @dataclass(frozen=True)
@@ -94,9 +94,11 @@ def parse_shape_arg(text: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     name, value = name.strip(), value.strip()
     if not sep or not name or not _SIZES.fullmatch(value):
-        raise ValueError(
-            f"--shape {text!r}: write NAME=N for a symbolic dimension (sequence=128, batch=1) "
-            "or INPUT=AxB for a whole input (input_ids=1x128)"
+        raise UsageError(
+            "write NAME=N for a symbolic dimension (sequence=128, batch=1) "
+            "or INPUT=AxB for a whole input (input_ids=1x128)",
+            setting="shape",
+            value=repr(text),
         )
     return name, value
 
@@ -152,14 +154,18 @@ def resolve_shapes(
             axes = inputs[name]
             if len(sizes) != len(axes):
                 raise UsageError(
-                    f"--shape {name}={value}: input {name} has {len(axes)} "
-                    f"dimensions {_describe_axes(axes)}, not {len(sizes)}."
+                    f"input {name} has {len(axes)} "
+                    f"dimensions {_describe_axes(axes)}, not {len(sizes)}.",
+                    setting="shape",
+                    value=f"{name}={value}",
                 )
             for (axis, fixed, param), size in zip(axes, sizes, strict=True):
                 if fixed is not None and fixed != size:
                     raise UsageError(
-                        f"--shape {name}={value}: axis {axis} of {name} is fixed "
-                        f"at {fixed} in the model {_describe_axes(axes)}."
+                        f"axis {axis} of {name} is fixed "
+                        f"at {fixed} in the model {_describe_axes(axes)}.",
+                        setting="shape",
+                        value=f"{name}={value}",
                     )
                 if fixed is None:
                     dims[param or f"{name}:{axis}"] = size
@@ -167,10 +173,12 @@ def resolve_shapes(
             dims[name] = sizes[0]
         else:
             raise UsageError(
-                f"--shape {name}={value}: {model} has no symbolic dimension or input named "
+                f"{model} has no symbolic dimension or input named "
                 f"{name!r}. Symbolic dimensions: {', '.join(symbolic) or 'none'}; inputs: "
                 + ", ".join(f"{n}{_describe_axes(a)}" for n, a in inputs.items())
-                + "."
+                + ".",
+                setting="shape",
+                value=f"{name}={value}",
             )
     return dims
 
@@ -183,7 +191,7 @@ def _counters(backend: str, repeat: int, progress: Progress | None) -> Any:
     try:
         inner = make_backend(backend)
     except CountersError as exc:
-        raise UsageError(f"--backend {backend}: {exc}") from None
+        raise UsageError(str(exc), setting="backend", value=backend) from None
     if progress is None:
         return inner
     from .progress import ProgressCounters
@@ -332,8 +340,13 @@ def analyse_model(
         inputs = make_inputs(model, full_dims)
         session = make_session(model, settings)
     except InputSpecError as exc:
-        hint = "" if "memory available" in str(exc) else " Give it with --shape NAME=N."
-        raise UsageError(f"{model}: {exc}.{hint}") from None
+        from .input_memory import FIX
+
+        text, hint = f"{exc}.", "Give it with {shape} NAME=N."
+        if str(exc).endswith(FIX):  # too large: the fix names the setting as the front-end does
+            text = str(exc).removesuffix(FIX).rstrip()
+            hint = "Lower the {shape} values (e.g. batch=1, sequence=128)."
+        raise UsageError(f"{model}: {text}", hint=hint) from None
     except ModelError as exc:
         raise UsageError(f"{exc}. Pass a .onnx file ONNX Runtime can load.") from None
     name = model.stem

@@ -150,7 +150,7 @@ def _shape_arg(text: str) -> tuple[str, str]:
     try:
         return parse_shape_arg(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        raise argparse.ArgumentTypeError(_worded(exc)) from None
 
 
 def _quality_arg(text: str) -> tuple[str, float]:
@@ -194,8 +194,29 @@ def _when(stored: str) -> str:
         return stored or "an earlier run"
 
 
+#: How this command line spells each setting the engine's messages name (errors.SETTINGS).
+SPELLING = {
+    "shape": "--shape",
+    "threads": "--threads",
+    "backend": "--backend",
+    "tolerance": "--tolerance",
+    "quality": "--quality",
+    "quantize": "--quantize",
+    "out": "--out",
+    "baseline": "--baseline",
+    "any_model": "--any-model",
+}
+
+
+def _worded(exc: BaseException) -> str:
+    """An engine error's message with its settings named as this command line spells them."""
+    from .errors import UsageError
+
+    return exc.text(SPELLING) if isinstance(exc, UsageError) else str(exc)
+
+
 def _usage(command: str, exc: Exception) -> int:
-    print(clean(f"inferperf {command}: {exc}", keep_newlines=True), file=sys.stderr)
+    print(clean(f"inferperf {command}: {_worded(exc)}", keep_newlines=True), file=sys.stderr)
     return EXIT_USAGE
 
 

@@ -14,6 +14,8 @@ plugin).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 
 class InferperfError(Exception):
     """An error pytest-inferperf raises on purpose; its message names the cause and the fix.
@@ -27,4 +29,47 @@ class UsageError(InferperfError, ValueError):
     """Something asked for cannot work: a missing file, a bad shape, an incomparable baseline.
 
     The message names the file or setting and the fix; the CLI exits with status 2.
+
+    ``setting`` is the engine's own name of what the user gave that is wrong (``shape``,
+    ``threads``, ``backend``, ``tolerance``, ``quality``, ``quantize``, ``out``,
+    ``baseline``, ``any_model``); ``value`` what was given. ``hint`` is a fix naming it as
+    ``{setting}`` (or any ``{name}`` of another setting). ``str()`` names each setting in
+    the engine's words; :meth:`text` in a front-end's spelling (the CLI's ``--shape``).
     """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        setting: str | None = None,
+        value: object = None,
+        hint: str = "",
+    ) -> None:
+        self.message, self.setting, self.value, self.hint = message, setting, value, hint
+        super().__init__(self.text())
+
+    def text(self, spelling: Mapping[str, str] | None = None) -> str:
+        """The message with every setting named as ``spelling`` writes it (default: plain)."""
+        names = {**dict.fromkeys(SETTINGS), **(spelling or {})}
+        names = {k: v or SETTINGS.get(k, k) for k, v in names.items()}
+        head = ""
+        if self.setting is not None and self.value is not None:
+            head = f"{names.get(self.setting, self.setting)} {self.value}: "
+        tail = ""
+        if self.hint:
+            tail = " " + self.hint.format(setting=names.get(self.setting or "", ""), **names)
+        return head + self.message + tail
+
+
+#: How the engine names each setting in its own messages (a front-end spells them its way).
+SETTINGS = {
+    "shape": "shape",
+    "threads": "threads",
+    "backend": "backend",
+    "tolerance": "tolerance",
+    "quality": "quality",
+    "quantize": "quantize",
+    "out": "the output folder setting",
+    "baseline": "the baseline",
+    "any_model": "the any-model option",
+}

@@ -213,8 +213,10 @@ def match_quality(
         )
         if match is None:
             raise UsageError(
-                f"--quality {name}={value:g}: no compared variant is called "
-                f"{name!r}; the variants are {', '.join(e.label for e in entries)}."
+                f"no compared variant is called "
+                f"{name!r}; the variants are {', '.join(e.label for e in entries)}.",
+                setting="quality",
+                value=f"{name}={value:g}",
             )
         out[match] = value
     return out
@@ -235,7 +237,8 @@ def side_by_side(
 
     if len(entries) < 2:
         raise UsageError(
-            "compare needs at least two profiles or models (or one model with --quantize dynamic)."
+            "compare needs at least two profiles or models",
+            hint="(or one model with {quantize} dynamic).",
         )
     first = entries[0]
     verdicts: list[Any] = [None]

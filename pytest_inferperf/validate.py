@@ -91,8 +91,9 @@ def validate_target(
 
     if tolerance is not None and (not math.isfinite(tolerance) or tolerance < 0):
         raise UsageError(
-            f"--tolerance {tolerance}: a relative tolerance must be a finite "
-            "number >= 0 (0.25 is 25%)."
+            "a relative tolerance must be a finite number >= 0 (0.25 is 25%).",
+            setting="tolerance",
+            value=tolerance,
         )
     baseline = load_profile(baseline_file, "baseline")
     if target.endswith(".json"):
@@ -101,7 +102,7 @@ def validate_target(
     else:
         here = this_cpu().machine_class
         if baseline.machine_class != here:
-            raise UsageError(
+            raise (
                 _incomparable(
                     baseline_file,
                     (
@@ -133,7 +134,7 @@ def validate_target(
             known = identity_of(baseline) or {}
             digest = model_sha256(model)
             if not any_model and known.get("sha256") and digest and digest != known["sha256"]:
-                raise ModelMismatch(
+                raise (
                     _other_model(
                         baseline_file,
                         (
@@ -158,7 +159,7 @@ def validate_target(
     try:
         check_comparable(profile, baseline)
     except IncomparableError:
-        raise UsageError(
+        raise (
             _incomparable(
                 baseline_file,
                 (
@@ -170,7 +171,7 @@ def validate_target(
         ) from None
     why = different_models(profile, baseline)
     if why and not any_model:
-        raise ModelMismatch(_other_model(baseline_file, why))
+        raise _other_model(baseline_file, why)
     spec = PerfSpec(tolerance=tolerance)
     verdict = judge(
         label,
@@ -184,22 +185,22 @@ def validate_target(
 
 
 class ModelMismatch(UsageError):
-    """The baseline measured another model (exit status 2 unless --any-model)."""
+    """The baseline measured another model (the CLI exits 2 unless told to compare anyway)."""
 
 
-def _other_model(baseline_file: str | os.PathLike[str], why: str) -> str:
-    return (
+def _other_model(baseline_file: str | os.PathLike[str], why: str) -> ModelMismatch:
+    return ModelMismatch(
         f"baseline {os.fspath(baseline_file)} is of another model: {why}. A baseline "
-        "only says something about the model it measured: record one for this model "
-        "with `inferperf analyse MODEL --out DIR` and pass DIR/report.json to "
-        "--baseline, or pass --any-model to compare them anyway."
+        "only says something about the model it measured:",
+        hint="record one for this model with `inferperf analyse MODEL --out DIR` and pass "
+        "DIR/report.json to {baseline}, or pass {any_model} to compare them anyway.",
     )
 
 
-def _incomparable(baseline_file: str | os.PathLike[str], why: str) -> str:
-    return (
+def _incomparable(baseline_file: str | os.PathLike[str], why: str) -> UsageError:
+    return UsageError(
         f"baseline {os.fspath(baseline_file)} cannot be compared: {why}. Profiles from "
-        "another machine class or counter backend are never compared; record a baseline "
-        "on this machine with `inferperf analyse MODEL --out DIR` and pass "
-        "DIR/report.json to --baseline."
+        "another machine class or counter backend are never compared;",
+        hint="record a baseline on this machine with `inferperf analyse MODEL --out DIR` and "
+        "pass DIR/report.json to {baseline}.",
     )

@@ -82,3 +82,54 @@ def test_no_error_class_of_the_package_lacks_the_base():
             ):
                 missing.append(f"{info.name}.{value.__name__}")
     assert missing == []
+
+
+# -- engine messages name no command-line flag; the CLI adds its own spelling ------------
+def test_a_usage_error_names_its_setting_plainly_and_the_cli_spells_it():
+    from pytest_inferperf.cli import SPELLING, _worded
+
+    error = UsageError("write NAME=N", setting="shape", value="'x'", hint="Or see {out}.")
+    assert str(error) == "shape 'x': write NAME=N Or see the output folder setting."
+    assert _worded(error) == "--shape 'x': write NAME=N Or see --out."
+    assert error.text({"shape": "inferperf_shape"}).startswith("inferperf_shape 'x': ")
+    assert set(SPELLING) == set(__import__("pytest_inferperf.errors").errors.SETTINGS)
+
+
+def test_the_shape_errors_of_the_engine_name_no_flag():
+    from pytest_inferperf.analyse import parse_shape_arg
+    from pytest_inferperf.cli import _worded
+
+    with pytest.raises(UsageError) as caught:
+        parse_shape_arg("sequence")
+    assert "--" not in str(caught.value)
+    assert str(caught.value).startswith("shape 'sequence': write NAME=N")
+    assert _worded(caught.value).startswith("--shape 'sequence': write NAME=N")
+
+
+def test_validate_names_the_tolerance_setting_not_the_flag(tmp_path):
+    from pytest_inferperf.cli import _worded
+    from pytest_inferperf.validate import validate_target
+
+    with pytest.raises(UsageError) as caught:
+        validate_target("m.onnx", tmp_path / "b.json", tolerance=-1.0)
+    assert str(caught.value) == (
+        "tolerance -1.0: a relative tolerance must be a finite number >= 0 (0.25 is 25%)."
+    )
+    assert _worded(caught.value).startswith("--tolerance -1.0: ")
+
+
+def test_an_unwritable_report_folder_is_named_and_the_cli_adds_its_option(tmp_path):
+    from test_assessment import make
+
+    from pytest_inferperf.assessment import assess_profile
+    from pytest_inferperf.cli import _worded
+    from pytest_inferperf.report.files import write_analysis
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    profile = make(2.0)
+    with pytest.raises(UsageError) as caught:
+        write_analysis(assess_profile(profile), blocker / "out", title="t")
+    assert "--out" not in str(caught.value)
+    assert str(caught.value).endswith("Choose another folder with the output folder setting.")
+    assert _worded(caught.value).endswith("Choose another folder with --out.")

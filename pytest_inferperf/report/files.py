@@ -54,8 +54,8 @@ def write_analysis(
         html_path = _write(out / "report.html", html)
     except OSError as exc:
         raise UsageError(
-            f"cannot write the report under {out}: {exc.strerror or exc}. "
-            "Choose another folder with --out."
+            f"cannot write the report under {out}: {exc.strerror or exc}.",
+            hint="Choose another folder with {out}.",
         ) from None
     return {"json": json_path, "html": html_path}
 
@@ -119,7 +119,7 @@ def write_comparison(
         )
     except OSError as exc:
         raise UsageError(
-            f"cannot write the comparison under {out}: {exc.strerror or exc}. "
-            "Choose another folder with --out."
+            f"cannot write the comparison under {out}: {exc.strerror or exc}.",
+            hint="Choose another folder with {out}.",
         ) from None
     return side, written
