@@ -87,7 +87,7 @@ def validate_target(
     ``any_model``. ``strict``: an inconclusive change fails.
     """
     from .budgets import PerfSpec
-    from .verdict import judge
+    from .assessment import assess as judge
 
     if tolerance is not None and (not math.isfinite(tolerance) or tolerance < 0):
         raise UsageError(
