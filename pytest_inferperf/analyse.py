@@ -660,16 +660,7 @@ def load_profile(path: str | os.PathLike[str], role: str) -> Profile:
     try:
         return Profile.load(path)
     except ProfileFormatError as exc:
-        text = (
-            str(exc)
-            .replace(
-                "Restore it from version control, or delete it and re-create it with "
-                "--update-baselines.",
-                "",
-            )
-            .strip()
-        )
-        text = text.removeprefix(str(path)).strip()
+        text = exc.cause.strip().removeprefix(str(path)).strip()
         raise UsageError(
             f"{role} {path} cannot be used: {text} Re-create it with "
             "`inferperf analyse MODEL --out DIR` (DIR/report.json), or restore "

@@ -86,8 +86,8 @@ def validate_target(
     baseline of another model (content hash, or input names and shapes) unless
     ``any_model``. ``strict``: an inconclusive change fails.
     """
-    from .budgets import PerfSpec
     from .assessment import assess as judge
+    from .budgets import PerfSpec
 
     if tolerance is not None and (not math.isfinite(tolerance) or tolerance < 0):
         raise UsageError(

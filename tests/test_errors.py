@@ -133,3 +133,22 @@ def test_an_unwritable_report_folder_is_named_and_the_cli_adds_its_option(tmp_pa
     assert "--out" not in str(caught.value)
     assert str(caught.value).endswith("Choose another folder with the output folder setting.")
     assert _worded(caught.value).endswith("Choose another folder with --out.")
+
+
+def test_an_unreadable_profile_names_no_flag_and_each_front_end_adds_its_fix(tmp_path):
+    from pytest_inferperf.analyse import load_profile
+    from pytest_inferperf.baseline import BaselineError, load_baseline
+    from pytest_inferperf.profile import FIX, Profile, ProfileFormatError
+
+    path = tmp_path / "b.json"
+    path.write_text("{not json", encoding="utf-8")
+    with pytest.raises(ProfileFormatError) as caught:
+        Profile.load(path)
+    assert str(caught.value) == f"{caught.value.cause} {FIX}"
+    assert "--" not in str(caught.value)
+    with pytest.raises(BaselineError, match=r"pytest --inferperf --update-baselines"):
+        load_baseline(path)  # the plugin's baseline store: its own way to record it again
+    with pytest.raises(UsageError) as cli:
+        load_profile(path, "baseline")
+    assert "Restore it from version control, or delete it" not in str(cli.value)
+    assert "`inferperf analyse MODEL --out DIR`" in str(cli.value)
