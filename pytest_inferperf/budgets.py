@@ -18,6 +18,7 @@ from typing import Any
 
 from .errors import InferperfError
 from .metrics import METRICS, missing_inputs
+from .numbers import number
 
 RUNNER_KEYWORDS = {
     "warmup": "int",
@@ -205,7 +206,7 @@ class BudgetResult:
         delta = (self.value - b.limit) / b.limit * 100 if b.limit else math.inf
         verdict = "ok" if self.status == "pass" else "FAILED"
         return (
-            f"{b.metric} = {self.value:.4g}, budget {op} {b.limit:g} "
+            f"{b.metric} = {number(self.value)}, budget {op} {b.limit:g} "
             f"({delta:+.1f}% from the limit): {verdict}"
         )
 
