@@ -1,10 +1,11 @@
 """The HTML report of ``inferperf analyse`` and ``inferperf compare``: one self-contained page.
 
-Owns: :func:`render_html` - for each Profile a summary, what was counted and what was
+Owns: :func:`render_html` - for each assessed Profile a summary, what was counted and what was
 not (with the reasons), the metrics, latency and peak memory, the per-operator table, the
 roofline plot, the diagnosis with its evidence, energy and the flamegraphs; with several
 Profiles, first the side-by-side comparison (metrics, operator types, Pareto front,
-differential operator flamegraphs).
+differential operator flamegraphs); :func:`render_run_html`, the same sections for a
+``pytest --inferperf`` run, read from the workers' records (:func:`assessment_of_record`).
 
 Safety: the page references nothing outside itself except the relative links to the
 flamegraph files written next to it: CSS is inline, plots are inline SVG (no scripts) and
@@ -13,7 +14,8 @@ and every piece of text taken from a Profile goes through :func:`html.escape`, s
 or node named ``<script>alert(1)</script>`` is shown, not run; a link that is not a plain
 relative path (``javascript:``, ``http:``) is shown as text.
 
-Must not: measure, judge, or read files (SVG texts are handed in).
+Must not: measure, judge, diagnose or compute metrics (all are read from the Assessment),
+or read files (SVG texts are handed in).
 """
 
 from __future__ import annotations

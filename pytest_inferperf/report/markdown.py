@@ -1,11 +1,11 @@
 """Markdown summaries of ``analyse``, ``validate`` and ``compare`` (GitHub job summaries).
 
-Owns: the short Markdown rendering of one Profile, of a validation verdict and of a
+Owns: the short Markdown rendering of one assessed Profile, of a validation verdict and of a
 side-by-side comparison; escaping every name for Markdown tables (``|``, ``<``, ``>``,
 backticks, brackets, backslashes, ``&`` and newlines); appending to the file named by
 ``$GITHUB_STEP_SUMMARY`` when that variable is set.
 
-Must not: measure or judge.
+Must not: measure, judge or compute metrics (they are read from the Assessment).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ energy, diagnosis - and of a side-by-side comparison; also the small formatting 
 the HTML and Markdown reports share (:func:`not_counted`, :func:`facts`; ``fmt`` is
 :func:`numbers.number`).
 
-Must not: measure, judge, or write files. Pure functions of what they are given.
+Must not: measure, judge, diagnose, compute metrics (one Profile's are read from its
+Assessment), or write files. Pure functions of what they are given.
 """
 
 from __future__ import annotations
