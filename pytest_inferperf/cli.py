@@ -205,14 +205,15 @@ SPELLING = {
     "out": "--out",
     "baseline": "--baseline",
     "any_model": "--any-model",
+    "timeout": "the timeout (--timeout)",
 }
 
 
 def _worded(exc: BaseException) -> str:
     """An engine error's message with its settings named as this command line spells them."""
-    from .errors import UsageError
+    from .errors import InferperfError
 
-    return exc.text(SPELLING) if isinstance(exc, UsageError) else str(exc)
+    return exc.text(SPELLING) if isinstance(exc, InferperfError) else str(exc)
 
 
 def _usage(command: str, exc: Exception) -> int:

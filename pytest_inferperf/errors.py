@@ -22,7 +22,35 @@ class InferperfError(Exception):
 
     Subclasses keep their older standard bases too (``ValueError``, ``OSError``...), so an
     ``except ValueError`` written before this base existed still catches them.
+
+    :meth:`text` is the message with every setting named as a front-end spells it; an
+    error that names a setting says so with :meth:`about` (default: its plain ``str``).
     """
+
+    message: str | None = None
+    setting: str | None = None
+    value: object = None
+    hint: str = ""
+
+    def about(
+        self, message: str, *, setting: str | None = None, value: object = None, hint: str = ""
+    ) -> None:
+        """This error names ``setting`` (given as ``value``); ``hint`` is a fix naming it as
+        ``{setting}`` (or any ``{name}`` of :data:`SETTINGS`)."""
+        self.message, self.setting, self.value, self.hint = message, setting, value, hint
+
+    def text(self, spelling: Mapping[str, str] | None = None) -> str:
+        """The message with every setting named as ``spelling`` writes it (default: plain)."""
+        if self.message is None:
+            return str(self)
+        names = {**SETTINGS, **(spelling or {})}
+        head = ""
+        if self.setting is not None and self.value is not None:
+            head = f"{names.get(self.setting, self.setting)} {self.value}: "
+        tail = ""
+        if self.hint:
+            tail = " " + self.hint.format(setting=names.get(self.setting or "", ""), **names)
+        return head + self.message + tail
 
 
 class UsageError(InferperfError, ValueError):
@@ -45,20 +73,8 @@ class UsageError(InferperfError, ValueError):
         value: object = None,
         hint: str = "",
     ) -> None:
-        self.message, self.setting, self.value, self.hint = message, setting, value, hint
+        self.about(message, setting=setting, value=value, hint=hint)
         super().__init__(self.text())
-
-    def text(self, spelling: Mapping[str, str] | None = None) -> str:
-        """The message with every setting named as ``spelling`` writes it (default: plain)."""
-        names = {**dict.fromkeys(SETTINGS), **(spelling or {})}
-        names = {k: v or SETTINGS.get(k, k) for k, v in names.items()}
-        head = ""
-        if self.setting is not None and self.value is not None:
-            head = f"{names.get(self.setting, self.setting)} {self.value}: "
-        tail = ""
-        if self.hint:
-            tail = " " + self.hint.format(setting=names.get(self.setting or "", ""), **names)
-        return head + self.message + tail
 
 
 #: How the engine names each setting in its own messages (a front-end spells them its way).
@@ -72,4 +88,6 @@ SETTINGS = {
     "out": "the output folder setting",
     "baseline": "the baseline",
     "any_model": "the any-model option",
+    # The plugin does not reword a timeout raised inside a test: its default names both.
+    "timeout": "the timeout (marker keyword `timeout=` or the runner's `timeout`)",
 }

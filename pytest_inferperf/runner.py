@@ -55,6 +55,10 @@ class RunnerConfigError(InferperfError, ValueError):
 class MeasurementTimeout(InferperfError, TimeoutError):
     """Not even one measured repeat finished within the timeout."""
 
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        self.about(message, hint=hint)
+        super().__init__(self.text())
+
 
 @dataclass(frozen=True)
 class RunSettings:
@@ -276,9 +280,8 @@ def _call_timed(call: Callable[[], Any], phase: str, guard: Watchdog | None = No
                 call()
     except CallOverrun as exc:
         raise MeasurementTimeout(
-            f"{exc} during {phase}, before any measured repeat. Raise "
-            "the timeout (marker keyword `timeout=` or the runner's "
-            "`timeout`), or make one call shorter."
+            f"{exc} during {phase}, before any measured repeat.",
+            hint="Raise {timeout}, or make one call shorter.",
         ) from None
     except BaseException as exc:
         _note(exc, f"inferperf: the workload raised during {phase}")
@@ -479,9 +482,8 @@ class Runner:
         if not repeats:
             raise MeasurementTimeout(
                 f"{name}: no measured repeat finished within timeout={s.timeout:g}s "
-                f"(warm-up took {sum(warm) / 1e9:.2f}s over {len(warm)} calls). Raise the "
-                "timeout (marker keyword `timeout=` or the runner's `timeout`), or lower "
-                "`warmup`/`repeat`."
+                f"(warm-up took {sum(warm) / 1e9:.2f}s over {len(warm)} calls).",
+                hint="Raise {timeout}, or lower `warmup`/`repeat`.",
             )
         return Profile(
             name=name,

@@ -152,3 +152,28 @@ def test_an_unreadable_profile_names_no_flag_and_each_front_end_adds_its_fix(tmp
         load_profile(path, "baseline")
     assert "Restore it from version control, or delete it" not in str(cli.value)
     assert "`inferperf analyse MODEL --out DIR`" in str(cli.value)
+
+
+def test_a_timeout_names_the_timeout_as_each_front_end_spells_it():
+    import pickle
+
+    from pytest_inferperf.cli import _worded
+    from pytest_inferperf.runner import MeasurementTimeout
+
+    error = MeasurementTimeout("w: no measured repeat.", hint="Raise {timeout}, or lower it.")
+    assert isinstance(error, TimeoutError)
+    assert str(error) == (
+        "w: no measured repeat. Raise the timeout (marker keyword `timeout=` or the "
+        "runner's `timeout`), or lower it."
+    )
+    assert _worded(error) == "w: no measured repeat. Raise the timeout (--timeout), or lower it."
+    back = pickle.loads(pickle.dumps(error))  # crosses processes (xdist, the simulate child)
+    assert str(back) == str(error) and _worded(back) == _worded(error)
+
+
+def test_an_error_without_settings_reads_the_same_everywhere():
+    from pytest_inferperf.budgets import MarkerError
+    from pytest_inferperf.cli import _worded
+
+    error = MarkerError("@pytest.mark.perf: unknown keyword 'x'.")
+    assert error.text({"shape": "--shape"}) == str(error) == _worded(error)
