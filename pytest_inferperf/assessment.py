@@ -316,14 +316,8 @@ def with_confirmation(first: Assessment, again: Assessment, *, pause_s: float) -
     repeated = {c.metric: c for c in again.regressions if c.metric in TIMING_CLOCK}
     held = [m for m in suspects if m in repeated]
     shown = held or list(suspects)
-    second = {
-        m: (
-            again.comparison.get(m).delta
-            if again.comparison is not None and again.comparison.get(m) is not None
-            else None
-        )
-        for m in shown
-    }
+    compared = {m: again.comparison.get(m) if again.comparison is not None else None for m in shown}
+    second = {m: None if c is None else c.delta for m, c in compared.items()}
     parts = ", ".join(f"{m} {_pct(second[m])} (first {suspects[m].delta:+.1%})" for m in shown)
     if held:
         text = f"confirmed: measured again after a {pause_s:g} s pause: {parts}"

@@ -184,7 +184,7 @@ def _operators(profile: Profile) -> str:
     if not ops:
         why = shared.notes(profile).get("operators", "not measured")
         return f'<p class="muted">No operator table: {esc(why)}</p>'
-    rows = [
+    rows: list[tuple[Any, ...]] = [
         (
             o.get("node"),
             o.get("op_type"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tabulate import tabulate
 
@@ -68,7 +69,7 @@ def _cell(value: float | None, scale: float = 1.0) -> str:
     return number(None if value is None else value * scale, digits=3)
 
 
-def columns(records: Sequence[dict]) -> tuple[tuple[str, str, float], ...]:
+def columns(records: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, str, float], ...]:
     """The table's metric columns for these records."""
     extra = tuple(
         c for c in OPTIONAL_COLUMNS if any(r["metrics"].get(c[0]) is not None for r in records)
@@ -76,7 +77,7 @@ def columns(records: Sequence[dict]) -> tuple[tuple[str, str, float], ...]:
     return COLUMNS[:3] + extra + COLUMNS[3:]
 
 
-def summary_rows(records: Sequence[dict]) -> list[list[str]]:
+def summary_rows(records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     rows = []
     shown = columns(records)
     for record in sorted(records, key=lambda r: r["key"]):

@@ -255,7 +255,7 @@ def render_profile(assessment: Assessment) -> str:
             f"Top operators (ONNX Runtime profiler, a separate pass of {runs} runs; "
             f"{len(ops)} of {len(profile.operators)} nodes):",
         ]
-        rows = [
+        rows: list[tuple[Any, ...]] = [
             (
                 o.get("node"),
                 o.get("op_type"),
@@ -266,7 +266,7 @@ def render_profile(assessment: Assessment) -> str:
             )
             for o in ops
         ]
-        headers = ("node", "op type", "runs", "µs/run", "share", "input shapes")
+        headers: tuple[str, ...] = ("node", "op type", "runs", "µs/run", "share", "input shapes")
         if len({o.get("model") for o in profile.operators}) > 1:  # several sessions: whose
             rows = [(o.get("model"), *row) for o, row in zip(ops, rows, strict=True)]
             headers = ("model", *headers)
