@@ -13,9 +13,8 @@ Owns:
 * :func:`analyse_callable` - a Python callable taking no arguments
   (``package.module:callable`` or ``path/to/file.py:callable``).
 * :func:`analyse_target` - either of those behind the result cache (:mod:`.cache`).
-* :func:`load_profile` - a saved Profile (``report.json``, a baseline) as a target, and
-  :func:`diagnosis_of`, the classifier's diagnosis of one Profile.
-* :class:`UsageError` - anything the user asked for that cannot work (the CLI exits 2).
+* :func:`load_profile` - a saved Profile (``report.json``, a baseline) as a target;
+  what the user asked for that cannot work raises :class:`errors.UsageError` (the CLI exits 2).
 
 Must not: parse arguments or print (``cli``), judge against a baseline (:mod:`.validate`),
 compare several Profiles (:mod:`.side_by_side`), write report files (:mod:`.report.files`)
@@ -39,9 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from .cache import CachedResult, CacheKey, ResultCache, file_sha256
+from .errors import UsageError
 from .identity import describe_model
 from .machine import this_cpu
-from .metrics import profile_metrics
 from .onnx import InputSpecError, ModelError, SessionSettings
 from .profile import SCHEMA_VERSION, Profile, ProfileFormatError
 
@@ -52,13 +51,6 @@ STACKS_KEPT_BYTES = 256 << 10  # folded stacks kept in a Profile (as with a plug
 ENERGY_SECONDS = 0.5  # how long the energy pass runs the workload
 OPERATOR_RUNS = 10  # profiled runs of the operator pass (fewer when --repeat is smaller)
 CACHE_OPTIONS_VERSION = 1  # bump when what an analysis contains changes
-
-
-class UsageError(ValueError):
-    """Something asked for cannot work: a missing file, a bad shape, an incomparable baseline.
-
-    The message names the file or option and the fix; the CLI exits with status 2.
-    """
 
 
 # -- options -------------------------------------------------------------------------
@@ -79,7 +71,7 @@ class Options:
         try:
             return SessionSettings(intra_op_threads=self.threads)
         except ValueError as exc:
-            raise UsageError(f"--threads {self.threads}: {exc}") from None
+            raise UsageError(str(exc), setting="threads", value=self.threads) from None
 
 
 @dataclass(frozen=True)
@@ -102,9 +94,11 @@ def parse_shape_arg(text: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     name, value = name.strip(), value.strip()
     if not sep or not name or not _SIZES.fullmatch(value):
-        raise ValueError(
-            f"--shape {text!r}: write NAME=N for a symbolic dimension (sequence=128, batch=1) "
-            "or INPUT=AxB for a whole input (input_ids=1x128)"
+        raise UsageError(
+            "write NAME=N for a symbolic dimension (sequence=128, batch=1) "
+            "or INPUT=AxB for a whole input (input_ids=1x128)",
+            setting="shape",
+            value=repr(text),
         )
     return name, value
 
@@ -160,14 +154,18 @@ def resolve_shapes(
             axes = inputs[name]
             if len(sizes) != len(axes):
                 raise UsageError(
-                    f"--shape {name}={value}: input {name} has {len(axes)} "
-                    f"dimensions {_describe_axes(axes)}, not {len(sizes)}."
+                    f"input {name} has {len(axes)} "
+                    f"dimensions {_describe_axes(axes)}, not {len(sizes)}.",
+                    setting="shape",
+                    value=f"{name}={value}",
                 )
             for (axis, fixed, param), size in zip(axes, sizes, strict=True):
                 if fixed is not None and fixed != size:
                     raise UsageError(
-                        f"--shape {name}={value}: axis {axis} of {name} is fixed "
-                        f"at {fixed} in the model {_describe_axes(axes)}."
+                        f"axis {axis} of {name} is fixed "
+                        f"at {fixed} in the model {_describe_axes(axes)}.",
+                        setting="shape",
+                        value=f"{name}={value}",
                     )
                 if fixed is None:
                     dims[param or f"{name}:{axis}"] = size
@@ -175,10 +173,12 @@ def resolve_shapes(
             dims[name] = sizes[0]
         else:
             raise UsageError(
-                f"--shape {name}={value}: {model} has no symbolic dimension or input named "
+                f"{model} has no symbolic dimension or input named "
                 f"{name!r}. Symbolic dimensions: {', '.join(symbolic) or 'none'}; inputs: "
                 + ", ".join(f"{n}{_describe_axes(a)}" for n, a in inputs.items())
-                + "."
+                + ".",
+                setting="shape",
+                value=f"{name}={value}",
             )
     return dims
 
@@ -191,7 +191,7 @@ def _counters(backend: str, repeat: int, progress: Progress | None) -> Any:
     try:
         inner = make_backend(backend)
     except CountersError as exc:
-        raise UsageError(f"--backend {backend}: {exc}") from None
+        raise UsageError(str(exc), setting="backend", value=backend) from None
     if progress is None:
         return inner
     from .progress import ProgressCounters
@@ -340,8 +340,13 @@ def analyse_model(
         inputs = make_inputs(model, full_dims)
         session = make_session(model, settings)
     except InputSpecError as exc:
-        hint = "" if "memory available" in str(exc) else " Give it with --shape NAME=N."
-        raise UsageError(f"{model}: {exc}.{hint}") from None
+        from .input_memory import FIX
+
+        text, hint = f"{exc}.", "Give it with {shape} NAME=N."
+        if str(exc).endswith(FIX):  # too large: the fix names the setting as the front-end does
+            text = str(exc).removesuffix(FIX).rstrip()
+            hint = "Lower the {shape} values (e.g. batch=1, sequence=128)."
+        raise UsageError(f"{model}: {text}", hint=hint) from None
     except ModelError as exc:
         raise UsageError(f"{exc}. Pass a .onnx file ONNX Runtime can load.") from None
     name = model.stem
@@ -655,32 +660,9 @@ def load_profile(path: str | os.PathLike[str], role: str) -> Profile:
     try:
         return Profile.load(path)
     except ProfileFormatError as exc:
-        text = (
-            str(exc)
-            .replace(
-                "Restore it from version control, or delete it and re-create it with "
-                "--update-baselines.",
-                "",
-            )
-            .strip()
-        )
-        text = text.removeprefix(str(path)).strip()
+        text = exc.cause.strip().removeprefix(str(path)).strip()
         raise UsageError(
             f"{role} {path} cannot be used: {text} Re-create it with "
             "`inferperf analyse MODEL --out DIR` (DIR/report.json), or restore "
             "it from version control."
         ) from None
-
-
-def diagnosis_of(profile: Profile) -> Any:
-    """The classifier's diagnosis of one Profile on its own (as the plugin's verdict has it)."""
-    from .classify import diagnose
-
-    cpu = profile.machine.get("cpu") or {}
-    return diagnose(
-        profile_metrics(profile),
-        core=str(cpu.get("core_slug", "")),
-        unavailable=profile.unavailable,
-        session=profile.session,
-        cpu_count=cpu.get("cpu_count"),
-    )

@@ -42,6 +42,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from .errors import InferperfError
 from .profile import Profile, ProfileFormatError
 
 #: The counter backend whose baselines live in the plain machine-class folder.
@@ -57,16 +58,13 @@ _HASH_MARK = "~"  # never in _ALLOWED, so only a hash suffix can put it in a nam
 _WINDOWS_RESERVED = frozenset(
     {"CON", "PRN", "AUX", "NUL"} | {f"COM{i}" for i in range(10)} | {f"LPT{i}" for i in range(10)}
 )
-_PROFILE_FIX = (
-    "Restore it from version control, or delete it and re-create it with --update-baselines."
-)
 _FIX = (
     "Restore it from version control, or delete it and run "
     "`pytest --inferperf --update-baselines` to record it again."
 )
 
 
-class BaselineError(Exception):
+class BaselineError(InferperfError):
     """A baseline that cannot be located, read or written; the message names the file and fix."""
 
 
@@ -186,7 +184,7 @@ def load_baseline(path: str | os.PathLike[str]) -> Profile | None:
     except ProfileFormatError as exc:
         if isinstance(exc.__cause__, FileNotFoundError):  # removed since the check above
             return None
-        raise BaselineError(_unusable(path, str(exc))) from None
+        raise BaselineError(_unusable(path, exc.cause)) from None
     except (
         ValueError,
         TypeError,
@@ -200,7 +198,7 @@ def load_baseline(path: str | os.PathLike[str]) -> Profile | None:
 
 
 def _unusable(path: Path, cause: str) -> str:
-    cause = cause.replace(_PROFILE_FIX, "").strip()
+    cause = cause.strip()
     if cause.startswith(str(path)):
         cause = cause[len(str(path)) :].strip()
     else:

@@ -16,7 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import InferperfError
 from .metrics import METRICS, missing_inputs
+from .numbers import number
 
 RUNNER_KEYWORDS = {
     "warmup": "int",
@@ -30,7 +32,7 @@ RUNNER_KEYWORDS = {
 OTHER_KEYWORDS = ("tolerance",)
 
 
-class MarkerError(ValueError):
+class MarkerError(InferperfError, ValueError):
     """A ``perf`` marker keyword or value that cannot work; says which and the fix."""
 
 
@@ -206,7 +208,7 @@ class BudgetResult:
         delta = (self.value - b.limit) / b.limit * 100 if b.limit else math.inf
         verdict = "ok" if self.status == "pass" else "FAILED"
         return (
-            f"{b.metric} = {self.value:.4g}, budget {op} {b.limit:g} "
+            f"{b.metric} = {number(self.value)}, budget {op} {b.limit:g} "
             f"({delta:+.1f}% from the limit): {verdict}"
         )
 

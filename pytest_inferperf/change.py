@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .metrics import METRICS
+from .numbers import reading as fmt  # the engine's sentences and the reports read alike
 from .stages import REST_STAGE
 from .thresholds import CATEGORIES, CHANGE_COSTS, METRIC_CATEGORY
 
@@ -249,20 +250,6 @@ class ChangeExplanation:
 
 
 # -- formatting -----------------------------------------------------------------------
-
-
-def fmt(value: float) -> str:
-    """A number the way a reader scans it: 3 significant digits, no exponent below 1e6."""
-    if value == 0 or math.isinf(value) or math.isnan(value):
-        return str(value)
-    magnitude = abs(value)
-    if magnitude >= 1e6:
-        return f"{value:.3g}"
-    if magnitude >= 100:
-        return f"{value:.0f}"
-    if magnitude >= 1:
-        return f"{value:.2f}".rstrip("0").rstrip(".")
-    return f"{value:.3f}".rstrip("0").rstrip(".")
 
 
 def pct(relative: float) -> str:

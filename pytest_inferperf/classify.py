@@ -2,11 +2,12 @@
 
 Owns: the judging rules (which thresholds of :mod:`thresholds` crossed, how confident
 that makes us, which category wins), what could not be judged and why, the
-recommendations for CPU inference with ONNX Runtime, and rendering a
-:class:`Diagnosis` as text or plain data. The explanation of a change against a
+recommendations for CPU inference with ONNX Runtime, and a :class:`Diagnosis` as
+plain data (its text is :mod:`report.diagnosis`'s). The explanation of a change against a
 baseline is :mod:`change`'s (re-exported here: ``explain_change``, ``ChangeExplanation``).
 
-Must not: read counters or files, compute metrics (``metrics`` does), or import pytest.
+Must not: read counters or files, compute metrics (``metrics`` does), render text, or
+import pytest.
 Pure functions over mappings: the plugin, the CLI and hook implementations call them.
 
 How a category is judged:
@@ -50,8 +51,6 @@ from .change import (  # the explanation of a change lives there; re-exported he
     MetricChange,
     explain_change,
     fmt,
-    metric_lines,
-    part_lines,
 )
 from .metrics import METRICS
 from .pmu.events import CATALOGUE
@@ -79,7 +78,6 @@ __all__ = [
     "RuleContext",
     "diagnose",
     "explain_change",
-    "render",
 ]
 
 KEY_WEIGHT, SUPPORT_WEIGHT, SIGNAL_CEILING = 1.0, 0.5, 0.85
@@ -561,6 +559,19 @@ def diagnose(
     a change; ``extra_findings`` are merged in (``pytest_inferperf_rules`` hook results).
     """
     ctx = RuleContext.of(core, unavailable=unavailable, session=session, cpu_count=cpu_count)
+    return diagnose_in(
+        ctx, metrics, baseline_metrics=baseline_metrics, extra_findings=extra_findings
+    )
+
+
+def diagnose_in(
+    ctx: RuleContext,
+    metrics: Mapping[str, float],
+    *,
+    baseline_metrics: Mapping[str, float] | None = None,
+    extra_findings: Iterable[Finding] = (),
+) -> Diagnosis:
+    """:func:`diagnose` for a context already built (the one the rules hook was given)."""
     judged = {c: _judge(c, metrics, ctx) for c in CATEGORIES if c != "extra_work"}
     findings: list[Finding] = []
     not_judged: dict[str, str] = {}
@@ -618,7 +629,7 @@ def diagnose(
         secondary=tuple(findings[1:]),
         not_judged=not_judged,
         change=change,
-        core=core,
+        core=ctx.core,
         notes=_notes(ctx),
     )
 
@@ -707,65 +718,33 @@ def diagnosis_as_dict(diagnosis: Diagnosis) -> dict[str, Any]:
     return out
 
 
-def _short_source(source: str) -> str:
-    return source.split(":", 1)[0].split(" (", 1)[0]
+def diagnosis_from_dict(data: Mapping[str, Any]) -> Diagnosis:
+    """The Diagnosis back from :func:`diagnosis_as_dict` (the change is not carried)."""
 
-
-def _evidence_line(finding: Finding, limit: int = 3) -> str:
-    items = [f"{e.line()} ({_short_source(e.source)})" for e in finding.evidence[:limit]]
-    return "; ".join(items)
-
-
-def render(diagnosis: Diagnosis, verbose: bool = False) -> str:
-    """The diagnosis as text: short by default, the full reasoning with ``verbose``."""
-    lines: list[str] = []
-    head = f"Diagnosis ({diagnosis.core or 'unknown core'})"
-    primary = diagnosis.primary
-    if primary is None:
-        lines.append(f"{head}: no threshold of concern crossed.")
-    else:
-        lines.append(
-            f"{head}: {primary.title} [{primary.category}], confidence {primary.confidence:.2f}"
+    def finding(row: Mapping[str, Any]) -> Finding:
+        return Finding(
+            category=str(row["category"]),
+            title=str(row["title"]),
+            confidence=float(row["confidence"]),
+            evidence=tuple(
+                Evidence(
+                    e["metric"],
+                    float(e["value"]),
+                    float(e["threshold"]),
+                    e["comparison"],
+                    e["source"],
+                )
+                for e in row.get("evidence") or ()
+            ),
+            recommendations=tuple(row.get("recommendations") or ()),
+            explanation=str(row.get("explanation") or ""),
         )
-        lines.append(f"  evidence: {_evidence_line(primary)}")
-        recs = primary.recommendations if verbose else primary.recommendations[:2]
-        for i, rec in enumerate(recs, 1):
-            lines.append(f"  {'try' if i == 1 else '   '} {i}. {rec}")
-    if diagnosis.change is not None:
-        lines.append(f"  change vs baseline: {diagnosis.change.summary}")
-        lines.extend(f"    {line}" for line in part_lines(diagnosis.change))
-    lines.extend(f"  note: {note}" for note in diagnosis.notes)
-    if not verbose:
-        if diagnosis.secondary:
-            others = ", ".join(f"{f.category} {f.confidence:.2f}" for f in diagnosis.secondary)
-            lines.append(f"  also: {others}")
-        if diagnosis.not_judged:
-            lines.append(f"  not judged: {', '.join(diagnosis.not_judged)} (-v for why)")
-        return "\n".join(lines)
-    if primary is not None:
-        lines.append("")
-        lines.append(f"Why {primary.category}: {primary.explanation}")
-    for finding in diagnosis.secondary:
-        lines.append("")
-        lines.append(
-            f"Also {finding.title} [{finding.category}], confidence {finding.confidence:.2f}"
-        )
-        if finding.explanation:
-            lines.append(f"  {finding.explanation}")
-        else:
-            lines.extend(f"  {ev.line()}  ({ev.source})" for ev in finding.evidence)
-        for i, rec in enumerate(finding.recommendations, 1):
-            lines.append(f"  {i}. {rec}")
-    if diagnosis.not_judged:
-        lines.append("")
-        lines.append("Not judged:")
-        for category, why in diagnosis.not_judged.items():
-            lines.append(f"  {category}: {why}")
-    if diagnosis.change is not None and diagnosis.change.moved:
-        lines.append("")
-        lines.append(
-            "Change against the baseline (largest relative moves; noise: within "
-            "the run-to-run spread; share: what the move can cost at most):"
-        )
-        lines.extend(f"  {line}" for line in metric_lines(diagnosis.change))
-    return "\n".join(lines)
+
+    primary = data.get("primary")
+    return Diagnosis(
+        primary=None if primary is None else finding(primary),
+        secondary=tuple(finding(f) for f in data.get("secondary") or ()),
+        not_judged=dict(data.get("not_judged") or {}),
+        core=str(data.get("core") or ""),
+        notes=tuple(data.get("notes") or ()),
+    )

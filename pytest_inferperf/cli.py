@@ -26,7 +26,8 @@ def clean(text: str, *, keep_newlines: bool = False) -> str:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from .doctor import render_json, render_text, run_doctor
+    from .doctor import run_doctor
+    from .report.doctor import render_json, render_text
 
     report = run_doctor()
     print(render_json(report) if args.json else render_text(report))
@@ -34,8 +35,9 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from .classify import diagnose, render
+    from .classify import diagnose
     from .perfstat import PerfStatError, load_report
+    from .report.explain import explain_json, explain_text
     from .thresholds import check_core, core_facts
 
     arch = None
@@ -68,132 +70,14 @@ def _explain(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        print(json.dumps(_explain_json(args, report, core, metrics, diagnosis), indent=2))
+        document = explain_json(
+            str(args.file), report, core, metrics, diagnosis, core_given=bool(args.cpu)
+        )
+        print(json.dumps(document, indent=2))
         return EXIT_OK
-    print(clean(_explain_text(args, report, core, metrics), keep_newlines=True))
-    print()
-    print(clean(render(diagnosis, verbose=args.verbose), keep_newlines=True))
+    text = explain_text(str(args.file), report, core, metrics, diagnosis, verbose=args.verbose)
+    print(clean(text, keep_newlines=True))
     return EXIT_OK
-
-
-def _explain_text(args: argparse.Namespace, report, core: str, metrics: dict[str, float]) -> str:
-    from tabulate import tabulate
-
-    from .metrics import METRICS
-
-    runs = len(report.runs)
-    where = f"{args.file} ({report.format}"
-    where += f", {report.elapsed_s:.3f} s elapsed" if report.elapsed_s else ""
-    where += f", {runs} runs kept apart: metrics are the median over the runs" if runs > 1 else ""
-    lines = [f"perf stat: {where}); core: {core or 'unknown (pass --cpu)'}"]
-    if args.verbose:
-        for i, run in enumerate(report.runs, 1):
-            if runs > 1:
-                lines.append(f"run {i}: {run.title or 'perf stat'}")
-            rows = [
-                (
-                    e.event.text,
-                    "-" if (n := _logical(e, run.arch)) is None else n,
-                    e.status if e.value is None else f"{e.value:,.2f}".rstrip("0").rstrip("."),
-                    e.unit,
-                    "" if e.running_pct is None else f"{e.running_pct:.2f}%",
-                )
-                for e in run.entries
-            ]
-            if rows:
-                lines.append(
-                    tabulate(
-                        rows,
-                        headers=("perf event", "logical", "value", "unit", "running"),
-                        disable_numparse=True,
-                    )
-                )
-            if run.perf_metrics:
-                lines.append(
-                    "perf's own top-down level 1: "
-                    + ", ".join(f"{k} {v:.3f}" for k, v in run.perf_metrics.items())
-                )
-            lines.append("")
-    multiplexed = report.multiplexed
-    rows = []
-    for name, value in metrics.items():
-        spec = METRICS.get(name)
-        if spec is None:
-            continue
-        mux = [multiplexed[i] for i in spec.inputs if i in multiplexed]
-        rows.append(
-            (name, _value(value), spec.unit, spec.description, f"{min(mux):.0f}%" if mux else "")
-        )
-    lines.append(
-        tabulate(
-            rows, headers=("metric", "value", "unit", "what", "running"), disable_numparse=True
-        )
-    )
-    if report.unavailable:
-        lines.append(
-            "not counted: " + "; ".join(f"{k} ({v})" for k, v in report.unavailable.items())
-        )
-    if report.unmapped:
-        lines.append("ignored (no logical name): " + ", ".join(report.unmapped))
-    return "\n".join(lines)
-
-
-def _explain_json(
-    args: argparse.Namespace, report, core: str, metrics: dict[str, float], diagnosis
-) -> dict[str, object]:
-    """``inferperf explain --json``: docs/diagnosis.md describes every field."""
-    from .classify import diagnosis_as_dict
-
-    runs = []
-    for run in report.runs:
-        runs.append(
-            {
-                "title": run.title,
-                "elapsed_s": run.elapsed_s,
-                "counts": run.counts,
-                "perf_metrics": run.perf_metrics,
-                "unavailable": run.unavailable,
-                "unmapped": list(run.unmapped),
-                "multiplexed": run.multiplexed,
-                "events": [
-                    {
-                        "event": e.event.text,
-                        "logical": _logical(e, run.arch),
-                        "value": e.value,
-                        "unit": e.unit,
-                        "status": e.status,
-                        "running_pct": e.running_pct,
-                    }
-                    for e in run.entries
-                ],
-            }
-        )
-    return {
-        "schema": "inferperf-explain/1",
-        "file": str(args.file),
-        "format": report.format,
-        "arch": report.arch,
-        "core": core,
-        "core_from": "--cpu" if args.cpu else ("file" if report.core_hint else "none"),
-        "runs": runs,
-        "metrics": metrics,
-        "metrics_combined": "per-run metrics; median over the runs that have each",
-        "diagnosis": diagnosis_as_dict(diagnosis),
-    }
-
-
-def _logical(entry, arch: str) -> str | None:
-    from .perfstat import logical_name
-
-    return logical_name(entry.event, arch)
-
-
-def _value(value: float) -> str:
-    if abs(value) >= 1e6:
-        return f"{value:,.0f}"
-    if abs(value) >= 100:
-        return f"{value:,.1f}"
-    return f"{value:.3f}"
 
 
 def _metrics(args: argparse.Namespace) -> int:
@@ -266,7 +150,7 @@ def _shape_arg(text: str) -> tuple[str, str]:
     try:
         return parse_shape_arg(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        raise argparse.ArgumentTypeError(_worded(exc)) from None
 
 
 def _quality_arg(text: str) -> tuple[str, float]:
@@ -310,8 +194,30 @@ def _when(stored: str) -> str:
         return stored or "an earlier run"
 
 
+#: How this command line spells each setting the engine's messages name (errors.SETTINGS).
+SPELLING = {
+    "shape": "--shape",
+    "threads": "--threads",
+    "backend": "--backend",
+    "tolerance": "--tolerance",
+    "quality": "--quality",
+    "quantize": "--quantize",
+    "out": "--out",
+    "baseline": "--baseline",
+    "any_model": "--any-model",
+    "timeout": "the timeout (--timeout)",
+}
+
+
+def _worded(exc: BaseException) -> str:
+    """An engine error's message with its settings named as this command line spells them."""
+    from .errors import InferperfError
+
+    return exc.text(SPELLING) if isinstance(exc, InferperfError) else str(exc)
+
+
 def _usage(command: str, exc: Exception) -> int:
-    print(clean(f"inferperf {command}: {exc}", keep_newlines=True), file=sys.stderr)
+    print(clean(f"inferperf {command}: {_worded(exc)}", keep_newlines=True), file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -342,7 +248,8 @@ def _analyse_entry(
 
 
 def _analyse_cmd(args: argparse.Namespace) -> int:
-    from .analyse import UsageError, diagnosis_of
+    from .assessment import assess_profile
+    from .errors import UsageError
     from .report import markdown, text
     from .report.files import write_analysis
 
@@ -350,18 +257,18 @@ def _analyse_cmd(args: argparse.Namespace) -> int:
     try:
         options = _options(args, threads=1, warmup=3, repeat=30, timeout=60.0, backend="perf")
         result = _analyse_entry(args.target, options, args, args.out, progress)
-        files = write_analysis(result.profile, args.out, title=f"inferperf: {args.target}")
+        assessment = assess_profile(result.profile)  # judged once; every output reads it
+        files = write_analysis(assessment, args.out, title=f"inferperf: {args.target}")
     except (UsageError, TimeoutError) as exc:
         return _usage("analyse", exc)
     profile = result.profile
-    diagnosis = diagnosis_of(profile)
     if args.json:
         print(profile.to_json())
     else:
-        print(clean(text.render_profile(profile, diagnosis), keep_newlines=True))
+        print(clean(text.render_profile(assessment), keep_newlines=True))
         print()
         print(f"wrote {files['json']} and {files['html']}")
-    markdown.append_step_summary(markdown.render_profile(profile, diagnosis))
+    markdown.append_step_summary(markdown.render_profile(assessment))
     if not profile.outputs_ok:
         print(f"inferperf analyse: {args.target} returned NaN or infinity", file=sys.stderr)
         return EXIT_FAILED
@@ -369,10 +276,10 @@ def _analyse_cmd(args: argparse.Namespace) -> int:
 
 
 def _validate_cmd(args: argparse.Namespace) -> int:
-    from .analyse import UsageError
+    from .errors import UsageError
     from .report import markdown
+    from .report.verdict import change_summary, failure_text
     from .validate import validate_target
-    from .verdict import change_summary, failure_text
 
     progress = _ProgressLine()
     overrides = {k: getattr(args, k) for k in ("threads", "warmup", "repeat", "timeout", "backend")}
@@ -417,7 +324,8 @@ def _compare_cmd(args: argparse.Namespace) -> int:
     from dataclasses import replace
     from pathlib import Path
 
-    from .analyse import Analysis, UsageError, load_profile
+    from .analyse import Analysis, load_profile
+    from .errors import UsageError
     from .quantize import quantize_dynamic
     from .report import markdown, text
     from .report.files import write_comparison

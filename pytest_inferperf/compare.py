@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import metrics as metrics_mod
+from .errors import InferperfError
 from .pmu.simulate_noise import noise_tolerances
 from .profile import Profile
 
@@ -130,7 +131,7 @@ ZERO_BASELINE_FLOORS: dict[str, float] = {
 Status = str  # "ok" | "regressed" | "improved" | "noise"
 
 
-class IncomparableError(ValueError):
+class IncomparableError(InferperfError, ValueError):
     """Two Profiles that must not be compared (another machine class or backend)."""
 
 

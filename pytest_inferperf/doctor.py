@@ -3,22 +3,18 @@
 Owns: gathering the machine facts and probing every catalogued event once
 with the real backend, a short self-test that the counters move (which also
 finds an emulated PMU, cycles equal to instructions, and listed events that
-never count), and the text / JSON rendering of that report, with one note
-per cause however many events share it.
+never count). Its text and JSON are :mod:`report.doctor`'s.
 
-Must not: change anything on the machine.
+Must not: change anything on the machine, or render the report.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 
-from tabulate import tabulate
-
 from .pmu.cpu import CpuInfo, identify
-from .pmu.events import CATALOGUE, DEFAULT_EVENTS, reason_cause, reason_group
+from .pmu.events import CATALOGUE, DEFAULT_EVENTS
 from .pmu.perf_backend import PerfEventCounters
 from .pmu.trust import distrusted, emulated_reason
 
@@ -82,103 +78,3 @@ def run_doctor(cpu: CpuInfo | None = None) -> DoctorReport:
     return DoctorReport(
         cpu, rows, dict(counters.capacities), counters.exclude_kernel, self_test, emulation
     )
-
-
-def _size(n: int) -> str:
-    for unit, scale in (("M", 1 << 20), ("K", 1 << 10)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale}{unit}"
-    return str(n)
-
-
-def render_text(report: DoctorReport) -> str:
-    cpu = report.cpu
-    if cpu.pmus:
-        pmus = "; ".join(
-            f"{p.name} (type {p.type}, cpus {_cpu_range(p.cpus)}"
-            + (
-                f", {report.capacities[p.name]} counters per group"
-                if p.name in report.capacities
-                else ""
-            )
-            + ")"
-            for p in cpu.pmus
-        )
-    else:
-        pmus = "none exposed (no core PMU under /sys/bus/event_source/devices)"
-    paranoid = "unknown" if cpu.paranoid is None else str(cpu.paranoid)
-    facts = [
-        ("Machine class", cpu.machine_class),
-        ("CPU", f"{cpu.core} [{cpu.vendor}{', MIDR ' + cpu.midr if cpu.midr else ''}]"),
-        ("CPUs", str(cpu.cpu_count)),
-        ("Caches", ", ".join(f"{c.label} {_size(c.size_bytes)}" for c in cpu.caches) or "unknown"),
-        ("Kernel", cpu.kernel),
-        (
-            "perf_event_paranoid",
-            f"{paranoid} ({'privileged' if cpu.privileged else 'unprivileged'}"
-            f", kernel {'excluded' if report.exclude_kernel else 'counted'})",
-        ),
-        ("PMUs", pmus),
-    ]
-    if report.emulation:
-        facts.append(("PMU", emulation_line(report.emulation)))
-    lines = [tabulate(facts, tablefmt="plain"), ""]
-    notes: dict[str, int] = {}
-    table = []
-    for row in report.statuses:
-        if row["available"]:
-            table.append((row["name"], "yes", row["source"]))
-            continue
-        number = notes.setdefault(reason_cause(row["reason"]), len(notes) + 1)
-        counted = "listed, unused" if row.get("listed") else "no"
-        table.append((row["name"], counted, f"{_headline(reason_group(row['reason']))} [{number}]"))
-    lines.append(
-        tabulate(table, headers=("event", "counted", "source / reason"), tablefmt="simple")
-    )
-    if notes:
-        lines.append("")
-        lines.extend(f"[{number}] {reason}" for reason, number in notes.items())
-    available = sum(row["available"] for row in report.statuses)
-    lines.append("")
-    lines.append(f"{available} of {len(report.statuses)} events can be counted here.")
-    task_clock = report.self_test["counted"].get("task_clock")
-    if task_clock is not None:
-        lines.append(
-            f"Self-test: a {report.self_test['busy_loop_ns'] / 1e6:.0f} ms busy loop counted "
-            f"{task_clock / 1e6:.2f} ms of task_clock."
-        )
-    if not any(row["available"] for row in report.statuses if not _software(row["name"])):
-        lines.append(
-            "No hardware event can be counted: budgets on IPC, caches, TLB and branches will be "
-            "skipped with this reason. Time, page faults and context switches still work."
-        )
-    return "\n".join(lines)
-
-
-def emulation_line(evidence: str) -> str:
-    """What an emulated PMU means for the user, in one line (doctor and report footers)."""
-    return (
-        f"emulated ({evidence}): instruction counts are exact; cycles, IPC, "
-        "cycle-based and time budgets are not judged here"
-    )
-
-
-def _headline(reason: str) -> str:
-    """The part of a reason before its explanation: 'no PMU exposed (ENOENT)'."""
-    return reason.split(":", 1)[0]
-
-
-def _software(name: str) -> bool:
-    return CATALOGUE[name].is_software
-
-
-def _cpu_range(cpus: tuple[int, ...]) -> str:
-    if not cpus:
-        return "?"
-    if list(cpus) == list(range(cpus[0], cpus[-1] + 1)):
-        return f"{cpus[0]}-{cpus[-1]}" if len(cpus) > 1 else str(cpus[0])
-    return ",".join(map(str, cpus))
-
-
-def render_json(report: DoctorReport) -> str:
-    return json.dumps(report.to_dict(), indent=2, sort_keys=False)

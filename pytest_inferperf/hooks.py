@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
+from .errors import InferperfError
+
 if TYPE_CHECKING:
     from .classify import Finding, RuleContext
     from .metrics import MetricContext
@@ -80,7 +82,7 @@ def plugin_manager(
     return pm
 
 
-class HookResultError(ValueError):
+class HookResultError(InferperfError, ValueError):
     """A hook implementation returned something unusable; the message names it."""
 
 

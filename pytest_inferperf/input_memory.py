@@ -15,11 +15,15 @@ import math
 import resource
 from collections.abc import Mapping, Sequence
 
+from .errors import InferperfError
+
 #: Largest fraction of the available memory the inputs may take (the model needs the rest).
 SHARE = 0.5
+#: The fix, in the engine's words (a front-end names its own option instead).
+FIX = "Lower the input sizes (e.g. batch=1, sequence=128)"
 
 
-class InputsTooLarge(ValueError):
+class InputsTooLarge(InferperfError, ValueError):
     """The requested inputs cannot fit in memory; the message says which and how much."""
 
 
@@ -66,6 +70,5 @@ def check_inputs_fit(
     too_big = f"{total:.3e} bytes" if total >= 1e21 else _size(total)
     raise InputsTooLarge(
         f"the inputs would need {too_big} ({name} alone is [{shape}]), more than "
-        f"{SHARE:.0%} of the {_size(limit)} of memory available here: nothing was allocated. "
-        "Lower the --shape values (e.g. batch=1, sequence=128)"
+        f"{SHARE:.0%} of the {_size(limit)} of memory available here: nothing was allocated. " + FIX
     )

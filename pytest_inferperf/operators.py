@@ -25,14 +25,16 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from .errors import InferperfError
+
 __all__ = ["InputSpecError", "ModelError", "OperatorStat", "node_name_variants"]
 
 
-class ModelError(ValueError):
+class ModelError(InferperfError, ValueError):
     """A model file is missing or ONNX Runtime / onnx cannot load it."""
 
 
-class InputSpecError(ValueError):
+class InputSpecError(InferperfError, ValueError):
     """Inputs for a model cannot be made from what the caller gave (e.g. a missing dim)."""
 
 

@@ -41,6 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .errors import InferperfError
 from .metrics import MetricContext, compute
 from .pmu.events import CATALOGUE
 
@@ -53,7 +54,7 @@ REASONS = {
 }
 
 
-class PerfStatError(ValueError):
+class PerfStatError(InferperfError, ValueError):
     """Text that is not perf stat output, or a file that cannot be read."""
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .errors import InferperfError
 from .pmu.base import CounterSample, EventStatus
 from .profile_check import InvalidProfile, check_profile
 from .safe_read import UnreadableFile, read_limited
@@ -30,8 +31,20 @@ SCHEMA_NAME = "pytest-inferperf/profile"
 MAX_PROFILE_BYTES = 64 << 20  # a profile is tens of KiB; refuse to parse anything huge
 
 
-class ProfileFormatError(ValueError):
-    """A serialised Profile that cannot be read; the message names the file and the fix."""
+class ProfileFormatError(InferperfError, ValueError):
+    """A serialised Profile that cannot be read; the message names the file and the fix.
+
+    ``cause`` is the message without the fix, for a front-end that names its own way of
+    recording the file again (the plugin's baseline update, the CLI's ``analyse``).
+    """
+
+    def __init__(self, cause: str) -> None:
+        self.cause = cause
+        super().__init__(f"{cause} {FIX}")
+
+
+#: What to do about an unreadable profile, in the engine's words.
+FIX = "Restore it from version control, or delete it and record it again."
 
 
 def nearest_rank(sorted_values: Sequence[float], pct: float) -> float:
@@ -271,18 +284,13 @@ class Profile:
             raw = read_limited(path, MAX_PROFILE_BYTES, what="profile")
         except UnreadableFile as exc:
             cause = FileNotFoundError(str(exc)) if exc.missing else None
-            raise ProfileFormatError(
-                f"{exc}. Restore it from version control, or delete it and re-create it "
-                "with --update-baselines."
-            ) from cause
+            raise ProfileFormatError(f"{exc}.") from cause
         try:
             text = raw.decode("utf-8")
             data = json.loads(text, parse_constant=_reject_constant)
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise ProfileFormatError(
-                f"{path} is not a valid profile: not UTF-8 JSON ({exc}). "
-                "Restore it from version control, or delete it and re-create it with "
-                "--update-baselines."
+                f"{path} is not a valid profile: not UTF-8 JSON ({exc})."
             ) from None
         return _from_dict(data, str(path))
 
@@ -296,14 +304,13 @@ def _reject_constant(name: str) -> float:
 
 
 def _from_dict(data: Any, source: str) -> Profile:
-    fix = "Restore it from version control, or delete it and re-create it with --update-baselines."
     if not isinstance(data, Mapping) or data.get("schema") != SCHEMA_NAME:
         raise ProfileFormatError(
-            f'{source} is not an inferperf profile (no "schema": "{SCHEMA_NAME}"). {fix}'
+            f'{source} is not an inferperf profile (no "schema": "{SCHEMA_NAME}").'
         )
     version = data.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise ProfileFormatError(f"{source} has no valid schema_version. {fix}")
+        raise ProfileFormatError(f"{source} has no valid schema_version.")
     if version > SCHEMA_VERSION:
         raise ProfileFormatError(
             f"{source} uses profile schema version {version}, newer than this inferperf "
@@ -312,7 +319,7 @@ def _from_dict(data: Any, source: str) -> Profile:
     try:
         check_profile(data, schema_version=SCHEMA_VERSION)
     except InvalidProfile as exc:
-        raise ProfileFormatError(f"{source} is not a valid profile: {exc}. {fix}") from None
+        raise ProfileFormatError(f"{source} is not a valid profile: {exc}.") from None
     try:
         latency = LatencyStats(**_floats(data["latency"], int_keys=("calls",)))
         memory = data["memory"]
@@ -362,8 +369,8 @@ def _from_dict(data: Any, source: str) -> Profile:
         )
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-        raise ProfileFormatError(f"{source} is not a valid profile: {what}. {fix}") from None
-    _check_finite(profile, source, fix)
+        raise ProfileFormatError(f"{source} is not a valid profile: {what}.") from None
+    _check_finite(profile, source)
     return profile
 
 
@@ -398,9 +405,9 @@ def _floats(data: Mapping[str, Any], *, int_keys: Sequence[str] = ()) -> dict[st
     return {k: int(v) if k in int_keys else float(v) for k, v in data.items()}
 
 
-def _check_finite(profile: Profile, source: str, fix: str) -> None:
+def _check_finite(profile: Profile, source: str) -> None:
     values = [v for v in vars_of(profile.latency).values() if isinstance(v, float)]
     for rep in profile.repeats:
         values.extend(c.value for c in rep.sample.counts.values())
     if any(not math.isfinite(v) for v in values):
-        raise ProfileFormatError(f"{source} contains NaN or infinite values. {fix}")
+        raise ProfileFormatError(f"{source} contains NaN or infinite values.")

@@ -25,6 +25,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, TypeGuard
 
+from .errors import InferperfError
+
 # A field rule: checks ``value`` found at ``path`` and raises InvalidProfile if it is
 # wrong. What it returns (nothing, or the value it read) is not used.
 Rule = Callable[[Any, str], object]
@@ -41,7 +43,7 @@ THREADS_MAX = 1 << 20
 BYTES_MAX = 2**60
 
 
-class InvalidProfile(ValueError):
+class InvalidProfile(InferperfError, ValueError):
     """A field with a value no Profile can hold; the message names the field."""
 
 

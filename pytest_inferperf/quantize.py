@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-from .analyse import UsageError
+from .errors import UsageError
 
 
 @contextlib.contextmanager
@@ -48,7 +48,7 @@ def quantize_dynamic(model: str | os.PathLike[str], out: str | os.PathLike[str])
 
     source, target = Path(model), Path(out)
     if not source.is_file():
-        raise UsageError(f"{source} does not exist: --quantize needs an ONNX model file.")
+        raise UsageError(f"{source} does not exist:", hint="{quantize} needs an ONNX model file.")
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=".onnx")
     os.close(fd)
@@ -64,7 +64,7 @@ def quantize_dynamic(model: str | os.PathLike[str], out: str | os.PathLike[str])
         os.replace(tmp, target)
     except Exception as exc:  # the quantiser raises whatever its passes raise
         raise UsageError(
-            f"--quantize dynamic failed on {source}: {type(exc).__name__}: {exc}"
+            f"failed on {source}: {type(exc).__name__}: {exc}", setting="quantize", value="dynamic"
         ) from None
     finally:
         with contextlib.suppress(OSError):

@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import conditions
+from .errors import InferperfError
 from .machine import machine_facts, this_cpu
 from .pmu import make_backend
 from .pmu.base import CounterBackend, CounterSample
@@ -47,12 +48,16 @@ from .watchdog import CallOverrun, Watchdog
 OVERHEAD_SAMPLES = 5
 
 
-class RunnerConfigError(ValueError):
+class RunnerConfigError(InferperfError, ValueError):
     """A runner setting that cannot work; the message names it and the fix."""
 
 
-class MeasurementTimeout(TimeoutError):
+class MeasurementTimeout(InferperfError, TimeoutError):
     """Not even one measured repeat finished within the timeout."""
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        self.about(message, hint=hint)
+        super().__init__(self.text())
 
 
 @dataclass(frozen=True)
@@ -275,9 +280,8 @@ def _call_timed(call: Callable[[], Any], phase: str, guard: Watchdog | None = No
                 call()
     except CallOverrun as exc:
         raise MeasurementTimeout(
-            f"{exc} during {phase}, before any measured repeat. Raise "
-            "the timeout (marker keyword `timeout=` or the runner's "
-            "`timeout`), or make one call shorter."
+            f"{exc} during {phase}, before any measured repeat.",
+            hint="Raise {timeout}, or make one call shorter.",
         ) from None
     except BaseException as exc:
         _note(exc, f"inferperf: the workload raised during {phase}")
@@ -478,9 +482,8 @@ class Runner:
         if not repeats:
             raise MeasurementTimeout(
                 f"{name}: no measured repeat finished within timeout={s.timeout:g}s "
-                f"(warm-up took {sum(warm) / 1e9:.2f}s over {len(warm)} calls). Raise the "
-                "timeout (marker keyword `timeout=` or the runner's `timeout`), or lower "
-                "`warmup`/`repeat`."
+                f"(warm-up took {sum(warm) / 1e9:.2f}s over {len(warm)} calls).",
+                hint="Raise {timeout}, or lower `warmup`/`repeat`.",
             )
         return Profile(
             name=name,

@@ -18,6 +18,8 @@ import os
 import stat
 from pathlib import Path
 
+from .errors import InferperfError
+
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
     (stat.S_ISCHR, "a character device"),
@@ -27,7 +29,7 @@ _KINDS = (
 )
 
 
-class UnreadableFile(OSError):
+class UnreadableFile(InferperfError, OSError):
     """A file that cannot be read as input: missing, special, too large, or an OS error.
 
     ``missing`` is True when the file does not exist (callers often treat that apart).

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .analyse import Analysis, UsageError, is_callable_target
+from .analyse import Analysis, is_callable_target
 from .compare import IncomparableError, check_comparable
+from .errors import UsageError
 from .metrics import METRICS, profile_metrics
 from .precision import precision_findings, precision_table
 from .profile import Profile
@@ -66,6 +67,7 @@ class SideBySide:
     quality_higher_is_better: bool = True
     front: tuple[str, ...] = ()
     artifacts: Mapping[str, str] = field(default_factory=dict)  # name -> file (relative)
+    assessments: tuple[Any, ...] = ()  # each entry judged once: its verdict, or on its own
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -213,8 +215,10 @@ def match_quality(
         )
         if match is None:
             raise UsageError(
-                f"--quality {name}={value:g}: no compared variant is called "
-                f"{name!r}; the variants are {', '.join(e.label for e in entries)}."
+                f"no compared variant is called "
+                f"{name!r}; the variants are {', '.join(e.label for e in entries)}.",
+                setting="quality",
+                value=f"{name}={value:g}",
             )
         out[match] = value
     return out
@@ -227,14 +231,16 @@ def side_by_side(
     quality_higher_is_better: bool = True,
 ) -> SideBySide:
     """Compare every entry with the first: metrics, operator types, verdicts, Pareto front."""
+    from .assessment import assess as judge
+    from .assessment import assess_profile
     from .budgets import PerfSpec
     from .identity import different_models
     from .pareto import Variant, pareto_front
-    from .verdict import judge
 
     if len(entries) < 2:
         raise UsageError(
-            "compare needs at least two profiles or models (or one model with --quantize dynamic)."
+            "compare needs at least two profiles or models",
+            hint="(or one model with {quantize} dynamic).",
         )
     first = entries[0]
     verdicts: list[Any] = [None]
@@ -325,4 +331,8 @@ def side_by_side(
         scores,
         quality_higher_is_better,
         tuple(front),
+        assessments=tuple(
+            v if v is not None else assess_profile(e.profile)
+            for e, v in zip(entries, verdicts, strict=True)
+        ),
     )

@@ -9,7 +9,7 @@ refused with :class:`ModelMismatch` unless ``any_model`` asks to compare anyway.
 
 Must not: measure by itself (:mod:`.analyse` does), compare more than one Profile with
 a reference (:mod:`.side_by_side`), write files, parse arguments or print (``cli``).
-A baseline that cannot be used raises :class:`analyse.UsageError`.
+A baseline that cannot be used raises :class:`errors.UsageError`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from typing import Any
 from .analyse import (
     Options,
     Progress,
-    UsageError,
     analyse_callable,
     analyse_model,
     is_callable_target,
@@ -32,6 +31,7 @@ from .analyse import (
     resolve_shapes,
 )
 from .compare import IncomparableError, check_comparable
+from .errors import UsageError
 from .identity import different_models, identity_of, model_sha256
 from .machine import this_cpu
 from .profile import Profile
@@ -86,13 +86,14 @@ def validate_target(
     baseline of another model (content hash, or input names and shapes) unless
     ``any_model``. ``strict``: an inconclusive change fails.
     """
+    from .assessment import assess as judge
     from .budgets import PerfSpec
-    from .verdict import judge
 
     if tolerance is not None and (not math.isfinite(tolerance) or tolerance < 0):
         raise UsageError(
-            f"--tolerance {tolerance}: a relative tolerance must be a finite "
-            "number >= 0 (0.25 is 25%)."
+            "a relative tolerance must be a finite number >= 0 (0.25 is 25%).",
+            setting="tolerance",
+            value=tolerance,
         )
     baseline = load_profile(baseline_file, "baseline")
     if target.endswith(".json"):
@@ -101,7 +102,7 @@ def validate_target(
     else:
         here = this_cpu().machine_class
         if baseline.machine_class != here:
-            raise UsageError(
+            raise (
                 _incomparable(
                     baseline_file,
                     (
@@ -133,7 +134,7 @@ def validate_target(
             known = identity_of(baseline) or {}
             digest = model_sha256(model)
             if not any_model and known.get("sha256") and digest and digest != known["sha256"]:
-                raise ModelMismatch(
+                raise (
                     _other_model(
                         baseline_file,
                         (
@@ -158,7 +159,7 @@ def validate_target(
     try:
         check_comparable(profile, baseline)
     except IncomparableError:
-        raise UsageError(
+        raise (
             _incomparable(
                 baseline_file,
                 (
@@ -170,7 +171,7 @@ def validate_target(
         ) from None
     why = different_models(profile, baseline)
     if why and not any_model:
-        raise ModelMismatch(_other_model(baseline_file, why))
+        raise _other_model(baseline_file, why)
     spec = PerfSpec(tolerance=tolerance)
     verdict = judge(
         label,
@@ -184,22 +185,22 @@ def validate_target(
 
 
 class ModelMismatch(UsageError):
-    """The baseline measured another model (exit status 2 unless --any-model)."""
+    """The baseline measured another model (the CLI exits 2 unless told to compare anyway)."""
 
 
-def _other_model(baseline_file: str | os.PathLike[str], why: str) -> str:
-    return (
+def _other_model(baseline_file: str | os.PathLike[str], why: str) -> ModelMismatch:
+    return ModelMismatch(
         f"baseline {os.fspath(baseline_file)} is of another model: {why}. A baseline "
-        "only says something about the model it measured: record one for this model "
-        "with `inferperf analyse MODEL --out DIR` and pass DIR/report.json to "
-        "--baseline, or pass --any-model to compare them anyway."
+        "only says something about the model it measured:",
+        hint="record one for this model with `inferperf analyse MODEL --out DIR` and pass "
+        "DIR/report.json to {baseline}, or pass {any_model} to compare them anyway.",
     )
 
 
-def _incomparable(baseline_file: str | os.PathLike[str], why: str) -> str:
-    return (
+def _incomparable(baseline_file: str | os.PathLike[str], why: str) -> UsageError:
+    return UsageError(
         f"baseline {os.fspath(baseline_file)} cannot be compared: {why}. Profiles from "
-        "another machine class or counter backend are never compared; record a baseline "
-        "on this machine with `inferperf analyse MODEL --out DIR` and pass "
-        "DIR/report.json to --baseline."
+        "another machine class or counter backend are never compared;",
+        hint="record a baseline on this machine with `inferperf analyse MODEL --out DIR` and "
+        "pass DIR/report.json to {baseline}.",
     )

@@ -137,12 +137,12 @@ def drive(text: str, folder: Path, *, cli: bool = True) -> str:
         run_document(records, commit=None)
         run_markdown(records)
         render_run_html(records, title="t")
-        render_html([valid, loaded], title="t")
-        render_html(loaded, title="t")
-        from pytest_inferperf.analyse import diagnosis_of
+        from pytest_inferperf.assessment import assess_profile
         from pytest_inferperf.report.text import render_profile
 
-        render_profile(loaded, diagnosis_of(loaded))
+        render_html([assess_profile(valid), assess_profile(loaded)], title="t")
+        render_html(assess_profile(loaded), title="t")
+        render_profile(assess_profile(loaded))
     if cli:
         with _quiet():
             codes = [run(args) for args in _commands(str(folder))]

@@ -18,7 +18,7 @@ import pytest
 from sysfs_trees import build_arm_tree
 
 from pytest_inferperf.budgets import check_budgets, parse_marker
-from pytest_inferperf.doctor import DoctorReport, render_text
+from pytest_inferperf.doctor import DoctorReport
 from pytest_inferperf.flame import capture
 from pytest_inferperf.flame.record import no_samples_reason, sample_native
 from pytest_inferperf.onnx import OperatorStat
@@ -26,6 +26,7 @@ from pytest_inferperf.pmu.base import Count, CounterSample, EventStatus
 from pytest_inferperf.pmu.cpu import SystemPaths, emulation_evidence, identify
 from pytest_inferperf.pmu.events import DEFAULT_EVENTS, reason_cause, reason_group, resolve
 from pytest_inferperf.pmu.trust import distrusted, emulated_reason, screen
+from pytest_inferperf.report.doctor import render_text
 from pytest_inferperf.report.terminal import not_counted_lines, render_summary
 
 QEMU_LISTS = {

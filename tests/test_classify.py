@@ -27,11 +27,11 @@ from pytest_inferperf.classify import (
     combine,
     diagnose,
     explain_change,
-    render,
     strength,
 )
 from pytest_inferperf.metrics import METRICS, MetricContext, compute
 from pytest_inferperf.pmu.events import CATALOGUE
+from pytest_inferperf.report.diagnosis import render
 from pytest_inferperf.thresholds import (
     CATEGORIES,
     CORES,

@@ -64,7 +64,7 @@ def test_usage_errors_stay_2():
 
 @pytest.mark.parametrize("batch", [10**12, 10**30, 20_000_000])
 def test_inputs_larger_than_memory_are_refused_before_allocating(batch):
-    with pytest.raises(InputsTooLarge, match=r"nothing was allocated.*--shape"):
+    with pytest.raises(InputsTooLarge, match=r"nothing was allocated. Lower the input sizes"):
         check_inputs_fit({"x": ((batch, 128, 60), 4)}, available=8 << 30)
 
 

@@ -430,6 +430,7 @@ def test_compare_shows_the_precision_per_op_type_and_the_finding():
 
 
 def test_operator_tables_of_several_sessions_say_whose_each_node_is():
+    from pytest_inferperf.assessment import assess_profile
     from pytest_inferperf.report.html import render_html
     from pytest_inferperf.report.text import render_profile
 
@@ -456,13 +457,13 @@ def test_operator_tables_of_several_sessions_say_whose_each_node_is():
         },
     )
     profile = make_profile([1000] * 5).with_(operators=ops)
-    text = render_profile(profile)
+    text = render_profile(assess_profile(profile))
     header = next(line for line in text.splitlines() if line.startswith("model "))
     assert header.split()[:3] == ["model", "node", "op"]
     assert any(line.startswith("encoder ") and " mm " in line for line in text.splitlines())
-    html = render_html(profile, title="t", svgs={})
+    html = render_html(assess_profile(profile), title="t", svgs={})
     assert "<th>model</th>" in html.replace(' class="num"', "") and "classifier" in html
-    single = render_profile(make_profile([1000] * 5).with_(operators=ops[:1]))
+    single = render_profile(assess_profile(make_profile([1000] * 5).with_(operators=ops[:1])))
     assert not any(line.startswith("model ") for line in single.splitlines())
 
 

@@ -202,7 +202,7 @@ class InferperfPlugin:
             return verdict
         import time
 
-        from ..verdict import with_confirmation
+        from ..assessment import with_confirmation
 
         time.sleep(CONFIRM_PAUSE_S)
         try:
@@ -282,8 +282,8 @@ class InferperfPlugin:
     def _judge(
         self, item: pytest.Item, name: str, profile: Profile
     ) -> tuple[Verdict, Profile | None]:
+        from ..assessment import assess
         from ..baseline import BaselineError, baseline_path, class_folder, load_baseline
-        from ..verdict import judge
 
         base = baseline_key(item)
         key = base if not name else f"{base}@{name}"
@@ -311,7 +311,7 @@ class InferperfPlugin:
         if self.settings.update:
             error = None  # the unreadable baseline is being replaced
         extra_metrics, extra_findings = self._hook_results(profile)
-        return judge(
+        return assess(
             key,
             profile,
             spec,
@@ -328,19 +328,13 @@ class InferperfPlugin:
 
     def _hook_results(self, profile: Profile) -> tuple[dict[str, float], list]:
         """Metrics and findings added by ``pytest_inferperf_*`` hooks in conftest files."""
-        from ..classify import RuleContext
+        from ..assessment import rule_context
         from ..hooks import extra_findings, extra_metrics
         from ..metrics import METRICS, context_of, profile_metrics
 
         pm = self.config.pluginmanager
         added = extra_metrics(pm, profile.totals, context_of(profile), builtin=METRICS)
-        cpu = profile.machine.get("cpu") or {}
-        ctx = RuleContext.of(
-            str(cpu.get("core_slug", "")),
-            unavailable=profile.unavailable,
-            session=profile.session,
-            cpu_count=cpu.get("cpu_count"),
-        )
+        ctx = rule_context(profile)
         return added, extra_findings(pm, {**profile_metrics(profile), **added}, ctx)
 
     @pytest.hookimpl(wrapper=True)
@@ -667,25 +661,9 @@ def baseline_key(item: pytest.Item) -> str:
 
 def _update_line(path: str, old: Profile | None, record: dict) -> str:
     from ..metrics import profile_metrics
+    from ..report.terminal import update_line
 
-    new = record["metrics"]
-    if old is None:
-        return f"created {path}"
-    before = profile_metrics(old)
-    keys = [
-        k
-        for k in (
-            "ipc",
-            "l1_miss",
-            "cpu_ms_per_call",
-            "latency_p50_ms",
-            "latency_p99_ms",
-            "peak_rss_mb",
-        )
-        if k in new and k in before
-    ]
-    changes = ", ".join(f"{k} {before[k]:.4g} -> {new[k]:.4g}" for k in keys)
-    return f"updated {path}: {changes}" if changes else f"updated {path}"
+    return update_line(path, None if old is None else profile_metrics(old), record["metrics"])
 
 
 def _write_text(path: Path, text: str) -> None:

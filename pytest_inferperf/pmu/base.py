@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import InferperfError
+
 
 @dataclass(frozen=True)
 class EventStatus:
@@ -112,7 +114,7 @@ class CounterSample:
         )
 
 
-class CountersError(RuntimeError):
+class CountersError(InferperfError, RuntimeError):
     """Counting cannot go on (e.g. out of file descriptors); the message says why."""
 
 

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import InferperfError
+
 #: The trigger callgrind writes for the dump made when the program exits.
 TERMINATION_TRIGGER = "Program termination"
 
@@ -32,7 +34,7 @@ _CACHE_DESC = re.compile(
 )
 
 
-class CallgrindFormatError(ValueError):
+class CallgrindFormatError(InferperfError, ValueError):
     """A file that is not a readable callgrind profile dump; the message says what is missing."""
 
 

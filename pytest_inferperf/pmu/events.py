@@ -27,6 +27,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ..errors import InferperfError
 from .arm_data import core_implements
 from .cpu import CpuInfo, PmuInfo
 from .perf_event import PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_SOFTWARE
@@ -256,7 +257,7 @@ class Resolution:
     unavailable: dict[str, str]
 
 
-class UnknownEventError(ValueError):
+class UnknownEventError(InferperfError, ValueError):
     pass
 
 

@@ -25,6 +25,8 @@ import platform
 import struct
 from dataclasses import dataclass
 
+from ..errors import InferperfError
+
 # perf_type_id
 PERF_TYPE_HARDWARE = 0
 PERF_TYPE_SOFTWARE = 1
@@ -123,7 +125,7 @@ _fast_prctl.argtypes = (
 _fast_prctl.restype = ctypes.c_int
 
 
-class PerfOpenError(OSError):
+class PerfOpenError(InferperfError, OSError):
     """perf_event_open failed; ``reason`` says why in the user's terms."""
 
     def __init__(self, err: int, reason: str) -> None:

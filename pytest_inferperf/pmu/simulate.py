@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..child_process import ENV_CHILD, in_child, is_shared_child
+from ..errors import InferperfError
 from ..profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
 from ..result_digest import result_digest
 from ..runner import (
@@ -211,7 +212,7 @@ _REASON_OF = {
 }
 
 
-class SimulateUnavailable(RuntimeError):
+class SimulateUnavailable(InferperfError, RuntimeError):
     """The simulate backend cannot run here; the message says why and what to install."""
 
     def __init__(self, reason: str) -> None:
@@ -219,7 +220,7 @@ class SimulateUnavailable(RuntimeError):
         self.reason = reason
 
 
-class SimulateError(RuntimeError):
+class SimulateError(InferperfError, RuntimeError):
     """A simulation run failed; the message names the step, the cause and the child's output."""
 
 

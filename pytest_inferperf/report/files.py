@@ -1,11 +1,11 @@
 """The files of a report folder: ``report.json``/``.html`` and ``compare.json``/``.html``.
 
-Owns: :func:`write_analysis` (one Profile) and :func:`write_comparison` (a
+Owns: :func:`write_analysis` (one assessed Profile) and :func:`write_comparison` (a
 :class:`side_by_side.SideBySide`, with its differential operator flamegraphs and Pareto
 plot); every file is written atomically.
 
 Must not: measure or compare (it writes what it is given), or render HTML itself
-(:mod:`.html`). A folder that cannot be written raises :class:`analyse.UsageError`.
+(:mod:`.html`). A folder that cannot be written raises :class:`errors.UsageError`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from ..analyse import Analysis, UsageError
-from ..profile import Profile
+from ..analyse import Analysis
+from ..assessment import Assessment
+from ..errors import UsageError
 from ..side_by_side import SideBySide
 
 
@@ -40,20 +41,21 @@ def _read_svgs(out_dir: Path, artifacts: Mapping[str, str]) -> dict[str, str]:
 
 
 def write_analysis(
-    profile: Profile, out_dir: str | os.PathLike[str], *, title: str
+    assessment: Assessment, out_dir: str | os.PathLike[str], *, title: str
 ) -> dict[str, Path]:
     """``report.json`` (the Profile) and ``report.html`` under ``out_dir``."""
     from .html import render_html
 
+    profile = assessment.profile
     out = Path(out_dir)
     try:
         json_path = _write(out / "report.json", profile.to_json() + "\n")
-        html = render_html(profile, title=title, svgs=_read_svgs(out, profile.artifacts))
+        html = render_html(assessment, title=title, svgs=_read_svgs(out, profile.artifacts))
         html_path = _write(out / "report.html", html)
     except OSError as exc:
         raise UsageError(
-            f"cannot write the report under {out}: {exc.strerror or exc}. "
-            "Choose another folder with --out."
+            f"cannot write the report under {out}: {exc.strerror or exc}.",
+            hint="Choose another folder with {out}.",
         ) from None
     return {"json": json_path, "html": html_path}
 
@@ -111,13 +113,13 @@ def write_comparison(
         written["json"] = _write(
             out / "compare.json", json.dumps(side.to_dict(), indent=1, allow_nan=False) + "\n"
         )
-        profiles = [e.profile for e in side.entries]
         written["html"] = _write(
-            out / "compare.html", render_html(profiles, title=title, comparison=side, svgs=svgs)
+            out / "compare.html",
+            render_html(list(side.assessments), title=title, comparison=side, svgs=svgs),
         )
     except OSError as exc:
         raise UsageError(
-            f"cannot write the comparison under {out}: {exc.strerror or exc}. "
-            "Choose another folder with --out."
+            f"cannot write the comparison under {out}: {exc.strerror or exc}.",
+            hint="Choose another folder with {out}.",
         ) from None
     return side, written

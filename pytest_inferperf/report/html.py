@@ -1,10 +1,11 @@
 """The HTML report of ``inferperf analyse`` and ``inferperf compare``: one self-contained page.
 
-Owns: :func:`render_html` - for each Profile a summary, what was counted and what was
+Owns: :func:`render_html` - for each assessed Profile a summary, what was counted and what was
 not (with the reasons), the metrics, latency and peak memory, the per-operator table, the
 roofline plot, the diagnosis with its evidence, energy and the flamegraphs; with several
 Profiles, first the side-by-side comparison (metrics, operator types, Pareto front,
-differential operator flamegraphs).
+differential operator flamegraphs); :func:`render_run_html`, the same sections for a
+``pytest --inferperf`` run, read from the workers' records (:func:`assessment_of_record`).
 
 Safety: the page references nothing outside itself except the relative links to the
 flamegraph files written next to it: CSS is inline, plots are inline SVG (no scripts) and
@@ -13,7 +14,8 @@ and every piece of text taken from a Profile goes through :func:`html.escape`, s
 or node named ``<script>alert(1)</script>`` is shown, not run; a link that is not a plain
 relative path (``javascript:``, ``http:``) is shown as text.
 
-Must not: measure, judge, or read files (SVG texts are handed in).
+Must not: measure, judge, diagnose or compute metrics (all are read from the Assessment),
+or read files (SVG texts are handed in).
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ import base64
 import html
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..metrics import METRICS, profile_metrics
+from ..metrics import METRICS
 from . import text as shared
 
 if TYPE_CHECKING:
+    from ..assessment import Assessment
     from ..profile import Profile
     from ..side_by_side import SideBySide
 
@@ -180,7 +184,7 @@ def _operators(profile: Profile) -> str:
     if not ops:
         why = shared.notes(profile).get("operators", "not measured")
         return f'<p class="muted">No operator table: {esc(why)}</p>'
-    rows = [
+    rows: list[tuple[Any, ...]] = [
         (
             o.get("node"),
             o.get("op_type"),
@@ -333,18 +337,20 @@ def _flamegraphs(profile: Profile, svgs: Mapping[str, str]) -> str:
     return "\n".join(out) or "<p class='muted'>No flamegraphs.</p>"
 
 
-def _profile_section(profile: Profile, svgs: Mapping[str, str], heading: str) -> str:
-    from ..analyse import diagnosis_of
-
-    metrics = profile_metrics(profile)
-    diagnosis = diagnosis_of(profile)
+def _profile_section(
+    assessment: Assessment, svgs: Mapping[str, str], heading: str, *, show_change: bool = True
+) -> str:
+    """One profile's section, read from its Assessment (never diagnosed again here)."""
+    profile, metrics, diagnosis = assessment.profile, assessment.metrics, assessment.diagnosis
+    if diagnosis is not None and not show_change:  # the comparison above shows the change
+        diagnosis = replace(diagnosis, change=None)
     parts = [
         f'<section class="profile"><h2>{esc(heading)}</h2>',
         _summary(profile, metrics, diagnosis),
         "<h3>What was counted, and what was not</h3>",
         _counting(profile),
         "<h3>Metrics</h3>",
-        _metrics(metrics),
+        _metrics({n: v for n, v in metrics.items() if n in METRICS}),
         "<h3>Latency and memory</h3>",
         _latency(profile),
         "<h3>Operators</h3>",
@@ -465,41 +471,43 @@ def _page(title: str, body: Sequence[str]) -> str:
 
 
 def render_html(
-    profiles_or_one: Profile | Sequence[Profile],
+    assessments_or_one: Assessment | Sequence[Assessment],
     *,
     title: str,
     comparison: SideBySide | None = None,
     svgs: Mapping[str, str] | None = None,
 ) -> str:
-    """One self-contained HTML page for one Profile or several (then compared).
+    """One self-contained HTML page for one assessed Profile or several (then compared).
 
     ``comparison`` is :func:`side_by_side.side_by_side`'s result for the same Profiles;
     ``svgs`` maps an artifact's relative path to its SVG text, to embed it.
     """
-    from ..profile import Profile as ProfileType
-
-    profiles = (
-        [profiles_or_one] if isinstance(profiles_or_one, ProfileType) else list(profiles_or_one)
+    assessments = (
+        list(assessments_or_one)
+        if isinstance(assessments_or_one, Sequence)
+        else [assessments_or_one]
     )
     svgs = svgs or {}
     body = [f"<h1>{esc(title)}</h1>"]
     if comparison is not None:
         body.append(_comparison(comparison, svgs))
-    elif len(profiles) > 1:
-        body.append(_plain_comparison(profiles))
-    labels = comparison.labels if comparison is not None else [p.name for p in profiles]
-    for label, profile in zip(labels, profiles, strict=True):
-        body.append(_profile_section(profile, svgs, label))
+    elif len(assessments) > 1:
+        body.append(_plain_comparison(assessments))
+    labels = comparison.labels if comparison is not None else [a.key for a in assessments]
+    for label, assessment in zip(labels, assessments, strict=True):
+        body.append(_profile_section(assessment, svgs, label, show_change=comparison is None))
     return _page(title, body)
 
 
-def _plain_comparison(profiles: Sequence[Profile]) -> str:
+def _plain_comparison(assessments: Sequence[Assessment]) -> str:
     """Several Profiles without a prepared comparison: metric values side by side."""
-    values = [profile_metrics(p) for p in profiles]
+    values = [a.metrics for a in assessments]
     names = [n for n in METRICS if any(n in v for v in values)]
     rows = [[n, METRICS[n].unit, *(shared.fmt(v.get(n)) for v in values)] for n in names]
     return "<h2>Side by side</h2>" + _table(
-        ("metric", "unit", *(p.name for p in profiles)), rows, numeric=range(2, 2 + len(profiles))
+        ("metric", "unit", *(a.key for a in assessments)),
+        rows,
+        numeric=range(2, 2 + len(assessments)),
     )
 
 
@@ -513,7 +521,6 @@ def render_run_html(
     relative to the page); each test gets the same section as ``inferperf analyse``'s
     report, after its failure text when it failed.
     """
-    from ..profile import Profile as ProfileType
     from .terminal import columns, summary_rows
 
     svgs = svgs or {}
@@ -526,10 +533,29 @@ def render_run_html(
         _table(headers, summary_rows(ordered)),
     ]
     for record in ordered:
-        profile = ProfileType.from_dict(record["profile"]).with_(
-            artifacts=dict(record.get("artifacts", {}))
-        )
         if record.get("failure"):
             body.append(f"<pre class='bad'>{esc(record['failure'])}</pre>")
-        body.append(_profile_section(profile, svgs, record["key"]))
+        body.append(_profile_section(assessment_of_record(record), svgs, record["key"]))
     return _page(title, body)
+
+
+def assessment_of_record(record: Mapping[str, Any]) -> Assessment:
+    """The Assessment a worker's record carries: its profile, metrics (hook metrics too)
+    and diagnosis as judged there - read back, not judged again."""
+    from ..assessment import Assessment
+    from ..classify import diagnosis_from_dict
+    from ..profile import Profile as ProfileType
+
+    profile = ProfileType.from_dict(record["profile"]).with_(
+        artifacts=dict(record.get("artifacts", {}))
+    )
+    detail = record.get("diagnosis_detail")
+    return Assessment(
+        key=str(record["key"]),
+        profile=profile,
+        metrics=dict(record.get("metrics") or {}),
+        budgets=(),
+        comparison=None,
+        baseline_note=str(record.get("baseline_note") or ""),
+        diagnosis=None if detail is None else diagnosis_from_dict(detail),
+    )

@@ -1,11 +1,11 @@
 """Markdown summaries of ``analyse``, ``validate`` and ``compare`` (GitHub job summaries).
 
-Owns: the short Markdown rendering of one Profile, of a validation verdict and of a
+Owns: the short Markdown rendering of one assessed Profile, of a validation verdict and of a
 side-by-side comparison; escaping every name for Markdown tables (``|``, ``<``, ``>``,
 backticks, brackets, backslashes, ``&`` and newlines); appending to the file named by
 ``$GITHUB_STEP_SUMMARY`` when that variable is set.
 
-Must not: measure or judge.
+Must not: measure, judge or compute metrics (they are read from the Assessment).
 """
 
 from __future__ import annotations
@@ -15,24 +15,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..metrics import METRICS, profile_metrics
+from ..metrics import METRICS
 from . import text as shared
+from .headline import names
 
 if TYPE_CHECKING:
-    from ..profile import Profile
+    from ..assessment import Assessment
     from ..side_by_side import SideBySide
 
 ENV_VAR = "GITHUB_STEP_SUMMARY"
-KEY_METRICS = (
-    "latency_p50_ms",
-    "latency_p99_ms",
-    "latency_mean_ms",
-    "cpu_ms_per_call",
-    "ipc",
-    "l1_miss",
-    "rss_growth_mb",
-    "peak_rss_mb",
-)
+KEY_METRICS = names("summary")  # the one headline list, its summary view
 _ESCAPES = {
     "\\": "\\\\",
     "|": "\\|",
@@ -62,9 +54,9 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
-def render_profile(profile: Profile, diagnosis: Any = None) -> str:
-    """A job-summary section for one analysed Profile."""
-    metrics = profile_metrics(profile)
+def render_profile(assessment: Assessment) -> str:
+    """A job-summary section for one analysed Profile, read from its Assessment."""
+    profile, metrics, diagnosis = assessment.profile, assessment.metrics, assessment.diagnosis
     lines = [f"### inferperf analyse: {md(profile.name)}", ""]
     lines += [f"- **{md(k)}**: {md(v)}" for k, v in shared.facts(profile)]
     groups = shared.not_counted(profile)
@@ -105,7 +97,7 @@ def render_profile(profile: Profile, diagnosis: Any = None) -> str:
 
 def render_validation(label: str, baseline: str, verdict: Any) -> str:
     """The verdict of ``validate``: ok or what failed, one bullet per finding."""
-    from ..verdict import change_summary, failure_text
+    from .verdict import change_summary, failure_text
 
     status = (
         "FAILED"

@@ -13,25 +13,20 @@ controller renders the same table for ``-n 0`` and ``-n 2``.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tabulate import tabulate
 
+from ..numbers import number
 from ..partial import partial_label
+from .headline import headline as headline_of
+from .headline import names
 
-#: (metric, title, scale): shown for every run.
-COLUMNS = (
-    ("latency_p50_ms", "p50 ms", 1.0),
-    ("latency_p99_ms", "p99 ms", 1.0),
-    ("cpu_ms_per_call", "CPU ms/call", 1.0),
-    ("ipc", "IPC", 1.0),
-    ("l1_miss", "L1D miss", 1.0),
-    # The region's growth above its starting RSS: the same whatever ran before it (the
-    # absolute peak, peak_rss_mb, is in the JSON and budgets may name it).
-    ("rss_growth_mb", "+RSS MiB", 1.0),
-)
-#: Shown only where some test has a value (a PMU, or the simulate backend).
-OPTIONAL_COLUMNS = (("instructions_per_call", "M instr/call", 1e-6),)
+#: (metric, title, scale): the table's columns, from the one headline list; the
+#: optional ones only where some test has a value (a PMU, or the simulate backend).
+COLUMNS = tuple((h.metric, h.title, h.scale) for h in headline_of("table") if not h.optional)
+OPTIONAL_COLUMNS = tuple((h.metric, h.title, h.scale) for h in headline_of("table") if h.optional)
 
 
 #: C0 and C1 controls (ESC, CR, NUL, BEL...), DEL, line/paragraph separators and the
@@ -71,13 +66,10 @@ def xml_safe(text: object) -> str:
 
 
 def _cell(value: float | None, scale: float = 1.0) -> str:
-    if value is None:
-        return "-"
-    value *= scale
-    return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+    return number(None if value is None else value * scale, digits=3)
 
 
-def columns(records: Sequence[dict]) -> tuple[tuple[str, str, float], ...]:
+def columns(records: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, str, float], ...]:
     """The table's metric columns for these records."""
     extra = tuple(
         c for c in OPTIONAL_COLUMNS if any(r["metrics"].get(c[0]) is not None for r in records)
@@ -85,7 +77,7 @@ def columns(records: Sequence[dict]) -> tuple[tuple[str, str, float], ...]:
     return COLUMNS[:3] + extra + COLUMNS[3:]
 
 
-def summary_rows(records: Sequence[dict]) -> list[list[str]]:
+def summary_rows(records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     rows = []
     shown = columns(records)
     for record in sorted(records, key=lambda r: r["key"]):
@@ -324,3 +316,17 @@ def render_summary(
     lines.extend(f"WARNING {w}" for w in warnings)
     # The table's cells are clean already; every other line is one line of text.
     return "\n".join([lines[0], *(clean(line) for line in lines[1:])])
+
+
+def update_line(
+    path: str, old_metrics: Mapping[str, float] | None, new: Mapping[str, float]
+) -> str:
+    """``updated <path>: ipc 1.1 -> 1.3, ...``: a rewritten baseline's headline moves.
+
+    ``old_metrics``: the metrics of the baseline replaced (None: the file is new).
+    """
+    if old_metrics is None:
+        return f"created {path}"
+    keys = [k for k in names("update") if k in new and k in old_metrics]
+    changes = ", ".join(f"{k} {number(old_metrics[k])} -> {number(new[k])}" for k in keys)
+    return f"updated {path}: {changes}" if changes else f"updated {path}"

@@ -3,9 +3,11 @@
 Owns: the plain-text rendering (tabulate tables) of one Profile - what was counted and
 what was not (with the reasons), metrics, latency, peak memory, top operators, roofline,
 energy, diagnosis - and of a side-by-side comparison; also the small formatting helpers
-the HTML and Markdown reports share (:func:`fmt`, :func:`not_counted`, :func:`facts`).
+the HTML and Markdown reports share (:func:`not_counted`, :func:`facts`; ``fmt`` is
+:func:`numbers.number`).
 
-Must not: measure, judge, or write files. Pure functions of what they are given.
+Must not: measure, judge, diagnose, compute metrics (one Profile's are read from its
+Assessment), or write files. Pure functions of what they are given.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from typing import TYPE_CHECKING, Any
 from tabulate import tabulate
 
 from ..change import part_lines
-from ..metrics import METRICS, profile_metrics
+from ..metrics import METRICS
+from ..numbers import number as fmt  # the one number formatter
 
 if TYPE_CHECKING:
+    from ..assessment import Assessment
     from ..profile import Profile
     from ..side_by_side import SideBySide
 
@@ -36,17 +40,6 @@ LATENCY_FIELDS = (
 
 
 # -- shared helpers ----------------------------------------------------------------------
-def fmt(value: float | None) -> str:
-    """A number for a table: 4 significant digits, thousands separated, ``-`` for none."""
-    if value is None:
-        return "-"
-    if isinstance(value, float) and math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    if abs(value) >= 1e4:
-        return f"{value:,.0f}"
-    return f"{value:.4g}"
-
-
 def pct(delta: float | None) -> str:
     if delta is None:
         return ""
@@ -225,13 +218,14 @@ def not_counted_lines(profile: Profile) -> list[str]:
     return lines
 
 
-def render_profile(profile: Profile, diagnosis: Any = None) -> str:
-    """The terminal report of one analysed Profile (``diagnosis``: classify.Diagnosis)."""
-    from ..classify import render
+def render_profile(assessment: Assessment) -> str:
+    """The terminal report of one analysed Profile, read from its Assessment."""
+    from .diagnosis import render
 
+    profile, diagnosis = assessment.profile, assessment.diagnosis
     lines = [f"{label:<8} {text}" for label, text in facts(profile)]
     lines += ["", *not_counted_lines(profile), ""]
-    metrics = profile_metrics(profile)
+    metrics = {n: v for n, v in assessment.metrics.items() if n in METRICS}
     lines.append(
         _table(
             [(n, fmt(v), METRICS[n].unit, METRICS[n].description) for n, v in metrics.items()],
@@ -261,7 +255,7 @@ def render_profile(profile: Profile, diagnosis: Any = None) -> str:
             f"Top operators (ONNX Runtime profiler, a separate pass of {runs} runs; "
             f"{len(ops)} of {len(profile.operators)} nodes):",
         ]
-        rows = [
+        rows: list[tuple[Any, ...]] = [
             (
                 o.get("node"),
                 o.get("op_type"),
@@ -272,7 +266,7 @@ def render_profile(profile: Profile, diagnosis: Any = None) -> str:
             )
             for o in ops
         ]
-        headers = ("node", "op type", "runs", "µs/run", "share", "input shapes")
+        headers: tuple[str, ...] = ("node", "op type", "runs", "µs/run", "share", "input shapes")
         if len({o.get("model") for o in profile.operators}) > 1:  # several sessions: whose
             rows = [(o.get("model"), *row) for o, row in zip(ops, rows, strict=True)]
             headers = ("model", *headers)

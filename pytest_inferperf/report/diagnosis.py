@@ -1,0 +1,83 @@
+"""A diagnosis as text: the short block under a failure and the full reasoning.
+
+Owns: :func:`render` (moved here from ``classify``), the text of one
+:class:`~pytest_inferperf.classify.Diagnosis`: the primary finding with its evidence
+and first recommendations, the change against the baseline, notes, what else fired
+and what could not be judged; with ``verbose`` every finding's reasoning and the
+largest metric moves.
+
+Must not: diagnose (``classify`` does, once, inside the Assessment) or compute metrics.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..change import metric_lines, part_lines
+
+if TYPE_CHECKING:
+    from ..classify import Diagnosis, Finding
+
+
+def _short_source(source: str) -> str:
+    return source.split(":", 1)[0].split(" (", 1)[0]
+
+
+def _evidence_line(finding: Finding, limit: int = 3) -> str:
+    items = [f"{e.line()} ({_short_source(e.source)})" for e in finding.evidence[:limit]]
+    return "; ".join(items)
+
+
+def render(diagnosis: Diagnosis, verbose: bool = False) -> str:
+    """The diagnosis as text: short by default, the full reasoning with ``verbose``."""
+    lines: list[str] = []
+    head = f"Diagnosis ({diagnosis.core or 'unknown core'})"
+    primary = diagnosis.primary
+    if primary is None:
+        lines.append(f"{head}: no threshold of concern crossed.")
+    else:
+        lines.append(
+            f"{head}: {primary.title} [{primary.category}], confidence {primary.confidence:.2f}"
+        )
+        lines.append(f"  evidence: {_evidence_line(primary)}")
+        recs = primary.recommendations if verbose else primary.recommendations[:2]
+        for i, rec in enumerate(recs, 1):
+            lines.append(f"  {'try' if i == 1 else '   '} {i}. {rec}")
+    if diagnosis.change is not None:
+        lines.append(f"  change vs baseline: {diagnosis.change.summary}")
+        lines.extend(f"    {line}" for line in part_lines(diagnosis.change))
+    lines.extend(f"  note: {note}" for note in diagnosis.notes)
+    if not verbose:
+        if diagnosis.secondary:
+            others = ", ".join(f"{f.category} {f.confidence:.2f}" for f in diagnosis.secondary)
+            lines.append(f"  also: {others}")
+        if diagnosis.not_judged:
+            lines.append(f"  not judged: {', '.join(diagnosis.not_judged)} (-v for why)")
+        return "\n".join(lines)
+    if primary is not None:
+        lines.append("")
+        lines.append(f"Why {primary.category}: {primary.explanation}")
+    for finding in diagnosis.secondary:
+        lines.append("")
+        lines.append(
+            f"Also {finding.title} [{finding.category}], confidence {finding.confidence:.2f}"
+        )
+        if finding.explanation:
+            lines.append(f"  {finding.explanation}")
+        else:
+            lines.extend(f"  {ev.line()}  ({ev.source})" for ev in finding.evidence)
+        for i, rec in enumerate(finding.recommendations, 1):
+            lines.append(f"  {i}. {rec}")
+    if diagnosis.not_judged:
+        lines.append("")
+        lines.append("Not judged:")
+        for category, why in diagnosis.not_judged.items():
+            lines.append(f"  {category}: {why}")
+    if diagnosis.change is not None and diagnosis.change.moved:
+        lines.append("")
+        lines.append(
+            "Change against the baseline (largest relative moves; noise: within "
+            "the run-to-run spread; share: what the move can cost at most):"
+        )
+        lines.extend(f"  {line}" for line in metric_lines(diagnosis.change))
+    return "\n".join(lines)

@@ -1,0 +1,157 @@
+"""``inferperf explain``'s output: a ``perf stat`` file's metrics and their diagnosis.
+
+Owns: :func:`explain_text` (the runs kept apart, with ``verbose`` every event with its
+logical name and how long it was counted; the metric table with the share of time its
+inputs were counted; what was not counted or not mapped; the diagnosis) and
+:func:`explain_json` (the same as plain data). Moved here from ``cli``.
+
+Must not: parse the file (:mod:`..perfstat`), compute metrics or diagnose: it is
+handed them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from tabulate import tabulate
+
+from ..classify import diagnosis_as_dict
+from ..metrics import METRICS
+from .diagnosis import render
+
+if TYPE_CHECKING:
+    from ..classify import Diagnosis
+
+
+def explain_text(
+    file: str,
+    report: Any,
+    core: str,
+    metrics: Mapping[str, float],
+    diagnosis: Diagnosis,
+    *,
+    verbose: bool = False,
+) -> str:
+    """``inferperf explain``: the file's runs (with ``verbose`` every event), the metrics
+    with how long each input was counted, what was not counted, then the diagnosis."""
+    runs = len(report.runs)
+    where = f"{file} ({report.format}"
+    where += f", {report.elapsed_s:.3f} s elapsed" if report.elapsed_s else ""
+    where += f", {runs} runs kept apart: metrics are the median over the runs" if runs > 1 else ""
+    lines = [f"perf stat: {where}); core: {core or 'unknown (pass --cpu)'}"]
+    if verbose:
+        for i, run in enumerate(report.runs, 1):
+            if runs > 1:
+                lines.append(f"run {i}: {run.title or 'perf stat'}")
+            rows = [
+                (
+                    e.event.text,
+                    "-" if (n := _logical(e, run.arch)) is None else n,
+                    e.status if e.value is None else f"{e.value:,.2f}".rstrip("0").rstrip("."),
+                    e.unit,
+                    "" if e.running_pct is None else f"{e.running_pct:.2f}%",
+                )
+                for e in run.entries
+            ]
+            if rows:
+                lines.append(
+                    tabulate(
+                        rows,
+                        headers=("perf event", "logical", "value", "unit", "running"),
+                        disable_numparse=True,
+                    )
+                )
+            if run.perf_metrics:
+                lines.append(
+                    "perf's own top-down level 1: "
+                    + ", ".join(f"{k} {v:.3f}" for k, v in run.perf_metrics.items())
+                )
+            lines.append("")
+    multiplexed = report.multiplexed
+    rows = []
+    for name, value in metrics.items():
+        spec = METRICS.get(name)
+        if spec is None:
+            continue
+        mux = [multiplexed[i] for i in spec.inputs if i in multiplexed]
+        rows.append(
+            (name, _value(value), spec.unit, spec.description, f"{min(mux):.0f}%" if mux else "")
+        )
+    lines.append(
+        tabulate(
+            rows, headers=("metric", "value", "unit", "what", "running"), disable_numparse=True
+        )
+    )
+    if report.unavailable:
+        lines.append(
+            "not counted: " + "; ".join(f"{k} ({v})" for k, v in report.unavailable.items())
+        )
+    if report.unmapped:
+        lines.append("ignored (no logical name): " + ", ".join(report.unmapped))
+    return "\n".join(lines) + "\n\n" + render(diagnosis, verbose=verbose)
+
+
+def explain_json(
+    file: str,
+    report: Any,
+    core: str,
+    metrics: Mapping[str, float],
+    diagnosis: Diagnosis,
+    *,
+    core_given: bool,
+) -> dict[str, object]:
+    """``inferperf explain --json``: docs/diagnosis.md describes every field.
+
+    ``core_given``: the core was named by the user rather than found in the file.
+    """
+    runs = []
+    for run in report.runs:
+        runs.append(
+            {
+                "title": run.title,
+                "elapsed_s": run.elapsed_s,
+                "counts": run.counts,
+                "perf_metrics": run.perf_metrics,
+                "unavailable": run.unavailable,
+                "unmapped": list(run.unmapped),
+                "multiplexed": run.multiplexed,
+                "events": [
+                    {
+                        "event": e.event.text,
+                        "logical": _logical(e, run.arch),
+                        "value": e.value,
+                        "unit": e.unit,
+                        "status": e.status,
+                        "running_pct": e.running_pct,
+                    }
+                    for e in run.entries
+                ],
+            }
+        )
+    return {
+        "schema": "inferperf-explain/1",
+        "file": file,
+        "format": report.format,
+        "arch": report.arch,
+        "core": core,
+        "core_from": "--cpu" if core_given else ("file" if report.core_hint else "none"),
+        "runs": runs,
+        "metrics": dict(metrics),
+        "metrics_combined": "per-run metrics; median over the runs that have each",
+        "diagnosis": diagnosis_as_dict(diagnosis),
+    }
+
+
+def _logical(entry, arch: str) -> str | None:
+    from ..perfstat import logical_name
+
+    return logical_name(entry.event, arch)
+
+
+def _value(value: float) -> str:
+    if abs(value) >= 1e6:
+        return f"{value:,.0f}"
+    if abs(value) >= 100:
+        return f"{value:,.1f}"
+    return f"{value:.3f}"

@@ -1,0 +1,171 @@
+"""The text of one Assessment: the failure block, the summary cell, the plain record.
+
+Owns: :func:`failure_text` (what failed, by how much, and why: the block a user sees
+under a failed test and from ``inferperf validate``), :func:`change_summary` (the one
+cell saying how a run compares with its baseline), :func:`headline` (the diagnosis
+in a few words) and :func:`record_of` (the plain JSON record of an Assessment that
+travels from an xdist worker to the controller and that the run's summary table,
+JSON, Markdown and HTML are drawn from). Moved here from ``verdict``.
+
+Must not: judge, diagnose or compute metrics: everything it writes is read from the
+Assessment.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..classify import diagnosis_as_dict
+from ..metrics import METRICS
+from ..noise import TIMING_CLOCK
+from ..numbers import number
+from .diagnosis import render
+from .headline import names
+
+if TYPE_CHECKING:
+    from ..assessment import Assessment
+    from ..change import ChangeExplanation
+    from ..classify import Diagnosis
+
+
+def record_of(verdict: Assessment) -> dict[str, Any]:
+    """What travels from an xdist worker to the controller (plain JSON types)."""
+    change = verdict.change
+    return {
+        "key": verdict.key,
+        "status": verdict.status,
+        "failed": verdict.failed,
+        "nothing_checked": verdict.nothing_checked,
+        "metrics": dict(verdict.metrics),
+        "baseline_note": verdict.baseline_note,
+        "baseline_error": verdict.baseline_error,
+        "change": change_summary(verdict),
+        "unchecked": [b.describe() for b in verdict.unchecked],
+        "unavailable": verdict.profile.unavailable,
+        "diagnosis": headline(verdict.diagnosis),
+        # The whole diagnosis as judged here, so the controller's HTML never re-diagnoses.
+        "diagnosis_detail": None
+        if verdict.diagnosis is None
+        else diagnosis_as_dict(verdict.diagnosis),
+        "change_explanation": None if change is None else change.to_dict(),
+        "profile": verdict.profile.to_dict(),
+        "artifacts": dict(verdict.artifacts),
+        "artifact_notes": dict(verdict.artifact_notes),
+        "verdict": verdict.outcome,
+        "inconclusive": list(verdict.inconclusive),
+        "carried_by": verdict.carried_by,
+        "confirmation": None if verdict.confirmation is None else dict(verdict.confirmation),
+        "noise_floor": None if verdict.noise is None else verdict.noise.to_dict(),
+        "busy": list(verdict.busy),
+        "baseline_busy": list(verdict.baseline_busy),
+    }
+
+
+def headline(diagnosis: Diagnosis | None) -> str:
+    """``"Memory-bound: L1D (72%)"``: the primary finding in a few words ("" for none)."""
+    if diagnosis is None or diagnosis.primary is None:
+        return ""
+    return f"{diagnosis.primary.title} ({diagnosis.primary.confidence:.0%})"
+
+
+def change_summary(verdict: Assessment) -> str:
+    """One cell for the summary table: how this run compares with its baseline."""
+    if verdict.baseline_error:
+        return "baseline unreadable"
+    comparison = verdict.comparison
+    if comparison is None:
+        return verdict.baseline_note
+    busy = " [baseline recorded on a busy machine]" if verdict.baseline_busy else ""
+    if verdict.regressions:
+        worst = max(verdict.regressions, key=lambda c: abs(c.delta))
+        held = (
+            ", confirmed"
+            if str((verdict.confirmation or {}).get("text", "")).startswith("confirmed")
+            else ""
+        )
+        return (
+            f"REGRESSED {worst.metric} {worst.delta:+.1%}{_blamed_on(verdict.change)}{held}{busy}"
+        )
+    if verdict.inconclusive and verdict.compare_fails:
+        worst = max(
+            (c for c in verdict.suspected if c.metric in TIMING_CLOCK), key=lambda c: abs(c.delta)
+        )
+        why = (
+            "not confirmed"
+            if verdict.unconfirmed
+            else f"machine {verdict.noise.factor(worst.metric):.2g}x slower"
+            if verdict.noise is not None and verdict.noise.factor(worst.metric) > 1
+            else "busy machine"
+        )
+        return f"inconclusive: {worst.metric} {worst.delta:+.1%} ({why}){busy}"
+    if verdict.stale:
+        best = max(verdict.stale, key=lambda c: abs(c.delta))
+        return f"stale: {best.metric} {best.delta:+.1%}{busy}"
+    key = [c for c in comparison.changes if c.metric in names("mover")]
+    movers = sorted(key, key=lambda c: -abs(c.delta))[:1] or list(comparison.movers(1))
+    if not movers:
+        return "nothing to compare"
+    return f"ok ({movers[0].metric} {movers[0].delta:+.1%}){busy}"
+
+
+def _blamed_on(change: ChangeExplanation | None) -> str:
+    """`` (stage preprocess)``: the first named cause, in a few words."""
+    if change is None or change.slowdown is None or not change.slowdown.credible:
+        return ""
+    if change.unexplained:
+        return " (unexplained)"
+    cause = change.causes[0]
+    what = {"stage": "stage ", "op_type": "op type "}.get(cause.kind, "")
+    return f" ({what}{cause.category or cause.name})"
+
+
+def failure_text(verdict: Assessment) -> str:
+    """The block shown for a failed perf test: what failed, by how much, and why."""
+    profile = verdict.profile
+    lines = [f"inferperf: {verdict.key} on {profile.machine_class} (backend {profile.backend})"]
+    for result in verdict.budget_failures:
+        lines.append(f"  budget   {result.describe()}")
+    if verdict.baseline_error:
+        lines.append(f"  baseline {verdict.baseline_error}")
+    if verdict.compare_fails:
+        for change in verdict.regressions:
+            unit = METRICS[change.metric].unit
+            lines.append(
+                f"  baseline {change.metric}: {number(change.baseline)} -> {number(change.current)}"
+                f"{' ' + unit if unit else ''} ({change.delta:+.1%}, tolerance "
+                f"{change.tolerance:.0%}; {change.detail})"
+            )
+        for judgement in verdict.timing_judgements:
+            if judgement.metric in {c.metric for c in verdict.regressions}:
+                lines.append(f"  noise    {judgement.reason}")
+        if verdict.strict:
+            for reason in verdict.inconclusive:
+                lines.append(f"  inconclusive (fails under --inferperf-strict) {reason}")
+        if verdict.confirmation is not None:
+            lines.append(f"  {verdict.confirmation['text']}")
+        if verdict.carried_by and (verdict.regressions or verdict.inconclusive):
+            lines.append(f"  verdict carried by {verdict.carried_by}")
+    if verdict.baseline_busy:
+        lines.append(
+            f"  baseline recorded on a busy machine ({'; '.join(verdict.baseline_busy)})"
+            ": its timings are slow; re-record it on a quiet machine"
+        )
+    if verdict.stale_fails:
+        for change in verdict.stale:
+            lines.append(
+                f"  stale    {change.metric}: {number(change.baseline)} -> "
+                f"{number(change.current)} "
+                f"({change.delta:+.1%}): baseline stale, run with --update-baselines to accept"
+            )
+    for result in verdict.unchecked:
+        lines.append(f"  skipped  {result.describe()}")
+    if verdict.diagnosis is not None:
+        lines.append("")
+        lines.append(render(verdict.diagnosis, verbose=verdict.verbose))
+    if verdict.artifacts or verdict.artifact_notes:
+        lines.append("")
+    for kind, path in verdict.artifacts.items():
+        lines.append(f"  flamegraph {kind}: {path}")
+    for kind, note in verdict.artifact_notes.items():
+        lines.append(f"  flamegraph {kind}: {note}")
+    return "\n".join(lines)
