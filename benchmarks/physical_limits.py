@@ -99,7 +99,9 @@ def simulate_section(scratch: Path, rounds: int) -> dict[str, Any]:
     }
 
 
-def _simulate_run(scratch: Path, tag: str) -> dict[str, Any]:
+def _simulate_run(
+    scratch: Path, tag: str, env_extra: dict[str, str] | None = None
+) -> dict[str, Any]:
     report = scratch / f"report-{tag}"
     shutil.rmtree(report, ignore_errors=True)
     cmd = [
@@ -126,7 +128,13 @@ def _simulate_run(scratch: Path, tag: str) -> dict[str, Any]:
     ]
     begin = time.perf_counter()
     proc = subprocess.run(
-        cmd, cwd=scratch, env=clean_env(), capture_output=True, text=True, timeout=1800, check=False
+        cmd,
+        cwd=scratch,
+        env=clean_env(env_extra),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
     )
     wall = time.perf_counter() - begin
     tests: dict[str, dict[str, Any]] = {}
@@ -140,6 +148,9 @@ def _simulate_run(scratch: Path, tag: str) -> dict[str, Any]:
             "child_wall_s": sim.get("child_wall_s"),
             "resolution": (sim.get("resolution") or {}).get("instructions_per_call"),
             "slowdown_vs_native": sim.get("slowdown_vs_native"),
+            "includes_start_up": (sim.get("child") or {}).get("includes_start_up"),
+            "child_mode": (sim.get("child") or {}).get("mode"),
+            "region_repeats_s": sum(sim.get("valgrind_repeat_wall_ns") or ()) / 1e9,
         }
     lines = proc.stdout.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.startswith("Simulated under")), None)
