@@ -972,22 +972,6 @@ def _limits_md(limits: Mapping[str, Any] | None) -> list[str]:
     if "wall_s" in suite:
         lines += _workers_md("(c)", "examples", suite, when("suite"))
         lines += _startup_md((suite.get("startup") or {}).get("parts"))
-    suite40 = limits.get("suite40") or {}
-    if "wall_s" in suite40:
-        lines += _workers_md(
-            "(e)",
-            "suite40 (generated: 20 numpy calls, matmul 96-240 and sort 20k-110k, and "
-            "20 ONNX Runtime calls of a 3-layer MLP 256-512-512-256, batch 8-84; 1-10 ms "
-            "a call)",
-            suite40,
-            when("suite40"),
-        )
-    peers = limits.get("peers") or {}
-    if peers.get("empty_function"):
-        lines += _peers_md(peers, when("peers"))
-    speed = limits.get("simulate_speed") or {}
-    if speed:
-        lines += _simulate_speed_md(speed)
     res = limits.get("resolution") or {}
     if res.get("trials"):
         fa, det = res["false_alarms"], res["detected"]
@@ -1007,6 +991,22 @@ def _limits_md(limits: Mapping[str, Any] | None) -> list[str]:
             f"{when('resolution')}"
         )
         lines.append("")
+    suite40 = limits.get("suite40") or {}
+    if "wall_s" in suite40:
+        lines += _workers_md(
+            "(e)",
+            "suite40 (generated: 20 numpy calls, matmul 96-240 and sort 20k-110k, and "
+            "20 ONNX Runtime calls of a 3-layer MLP 256-512-512-256, batch 8-84; 1-10 ms "
+            "a call)",
+            suite40,
+            when("suite40"),
+        )
+    peers = limits.get("peers") or {}
+    if peers.get("empty_function"):
+        lines += _peers_md(peers, when("peers"))
+    speed = limits.get("simulate_speed") or {}
+    if speed:
+        lines += _simulate_speed_md(speed)
     return lines
 
 
@@ -1035,7 +1035,9 @@ def _workers_md(label: str, target: str, suite: Mapping[str, Any], when: str) ->
         f"-n 2 is **{suite['speed_up_n2']:.2f}x** as fast (ratio of pairs run back to "
         f"back, -n 2 / -n 0: {pairs}). CPU time of every process (user + system, "
         f"median): -n 0 {suite['cpu_s']['n0']:.1f} s, -n 2 {suite['cpu_s']['n2']:.1f} s "
-        f"({suite['cpu_ratio_n2_over_n0']:.2f}x). Verdicts (outcome and pass/fail per "
+        f"({suite['cpu_ratio_n2_over_n0']:.2f}x), so with both CPUs free -n 2 could be at "
+        f"most {2 / suite['cpu_ratio_n2_over_n0']:.2f}x as fast (2 x CPU(-n 0) / CPU(-n 2)"
+        "; less where the tests do not split evenly). Verdicts (outcome and pass/fail per "
         f"test) identical across all runs: **{'yes' if suite['verdicts_identical'] else 'NO'}**"
         + (
             f" (differing: {', '.join(suite['verdicts_differing'])})"

@@ -428,15 +428,19 @@ def peers(scratch: Path, rounds: int, log: Any) -> dict[str, Any]:
             empty[name].append(run)
             log(f"empty function, {name}: {run['per_call_ns']} ns per call, test {run['test_s']} s")
     off: dict[str, list[dict[str, Any]]] = {}
-    all_off = ["-p", "no:inferperf", "-p", "no:benchmark", "-p", "no:codspeed"]
-    off_variants = {"none of the three": all_off}
-    for name, flag in (
-        ("pytest-inferperf", "no:inferperf"),
-        ("pytest-benchmark", "no:benchmark"),
-        ("pytest-codspeed", "no:codspeed"),
-    ):
+    flags = {
+        "pytest-inferperf": "no:inferperf",
+        "pytest-benchmark": "no:benchmark",
+        "pytest-codspeed": "no:codspeed",
+    }
+
+    def disabled(*names: str) -> list[str]:
+        return [arg for name in names for arg in ("-p", flags[name])]
+
+    off_variants = {"none of the three": disabled(*flags)}
+    for name in flags:
         if name == "pytest-inferperf" or have[name]:
-            off_variants[f"{name} installed, off"] = [a for a in all_off if a != flag]
+            off_variants[f"{name} installed, off"] = disabled(*(n for n in flags if n != name))
     for args in off_variants.values():  # untimed: each variant's bytecode cached first
         run_pytest(scratch, ["trivial", "-p", "no:randomly", *args], env=env)
     for r in range(rounds + 2):
@@ -444,6 +448,8 @@ def peers(scratch: Path, rounds: int, log: Any) -> dict[str, Any]:
         for name in order:
             args = ["trivial", "-p", "no:randomly", *off_variants[name]]
             run = run_pytest(scratch, args, env=env)
+            if f"{OFF_TESTS} passed" not in run["summary"]:
+                raise RuntimeError(f"the trivial suite did not pass ({name}): {run}")
             run.pop("stdout")
             off.setdefault(name, []).append(run)
     log(
