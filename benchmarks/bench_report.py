@@ -1149,9 +1149,17 @@ def _simulate_speed_md(speed: Mapping[str, Any]) -> list[str]:
     up = speed.get("start_up") or {}
     if up.get("wall_s"):
         parts = "; ".join(f"{k}: **{v:.1f} s**" for k, v in up["wall_s"].items())
+        own = speed.get("start_up_run") or {}
+        own_when = (
+            f" (Measured {own.get('started')} by `{own.get('command')}`, load "
+            f"{own.get('load_avg_start', ['?'])[0]:.2f}.)"
+            if own.get("started")
+            else ""
+        )
         lines += [
             f"(g) Where the simulate example's time goes. Starting Python and `{up['command']}`"
-            f" (median of {len(next(iter(up['runs'].values())))}, alternating): {parts}.",
+            f" (wall time, median of {len(next(iter(up['runs'].values())))}, alternating): "
+            f"{parts}.{own_when}",
             "",
         ]
     ex = speed.get("example") or {}

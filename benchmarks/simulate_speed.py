@@ -45,6 +45,7 @@ VARIANTS = {
         "--vex-iropt-register-updates=sp-at-mem-access"
     ),
     "--smc-check=stack": "--smc-check=stack",
+    "both": "--vex-iropt-register-updates=sp-at-mem-access --smc-check=stack",
 }
 IMPORTS = "import numpy, onnx, onnxruntime"
 
@@ -93,11 +94,11 @@ def start_up(rounds: int, instrumented: bool = False) -> dict[str, Any]:
     }
 
 
-def example(scratch: Path, rounds: int) -> dict[str, Any]:
+def example(scratch: Path, rounds: int, only: list[str] | None = None) -> dict[str, Any]:
     """The shipped simulate example under each ``VALGRIND_OPTS`` variant, alternating."""
     prepare_suite(scratch)
-    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in VARIANTS}
-    order = list(VARIANTS)
+    order = ["as shipped", *(k for k in VARIANTS if k != "as shipped" and (not only or k in only))]
+    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in order}
     for r in range(rounds):
         for name in order if r % 2 == 0 else order[::-1]:
             load = os.getloadavg()[0]
@@ -141,6 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--start-up-rounds", type=int, default=3)
     p.add_argument("--skip-example", action="store_true")
     p.add_argument(
+        "--only",
+        default="",
+        help="comma-separated variants to run besides 'as shipped' (default: all), "
+        "e.g. --only=--smc-check=stack,both",
+    )
+    p.add_argument("--skip-start-up", action="store_true")
+    p.add_argument(
         "--start-up-instrumented",
         action="store_true",
         help="also time the start-up instrumented from the start (minutes)",
@@ -152,12 +160,14 @@ def main(argv: list[str] | None = None) -> int:
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "load_avg_start": list(os.getloadavg()),
     }
-    data["start_up"] = start_up(args.start_up_rounds, args.start_up_instrumented)
-    log(f"start-up: {data['start_up'].get('wall_s')}")
+    if not args.skip_start_up:
+        data["start_up"] = start_up(args.start_up_rounds, args.start_up_instrumented)
+        log(f"start-up: {data['start_up'].get('wall_s')}")
     if not args.skip_example:
         scratch = Path(tempfile.mkdtemp(prefix="inferperf-simspeed-"))
         try:
-            data["example"] = example(scratch, args.rounds)
+            only = [v for v in args.only.split(",") if v]
+            data["example"] = example(scratch, args.rounds, only)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     data["load_avg_end"] = list(os.getloadavg())
