@@ -161,3 +161,54 @@ def test_peers_section_names_the_missing_peer() -> None:
     assert "| pytest-inferperf | 950 | 2.50 | 6.00 |" in md
     assert "Not installed here, so not measured: pytest-codspeed." in md
     assert "| pytest-inferperf installed, off | 1.10 | 0.55 | 1.10x |" in md
+
+
+def test_simulate_speed_section_splits_start_up_from_the_repeats() -> None:
+    def run(wall: float, child: float, instr: float) -> dict:
+        return {
+            "wall_s": wall,
+            "load_avg": [11.0, 10.0],
+            "tests": {
+                "t.py::test_a": {
+                    "instructions_per_call": instr,
+                    "child_wall_s": child,
+                    "includes_start_up": True,
+                    "region_repeats_s": 6.5,
+                    "mode": "full",
+                }
+            },
+        }
+
+    speed = {
+        "started": "2026-12-02T02:00:00+00:00",
+        "command": "python benchmarks/simulate_speed.py",
+        "load_avg_start": [11.0],
+        "load_avg_end": [10.0],
+        "start_up": {
+            "command": "import numpy, onnx, onnxruntime",
+            "wall_s": {"native": 1.5, "valgrind": 20.0},
+            "runs": {"native": [1.4, 1.6], "valgrind": [19.0, 21.0]},
+        },
+        "example": {
+            "variants": {
+                "as shipped": {
+                    "wall_s": 100.0,
+                    "wall_over_shipped": 1.0,
+                    "instructions_vs_shipped": {"t.py::test_a": 0.0},
+                    "same_instructions_within_0.1pct": True,
+                    "runs": [run(100.0, 81.0, 1e6)],
+                },
+                "--smc-check=stack": {
+                    "wall_s": 70.0,
+                    "wall_over_shipped": 0.7,
+                    "instructions_vs_shipped": {"t.py::test_a": -0.0003},
+                    "same_instructions_within_0.1pct": True,
+                    "runs": [run(70.0, 60.0, 0.9997e6)],
+                },
+            }
+        },
+    }
+    md = "\n".join(bench_report._simulate_speed_md(speed))
+    assert "native: **1.5 s**; valgrind: **20.0 s**" in md
+    assert "| t.py::test_a | 81.0 | yes | 6.5 | full |" in md
+    assert "| `--smc-check=stack` | 70.0 | 0.70x | -0.0300% | yes | 11.0 |" in md
