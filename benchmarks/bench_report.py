@@ -1192,7 +1192,7 @@ def _simulate_speed_md(speed: Mapping[str, Any]) -> list[str]:
             diffs = v.get("instructions_vs_shipped") or {}
             rows.append(
                 (
-                    f"`{name}`" if name != "as shipped" else name,
+                    f"`{v.get('valgrind_opts') or name}`" if name != "as shipped" else name,
                     f"{v['wall_s']:.1f}",
                     _f(v.get("wall_over_shipped"), "{:.2f}x"),
                     ", ".join(f"{d:+.4%}" for d in diffs.values()) or "-",
