@@ -970,33 +970,8 @@ def _limits_md(limits: Mapping[str, Any] | None) -> list[str]:
         lines += [f"(b) error: {sim['error']}", ""]
     suite = limits.get("suite") or {}
     if "wall_s" in suite:
-        lines.append(
-            f"(c) `pytest --inferperf examples -n 0|2`, {suite['rounds']} round(s) "
-            f"each, alternating: -n 0 **{suite['wall_s']['n0']:.1f} s**, -n 2 "
-            f"**{suite['wall_s']['n2']:.1f} s**, ratio -n 2 / -n 0 = "
-            f"**{suite['ratio_n2_over_n0']:.3f}**; verdicts identical: "
-            f"{'yes' if suite['verdicts_identical'] else 'NO'}. {when('suite')}"
-        )
-        if "cpu_s" in suite:
-            fixed = suite.get("fixed_per_process") or {}
-
-            def cpu(key: str) -> str:
-                return _f((fixed.get(key) or {}).get("cpu_s"), "{:.1f}")
-
-            lines.append("")
-            lines.append(
-                f"CPU time of every process of the run (user + system, median): -n 0 "
-                f"{suite['cpu_s']['n0']:.1f} s, -n 2 {suite['cpu_s']['n2']:.1f} s "
-                f"({suite['cpu_ratio_n2_over_n0']:.2f}x). What a process pays before any "
-                f"test: `pytest --version` {cpu('pytest_version')} s, `pytest --inferperf "
-                f"examples --collect-only` {cpu('pytest_collect_only')} s (every installed "
-                f"plugin loads), `import numpy, onnx, onnxruntime` "
-                f"{cpu('import_numpy_onnx_onnxruntime')} s (each worker, once its first "
-                "test runs); -n 2 adds a controller and a second worker. Each profile "
-                "measures for a fixed time (warm-up, then repeats of a minimum duration), "
-                "so running two at once saves wall time only where a CPU is idle."
-            )
-        lines.append("")
+        lines += _workers_md("(c)", "examples", suite, when("suite"))
+        lines += _startup_md((suite.get("startup") or {}).get("parts"))
     res = limits.get("resolution") or {}
     if res.get("trials"):
         fa, det = res["false_alarms"], res["detected"]
@@ -1016,4 +991,228 @@ def _limits_md(limits: Mapping[str, Any] | None) -> list[str]:
             f"{when('resolution')}"
         )
         lines.append("")
+    suite40 = limits.get("suite40") or {}
+    if "wall_s" in suite40:
+        lines += _workers_md(
+            "(e)",
+            "suite40 (generated: 20 numpy calls, matmul 96-240 and sort 20k-110k, and "
+            "20 ONNX Runtime calls of a 3-layer MLP 256-512-512-256, batch 8-84; 1-10 ms "
+            "a call)",
+            suite40,
+            when("suite40"),
+        )
+    peers = limits.get("peers") or {}
+    if peers.get("empty_function"):
+        lines += _peers_md(peers, when("peers"))
+    speed = limits.get("simulate_speed") or {}
+    if speed:
+        lines += _simulate_speed_md(speed)
+    return lines
+
+
+def _load_range(runs: Mapping[str, Any]) -> str:
+    loads = [x for rs in runs.values() for r in rs for x in r.get("load_avg") or ()]
+    return f"{min(loads):.2f}-{max(loads):.2f}" if loads else "?"
+
+
+def _workers_md(label: str, target: str, suite: Mapping[str, Any], when: str) -> list[str]:
+    """-n 0 against -n 2 on one suite: wall, CPU, pair ratios, verdicts, each run's load."""
+    if "target" not in suite:  # a run from before parallel_suites.py: wall time only
+        return [
+            f"{label} `pytest --inferperf examples -n 0|2`, {suite['rounds']} round(s) "
+            f"each, alternating: -n 0 **{suite['wall_s']['n0']:.1f} s**, -n 2 "
+            f"**{suite['wall_s']['n2']:.1f} s**, ratio -n 2 / -n 0 = "
+            f"**{suite['ratio_n2_over_n0']:.3f}**; verdicts identical: "
+            f"{'yes' if suite['verdicts_identical'] else 'NO'}. {when}",
+            "",
+        ]
+    pairs = ", ".join(f"{x:.2f}" for x in suite.get("pair_ratios_n2_over_n0") or ())
+    lines = [
+        f"{label} `pytest --inferperf {suite['target']} -n 0|2` ({target}; "
+        f"{suite['tests']} tests, a scratch copy, no baselines, bytecode cache on), "
+        f"{suite['rounds']} round(s) each, alternating: median wall time -n 0 "
+        f"**{suite['wall_s']['n0']:.1f} s**, -n 2 **{suite['wall_s']['n2']:.1f} s**: "
+        f"-n 2 is **{suite['speed_up_n2']:.2f}x** as fast (ratio of pairs run back to "
+        f"back, -n 2 / -n 0: {pairs}). CPU time of every process (user + system, "
+        f"median): -n 0 {suite['cpu_s']['n0']:.1f} s, -n 2 {suite['cpu_s']['n2']:.1f} s "
+        f"({suite['cpu_ratio_n2_over_n0']:.2f}x), so with both CPUs free -n 2 could be at "
+        f"most {2 / suite['cpu_ratio_n2_over_n0']:.2f}x as fast (2 x CPU(-n 0) / CPU(-n 2)"
+        "; less where the tests do not split evenly). Verdicts (outcome and pass/fail per "
+        f"test) identical across all runs: **{'yes' if suite['verdicts_identical'] else 'NO'}**"
+        + (
+            f" (differing: {', '.join(suite['verdicts_differing'])})"
+            if suite.get("verdicts_differing")
+            else ""
+        )
+        + f". 1-minute load average over its runs: {_load_range(suite['runs'])}. {when}",
+        "",
+    ]
+    rows = []
+    for tag in ("n0", "n2"):
+        for i, r in enumerate(suite["runs"][tag]):
+            a, b = r["load_avg"]
+            rows.append(
+                (
+                    f"-n {tag[1:]}",
+                    i + 1,
+                    f"{r['wall_s']:.1f}",
+                    f"{r['cpu_s']:.1f}",
+                    f"{a:.2f} -> {b:.2f}",
+                    r.get("summary") or "-",
+                )
+            )
+    lines += _table(("mode", "run", "wall s", "CPU s", "load average", "pytest's summary"), rows)
+    lines.append("")
+    return lines
+
+
+def _startup_md(parts: Mapping[str, Any] | None) -> list[str]:
+    """What one process pays before its first test, with and without the bytecode cache."""
+    if not parts:
+        return []
+    lines = [
+        "What one process pays before its first test (CPU s, user + system, median of 3 "
+        "after one untimed run; this machine sets `PYTHONDONTWRITEBYTECODE=1`, which makes "
+        "every process compile every pure-Python module it imports, and pytest rewrite "
+        "the asserts of every module of every pytest plugin, again). Under -n 2 the "
+        "controller and each worker pay the pytest start-up; each worker pays the imports "
+        "its tests need:",
+        "",
+    ]
+    rows = [
+        (
+            f"`{name}`",
+            _f((v.get("cached") or {}).get("cpu_s"), "{:.2f}"),
+            _f((v.get("no_bytecode_cache") or {}).get("cpu_s"), "{:.2f}"),
+        )
+        for name, v in parts.items()
+    ]
+    lines += _table(("process", "CPU s, bytecode cached", "CPU s, no bytecode cache"), rows)
+    lines.append("")
+    return lines
+
+
+def _peers_md(peers: Mapping[str, Any], when: str) -> list[str]:
+    """pytest-inferperf, pytest-benchmark and pytest-codspeed on the same figures."""
+    lines = [
+        "(f) Side by side with the peers, in the same run, each with its defaults "
+        "(pytest-codspeed in its walltime mode; "
+        f"{peers.get('codspeed_simulation', '')}). An empty function measured: the mean "
+        "per call each tool reports (its floor: what it adds to every call), the test's "
+        "duration (pytest `--durations`) and the whole pytest process:",
+        "",
+    ]
+    rows = []
+    for name, v in peers["empty_function"].items():
+        rows.append(
+            (
+                name,
+                _f(v.get("per_call_ns"), "{:.0f}"),
+                _f(v.get("test_s"), "{:.2f}"),
+                _f(v.get("process_wall_s"), "{:.2f}"),
+            )
+        )
+    lines += _table(("tool", "ns per call (mean)", "test s", "process wall s"), rows)
+    lines.append("")
+    missing = [k for k, v in (peers.get("installed") or {}).items() if not v]
+    if missing:
+        lines += [f"Not installed here, so not measured: {', '.join(missing)}.", ""]
+    off = peers.get("installed_off") or {}
+    if off:
+        lines.append(
+            f"A suite of {peers.get('off_tests', '?')} trivial tests (`assert i >= 0`), "
+            "each plugin installed but not enabled, against all three disabled with `-p no:`"
+            " (median of rounds in alternating order, bytecode cached):"
+        )
+        lines.append("")
+        rows = [
+            (
+                name,
+                _f(v.get("wall_s"), "{:.2f}"),
+                _f(v.get("cpu_s"), "{:.2f}"),
+                _f(v.get("cpu_over_none"), "{:.2f}x"),
+            )
+            for name, v in off.items()
+        ]
+        lines += _table(("plugins loaded", "wall s", "CPU s", "CPU / none"), rows)
+        lines.append("")
+    lines += [when, ""]
+    return lines
+
+
+def _simulate_speed_md(speed: Mapping[str, Any]) -> list[str]:
+    """Where the simulate example's time goes (``benchmarks/simulate_speed.py``)."""
+    a, b = (speed.get("load_avg_start") or [None])[0], (speed.get("load_avg_end") or [None])[0]
+    load = f"load {a:.2f} to {b:.2f}" if isinstance(a, float) and isinstance(b, float) else "?"
+    when = f"(Measured {speed.get('started', '?')} by `{speed.get('command')}`, {load}.)"
+    lines = []
+    up = speed.get("start_up") or {}
+    if up.get("wall_s"):
+        parts = "; ".join(f"{k}: **{v:.1f} s**" for k, v in up["wall_s"].items())
+        own = speed.get("start_up_run") or {}
+        own_when = (
+            f" (Measured {own.get('started')} by `{own.get('command')}`, load "
+            f"{own.get('load_avg_start', ['?'])[0]:.2f}.)"
+            if own.get("started")
+            else ""
+        )
+        lines += [
+            f"(g) Where the simulate example's time goes. Starting Python and `{up['command']}`"
+            f" (wall time, median of {len(next(iter(up['runs'].values())))}, alternating): "
+            f"{parts}.{own_when}",
+            "",
+        ]
+    ex = speed.get("example") or {}
+    if ex.get("variants"):
+        shipped = ex["variants"]["as shipped"]["runs"][0]["tests"]
+        rows = []
+        for test, rec in shipped.items():
+            rows.append(
+                (
+                    test,
+                    _f(rec.get("child_wall_s"), "{:.1f}"),
+                    "yes" if rec.get("includes_start_up") else "no",
+                    _f(rec.get("region_repeats_s"), "{:.1f}"),
+                    rec.get("mode") or "-",
+                )
+            )
+        lines += [
+            "The shipped example as shipped: one shared valgrind child serves both tests "
+            "(its start-up paid by the first); per test, the seconds the child took for it "
+            "and, of those, in the measured repeats:",
+            "",
+        ]
+        lines += _table(
+            ("test", "s in the child", "includes the start-up", "s in the repeats", "mode"),
+            rows,
+        )
+        lines += ["", "Valgrind options through `VALGRIND_OPTS` (alternating runs):", ""]
+        rows = []
+        for name, v in ex["variants"].items():
+            diffs = v.get("instructions_vs_shipped") or {}
+            rows.append(
+                (
+                    f"`{v.get('valgrind_opts') or name}`" if name != "as shipped" else name,
+                    f"{v['wall_s']:.1f}",
+                    _f(v.get("wall_over_shipped"), "{:.2f}x"),
+                    ", ".join(f"{d:+.4%}" for d in diffs.values()) or "-",
+                    "yes" if v.get("same_instructions_within_0.1pct") else "NO",
+                    ", ".join(
+                        f"{r['load_avg'][0]:.1f}" for r in v.get("runs") or () if "load_avg" in r
+                    ),
+                )
+            )
+        lines += _table(
+            (
+                "variant",
+                "wall s (median)",
+                "/ as shipped",
+                "instructions/call vs as shipped",
+                "same within 0.1%",
+                "load at start",
+            ),
+            rows,
+        )
+        lines.append("")
+    lines += [when, ""]
     return lines

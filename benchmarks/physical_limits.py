@@ -8,8 +8,13 @@ One run, side by side, each section interleaving what it compares:
    a scratch copy) as shipped, which asks for cache and branch budgets (full
    simulation), against the same tests without those budgets (chosen
    automatically: instructions only): wall time, instructions per call, mode;
-3. ``suite``: ``pytest --inferperf examples -n 0`` against ``-n 2``;
-4. ``resolution``: the simulate backend's own tolerance at work: trials of the
+3. ``suite``: ``pytest --inferperf examples -n 0`` against ``-n 2``, and what one
+   process pays before its first test (``parallel_suites.startup``);
+4. ``suite40``: the same on a generated suite of 40 small perf tests;
+5. ``peers``: pytest-benchmark and pytest-codspeed side by side where they have
+   the same figure: per call of an empty function, and a suite with the plugin
+   installed but off (``parallel_suites.peers``);
+6. ``resolution``: the simulate backend's own tolerance at work: trials of the
    benchmark's int8 CNN (``bench_workload.py``) under
    ``--inferperf-backend simulate``, each a baseline, the plain call again (a
    false alarm if flagged) and the call with extra work worth 0.5% of its
@@ -18,7 +23,8 @@ One run, side by side, each section interleaving what it compares:
 
 Usage::
 
-    python benchmarks/physical_limits.py [--skip counting,simulate,suite] [--rounds N]
+    python benchmarks/physical_limits.py [--skip counting,simulate,suite,suite40,peers]
+        [--rounds N]
         [--suite-rounds N] [--samples N] [--out DIR]
 
 Writes ``limits.json`` under ``--out`` and, where ``results.json`` of a full
@@ -32,7 +38,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import shlex
 import shutil
 import statistics
@@ -45,9 +50,10 @@ from pathlib import Path
 from typing import Any
 
 import counting_cost
-from bench_runs import clean_env, prepare_suite, run_suite
+import parallel_suites
+from bench_runs import clean_env, prepare_suite
 
-SECTIONS = ("counting", "simulate", "suite", "resolution")
+SECTIONS = ("counting", "simulate", "suite", "suite40", "peers", "resolution")
 CACHE_BUDGETS = re.compile(r"(l1_miss_max|branch_miss_max)=[0-9.]+,\s*")
 
 
@@ -93,7 +99,9 @@ def simulate_section(scratch: Path, rounds: int) -> dict[str, Any]:
     }
 
 
-def _simulate_run(scratch: Path, tag: str) -> dict[str, Any]:
+def _simulate_run(
+    scratch: Path, tag: str, env_extra: dict[str, str] | None = None
+) -> dict[str, Any]:
     report = scratch / f"report-{tag}"
     shutil.rmtree(report, ignore_errors=True)
     cmd = [
@@ -120,7 +128,13 @@ def _simulate_run(scratch: Path, tag: str) -> dict[str, Any]:
     ]
     begin = time.perf_counter()
     proc = subprocess.run(
-        cmd, cwd=scratch, env=clean_env(), capture_output=True, text=True, timeout=1800, check=False
+        cmd,
+        cwd=scratch,
+        env=clean_env(env_extra),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
     )
     wall = time.perf_counter() - begin
     tests: dict[str, dict[str, Any]] = {}
@@ -134,6 +148,9 @@ def _simulate_run(scratch: Path, tag: str) -> dict[str, Any]:
             "child_wall_s": sim.get("child_wall_s"),
             "resolution": (sim.get("resolution") or {}).get("instructions_per_call"),
             "slowdown_vs_native": sim.get("slowdown_vs_native"),
+            "includes_start_up": (sim.get("child") or {}).get("includes_start_up"),
+            "child_mode": (sim.get("child") or {}).get("mode"),
+            "region_repeats_s": sum(sim.get("valgrind_repeat_wall_ns") or ()) / 1e9,
         }
     lines = proc.stdout.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.startswith("Simulated under")), None)
@@ -149,83 +166,27 @@ def _simulate_run(scratch: Path, tag: str) -> dict[str, Any]:
     return out
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _cpu_of(cmd: list[str], cwd: Path) -> dict[str, float]:
-    """Wall and CPU seconds (user + system, the process and its children) of ``cmd``."""
-    cpu0, t0 = _children_cpu(), time.perf_counter()
-    subprocess.run(
-        cmd, cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=600, check=False
-    )
-    return {"wall_s": time.perf_counter() - t0, "cpu_s": _children_cpu() - cpu0}
-
-
 def suite_section(scratch: Path, rounds: int) -> dict[str, Any]:
-    """-n 0 against -n 2: wall time, and the CPU time every process of the run used.
+    """-n 0 against -n 2 on the examples: wall time, and the CPU time every process used.
 
     CPU time does not shrink when the machine is busy the way wall time grows, so
     it shows what -n 2 adds: a controller and one more worker, each paying pytest's
     start-up with every installed plugin and, in the workers, the imports of numpy,
-    onnx and ONNX Runtime (both measured on their own here).
+    onnx and ONNX Runtime (each measured on its own in ``startup``).
     """
     prepare_suite(scratch)
-    runs: dict[str, list[dict[str, Any]]] = {"n0": [], "n2": []}
-    for r in range(rounds):
-        for tag in ("n0", "n2") if r % 2 == 0 else ("n2", "n0"):
-            cpu0 = _children_cpu()
-            run = run_suite(scratch, int(tag[1:]), f"{tag}-{r}")
-            run["cpu_s"] = _children_cpu() - cpu0
-            runs[tag].append(run)
-            log(
-                f"suite -n {tag[1:]}: {run['wall_s']:.1f} s, {run['cpu_s']:.1f} s CPU, "
-                f"{run['summary']}"
-            )
-    fixed = {
-        "pytest_collect_only": _cpu_of(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "--inferperf",
-                "examples",
-                "--collect-only",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "-n",
-                "0",
-            ],
-            scratch,
-        ),
-        "pytest_version": _cpu_of([sys.executable, "-m", "pytest", "--version"], scratch),
-        "import_numpy_onnx_onnxruntime": _cpu_of(
-            [sys.executable, "-c", "import numpy, onnx, onnxruntime"], scratch
-        ),
-    }
-    wall = {tag: statistics.median(r["wall_s"] for r in rs) for tag, rs in runs.items()}
-    cpu = {tag: statistics.median(r["cpu_s"] for r in rs) for tag, rs in runs.items()}
-    maps = [
-        {k: (v["outcome"], v["failed"]) for k, v in r["verdicts"].items()}
-        for rs in runs.values()
-        for r in rs
-    ]
-    return {
-        "rounds": rounds,
-        "wall_s": wall,
-        "cpu_s": cpu,
-        "ratio_n2_over_n0": wall["n2"] / wall["n0"],
-        "cpu_ratio_n2_over_n0": cpu["n2"] / cpu["n0"],
-        "fixed_per_process": fixed,
-        "verdicts_identical": bool(maps) and all(m == maps[0] and m for m in maps),
-        "runs": {
-            t: [{k: v for k, v in r.items() if k != "verdicts"} for r in rs]
-            for t, rs in runs.items()
-        },
-        "load_avg_after": list(os.getloadavg()),
-    }
+    out = parallel_suites.compare_workers(scratch, "examples", rounds, log)
+    out["startup"] = parallel_suites.startup(scratch / "startup", scratch / "examples")
+    out["load_avg_after"] = list(os.getloadavg())
+    return out
+
+
+def suite40_section(scratch: Path, rounds: int) -> dict[str, Any]:
+    """-n 0 against -n 2 on the generated 40-test suite (``parallel_suites.write_suite``)."""
+    parallel_suites.write_suite(scratch)
+    out = parallel_suites.compare_workers(scratch, "suite40", rounds, log)
+    out["load_avg_after"] = list(os.getloadavg())
+    return out
 
 
 def resolution_section(
@@ -351,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         "counting": lambda: counting_cost.measure(samples=args.samples),
         "simulate": lambda: simulate_section(scratch / "simulate", args.rounds),
         "suite": lambda: suite_section(scratch / "suite", args.suite_rounds),
+        "suite40": lambda: suite40_section(scratch / "suite40", args.suite_rounds),
+        "peers": lambda: parallel_suites.peers(scratch / "peers", args.suite_rounds, log),
         "resolution": lambda: resolution_section(scratch / "resolution", args.trials, args.jobs),
     }
     try:

@@ -21,6 +21,7 @@ import os
 import random
 import resource
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -357,6 +358,8 @@ def _name_of(fn: Callable[..., Any]) -> str:
 
 
 def _session_facts(fn: Callable[..., Any]) -> dict | None:
+    if "onnxruntime" not in sys.modules:  # no session behind it: skip importing onnx (~0.7 s)
+        return None
     try:
         from .onnx import describe_session, session_of
     except ImportError:  # pragma: no cover - onnxruntime is a dependency

@@ -1,0 +1,189 @@
+"""Where the simulate example's time goes, and which valgrind options would shorten it.
+
+Owns: timing valgrind's start-up of Python with numpy, onnx and ONNX Runtime (with
+and without instrumentation, against native), and the shipped simulate example
+(``examples/test_simulated.py``, a scratch copy) under valgrind option variants
+passed through ``VALGRIND_OPTS`` (valgrind reads it; the plugin's own options stay
+as shipped), alternating, with the instruction counts compared. Must not: change a
+default (a measured win goes into the plugin by hand) or render.
+
+Usage::
+
+    python benchmarks/simulate_speed.py [--rounds N] [--out DIR]
+
+Writes ``simulate-speed.json`` under ``--out`` and, where ``results.json`` lies
+there, adds it to the ``limits`` section and re-renders ``results.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from bench_runs import clean_env, prepare_suite
+from physical_limits import _simulate_run, log
+
+#: VALGRIND_OPTS variants. Neither changes what the guest executes, so instruction
+#: counts must stay the same: ``sp-at-mem-access`` keeps only the stack pointer
+#: precise at memory accesses (default: the registers unwinding needs), ``stack``
+#: checks only the stack for self-modifying code (default on x86: all non-file
+#: mappings; neither CPython 3.11 nor ONNX Runtime's CPU kernels generate code).
+VARIANTS = {
+    "as shipped": "",
+    "--vex-iropt-register-updates=sp-at-mem-access": (
+        "--vex-iropt-register-updates=sp-at-mem-access"
+    ),
+    "--smc-check=stack": "--smc-check=stack",
+    "both": "--vex-iropt-register-updates=sp-at-mem-access --smc-check=stack",
+}
+IMPORTS = "import numpy, onnx, onnxruntime"
+
+
+def _wall(cmd: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, env=env, capture_output=True, timeout=900, check=False)
+    return time.perf_counter() - t0
+
+
+def start_up(rounds: int, instrumented: bool = False) -> dict[str, Any]:
+    """Seconds to start Python and import numpy, onnx and ONNX Runtime: native, valgrind."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return {"error": "valgrind is not installed"}
+    base = [valgrind, "--tool=callgrind", "--cache-sim=no", "--branch-sim=no"]
+    cmds = {
+        "native": [sys.executable, "-c", IMPORTS],
+        "valgrind, not instrumented (--instr-atstart=no, as the child starts)": [
+            *base,
+            "--instr-atstart=no",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            "-c",
+            IMPORTS,
+        ],
+    }
+    if instrumented:  # minutes on a 2-vCPU VM: 50-100x the native start-up
+        cmds["valgrind, instrumented from the start"] = [
+            *base,
+            "--instr-atstart=yes",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            "-c",
+            IMPORTS,
+        ]
+    walls: dict[str, list[float]] = {k: [] for k in cmds}
+    env = clean_env()
+    for r in range(rounds):
+        for name in list(cmds) if r % 2 == 0 else list(cmds)[::-1]:
+            walls[name].append(_wall(cmds[name], env))
+    return {
+        "command": IMPORTS,
+        "wall_s": {k: statistics.median(v) for k, v in walls.items()},
+        "runs": walls,
+    }
+
+
+def example(scratch: Path, rounds: int, only: list[str] | None = None) -> dict[str, Any]:
+    """The shipped simulate example under each ``VALGRIND_OPTS`` variant, alternating."""
+    prepare_suite(scratch)
+    order = ["as shipped", *(k for k in VARIANTS if k != "as shipped" and (not only or k in only))]
+    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in order}
+    for r in range(rounds):
+        for name in order if r % 2 == 0 else order[::-1]:
+            load = os.getloadavg()[0]
+            run = _simulate_run(
+                scratch, f"v{order.index(name)}-{r}", {"VALGRIND_OPTS": VARIANTS[name]}
+            )
+            run["load_avg"] = [load, os.getloadavg()[0]]
+            runs[name].append(run)
+            log(f"simulate example, {name}: {run['wall_s']:.1f} s, load {load:.2f}")
+    shipped = runs["as shipped"][0]["tests"]
+    out: dict[str, Any] = {"rounds": rounds, "variants": {}}
+    for name, rs in runs.items():
+        tests = rs[0]["tests"]
+        diffs = {
+            t: (tests[t]["instructions_per_call"] / rec["instructions_per_call"] - 1)
+            for t, rec in shipped.items()
+            if t in tests
+            and rec.get("instructions_per_call")
+            and tests[t].get("instructions_per_call")
+        }
+        out["variants"][name] = {
+            "valgrind_opts": VARIANTS[name],
+            "wall_s": statistics.median(r["wall_s"] for r in rs),
+            "wall_over_shipped": None,
+            "instructions_vs_shipped": diffs,
+            "same_instructions_within_0.1pct": bool(diffs)
+            and len(diffs) == len(shipped)
+            and all(abs(d) < 0.001 for d in diffs.values()),
+            "runs": rs,
+        }
+    ref = out["variants"]["as shipped"]["wall_s"]
+    for v in out["variants"].values():
+        v["wall_over_shipped"] = v["wall_s"] / ref if ref else None
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default="docs/benchmarks")
+    p.add_argument("--rounds", type=int, default=1, help="rounds of the example runs")
+    p.add_argument("--start-up-rounds", type=int, default=3)
+    p.add_argument("--skip-example", action="store_true")
+    p.add_argument(
+        "--only",
+        default="",
+        help="comma-separated variants to run besides 'as shipped' (default: all), "
+        "e.g. --only=--smc-check=stack,both",
+    )
+    p.add_argument("--skip-start-up", action="store_true")
+    p.add_argument(
+        "--start-up-instrumented",
+        action="store_true",
+        help="also time the start-up instrumented from the start (minutes)",
+    )
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = p.parse_args(argv)
+    data: dict[str, Any] = {
+        "command": shlex.join(["python", "benchmarks/simulate_speed.py", *argv]),
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "load_avg_start": list(os.getloadavg()),
+    }
+    if not args.skip_start_up:
+        data["start_up"] = start_up(args.start_up_rounds, args.start_up_instrumented)
+        log(f"start-up: {data['start_up'].get('wall_s')}")
+    if not args.skip_example:
+        scratch = Path(tempfile.mkdtemp(prefix="inferperf-simspeed-"))
+        try:
+            only = [v for v in args.only.split(",") if v]
+            data["example"] = example(scratch, args.rounds, only)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    data["load_avg_end"] = list(os.getloadavg())
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    from measurement_quality import Results, scrub
+
+    (out / "simulate-speed.json").write_text(scrub(json.dumps(data, indent=1)) + "\n")
+    results = out / "results.json"
+    if results.is_file():
+        saved = Results(out, json.loads(results.read_text()))
+        saved.data.setdefault("limits", {})["simulate_speed"] = data
+        saved.save(complete=saved.data.get("complete", False), rerender=True)
+        log(f"added to {results} and re-rendered {out / 'results.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
