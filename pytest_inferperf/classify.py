@@ -593,15 +593,18 @@ def diagnose_in(
             continue
         children = [c for c in CHILDREN.get(category, ()) if judged.get(c) and judged[c].fired]
         confidence = j.confidence * (CHILD_DISCOUNT if children else 1.0)
-        crossed = sorted(
-            (s for s in j.signals if s.crossed and s.evidence is not None),
-            key=lambda s: (
-                s.row.role != "key",
-                -strength(s.evidence.value, s.evidence.threshold, s.evidence.comparison),
-                s.row.metric,
+        # each crossed signal with its evidence (never None there), key signals first,
+        # then the strongest
+        pairs = sorted(
+            ((s, s.evidence) for s in j.signals if s.crossed and s.evidence is not None),
+            key=lambda pair: (
+                pair[0].row.role != "key",
+                -strength(pair[1].value, pair[1].threshold, pair[1].comparison),
+                pair[0].row.metric,
             ),
         )
-        evidence = tuple(s.evidence for s in crossed if s.evidence is not None)
+        crossed = [s for s, _ in pairs]
+        evidence = tuple(e for _, e in pairs)
         explanation = _explanation(category, crossed, children)
         if category == "backend_bound" and not any(m in metrics for m in _CACHE_MPKI):
             explanation += (

@@ -14,6 +14,11 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the engine is imported by each command when it runs
+    from .analyse import Analysis, Options
+    from .cache import ResultCache
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CRASH, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -169,7 +174,7 @@ def _quality_arg(text: str) -> tuple[str, float]:
     return name, number
 
 
-def _options(args: argparse.Namespace, **defaults: object) -> object:
+def _options(args: argparse.Namespace, **defaults: object) -> Options:
     from .analyse import Options
 
     values = {k: getattr(args, k) for k in ("threads", "warmup", "repeat", "timeout", "backend")}
@@ -181,7 +186,7 @@ def _options(args: argparse.Namespace, **defaults: object) -> object:
     )
 
 
-def _cache(args: argparse.Namespace) -> object:
+def _cache(args: argparse.Namespace) -> ResultCache:
     from .cache import ResultCache, cache_dir
 
     return ResultCache(cache_dir(args.cache_dir))
@@ -222,8 +227,8 @@ def _usage(command: str, exc: Exception) -> int:
 
 
 def _analyse_entry(
-    target: str, options: object, args: argparse.Namespace, out: str, progress: _ProgressLine
-) -> object:
+    target: str, options: Options, args: argparse.Namespace, out: str, progress: _ProgressLine
+) -> Analysis:
     from .analyse import analyse_target
 
     try:

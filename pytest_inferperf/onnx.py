@@ -854,7 +854,7 @@ def direct_call(call: Any) -> SessionCall | None:
     session = session_of(fn)
     if session is None:
         return None
-    args = getattr(call, "args", ())
+    args: Sequence[Any] = getattr(call, "args", ())
     feeds = args[1] if len(args) > 1 else getattr(call, "keywords", {}).get("input_feed")
     if not isinstance(feeds, dict):
         return None
@@ -912,7 +912,7 @@ def find_session_calls(call: Any) -> SessionSearch:
 
         return run_other
 
-    cls.run = watched  # type: ignore[method-assign]
+    cls.run = watched
     for name in _WATCHED_OTHER:
         if name in originals:
             setattr(cls, name, other(name))

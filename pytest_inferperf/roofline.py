@@ -490,7 +490,7 @@ def _attention_flops(
         return 0
     b, s = x.shape[0], x.shape[1]
     hv = o.shape[-1]
-    if None in (b, s, hv):
+    if b is None or s is None or hv is None:
         return 0
     heads = int(attrs.get("num_heads", 0)) if attrs else 0
     kv = _kv_length(op_type, inputs, outputs, s)
@@ -509,12 +509,19 @@ def _attention_flops(
         w, bias = _at(inputs, 1), _at(inputs, 2)
         sizes = list(attrs.get("qkv_hidden_sizes") or []) if attrs else []
         hq = int(sizes[0]) if sizes else hv
-        if w is not None and w.shape is not None and len(w.shape) == 2 and None not in w.shape:
+        if (
+            w is not None
+            and w.shape is not None
+            and len(w.shape) == 2
+            and w.shape[0] is not None
+            and w.shape[1] is not None
+        ):
             flops += 2 * b * s * int(w.shape[0]) * int(w.shape[1])
         elif x.shape[2] is not None:  # weights pre-packed out of the trace: q, k, v of hv
             flops += 2 * b * s * int(x.shape[2]) * (hq + hq + hv)
-        if bias is not None and bias.numel:
-            flops += b * s * bias.numel
+        bias_numel = bias.numel if bias is not None else None
+        if bias_numel:
+            flops += b * s * bias_numel
         present = _at(outputs, 1)
         if not heads and present is not None and present.shape and len(present.shape) == 5:
             heads = present.shape[2] or 0
@@ -874,7 +881,7 @@ def _gqa_present(
     if output.shape is None or len(output.shape) != 3 or heads <= 0 or kv_heads <= 0:
         return None
     b, s, hidden = output.shape
-    if None in (b, s, hidden):
+    if b is None or s is None or hidden is None:
         return None
     past = tensors.get(node.input[3]) if len(node.input) > 3 and node.input[3] else None
     length, elem_type = s, output.elem_type
@@ -945,11 +952,16 @@ def _contrib_output(node: Any, tensors: Mapping[str, _Tensor]) -> tuple[int, Sha
         hidden = value[-1] if value is not None and len(value) == 3 else first.shape[2]
         return first.elem_type, (*first.shape[:2], hidden)
     if op == "QAttention" and len(first.shape) == 3:
-        w, bias = _at(inputs, 1), _at(inputs, 2)  # weight (H_in, 3·H); output (B, S, H), float
-        if w is None or w.shape is None or len(w.shape) != 2 or w.shape[1] is None:
+        weight, bias = _at(inputs, 1), _at(inputs, 2)  # (H_in, 3·H); output (B, S, H), float
+        if (
+            weight is None
+            or weight.shape is None
+            or len(weight.shape) != 2
+            or weight.shape[1] is None
+        ):
             return None
         out_type = bias.elem_type if bias is not None and bias.elem_type else _FLOAT
-        return out_type, (*first.shape[:2], w.shape[1] // 3)
+        return out_type, (*first.shape[:2], weight.shape[1] // 3)
     if op == "GroupQueryAttention" and len(first.shape) == 3:
         hidden = _gqa_hidden(node, first.shape, attrs)
         return (first.elem_type, (*first.shape[:2], hidden)) if hidden else None
@@ -1413,7 +1425,8 @@ def _cost_from_trace(op: OperatorStat | Mapping[str, Any]) -> OpCost | None:
     flops = _flops(op_type, inputs, outputs, None)
     if flops == 0 and op_type in (*CONV_OPERANDS, *MATMUL_OPERANDS, *ATTENTION_OPS):
         return None  # a matmul or conv whose shapes the trace does not show
-    nbytes = sum(t.nbytes for t in (*inputs, *outputs) if t is not None)
+    # a float while it sums: the pre-packed weights below may have fractional item sizes
+    nbytes: float = sum(t.nbytes for t in (*inputs, *outputs) if t is not None)
     x = _at(inputs, 0)
     if op_type in ("Attention", "QAttention") and _at(inputs, 1) is None and x and x.shape:
         # the pre-packed QKV weight (H_in, 3·H) is left out of the trace: add its bytes
@@ -1679,15 +1692,15 @@ def _epilogues(costs: Mapping[str, OpCost], placements: Sequence[_Placement]) ->
                 break
             seen.add(parent)
             current = costs[parent]
-        parent = (
+        producer = (
             max(current.producers, key=lambda n: order.get(n, -1)) if current.producers else None
         )
-        index = covered.get(parent) if parent is not None else None
-        if index is None:
+        owner_index = covered.get(producer) if producer is not None else None
+        if owner_index is None:
             continue
-        owner = placements[index]
+        owner = placements[owner_index]
         if owner.cost is not None and _family(owner.cost.op_type) == "Conv":
-            extra[index] = extra.get(index, 0) + cost.flops
+            extra[owner_index] = extra.get(owner_index, 0) + cost.flops
     return extra
 
 

@@ -183,15 +183,15 @@ def fold_below_operators(
     models = {key.split(";", 1)[0] for key in op_stacks}
     by_node: dict[str, Mapping[str, int]] = {}
     if len(models) == 1:
-        for (_, node_key), frames in attributed.items():
-            by_node.setdefault(node_key, frames)
+        for (_, node_key), node_frames in attributed.items():
+            by_node.setdefault(node_key, node_frames)
     out: dict[str, int] = {}
     for key, value in op_stacks.items():
         total = round(value)
         model, _, node_key = key.partition(";")
         frames = attributed.get((model, node_key)) or by_node.get(node_key)
         samples = sum(frames.values()) if frames else 0
-        if not samples or total <= 0:
+        if frames is None or not samples or total <= 0:
             if total > 0:
                 out[key] = out.get(key, 0) + total
             continue
