@@ -235,7 +235,9 @@ def test_operator_row_lives_below_onnx_roofline_and_precision() -> None:
     from pytest_inferperf import operators
 
     graph = _package_imports()
-    assert graph["pytest_inferperf.operators"] == {}  # the lowest layer imports none of ours
+    # the lowest layer imports none of ours but the error base (a module with no imports)
+    assert set(graph["pytest_inferperf.operators"]) <= {"pytest_inferperf.errors"}
+    assert graph.get("pytest_inferperf.errors", {}) == {}
     assert onnx_module.OperatorStat is operators.OperatorStat  # old import path still works
     assert list(operators.node_name_variants("fused /l0/MatMul/MatMulAddFusion")) == [
         "fused /l0/MatMul/MatMulAddFusion",
