@@ -13,6 +13,7 @@ models are read-only inputs; a test that edits a model copies it first).
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -20,13 +21,29 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import numpy  # noqa: F401  (imported before any in-process pytester run; see above)
-import onnxruntime  # noqa: F401
 import pytest
 
-import pytest_inferperf.plugin.session  # noqa: F401  (the plugin's engine side, imported once)
+# ONNX Runtime's telemetry off before it is first imported, as the plugin does for its users
+# (the plugin warns when it comes too late, and it would in every in-process run).
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+# Imported before any in-process pytester run (see above): protobuf (under onnx), numpy and
+# ONNX Runtime abort or misbehave when imported a second time into one process.
+import numpy  # noqa: F401
+import onnx  # noqa: F401
+import onnxruntime  # noqa: F401
+
+import pytest_inferperf.onnx
+import pytest_inferperf.plugin.session
+import pytest_inferperf.runner  # noqa: F401
 from pytest_inferperf.pmu.base import Count, CounterSample, EventStatus
-from pytest_inferperf.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
+from pytest_inferperf.profile import (
+    LatencyStats,
+    MemoryStats,
+    Profile,
+    Repeat,
+    Steadiness,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD_SCRIPT = REPO / "examples" / "build_models.py"

@@ -32,7 +32,7 @@ def suite(pytester):
 
 
 def run(pytester, *args):
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    return pytester.runpytest("-p", "no:cacheprovider", *args)
 
 
 def test_marker_is_registered_under_strict_markers(suite):
