@@ -1,9 +1,10 @@
 """Fixtures the plugin's own tests share: the example models, built once, and Profiles.
 
-Owns: the one loader of ``examples/build_models.py`` (``build_models``), the example
-models built once per test session (``example_models``, ``copy_examples``), and ``profile_factory``,
-which makes a valid Profile from given per-call counts for unit tests. It also imports
-the heavy libraries once, before any in-process ``pytester.runpytest``: pytester puts
+Owns: ``pytester`` for in-process runs (see the fixture), the one loader of
+``examples/build_models.py`` (``build_models``), the example models built once per test
+session (``example_models``, ``copy_examples``), and ``profile_factory``, which makes a
+valid Profile from given per-call counts for unit tests. It also imports the heavy
+libraries once, before any in-process ``pytester.runpytest``: pytester puts
 ``sys.modules`` back after each inner run, and numpy or ONNX Runtime imported for the
 first time inside one would be dropped and imported again by the next.
 Must not: measure anything, or hold state that one test can change for another (the
@@ -61,6 +62,22 @@ def load_build_models() -> ModuleType:
     sys.modules[name] = module  # dataclasses look their module up while being defined
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester, without the one warning an in-process run adds to the plugin's output.
+
+    Run as ``pytest`` with the package installed in editable mode, the package is imported
+    through the editable finder, which pytest's assertion rewriting cannot see, so every
+    in-process run would warn "Module already imported so cannot be rewritten:
+    pytest_inferperf". A subprocess run imports it afresh and never warns.
+    """
+    addopts = os.environ.get("PYTEST_ADDOPTS", "")
+    monkeypatch.setenv(
+        "PYTEST_ADDOPTS", f"{addopts} -W ignore::pytest.PytestAssertRewriteWarning".strip()
+    )
+    return pytester
 
 
 @pytest.fixture(scope="session")
