@@ -174,8 +174,8 @@ def _parse_runner_value(key: str, value: Any, marker: str) -> Any:
             )
         return value
     if kind == "number":
-        low_ok = value >= 0 if key == "min_time" else value > 0  # min_time=0: one call/repeat
-        if not _is_number(value) or not low_ok:
+        # min_time=0: one call per repeat
+        if not _is_number(value) or not (value >= 0 if key == "min_time" else value > 0):
             bound = ">= 0" if key == "min_time" else "> 0"
             raise MarkerError(
                 f"@pytest.mark.{marker}({key}={value!r}): must be a number {bound} (seconds)"

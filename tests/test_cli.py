@@ -8,7 +8,6 @@ report.html must be self-contained and escape every name, exit codes must follow
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -16,7 +15,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import onnx
@@ -33,17 +31,6 @@ SCRIPT_NAME = "<script>alert(1)</script>"
 EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
 
 
-def _build_models_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "inferperf_build_models_cli", REPO / "examples" / "build_models.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(autouse=True)
 def _no_job_summary(monkeypatch: pytest.MonkeyPatch) -> None:
     """A CI runner's own summary file must not receive these tests' reports."""
@@ -51,8 +38,8 @@ def _no_job_summary(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return _build_models_module().build_all(tmp_path_factory.mktemp("models"))
+def models(example_models: dict[str, Path]) -> dict[str, Path]:
+    return example_models
 
 
 @pytest.fixture(scope="module")

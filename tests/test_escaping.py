@@ -54,7 +54,7 @@ def test_hostile_variant_names_leave_terminal_and_junit_safe(pytester):
             pmu_profile(lambda: sum(range(100)), name={HOSTILE!r})
     """
     )
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-p",
         "no:cacheprovider",
         "--inferperf",

@@ -1,6 +1,7 @@
 """Installed into someone else's suite: no collisions, no cost when off, smoke mode works.
 
-Real pytest runs (pytester, in a subprocess where the process's imports are the point).
+Real pytest runs (pytester): in-process, and in a subprocess where the process's imports
+or its environment (PATH, which the simulate backend caches) are the point.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ FAST = "warmup=1, repeat=3, tolerance=0.5"
 
 
 def run(pytester, *args):
+    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", *args)
+
+
+def run_subprocess(pytester, *args):
+    """A pytest run in a fresh interpreter: for what a process imports or inherits."""
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", *args)
 
 
@@ -242,7 +248,7 @@ def test_a_plain_run_loads_none_of_the_engine(pytester):
             print("MODULES " + json.dumps(mods))
     """
     )
-    result = run(pytester, "-s")
+    result = run_subprocess(pytester, "-s")
     result.assert_outcomes(passed=2)
     line = next(x for x in result.outlines if "MODULES " in x)
     mods = json.loads(line.split("MODULES ", 1)[1])
@@ -264,7 +270,7 @@ def test_nothing_imports_xdist_for_the_plugin(pytester, args):
             assert not any(m == "xdist" or m.startswith("xdist.") for m in sys.modules)
     """
     )
-    result = run(pytester, "-p", "no:xdist", "-p", "no:xdist.looponfail", *args)
+    result = run_subprocess(pytester, "-p", "no:xdist", "-p", "no:xdist.looponfail", *args)
     result.assert_outcomes(passed=1)
 
 
@@ -493,7 +499,7 @@ def test_the_simulate_backend_without_valgrind_skips_with_the_reason(pytester, m
             pmu_profile(sum, range(100))
     """
     )
-    result = run(pytester, "--inferperf", "--inferperf-backend", "simulate", "-rs")
+    result = run_subprocess(pytester, "--inferperf", "--inferperf-backend", "simulate", "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*inferperf: the simulate backend is *valgrind*"])
 

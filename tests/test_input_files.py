@@ -120,7 +120,7 @@ def test_a_fifo_baseline_fails_only_its_test_and_the_session_goes_on(pytester):
             pmu_profile(lambda: sum(range(1000)))
     """
     )
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-p",
         "no:cacheprovider",
         "--inferperf",

@@ -68,7 +68,7 @@ def test_the_plugin_sweeps_leftovers_on_the_next_run(pytester):
     folder.mkdir(parents=True)
     stale = folder / f".test_x.json.{_dead_pid()}.k9.tmp"
     stale.write_text("{")
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-p", "no:cacheprovider", "--inferperf", "--inferperf-flamegraphs", "none"
     )
     result.assert_outcomes(passed=1)
@@ -126,6 +126,7 @@ def test_a_simulate_child_is_killed_with_its_group_on_ctrl_c(tmp_path, monkeypat
 
 
 def test_ctrl_c_in_the_write_pass_says_what_was_written(pytester):
+    # In a subprocess: the conftest replaces a function of the package for the whole process.
     pytester.makeconftest("""
         import pytest_inferperf.baseline as b
         real, calls = b.save_baseline, []

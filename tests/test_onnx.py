@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -41,15 +39,6 @@ DIMS = {"batch": 1, "sequence": 128}
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _load_build_models() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("inferperf_build_models", BUILD_SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being defined
-    spec.loader.exec_module(module)
-    return module
 
 
 def _tiny_model() -> onnx.ModelProto:
@@ -105,17 +94,8 @@ def _gather_model() -> onnx.ModelProto:
 
 
 @pytest.fixture(scope="module")
-def build_models() -> ModuleType:
-    return _load_build_models()
-
-
-@pytest.fixture(scope="module")
-def models(build_models: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("example_models")
-    start = time.perf_counter()
-    paths = build_models.build_all(out)
-    assert time.perf_counter() - start < 30  # a few seconds in practice
-    return paths
+def models(example_models: dict[str, Path]) -> dict[str, Path]:
+    return example_models
 
 
 @pytest.fixture(scope="module")

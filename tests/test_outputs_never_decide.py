@@ -32,7 +32,7 @@ def test_over(pmu_profile):
 
 
 def _run(pytester, *args):
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--inferperf", *args)
+    return pytester.runpytest("-p", "no:cacheprovider", "--inferperf", *args)
 
 
 def _baselines(pytester) -> list[Path]:

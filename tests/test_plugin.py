@@ -32,7 +32,7 @@ def suite(pytester):
 
 
 def run(pytester, *args):
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    return pytester.runpytest("-p", "no:cacheprovider", *args)
 
 
 def test_marker_is_registered_under_strict_markers(suite):
@@ -334,24 +334,15 @@ def test_report_dir_gets_one_json_per_profile(suite):
     assert record["profile"]["schema"] == "pytest-inferperf/profile"
 
 
-def test_examples_run_under_inferperf(pytester):
-    _copy_examples(pytester, "test_inference.py")
+def test_examples_run_under_inferperf(pytester, copy_examples):
+    copy_examples("test_inference.py")
     result = run(pytester, "--inferperf", "-k", "mobilenet or pipeline")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_inference.py::test_mobilenet_v2*", "*Not counted here:*"])
 
 
-def _copy_examples(pytester, *tests: str) -> None:
-    examples = Path(__file__).resolve().parent.parent / "examples"
-    for name in ("conftest.py", "build_models.py", *tests):
-        shutil.copy(examples / name, pytester.path / name)
-    models = examples / "models"
-    if models.is_dir():  # reuse models built earlier in this checkout
-        shutil.copytree(models, pytester.path / "models", dirs_exist_ok=True)
-
-
 @pytest.mark.slow
-def test_simulated_example_counts_the_same_twice(pytester):
+def test_simulated_example_counts_the_same_twice(pytester, copy_examples):
     """The README's simulate example, run twice: work counts within 0.1%, misses within 1%.
 
     Instructions and data reads are the work done (conditional branches and data
@@ -365,7 +356,7 @@ def test_simulated_example_counts_the_same_twice(pytester):
 
     if simulate.available():
         pytest.skip(simulate.available())
-    _copy_examples(pytester, "test_simulated.py")
+    copy_examples("test_simulated.py")
     runs = []
     for report in ("first", "second"):
         result = run(

@@ -136,9 +136,7 @@ def test_unwritable_baselines_keep_the_old_ones_and_fail_the_run(pytester):
             pmu_profile(lambda: sum(range(1000)))
     """
     )
-    result = pytester.runpytest_subprocess(
-        "--inferperf", "--update-baselines", "-p", "no:cacheprovider"
-    )
+    result = pytester.runpytest("--inferperf", "--update-baselines", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     baseline = next(Path(pytester.path, "baselines").rglob("*.json"))
     before = baseline.read_bytes()
@@ -148,7 +146,7 @@ def test_unwritable_baselines_keep_the_old_ones_and_fail_the_run(pytester):
         child.unlink()
     folder.rmdir()
     folder.write_text("not a folder")
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "test_a.py", "--inferperf", "--update-baselines", "-p", "no:cacheprovider"
     )
     result.stdout.fnmatch_lines(
@@ -271,7 +269,7 @@ def _outside_rootdir(pytester) -> list[str]:
 def test_tests_outside_the_rootdir_get_their_own_baselines(pytester):
     """pytest gives both ``::test_a``; their baselines still live apart, by file path."""
     args = _outside_rootdir(pytester)
-    result = pytester.runpytest_subprocess(*args, "--update-baselines")
+    result = pytester.runpytest(*args, "--update-baselines")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
@@ -286,7 +284,10 @@ def test_tests_outside_the_rootdir_get_their_own_baselines(pytester):
 
 
 def test_a_collision_is_refused_not_judged(pytester):
-    """Two keys that would share one file (forced here): failed with both names, not written."""
+    """Two keys that would share one file (forced here): failed with both names, not written.
+
+    In a subprocess: the conftest replaces a function of the package for the whole process.
+    """
     pytester.makeconftest("""
         import pytest_inferperf.baseline as b
         real = b.baseline_path

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
@@ -46,20 +44,6 @@ def _f32(name: str, shape: list) -> onnx.ValueInfoProto:
 
 def _weight(name: str, shape: tuple[int, ...]) -> onnx.TensorProto:
     return numpy_helper.from_array(np.ones(shape, np.float32), name)
-
-
-def _load_build_models() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("inferperf_build_models_roofline", BUILD_SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def build_models() -> ModuleType:
-    return _load_build_models()
 
 
 @pytest.fixture(scope="module")

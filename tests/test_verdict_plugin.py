@@ -40,6 +40,11 @@ def suite(pytester):
 
 
 def run(pytester, *args):
+    return pytester.runpytest("-p", "no:cacheprovider", *args)
+
+
+def run_subprocess(pytester, *args):
+    """In a fresh interpreter: for a conftest that patches the package, or process memory."""
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
 
 
@@ -138,7 +143,7 @@ conditions.between = _busy
 
 def test_a_baseline_recorded_busy_is_warned_about_then_and_in_every_comparison(suite):
     suite.makeconftest(BUSY_CONFTEST)
-    result = run(suite, "--inferperf", "--update-baselines")
+    result = run_subprocess(suite, "--inferperf", "--update-baselines")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
@@ -151,7 +156,7 @@ def test_a_baseline_recorded_busy_is_warned_about_then_and_in_every_comparison(s
         f"other processes kept 1.9 of {stored['conditions']['cpus']} CPUs busy"
     )
     Path(suite.path, "conftest.py").unlink()
-    later = run(suite, "--inferperf")
+    later = run_subprocess(suite, "--inferperf")
     later.assert_outcomes(passed=1)
     later.stdout.fnmatch_lines(
         [
@@ -191,7 +196,7 @@ def test_c_measured(pmu_profile):
 
 
 def _growth(pytester, *args) -> dict[str, float]:
-    result = run(pytester, "--inferperf", "--inferperf-json", "run.json", *args)
+    result = run_subprocess(pytester, "--inferperf", "--inferperf-json", "run.json", *args)
     assert result.ret == 0, result.stdout.str()
     tests = json.loads(Path(pytester.path, "run.json").read_text())["tests"]
     return {t["key"].rsplit("::", 1)[1]: t["metrics"] for t in tests}
