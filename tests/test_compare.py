@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from pytest_inferperf import compare as compare_mod
@@ -296,15 +296,46 @@ def test_movers_are_the_largest_changes_either_way():
 
 
 # -- the rank test -----------------------------------------------------------
-def test_mann_whitney_without_ties():
-    # By hand: U = 0 (every x below every y), mean n1*n2/2 = 12.5,
-    # var = n1*n2*(n+1)/12 = 25*11/12 = 22.9167, z = (12.5 - 0.5)/4.78714 = 2.50671,
-    # p = erfc(z/sqrt 2) = 0.0121858. scipy 1.17.1,
-    # scipy.stats.mannwhitneyu([1,2,3,4,5], [6,7,8,9,10], method="asymptotic").pvalue
-    # = 0.012185780355344813.
-    assert mann_whitney_u([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == pytest.approx(
-        0.012185780355344813, rel=1e-12
+def test_mann_whitney_without_ties_is_exact_for_small_samples():
+    # U = 0 (every x below every y): one ordering of C(10, 5) = 252 on each side, so
+    # p = 2/252 = 0.0079365 (scipy.stats.mannwhitneyu([1,2,3,4,5], [6,7,8,9,10],
+    # method="exact").pvalue = 0.007936507936507936). The normal approximation gives
+    # 0.0122 (z = (12.5 - 0.5)/4.78714), above ALPHA: 5 repeats a side could never count.
+    assert mann_whitney_u([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == pytest.approx(2 / 252)
+    assert mann_whitney_u([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) < compare_mod.ALPHA
+    # U = 2 for 3 vs 4 values: orderings with U <= 2 are 1 + 1 + 2 = 4 of C(7, 3) = 35,
+    # p = 8/35 (scipy exact: 0.22857142857142856).
+    assert mann_whitney_u([1, 2, 5], [3, 4, 6, 7]) == pytest.approx(8 / 35)
+
+
+def test_mann_whitney_without_ties_beyond_the_exact_size_is_the_normal_approximation():
+    # 21 vs 20 values (420 pairs > EXACT_MAX_PAIRS), every x below every y: U = 0,
+    # mean 210, var = 420 * 42 / 12 = 1470, z = (210 - 0.5) / 38.3406 = 5.4642,
+    # p = erfc(z / sqrt 2) = 4.65e-08.
+    x = list(range(21))
+    y = list(range(100, 120))
+    assert mann_whitney_u(x, y) == pytest.approx(
+        math.erfc((210 - 0.5) / math.sqrt(1470) / math.sqrt(2)), rel=1e-12
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    x=st.lists(st.integers(-1000, 1000), min_size=1, max_size=12, unique=True),
+    y=st.lists(st.integers(-1000, 1000), min_size=1, max_size=12, unique=True),
+)
+def test_exact_p_matches_counting_every_ordering(x, y):
+    """The exact p against brute force over every split of the pooled ranks (small sizes)."""
+    import itertools
+
+    assume(not set(x) & set(y) and len(x) + len(y) <= 11)
+    n1, n = len(x), len(x) + len(y)
+    pooled = sorted(x + y)
+    u_obs = sum(pooled.index(v) + 1 for v in x) - n1 * (n1 + 1) // 2
+    us = [sum(r + 1 for r in c) - n1 * (n1 + 1) // 2 for c in itertools.combinations(range(n), n1)]
+    low = sum(u <= u_obs for u in us) / len(us)
+    high = sum(u >= u_obs for u in us) / len(us)
+    assert mann_whitney_u(x, y) == pytest.approx(min(1.0, 2 * min(low, high)), rel=1e-12)
 
 
 def test_mann_whitney_with_ties():
