@@ -15,13 +15,14 @@ How (see ``docs/simulate.md``):
 * **child** (:mod:`.simulate_child`: :func:`child_measure`, what the child's
   measurer does in the valgrind child): warms the workload up without
   instrumentation, switches callgrind's instrumentation on (``vgdb ...
-  instrumentation on``), then runs each repeat as ONE ctypes callback (:func:`run_as_callback`: libc ``qsort``
-  on a two-element array whose compare function is the workload). callgrind
-  counts only inside ``closure_fcn`` (``--toggle-collect``), the static
-  function of CPython's ``_ctypes`` that runs a callback, and dumps once per
-  callback (``--dump-after``), so start-up, imports and warm-up are never
-  counted; instrumentation goes off again after the region. The child writes
-  a small JSON result and returns a smoke-like Profile so the test body goes on.
+  instrumentation on``), then runs each repeat as ONE ctypes callback
+  (:func:`run_as_callback`: libc ``qsort`` on a two-element array whose
+  compare function is the workload). callgrind counts only inside
+  ``closure_fcn`` (``--toggle-collect``), the static function of CPython's
+  ``_ctypes`` that runs a callback, and dumps once per callback
+  (``--dump-after``), so start-up, imports and warm-up are never counted;
+  instrumentation goes off again after the region. The child sends a small
+  typed record back and returns a smoke-like Profile so the test body goes on.
 * events: ``instructions`` = Ir, ``l1d_access`` = Dr+Dw, ``l1d_refill`` =
   D1mr+D1mw, ``l1i_access`` = Ir, ``l1i_refill`` = I1mr, ``llc_read`` =
   I1mr+D1mr (L1 read misses, i.e. reads that reach the last level),

@@ -267,23 +267,31 @@ def session_of(call: Callable[..., Any]) -> dict | None:
         return None
 
 
-def session_runs(call: Callable[[], Any]) -> dict[str, int] | None:
-    """ONNX Runtime session runs in one call of ``call``, per session label; None: no
-    ONNX Runtime here. A workload that is not ``session.run`` itself is called once more
-    (outside any counted region) with the sessions watched (onnx.find_session_calls).
+def session_runs(call: Callable[[], Any]) -> tuple[dict[str, int] | None, Any]:
+    """ONNX Runtime session runs in one call of ``call``, per session label (None: no
+    ONNX Runtime here), and what that call returned. A workload that is not
+    ``session.run`` itself is called once, with the sessions watched
+    (onnx.find_session_calls); ``session.run`` itself runs its one session once per call
+    and is not called here (the second value is None then).
 
     The simulate backend compares these between the native run and the child: a workload
     that runs its model another number of times there did different work.
     """
     if "onnxruntime" not in sys.modules:
-        return None
-    from ..onnx import find_session_calls
+        return None, None
+    from ..onnx import direct_call, find_session_calls
 
-    try:
-        search = find_session_calls(call)
-    except Exception:  # the workload's own failure is reported by its measured calls
-        return None
-    return {s.label: s.runs for s in search.sessions}
+    direct = direct_call(call)
+    if direct is not None:
+        return {direct.label: 1}, None
+    returned: list[Any] = [None]
+
+    def watched() -> Any:
+        returned[0] = call()
+        return returned[0]
+
+    search = find_session_calls(watched)
+    return {s.label: s.runs for s in search.sessions}, returned[0]
 
 
 # -- measuring the region ------------------------------------------------------------
@@ -341,7 +349,10 @@ def child_measure(
                     break
                 begin = time.perf_counter_ns()
                 try:
-                    run_as_callback(call, 1)
+                    if index == 0:  # this warm-up call also counts the session runs
+                        record.session_runs = _watched_call(call)
+                    else:
+                        run_as_callback(call, 1)
                 except BaseException as exc:
                     add_note(
                         exc,
@@ -352,7 +363,6 @@ def child_measure(
                 warm.append(time.perf_counter_ns() - begin)
                 if options.trigger != "vgdb":  # instrumented already: callgrind dumps these
                     record.plan.append(PlanStep("warmup", 1, warm[-1]))
-            record.session_runs = session_runs(call)  # outside any callback: not counted
             record.instrumentation = _instrumentation(options, "on")
             if record.instrumentation.ok:
                 try:
@@ -367,6 +377,14 @@ def child_measure(
         raise
     request.send(record)
     return _child_profile(label, warm, last, {"simulate_child": True, "measured": True})
+
+
+def _watched_call(call: Callable[[], Any]) -> dict[str, int] | None:
+    """One warm-up call, through the callback as every other, with the sessions watched."""
+    runs, _ = session_runs(lambda: run_as_callback(call, 1))
+    if runs is None:  # no ONNX Runtime here: an ordinary warm-up call
+        run_as_callback(call, 1)
+    return runs
 
 
 def _measure_callbacks(call: Callable[[], Any], options: ChildOptions, record: ChildRecord) -> Any:

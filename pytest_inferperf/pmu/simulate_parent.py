@@ -244,7 +244,7 @@ def profile_via_child(
             native, name=label, session=session if session is not None else session_of(native)
         )
         native_digest = result_digest(native_runner.last_result)
-        native_runs = session_runs(native)
+        native_runs, _ = session_runs(native)
     keep = options.workdir is not None
     folder = Path(options.workdir) if keep else Path(tempfile.mkdtemp(prefix="inferperf-simulate-"))
     folder.mkdir(parents=True, exist_ok=True)
