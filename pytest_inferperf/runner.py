@@ -261,6 +261,7 @@ def read_peak_rss(method: str) -> int | None:
 
 # -- the runner --------------------------------------------------------------
 def add_note(exc: BaseException, text: str) -> None:
+    """Add ``text`` to ``exc``'s notes (where this Python has them): which phase raised."""
     if hasattr(exc, "add_note"):
         exc.add_note(text)
 
@@ -353,6 +354,7 @@ def _name_of(fn: Callable[..., Any]) -> str:
 
 
 def session_facts(fn: Callable[..., Any]) -> dict | None:
+    """The ONNX Runtime session facts of ``fn`` when it is a bound ``session.run``."""
     try:
         from .onnx import describe_session, session_of
     except ImportError:  # pragma: no cover - onnxruntime is a dependency

@@ -112,7 +112,7 @@ def _tiny_session():
     from onnx import TensorProto, helper
 
     from pytest_inferperf.onnx import SessionSettings, make_session
-    from tests.onnx_graphs import make_model
+    from onnx_graphs import make_model
 
     model = make_model(
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],
