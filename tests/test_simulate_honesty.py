@@ -110,9 +110,9 @@ def test_other_session_runs_in_the_child_warn_with_both_counts():
 def _tiny_session():
     import numpy as np
     from onnx import TensorProto, helper
+    from onnx_graphs import make_model
 
     from pytest_inferperf.onnx import SessionSettings, make_session
-    from onnx_graphs import make_model
 
     model = make_model(
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],
