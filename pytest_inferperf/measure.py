@@ -261,7 +261,7 @@ class SimulateMeasurer:
         if reason:
             raise SimulateUnavailable(reason)
         from .pmu.simulate_events import mode_for, spec_metrics
-        from .pmu.simulate_parent import SimulateOptions, profile_via_child
+        from .pmu.simulate_parent import DEFAULT_TIMEOUT, SimulateOptions, profile_via_child
         from .progress import ticking
 
         options, line, variant = self.options, _quiet(progress), name or ""
@@ -269,13 +269,13 @@ class SimulateMeasurer:
         if variant not in self._measured and options.shared_child is not None:
             shared = options.shared_child()
         self._measured.add(variant)
-        limit = {"timeout": float(options.runner["timeout"])} if "timeout" in options.runner else {}
+        timeout = options.runner.get("timeout")  # the marker's timeout= bounds the child too
         simulate = SimulateOptions(
             rootdir=options.rootdir,
             settings=settings,
             mode=mode_for(spec_metrics(options.spec)),
             run_twice=options.update,
-            **limit,  # the marker's timeout= bounds the child too
+            timeout=DEFAULT_TIMEOUT if timeout is None else float(timeout),
         )
         line.phase("simulating: native run, then the region under valgrind")
         with ticking(line):

@@ -110,6 +110,8 @@ class SimulateOptions:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rootdir", Path(self.rootdir))
+        if self.workdir is not None:
+            object.__setattr__(self, "workdir", Path(self.workdir))
         object.__setattr__(self, "events", tuple(check_names(self.events)))
         object.__setattr__(self, "extra_args", tuple(self.extra_args))
         object.__setattr__(self, "block_plugins", tuple(self.block_plugins))
@@ -241,12 +243,12 @@ def profile_via_child(
     if native is not None:
         native_runner = Runner(settings, backend="none", events=())
         native_profile = native_runner.run(
-            native, name=label, session=session if session is not None else session_of(native)
+            native, name=label, session=dict(session) if session is not None else session_of(native)
         )
         native_digest = result_digest(native_runner.last_result)
         native_runs, _ = session_runs(native)
     keep = options.workdir is not None
-    folder = Path(options.workdir) if keep else Path(tempfile.mkdtemp(prefix="inferperf-simulate-"))
+    folder = options.workdir or Path(tempfile.mkdtemp(prefix="inferperf-simulate-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
         run = None
@@ -393,12 +395,14 @@ def build_profile(
     overhead_dump = next(d for d, p in pairs if p.kind == "overhead")
     overhead_values = logical_counts(overhead_dump.events)
     overhead = {e: float(overhead_values[e]) for e in counted}
-    per_call = [
+    per_call: list[float] = [
         r.sample.counts["instructions"].value / r.calls
         for r in repeats
         if "instructions" in r.sample.counts and r.calls
     ]
-    spread = (max(per_call) - min(per_call)) / min(per_call) if per_call and min(per_call) else None
+    spread: float | None = None
+    if per_call and min(per_call) > 0:
+        spread = (max(per_call) - min(per_call)) / min(per_call)
     warnings = session_warnings(record, session or (native.session if native else None))
     if spread is not None and spread > REPEAT_SPREAD_WARN:
         warnings.append(
