@@ -582,7 +582,12 @@ def test_same_python_workload_twice_counts_the_same(runs):
     assert relative(first, again) < 0.001, (first, again)
     # Repeats within one run: held to 0.1% until the noise floor, hard timeout and
     # progress work met in one tree; there they moved 0.13% (1,013,704-1,015,022 per
-    # call, twice), each branch alone stayed within 0.1%. Cause not found yet: 0.2% here.
+    # call, twice), each branch alone stayed within 0.1%. Measured again since: the
+    # first repeat is 200-330 instructions above the next two (0.02-0.04%), the same
+    # in every run (e.g. 1,014,019 / 1,013,828 / 1,013,757 three runs in a row); one
+    # run of 8 had one repeat 5,600 instructions (0.55%) higher, which no repeat of
+    # the same tree showed again: a rare extra inside the region whose cause is not
+    # found. 0.2% here until it is.
     for profile in (runs["py100"], runs["py100_again"]):
         per_repeat = profile.per_repeat("instructions")
         assert relative(max(per_repeat), min(per_repeat)) < 0.002, per_repeat
