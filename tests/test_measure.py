@@ -12,8 +12,12 @@ import json
 import os
 import shutil
 
+# numpy and onnx cannot be imported twice in one process: the in-process pytest runs
+# below unload what they imported, so these are loaded here first.
+import numpy  # noqa: F401
 import pytest
 
+import pytest_inferperf.onnx  # noqa: F401
 from pytest_inferperf import measure
 from pytest_inferperf.budgets import parse_marker
 from pytest_inferperf.measure import (
@@ -186,18 +190,17 @@ def test_child_measurer_measures_the_requested_region(monkeypatch, tmp_path):
 
 
 # -- through pytest -------------------------------------------------------------------
+# Waiting, not computing: a 10x longer wait is a latency regression however busy the
+# machine is (its CPU load lengthens both sides, and the baseline's wait is the short one).
 SLOW_TEST = """
-import hashlib, os, pytest
+import os, time, pytest
 
-DATA = b"x" * (1 << 16)
-
-def hashing():
-    for _ in range(60 if os.environ.get("SLOW") else 20):
-        hashlib.sha256(DATA).digest()
+def waits():
+    time.sleep(0.02 if os.environ.get("SLOW") else 0.002)
 
 @pytest.mark.perf(warmup=1, repeat=10)
-def test_hash(pmu_profile):
-    pmu_profile(hashing)
+def test_wait(pmu_profile):
+    pmu_profile(waits)
 """
 
 
@@ -207,6 +210,7 @@ def test_a_simulated_timing_regression_is_measured_again_before_failing(
     """The confirmation re-measure is the same measure() call for every backend."""
     pytester.makepyfile(test_a=SLOW_TEST)
     args = ("-p", "no:cacheprovider", "-p", "no:randomly", "--inferperf")
+    args += ("--inferperf-flamegraphs", "none")
     args += ("--inferperf-backend", "simulate")
     pytester.runpytest(*args, "--update-baselines").assert_outcomes(passed=1)
     assert len(fake_parent) == 1
