@@ -266,7 +266,8 @@ def read_peak_rss(method: str) -> int | None:
 
 
 # -- the runner --------------------------------------------------------------
-def _note(exc: BaseException, text: str) -> None:
+def add_note(exc: BaseException, text: str) -> None:
+    """Add ``text`` to ``exc``'s notes (where this Python has them): which phase raised."""
     if hasattr(exc, "add_note"):
         exc.add_note(text)
 
@@ -285,7 +286,7 @@ def _call_timed(call: Callable[[], Any], phase: str, guard: Watchdog | None = No
             hint="Raise {timeout}, or make one call shorter.",
         ) from None
     except BaseException as exc:
-        _note(exc, f"inferperf: the workload raised during {phase}")
+        add_note(exc, f"inferperf: the workload raised during {phase}")
         raise
     return time.perf_counter_ns() - begin
 
@@ -342,7 +343,7 @@ def profile(
     )
     call = functools.partial(fn, *args, **kwargs) if args or kwargs else fn
     if session is None:
-        session = _session_facts(fn)
+        session = session_facts(fn)
     result = Runner(settings, backend=backend, events=events).run(
         call, name=name or _name_of(fn), session=session
     )
@@ -357,7 +358,8 @@ def _name_of(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
 
 
-def _session_facts(fn: Callable[..., Any]) -> dict | None:
+def session_facts(fn: Callable[..., Any]) -> dict | None:
+    """The ONNX Runtime session facts of ``fn`` when it is a bound ``session.run``."""
     if "onnxruntime" not in sys.modules:  # no session behind it: skip importing onnx (~0.7 s)
         return None
     try:
@@ -576,7 +578,7 @@ class Runner:
                             partial = interrupted_reason(exc, repeats, calls, s.repeat)
                             break
                         except BaseException as exc:
-                            _note(
+                            add_note(
                                 exc,
                                 f"inferperf: the workload raised in measured repeat "
                                 f"{index + 1}, call {calls + 1}; counters were closed",

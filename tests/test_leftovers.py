@@ -90,12 +90,13 @@ def test_perf_work_folders_of_exited_processes_are_removed(tmp_path):
 @pytest.mark.slow  # a minute of valgrind or several pytest runs
 def test_a_simulate_child_is_killed_with_its_group_on_ctrl_c(tmp_path, monkeypatch):
     """Ctrl-C while waiting for a child in its own session: the child's group goes too."""
-    from pytest_inferperf.pmu import simulate
+    from pytest_inferperf.pmu import simulate, simulate_parent
 
     marker = tmp_path / "pid"
     script = f"import os, time; open({str(marker)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
-    built = simulate.ChildCommand([sys.executable, "-c", script], [], {}, {"trigger": "vgdb"})
-    monkeypatch.setattr(simulate, "child_command", lambda *a, **k: built)
+    trigger = simulate.ChildOptions(trigger="vgdb")
+    built = simulate.ChildCommand([sys.executable, "-c", script], [], {}, trigger)
+    monkeypatch.setattr(simulate_parent, "child_command", lambda *a, **k: built)
 
     def interrupt_when_started():
         for _ in range(200):
@@ -106,19 +107,12 @@ def test_a_simulate_child_is_killed_with_its_group_on_ctrl_c(tmp_path, monkeypat
 
     threading.Thread(target=interrupt_when_started, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
-        simulate._run_child(
+        simulate_parent.run_child(
             "t.py::test",
             "",
-            rootdir=tmp_path,
-            python=sys.executable,
-            timeout=60,
-            repeats=1,
-            calls=1,
+            simulate.SimulateOptions(rootdir=tmp_path, timeout=60, repeat=1, block_plugins=()),
+            tmp_path,
             instrument_from_start=False,
-            extra_args=(),
-            env=None,
-            block_plugins=(),
-            workdir=tmp_path,
         )
     pid = int(marker.read_text())
     with pytest.raises(ProcessLookupError):

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from pytest_inferperf.compare import compare_profiles
-from pytest_inferperf.pmu import callgrind, simulate
+from pytest_inferperf.pmu import callgrind, simulate, simulate_child, simulate_parent
 from pytest_inferperf.pmu.base import CounterSample
 from pytest_inferperf.pmu.callgrind import CallgrindDump, CallgrindFormatError
 from pytest_inferperf.pmu.cpu import SystemPaths
@@ -224,7 +224,9 @@ def test_without_valgrind_the_reason_is_clear(monkeypatch, tmp_path):
     reason = "not available: valgrind is not installed: apt install valgrind"
     assert simulate.available() == reason
     with pytest.raises(simulate.SimulateUnavailable) as info:
-        simulate.profile_via_child("test_x.py::test_x", None, rootdir=tmp_path)
+        simulate.profile_via_child(
+            "test_x.py::test_x", None, simulate.SimulateOptions(rootdir=tmp_path)
+        )
     assert str(info.value) == reason and info.value.reason == reason
 
 
@@ -234,7 +236,7 @@ def _as_child(monkeypatch, tmp_path, variant="", **options):
     monkeypatch.setenv(simulate.ENV_CHILD, str(result))
     monkeypatch.setenv(simulate.ENV_VARIANT, variant)
     monkeypatch.setenv(simulate.ENV_OPTIONS, json.dumps({"trigger": "start", **options}))
-    monkeypatch.setattr(simulate, "_measured_variants", set())
+    monkeypatch.setattr(simulate_child, "_measured_variants", set())
     return result
 
 
@@ -284,7 +286,7 @@ def _run(irs: list[int], *, plan_kinds=None, record=None) -> simulate.ChildRun:
         "region_wall_ns": 5_000_000,
     }
     return simulate.ChildRun(
-        record={**base, **(record or {})},
+        record=simulate.ChildRecord.from_dict({**base, **(record or {})}),
         dumps=dumps,
         returncode=0,
         output="",
@@ -293,13 +295,18 @@ def _run(irs: list[int], *, plan_kinds=None, record=None) -> simulate.ChildRun:
     )
 
 
+def _options(events=("instructions",), settings=None, **fields) -> simulate.SimulateOptions:
+    return simulate.SimulateOptions(
+        rootdir=Path("."), events=tuple(events), settings=settings or RunSettings(), **fields
+    )
+
+
 def test_profile_from_child_dumps():
     events = ["cycles", "instructions", "llc_miss", "task_clock"]
-    profile = simulate._build_profile(
+    profile = simulate.build_profile(
         "mlp",
         "t.py::t",
-        events,
-        RunSettings(repeat=30),
+        _options(events, RunSettings(repeat=30)),
         _run([900, 1000, 1002, 40]),
         None,
         None,
@@ -326,21 +333,24 @@ def test_a_split_region_is_an_error_not_a_count():
     run = _run([900, 1000, 1002, 40])
     run.dumps.append(run.dumps[-1])
     with pytest.raises(simulate.SimulateError, match="5 dumps for 4 callback regions"):
-        simulate._build_profile(
-            "x", "t.py::t", ["instructions"], RunSettings(), run, None, None, None
-        )
+        simulate.build_profile("x", "t.py::t", _options(), run, None, None, None)
 
 
 def test_warnings_for_threads_spinning_and_spread():
-    warnings = simulate._warnings({}, {"intra_op_threads": 4, "allow_spinning": True})
+    record = simulate.ChildRecord("")
+    warnings = simulate_parent.session_warnings(
+        record, {"intra_op_threads": 4, "allow_spinning": True}
+    )
     assert len(warnings) == 2
     assert "intra_op_threads=4" in warnings[0] and "spinning" in warnings[1]
-    assert simulate._warnings({}, {"intra_op_threads": 1, "allow_spinning": False}) == []
-    profile = simulate._build_profile(
+    assert (
+        simulate_parent.session_warnings(record, {"intra_op_threads": 1, "allow_spinning": False})
+        == []
+    )
+    profile = simulate.build_profile(
         "x",
         "t.py::t",
-        ["instructions"],
-        RunSettings(),
+        _options(),
         _run([900, 1000, 1090, 1001, 40]),
         None,
         None,
@@ -372,9 +382,9 @@ def sim_profile(request):
         call = functools.partial(fn, *args)
         if simulate.in_child():
             return simulate.child_measure(call, name=name, settings=SETTINGS)
-        profile = simulate.profile_via_child(
-            request.node.nodeid, name, rootdir=request.config.rootpath, settings=SETTINGS,
-            native=call, timeout=300)
+        options = simulate.SimulateOptions(
+            rootdir=request.config.rootpath, settings=SETTINGS, timeout=300)
+        profile = simulate.profile_via_child(request.node.nodeid, name, options, native=call)
         Path(os.environ["SIM_OUT"]).write_text(profile.to_json())
         return profile
 
@@ -510,10 +520,9 @@ def _direct(project: Path, nodeid: str, **options) -> Profile:
     return simulate.profile_via_child(
         nodeid,
         None,
-        rootdir=project,
-        settings=RunSettings(warmup=3, repeat=3),
-        timeout=300,
-        **options,
+        simulate.SimulateOptions(
+            rootdir=project, settings=RunSettings(warmup=3, repeat=3), timeout=300, **options
+        ),
     )
 
 
@@ -573,7 +582,12 @@ def test_same_python_workload_twice_counts_the_same(runs):
     assert relative(first, again) < 0.001, (first, again)
     # Repeats within one run: held to 0.1% until the noise floor, hard timeout and
     # progress work met in one tree; there they moved 0.13% (1,013,704-1,015,022 per
-    # call, twice), each branch alone stayed within 0.1%. Cause not found yet: 0.2% here.
+    # call, twice), each branch alone stayed within 0.1%. Measured again since: the
+    # first repeat is 200-330 instructions above the next two (0.02-0.04%), the same
+    # in every run (e.g. 1,014,019 / 1,013,828 / 1,013,757 three runs in a row); one
+    # run of 8 had one repeat 5,600 instructions (0.55%) higher, which no repeat of
+    # the same tree showed again: a rare extra inside the region whose cause is not
+    # found. 0.2% here until it is.
     for profile in (runs["py100"], runs["py100_again"]):
         per_repeat = profile.per_repeat("instructions")
         assert relative(max(per_repeat), min(per_repeat)) < 0.002, per_repeat

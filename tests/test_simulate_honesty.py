@@ -3,14 +3,22 @@ workloads cost little to measure."""
 
 from __future__ import annotations
 
+import functools
+import json
 import time
 
 import pytest
 
 from pytest_inferperf import profile as run_profile
-from pytest_inferperf.pmu.simulate import with_honesty_warning
+from pytest_inferperf.pmu import simulate_child
+from pytest_inferperf.pmu.simulate import (
+    ChildRecord,
+    session_runs,
+    with_honesty_warning,
+    with_session_runs_warning,
+)
 from pytest_inferperf.profile import Profile
-from pytest_inferperf.runner import MAX_CALLS_PER_REPEAT, calls_per_repeat
+from pytest_inferperf.runner import MAX_CALLS_PER_REPEAT, RunSettings, calls_per_repeat
 
 pytest_plugins = ["pytester"]
 
@@ -74,3 +82,79 @@ def test_a_workload_that_differs_in_the_child_is_flagged(pytester):
     result.stdout.fnmatch_lines(
         ["*warning: the workload returned different results in the simulation child*"]
     )
+
+
+# -- the same number of session runs per call in the child as in the native run --------
+def test_same_session_runs_give_no_warning():
+    profile = _profile()
+    assert with_session_runs_warning(profile, {"mlp": 2}, {"mlp": 2}) is profile
+    assert with_session_runs_warning(profile, None, {"mlp": 2}) is profile  # no ONNX Runtime
+    assert with_session_runs_warning(profile, {"mlp": 2}, None) is profile
+
+
+def test_other_session_runs_in_the_child_warn_with_both_counts():
+    profile = _profile()
+    warned = with_session_runs_warning(profile, {"mlp": 2, "head": 1}, {"mlp": 5, "head": 1})
+    (warning,) = warned.settings["simulation"]["warnings"]
+    assert "a different number of times per call in the simulation child" in warning
+    assert "head: 1 vs 1, mlp: 5 vs 2" in warning
+    assert warned.settings["simulation"]["session_runs"] == {
+        "native": {"mlp": 2, "head": 1},
+        "child": {"mlp": 5, "head": 1},
+    }
+    both = with_honesty_warning(warned, "aaaa", "bbbb")  # each check adds its own warning
+    assert len(both.settings["simulation"]["warnings"]) == 2
+    Profile.from_dict(both.to_dict())  # still a valid profile
+
+
+def _tiny_session():
+    import numpy as np
+    from onnx import TensorProto, helper
+    from onnx_graphs import make_model
+
+    from pytest_inferperf.onnx import SessionSettings, make_session
+
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+    )
+    session = make_session(model.SerializeToString(), SessionSettings(intra_op_threads=1))
+    return session, {"x": np.ones(4, dtype=np.float32)}
+
+
+def test_session_runs_counts_each_sessions_runs_in_one_call():
+    session, feeds = _tiny_session()
+
+    def twice():
+        session.run(None, feeds)
+        return session.run(None, feeds)
+
+    runs, returned = session_runs(twice)
+    assert list(runs.values()) == [2] and returned is not None
+    direct, _ = session_runs(functools.partial(session.run, None, feeds))
+    assert list(direct.values()) == [1]
+    assert session_runs(lambda: 7) == ({}, 7)  # no session ran: nothing to compare
+
+
+def test_the_child_records_the_session_runs_without_an_extra_call(monkeypatch, tmp_path):
+    """The first warm-up call is watched: the workload runs as often as before."""
+    session, feeds = _tiny_session()
+    calls = []
+
+    def thrice():
+        calls.append(1)
+        for _ in range(3):
+            out = session.run(None, feeds)
+        return out
+
+    result = tmp_path / "child.json"
+    monkeypatch.setenv("INFERPERF_SIMULATE_CHILD", str(result))
+    monkeypatch.setenv("INFERPERF_SIMULATE_VARIANT", "")
+    monkeypatch.setenv("INFERPERF_SIMULATE_OPTIONS", json.dumps({"trigger": "start"}))
+    monkeypatch.setattr(simulate_child, "_measured_variants", set())
+    simulate_child.child_measure(thrice, settings=RunSettings(warmup=1))
+    record = ChildRecord.from_json(result.read_text())
+    assert list(record.session_runs.values()) == [3]
+    repeats = sum(p.calls for p in record.plan if p.kind in ("repeat", "warmup"))
+    assert len(calls) == repeats  # every call is a callback of the plan, none extra

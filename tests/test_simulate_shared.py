@@ -19,9 +19,17 @@ from pathlib import Path
 import pytest
 
 from pytest_inferperf import child_process
-from pytest_inferperf.pmu import simulate, simulate_shared
-from pytest_inferperf.pmu.simulate import ChildCommand, SimulateError
-from pytest_inferperf.pmu.simulate_shared import ENV_SHARED, SharedChild
+from pytest_inferperf.child_process import ENV_SHARED
+from pytest_inferperf.pmu import simulate, simulate_child, simulate_shared
+from pytest_inferperf.pmu.simulate import (
+    ChildCommand,
+    ChildOptions,
+    ChildRecord,
+    PlanStep,
+    SimulateError,
+)
+from pytest_inferperf.pmu.simulate_protocol import RegionRequest
+from pytest_inferperf.pmu.simulate_shared import SharedChild
 
 FIXTURES = Path(__file__).parent / "fixtures" / "callgrind"
 DUMP = (FIXTURES / "callgrind.out.21078.1").read_text()
@@ -36,7 +44,7 @@ def parent(monkeypatch):
     request_r, request_w = os.pipe()
     reply_r, reply_w = os.pipe()
     monkeypatch.setenv(ENV_SHARED, f"{request_r},{reply_w}")
-    monkeypatch.setattr(simulate_shared, "_link", None)
+    monkeypatch.setattr(simulate_child, "_link", None)
 
     class Parent:
         def ask(self, nodeid, variant="", repeats=3, calls=1):
@@ -68,25 +76,25 @@ def parent(monkeypatch):
 def test_child_runs_only_what_the_parent_waits_for(parent):
     assert child_process.is_shared_child()
     parent.ask("t.py::test_b", "fp32", repeats=5, calls=2)
-    why = simulate_shared.child_test_starting("t.py::test_a")
+    why = simulate_child.child_test_starting("t.py::test_a")
     assert why == "inferperf: not requested (the parent waits for t.py::test_b)"
-    assert simulate_shared.child_test_starting("t.py::test_b") is None
-    assert simulate_shared.child_request_for("t.py::test_b", "int8") is None
-    request = simulate_shared.child_request_for("t.py::test_b", "fp32")
-    assert request == {"nodeid": "t.py::test_b", "variant": "fp32", "repeats": 5, "calls": 2}
-    simulate_shared.child_reply({"plan": [{"kind": "repeat"}]})
-    assert parent.answer() == {
-        "nodeid": "t.py::test_b",
-        "variant": "fp32",
-        "record": {"plan": [{"kind": "repeat"}]},
-    }
+    assert simulate_child.child_test_starting("t.py::test_b") is None
+    assert simulate_child.child_request_for("t.py::test_b", "int8") is None
+    request = simulate_child.child_request_for("t.py::test_b", "fp32")
+    assert request == RegionRequest("t.py::test_b", "fp32", repeats=5, calls=2)
+    record = ChildRecord("fp32", repeats=5, calls=2, plan=[PlanStep("repeat", 2, 10)])
+    simulate_child.child_reply(record)
+    answer = parent.answer()
+    assert (answer["nodeid"], answer["variant"]) == ("t.py::test_b", "fp32")
+    assert answer["record"]["plan"] == [{"kind": "repeat", "calls": 2, "wall_ns": 10}]
+    assert ChildRecord.from_dict(answer["record"]) == record
 
 
 def test_child_says_when_a_test_ended_without_the_region(parent):
     parent.ask("t.py::test_a", "int8")
-    assert simulate_shared.child_test_starting("t.py::test_a") is None
-    assert simulate_shared.child_request_for("t.py::test_a", "fp32") is None
-    simulate_shared.child_test_finished("t.py::test_a")
+    assert simulate_child.child_test_starting("t.py::test_a") is None
+    assert simulate_child.child_request_for("t.py::test_a", "fp32") is None
+    simulate_child.child_test_finished("t.py::test_a")
     assert parent.answer() == {
         "nodeid": "t.py::test_a",
         "variant": "int8",
@@ -97,9 +105,9 @@ def test_child_says_when_a_test_ended_without_the_region(parent):
 
 def test_child_says_when_its_tests_ran_out(parent):
     parent.ask("t.py::test_z")
-    assert simulate_shared.child_test_starting("t.py::test_a") is not None
-    simulate_shared.child_test_finished("t.py::test_a")  # not the one asked for
-    simulate_shared.child_session_finished()
+    assert simulate_child.child_test_starting("t.py::test_a") is not None
+    simulate_child.child_test_finished("t.py::test_a")  # not the one asked for
+    simulate_child.child_session_finished()
     assert parent.answer()["missed"] == (
         "the simulation child finished its tests without reaching t.py::test_z"
     )
@@ -107,11 +115,11 @@ def test_child_says_when_its_tests_ran_out(parent):
 
 def test_child_skips_everything_once_the_parent_hangs_up(parent):
     parent.hang_up()
-    assert simulate_shared.child_test_starting("t.py::test_a") == (
+    assert simulate_child.child_test_starting("t.py::test_a") == (
         "inferperf: the parent needs no more simulations"
     )
-    assert simulate_shared.child_request_for("t.py::test_a", "") is None
-    simulate_shared.child_session_finished()  # nothing pending: nothing to say
+    assert simulate_child.child_request_for("t.py::test_a", "") is None
+    simulate_child.child_session_finished()  # nothing pending: nothing to say
 
 
 def test_child_measure_answers_through_the_pipe(parent, monkeypatch, tmp_path):
@@ -120,7 +128,7 @@ def test_child_measure_answers_through_the_pipe(parent, monkeypatch, tmp_path):
     monkeypatch.setenv(simulate.ENV_OPTIONS, json.dumps({"trigger": "start"}))
     calls = []
     parent.ask("t.py::test_a", "", repeats=2, calls=3)
-    assert simulate_shared.child_test_starting("t.py::test_a") is None
+    assert simulate_child.child_test_starting("t.py::test_a") is None
     simulate.child_measure(
         lambda: calls.append(1), nodeid="t.py::test_a", settings=simulate.RunSettings(warmup=1)
     )
@@ -158,7 +166,9 @@ for line in requests:
             part += 1
             (workdir / f"callgrind.out.{os.getpid()}.{part}").write_text(
                 os.environ["FAKE_DUMP"].replace("part: 1", f"part: {part}"))
-        answer["record"] = {"plan": [{"kind": "repeat"}, {"kind": "overhead"}]}
+        answer["record"] = {"variant": request["variant"], "plan": [
+            {"kind": "repeat", "calls": 1, "wall_ns": 5},
+            {"kind": "overhead", "calls": 0, "wall_ns": 1}]}
     replies.write(json.dumps(answer) + "\n")
     replies.flush()
 """
@@ -174,7 +184,7 @@ def scripted(monkeypatch, tmp_path):
                 [sys.executable, "-c", FAKE_CHILD],
                 ["--tool=callgrind"],
                 {},
-                {"trigger": "vgdb", "vgdb": "vgdb", "vgdb_prefix": "x"},
+                ChildOptions(trigger="vgdb", vgdb="vgdb", vgdb_prefix="x"),
             )
 
         monkeypatch.setattr(simulate_shared, "child_command", command)
@@ -194,6 +204,7 @@ def test_parent_gets_each_regions_dumps_from_one_child(scripted):
         assert [d.part for d in first.dumps] == [1, 2]
         assert [d.part for d in second.dumps] == [3, 4]  # only the new ones
         assert first.dumps[0].events["Ir"] > 0
+        assert [p.kind for p in first.record.plan] == ["repeat", "overhead"]  # typed on arrival
         assert first.child["pid"] == second.child["pid"]
         assert (first.child["region_index"], second.child["region_index"]) == (1, 2)
         assert first.child["includes_start_up"] and not second.child["includes_start_up"]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .keys import EARLY_WARNINGS, MARKERS, SHORT_UPDATE, SHORT_UPDATE_TAKEN
+from .measuring import register_measurers
 from .options import Settings
 from .session import InferperfPlugin, is_worker, physical_cores
 
@@ -100,6 +101,7 @@ def pytest_configure(config: pytest.Config) -> None:
             plugin.warnings.append(message)
             warnings.warn(pytest.PytestWarning(f"inferperf: {message}"), stacklevel=1)
     config.pluginmanager.register(plugin, "inferperf-session")
+    register_measurers(config)
     if settings.enabled:
         from .. import watchdog
 

@@ -32,7 +32,6 @@ from .keys import (
     VERDICTS,
 )
 from .marker import spec_for, uses_inferperf
-from .operator_pass import model_name_of, operator_table_for, with_operator_times
 from .options import Settings
 
 # Loading this module is what every pytest run pays once the package is installed,
@@ -127,7 +126,7 @@ class InferperfPlugin:
         items = item.session.items
         later = items[items.index(item) :] if item in items else [item]
         nodeids = [i.nodeid for i in later if "pmu_profile" in getattr(i, "fixturenames", ())]
-        from ..pmu.simulate import session_mode
+        from ..pmu.simulate_events import session_mode
         from ..pmu.simulate_shared import SharedChild
 
         mode = session_mode(
@@ -135,15 +134,6 @@ class InferperfPlugin:
         )
         self.shared = SharedChild(nodeids or [item.nodeid], rootdir=self.config.rootpath, mode=mode)
         return self.shared
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        if child_process.is_shared_child():  # run only what the parent waits for
-            from ..pmu import simulate_shared
-
-            why = simulate_shared.child_test_starting(item.nodeid)
-            if why:
-                pytest.skip(why)
 
     # -- running ---------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -206,7 +196,7 @@ class InferperfPlugin:
 
         time.sleep(CONFIRM_PAUSE_S)
         try:
-            profile = with_operator_times(remeasure(), call)
+            profile = remeasure()  # the same measure() call again, operator pass included
         except TimeoutError as exc:  # the first measurement stands, and says why
             from dataclasses import replace
 
@@ -234,6 +224,7 @@ class InferperfPlugin:
         from dataclasses import replace
 
         from ..flame import capture
+        from ..operator_pass import model_name_of, operator_table_for
         from ..output_errors import describe, make_folder
 
         out_dir = self.settings.report_dir or Path(self.config.rootpath) / "inferperf-report"
@@ -364,10 +355,6 @@ class InferperfPlugin:
 
     # -- controller ------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "teardown" and child_process.is_shared_child():
-            from ..pmu import simulate_shared
-
-            simulate_shared.child_test_finished(report.nodeid)
         entries = getattr(report, "inferperf", None)
         if report.when != "call" or not entries:
             return
@@ -376,10 +363,6 @@ class InferperfPlugin:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if child_process.is_shared_child():
-            from ..pmu import simulate_shared
-
-            simulate_shared.child_session_finished()
         if self.shared is not None:
             self.shared.close()
         if is_worker(self.config) or not self.records:

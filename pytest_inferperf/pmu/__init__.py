@@ -1,7 +1,9 @@
 """Talking to the CPU: identification, the event catalogue, counter backends.
 
-``make_backend`` picks a backend by name; everything else imports from the
-submodules.
+``make_backend`` picks a counter backend by name (``perf`` or ``none``, what the
+Runner counts with in this process); everything else imports from the
+submodules. The simulate backend (``simulate*`` modules) measures in a valgrind
+child instead and is reached through ``pytest_inferperf.measure``.
 """
 
 from __future__ import annotations

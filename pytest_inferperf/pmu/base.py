@@ -1,9 +1,12 @@
 """The counter-backend protocol and the values every backend produces.
 
 Owns: :class:`CounterBackend` (open / start / stop / close, the same for
-``perf_event``, ``simulate`` and ``none``), :class:`EventStatus` (counted, or
-not and why), :class:`Count` and :class:`CounterSample` (one measured
-region's totals and per-thread values).
+``perf_event`` and ``none``, the backends the Runner counts a region with in
+this process), :class:`EventStatus` (counted, or not and why), :class:`Count`
+and :class:`CounterSample` (one measured region's totals and per-thread
+values). The simulate backend is no CounterBackend: it re-runs the region in a
+valgrind child and is a measurer of its own (``measure.SimulateMeasurer``); it
+builds its Profiles from these same values.
 
 Must not: know how any backend counts.
 """

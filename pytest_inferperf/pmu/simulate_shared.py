@@ -1,22 +1,20 @@
 """One valgrind child for many tests: the simulate backend's shared child.
 
 Owns: starting ``valgrind ... python -m pytest <every test that profiles>`` once
-and asking it for one region at a time (parent side, :class:`SharedChild`), and
-the child's side of that conversation (:func:`child_request_for`,
-:func:`child_reply`, and the test start/finish calls the plugin makes in the
-child). A child's fixed cost (valgrind start-up, imports and collection under
-valgrind, ~15-20 s for an ONNX Runtime suite) is paid once per session instead
-of once per test.
+and asking it for one region at a time (the parent side, :class:`SharedChild`; the
+child's side of the conversation is in :mod:`.simulate_child`). A child's fixed
+cost (valgrind start-up, imports and collection under valgrind, ~15-20 s for an
+ONNX Runtime suite) is paid once per session instead of once per test.
 
 The conversation, one JSON line each way over two pipes (``ENV_SHARED`` names
-their descriptors in the child):
+their descriptors in the child), typed records of :mod:`.simulate_protocol`:
 
-* parent -> child: ``{"nodeid", "variant", "repeats", "calls"}``, sent after the
-  parent's own native run of that region, so the two never compete for a CPU;
-* child -> parent: ``{"nodeid", "variant", "record"}`` when the region was
+* parent -> child: a :class:`RegionRequest`, sent after the parent's own native
+  run of that region, so the two never compete for a CPU;
+* child -> parent: a :class:`RegionReply` with the region's record when it was
   measured (callgrind's dumps for it are on disk before the line is written),
-  or ``{"nodeid", "variant", "missed": why}`` when the child finished that test,
-  or all its tests, without reaching the region.
+  or with ``missed`` (why) when the child finished that test, or all its tests,
+  without reaching the region.
 
 The child runs a test only once the parent asked for it (the tests before it are
 skipped, not run), so it never runs ahead of the parent. A region the shared
@@ -25,14 +23,13 @@ or a shared child that died is not an error here: :meth:`SharedChild.measure`
 returns None and the caller falls back to a child for that one test, which
 reports whatever went wrong in full.
 
-Must not: measure or build Profiles (:mod:`.simulate`), or know about pytest's
+Must not: measure or build Profiles (:mod:`.simulate_parent`), or know about pytest's
 objects (the plugin passes node ids).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import select
 import shutil
@@ -47,15 +44,15 @@ from typing import IO, Any
 
 from ..child_process import ENV_SHARED
 from .callgrind import dump_files, read_dump
-from .simulate import (
-    BLOCK_PLUGINS,
-    OUT_STEM,
+from .simulate_protocol import (
     ChildRun,
+    RegionReply,
+    RegionRequest,
     SimulateError,
-    _child_env,
-    _tail,
-    child_command,
+    child_env,
+    tail,
 )
+from .simulate_valgrind import BLOCK_PLUGINS, OUT_STEM, child_command
 
 
 # -- the parent ------------------------------------------------------------------
@@ -115,7 +112,7 @@ class SharedChild:
         del self._reachable[: self._reachable.index(nodeid)]  # the child skips those
         begin = time.monotonic()
         try:
-            self._send({"nodeid": nodeid, "variant": variant, "repeats": repeats, "calls": calls})
+            self._send(RegionRequest(nodeid, variant, repeats, calls))
             message = self._receive(nodeid, timeout)
         except OSError as exc:
             self.close(f"the shared simulation child stopped answering: {exc}")
@@ -123,20 +120,20 @@ class SharedChild:
         if message is None:
             self.close(f"the shared simulation child exited (status {self._status()})")
             return None
-        if (message.get("nodeid"), message.get("variant")) != (nodeid, variant):
+        if (message.nodeid, message.variant) != (nodeid, variant):
             self.close(
-                f"the shared simulation child answered for {message.get('nodeid')!r} "
-                f"{message.get('variant')!r}, not {nodeid!r} {variant!r}"
+                f"the shared simulation child answered for {message.nodeid!r} "
+                f"{message.variant!r}, not {nodeid!r} {variant!r}"
             )
             return None
-        if "missed" in message:
+        if message.missed is not None or message.record is None:
             with contextlib.suppress(ValueError):
                 self._reachable.remove(nodeid)
             return None
         self.served += 1
         assert self._proc is not None and self._built is not None
         return ChildRun(
-            record=message["record"],
+            record=message.record,
             dumps=self._take_dumps(),
             returncode=None,
             output=self.output_tail(),
@@ -157,7 +154,7 @@ class SharedChild:
         log = self._workdir / "child-output.txt" if self._workdir else None
         if log is None or not log.is_file():
             return ""
-        return _tail(log.read_text(errors="replace"), lines)
+        return tail(log.read_text(errors="replace"), lines)
 
     def close(self, why: str | None = None) -> None:
         """End the child (its work is done or it failed) and remove its files."""
@@ -205,7 +202,7 @@ class SharedChild:
         self._built = built
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
-        env = _child_env(self._workdir / "unused.json", "", built.request, self.env)
+        env = child_env(self._workdir / "unused.json", "", built.request, self.env)
         env[ENV_SHARED] = f"{request_r},{reply_w}"
         with open(self._workdir / "child-output.txt", "wb") as output:
             try:
@@ -225,12 +222,12 @@ class SharedChild:
         self._requests = os.fdopen(request_w, "w", encoding="utf-8")
         self._replies = reply_r
 
-    def _send(self, message: Mapping[str, Any]) -> None:
+    def _send(self, message: RegionRequest) -> None:
         assert self._requests is not None
-        self._requests.write(json.dumps(dict(message)) + "\n")
+        self._requests.write(message.to_json() + "\n")
         self._requests.flush()
 
-    def _receive(self, nodeid: str, timeout: float) -> dict[str, Any] | None:
+    def _receive(self, nodeid: str, timeout: float) -> RegionReply | None:
         """The child's next line; None when it closed the pipe (it exited)."""
         assert self._replies is not None
         deadline = time.monotonic() + timeout
@@ -252,7 +249,7 @@ class SharedChild:
                 return None
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
-        return json.loads(line)
+        return RegionReply.from_json(line)
 
     def _take_dumps(self) -> list:
         """The dumps written since the last region (read, then removed), in order."""
@@ -274,90 +271,3 @@ class SharedChild:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._proc.wait(timeout=5)
         return str(self._proc.returncode)
-
-
-# -- the child -------------------------------------------------------------------
-class _Link:
-    """The child's end: the parent's requests in, results out."""
-
-    def __init__(self, spec: str) -> None:
-        request_fd, reply_fd = (int(x) for x in spec.split(","))
-        self.requests = os.fdopen(request_fd, "r", encoding="utf-8")
-        self.replies = os.fdopen(reply_fd, "w", encoding="utf-8")
-        self.pending: dict[str, Any] | None = None
-        self.closed = False
-
-    def next(self) -> dict[str, Any] | None:
-        """The request the parent waits on (blocks until there is one); None: no more."""
-        if self.pending is None and not self.closed:
-            line = self.requests.readline()
-            if line:
-                self.pending = json.loads(line)
-            else:
-                self.closed = True
-        return self.pending
-
-    def answer(self, **fields: Any) -> None:
-        assert self.pending is not None
-        message = {"nodeid": self.pending["nodeid"], "variant": self.pending["variant"], **fields}
-        self.pending = None
-        with contextlib.suppress(OSError):  # the parent is gone: nothing to tell
-            self.replies.write(json.dumps(message, default=str) + "\n")
-            self.replies.flush()
-
-
-_link: _Link | None = None
-
-
-def _child_link() -> _Link:
-    global _link
-    if _link is None:
-        spec = os.environ.get(ENV_SHARED)
-        if not spec:
-            raise SimulateError(f"not a shared simulation child ({ENV_SHARED} is not set)")
-        _link = _Link(spec)
-    return _link
-
-
-def child_request_for(nodeid: str, variant: str) -> dict[str, Any] | None:
-    """The parent's request if it is for this region, else None (run it uncounted)."""
-    request = _child_link().next()
-    if request and (request["nodeid"], request["variant"]) == (nodeid, variant):
-        return request
-    return None
-
-
-def child_reply(record: Mapping[str, Any]) -> None:
-    """Send the measured region's record (its dumps are already on disk)."""
-    _child_link().answer(record=dict(record))
-
-
-def child_test_starting(nodeid: str) -> str | None:
-    """Before a test runs in the child: None to run it, or why to skip it."""
-    request = _child_link().next()
-    if request is None:
-        return "inferperf: the parent needs no more simulations"
-    if request["nodeid"] != nodeid:
-        return f"inferperf: not requested (the parent waits for {request['nodeid']})"
-    return None
-
-
-def child_test_finished(nodeid: str) -> None:
-    """After a test ran in the child: a request for it that is still open was missed."""
-    link = _child_link()
-    if link.pending is not None and link.pending["nodeid"] == nodeid:
-        variant = link.pending["variant"]
-        link.answer(
-            missed=f"{nodeid} ran in the simulation child without calling "
-            f"pmu_profile{f'(name={variant!r})' if variant else ''}"
-        )
-
-
-def child_session_finished() -> None:
-    """At the end of the child's session: a request still open was missed."""
-    link = _child_link()
-    if link.pending is not None:
-        link.answer(
-            missed=f"the simulation child finished its tests without reaching "
-            f"{link.pending['nodeid']}"
-        )

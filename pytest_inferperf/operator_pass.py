@@ -1,7 +1,11 @@
-"""The ONNX Runtime operator pass around a measured profile.
+"""The ONNX Runtime operator pass around a measured profile, and the model's name.
 
 Owns: asking the ONNX helpers for per-operator times of a workload already
-measured. Must not: measure counters or judge.
+measured (:func:`with_operator_times`, :func:`operator_table_for`) and naming the
+model a workload runs (:func:`model_name_of`, for flamegraph titles). Imports
+ONNX Runtime only where a session can exist (it is already imported).
+
+Must not: measure counters, judge or render; import pytest.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..profile import Profile
+    from .profile import Profile
 
 
 def with_operator_times(profile: Profile, call: Callable[[], Any]) -> Profile:
@@ -26,7 +30,7 @@ def with_operator_times(profile: Profile, call: Callable[[], Any]) -> Profile:
                 "operator_pass": {"skipped": "the measured run stopped at its timeout"},
             }
         )
-    from ..onnx import operator_times
+    from .onnx import operator_times
 
     fields, reason = operator_times(call, latency_ms=profile.latency.mean_ms)
     settings = {
@@ -37,17 +41,29 @@ def with_operator_times(profile: Profile, call: Callable[[], Any]) -> Profile:
     return profile.with_(settings=settings, **fields)
 
 
+def with_model(profile: Profile, call: Callable[[], Any]) -> Profile:
+    """The profile with the model ``call`` runs (identity.model_of_call), where it has none."""
+    if profile.model is not None or "onnxruntime" not in sys.modules:
+        return profile
+    from .identity import model_of_call
+
+    return profile.with_(model=model_of_call(call))
+
+
 def operator_table_for(profile: Profile, call: Callable[[], Any]) -> tuple[list | None, str | None]:
     """The profile's operator table, else ONNX Runtime's per-operator times, or why not."""
     if profile.operators:
         return list(profile.operators), None
-    from ..onnx import operator_table
+    from .onnx import operator_table
 
     return operator_table(call)
 
 
 def model_name_of(call: Callable[[], Any]) -> str:
-    from ..onnx import session_of
+    """The stem of the model file ``call`` runs (``session.run`` or a partial), else "model"."""
+    if "onnxruntime" not in sys.modules:
+        return "model"
+    from .onnx import session_of
 
     session = session_of(getattr(call, "func", call))
     model = getattr(session, "_model_path", None) if session is not None else None

@@ -1,0 +1,508 @@
+"""The simulate backend's child side: measuring the region inside the valgrind child.
+
+Owns: what runs in the pytest process that valgrind runs (see ``docs/simulate.md``):
+the region as ONE ctypes callback per repeat (:func:`run_as_callback`: libc ``qsort``
+on a two-element array whose compare function is the workload; callgrind counts only
+inside ``closure_fcn`` and dumps once per callback), the uninstrumented warm-up,
+switching callgrind's instrumentation on and off through vgdb, and sending the
+:class:`~.simulate_protocol.ChildRecord` back (a JSON file, or the pipe of a shared
+child: :func:`child_request_for`, :func:`child_reply`, and the test start/finish
+calls the child's plugin object makes). :func:`child_measure` returns a smoke-like
+Profile so the test body goes on.
+
+Must not: judge (budgets, baselines) or render; start valgrind or build the
+simulated Profile (the parent does: :mod:`.simulate_parent`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import functools
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
+
+from ..child_process import ENV_CHILD, ENV_SHARED, is_shared_child
+from ..profile import Profile
+from ..result_digest import result_digest
+from ..runner import (
+    RunSettings,
+    add_note,
+    measurement_environment,
+    outputs_finite,
+    session_facts,
+    uncounted_profile,
+)
+from .simulate_protocol import (
+    CHILD_BACKEND,
+    ENV_OPTIONS,
+    ENV_VARIANT,
+    ChildOptions,
+    ChildRecord,
+    Instrumentation,
+    PlanStep,
+    RegionReply,
+    RegionRequest,
+    SimulateError,
+)
+
+#: Warm-up calls in the child: ``settings.warmup``, and at least CHILD_MIN_WARMUP, a
+#: fixed number so that every run reaches the region in the same state. CPython's
+#: specialising interpreter quickens a code object after 8 calls and specialises its
+#: instructions after that, thousands of instructions that must not land in a
+#: repeat. Only a workload so expensive that the warm-up passes CHILD_WARMUP_MAX_S
+#: stops earlier (after one call at least): at over a second per call under valgrind
+#: (millions of instructions) those thousands are below 0.1%, and a call costs about
+#: as much uninstrumented as instrumented, so more warm-up would cost minutes.
+CHILD_MIN_WARMUP = 10
+CHILD_WARMUP_MAX_S = 10.0
+TRIGGER_TIMEOUT = 120.0  # seconds the child waits for vgdb to switch instrumentation on
+
+
+# -- the region: one ctypes callback ------------------------------------------------
+_COMPARE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+
+@functools.lru_cache(maxsize=1)
+def _qsort() -> Any:
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    qsort = libc.qsort
+    qsort.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, _COMPARE]
+    qsort.restype = None
+    return qsort
+
+
+def run_as_callback(call: Callable[[], Any], calls: int = 1) -> object:
+    """Run ``call()`` ``calls`` times inside ONE ctypes callback; return the last result.
+
+    The callback is the compare function of libc ``qsort`` on a two-element
+    array, which calls it exactly once. Under callgrind with
+    ``--toggle-collect=closure_fcn`` only this region is counted. An exception
+    from ``call`` is re-raised here (ctypes itself would swallow it).
+    """
+    if not isinstance(calls, int) or isinstance(calls, bool) or calls < 0:
+        raise ValueError(f"calls={calls!r}: the number of calls must be an integer >= 0")
+    state: list[Any] = [0, None, None]  # entries, result, error
+
+    def compare(_a: Any, _b: Any) -> int:
+        state[0] += 1
+        if state[0] == 1:
+            try:
+                result = None
+                for _ in range(calls):
+                    result = call()
+                state[1] = result
+            except BaseException as exc:
+                state[2] = exc
+        return 0
+
+    callback = _COMPARE(compare)
+    pair = (ctypes.c_int * 2)(0, 1)
+    _qsort()(pair, 2, ctypes.sizeof(ctypes.c_int), callback)
+    if state[2] is not None:
+        raise state[2]
+    if state[0] != 1:
+        raise SimulateError(
+            f"libc qsort called the compare function {state[0]} times on two "
+            "elements, not once: the region cannot be isolated on this libc"
+        )
+    return state[1]
+
+
+def _nothing() -> None:
+    return None
+
+
+# -- which region this child measures ------------------------------------------------
+@dataclass(frozen=True)
+class ChildRequest:
+    """What the parent asked the child for (from the environment, or a shared child's pipe)."""
+
+    result_path: Path
+    variant: str
+    options: ChildOptions = field(default_factory=ChildOptions)
+    #: Sends the result to the parent (a shared child's reply pipe); None: the JSON file.
+    respond: Callable[[ChildRecord], None] | None = None
+
+    def send(self, record: ChildRecord) -> None:
+        if self.respond is not None:
+            self.respond(record)
+        else:
+            record.write(self.result_path)
+
+
+def child_request() -> ChildRequest | None:
+    path = os.environ.get(ENV_CHILD)
+    if not path:
+        return None
+    return ChildRequest(
+        result_path=Path(path),
+        variant=os.environ.get(ENV_VARIANT, ""),
+        options=ChildOptions.from_json(os.environ.get(ENV_OPTIONS)),
+    )
+
+
+_measured_variants: set[str] = set()
+
+
+def request_here(nodeid: str | None, variant: str) -> ChildRequest | None:
+    """The parent's request if it is for this region (``nodeid``, ``variant``), else None.
+
+    A child for one test measures the variant named in its environment, once; a
+    shared child the region the parent is waiting for.
+    """
+    request = child_request()
+    if request is None:
+        raise SimulateError(
+            f"child_measure runs only in a simulation child ({ENV_CHILD} is "
+            "not set); use profile_via_child in the test process"
+        )
+    if is_shared_child():
+        here = nodeid or os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
+        wanted = child_request_for(here, variant)
+        if wanted is None:
+            return None
+        return replace(
+            request,
+            variant=variant,
+            options=replace(request.options, repeats=wanted.repeats, calls=wanted.calls),
+            respond=child_reply,
+        )
+    if variant != request.variant or variant in _measured_variants:
+        return None
+    _measured_variants.add(variant)
+    return request
+
+
+# -- facts about this process ----------------------------------------------------------
+def _thread_cpu_ns() -> dict[int, int]:
+    """CPU time of every thread of this process, in ns (``schedstat``, else ``stat`` ticks)."""
+    out: dict[int, int] = {}
+    tick_ns = 1e9 / (os.sysconf("SC_CLK_TCK") or 100)
+    with contextlib.suppress(OSError):
+        for task in os.listdir("/proc/self/task"):
+            base = Path("/proc/self/task") / task
+            try:
+                out[int(task)] = int((base / "schedstat").read_text().split()[0])
+                continue
+            except (OSError, ValueError, IndexError):
+                pass
+            try:
+                fields = (base / "stat").read_text().rsplit(")", 1)[1].split()
+                out[int(task)] = round((int(fields[11]) + int(fields[12])) * tick_ns)
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+def _other_threads_cpu(before: Mapping[int, int], after: Mapping[int, int]) -> dict[str, int]:
+    """CPU ns each thread other than this one used between two :func:`_thread_cpu_ns`."""
+    me = threading.get_native_id()
+    return {
+        str(tid): ns - before.get(tid, 0)
+        for tid, ns in after.items()
+        if tid != me and ns - before.get(tid, 0) > 0
+    }
+
+
+def _thread_names() -> list[str]:
+    """The name of every thread of this process (``/proc/self/task/*/comm``)."""
+    names = []
+    with contextlib.suppress(OSError):
+        for task in sorted(os.listdir("/proc/self/task"), key=int):
+            try:
+                names.append(Path(f"/proc/self/task/{task}/comm").read_text().strip())
+            except OSError:
+                names.append("?")
+    return names
+
+
+def _instrumentation(options: ChildOptions, state: str) -> Instrumentation:
+    """Switch callgrind's instrumentation ``on``/``off`` through vgdb; busy until it answered.
+
+    Off outside the region matters as much as on: everything after the region
+    (pytest's reporting, interpreter shutdown) would otherwise run at the
+    instrumented speed, minutes for a large import graph.
+    """
+    if options.trigger != "vgdb":
+        return Instrumentation("on from the start")
+    command = [options.vgdb or "vgdb", f"--pid={os.getpid()}", "--max-invoke-ms=0"]
+    if options.vgdb_prefix:
+        command.insert(1, f"--vgdb-prefix={options.vgdb_prefix}")
+    command += ["instrumentation", state]
+    begin = time.monotonic()
+    try:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    except OSError as exc:
+        return Instrumentation("vgdb", False, f"cannot run vgdb: {exc}")
+    spin = 0
+    # valgrind polls vgdb only while the program runs code: keep running some.
+    while proc.poll() is None:
+        spin = (spin + sum(range(64))) & 0xFFFF
+        if time.monotonic() - begin > TRIGGER_TIMEOUT:
+            proc.kill()
+            proc.wait()
+            why = f"vgdb did not answer within {TRIGGER_TIMEOUT:g}s"
+            return Instrumentation("vgdb", False, why)
+    output = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+    return Instrumentation(
+        "vgdb", proc.returncode == 0, output.strip()[-400:], round(time.monotonic() - begin, 3)
+    )
+
+
+def session_of(call: Callable[..., Any]) -> dict | None:
+    """The ONNX Runtime session facts of a workload that is ``session.run`` (or a partial)."""
+    target = call.func if isinstance(call, functools.partial) else call
+    try:
+        return session_facts(target)
+    except Exception:
+        return None
+
+
+def session_runs(call: Callable[[], Any]) -> tuple[dict[str, int] | None, Any]:
+    """ONNX Runtime session runs in one call of ``call``, per session label (None: no
+    ONNX Runtime here), and what that call returned. A workload that is not
+    ``session.run`` itself is called once, with the sessions watched
+    (onnx.find_session_calls); ``session.run`` itself runs its one session once per call
+    and is not called here (the second value is None then).
+
+    The simulate backend compares these between the native run and the child: a workload
+    that runs its model another number of times there did different work.
+    """
+    if "onnxruntime" not in sys.modules:
+        return None, None
+    from ..onnx import direct_call, find_session_calls
+
+    direct = direct_call(call)
+    if direct is not None:
+        return {direct.label: 1}, None
+    returned: list[Any] = [None]
+
+    def watched() -> Any:
+        returned[0] = call()
+        return returned[0]
+
+    search = find_session_calls(watched)
+    return {s.label: s.runs for s in search.sessions}, returned[0]
+
+
+# -- measuring the region ------------------------------------------------------------
+def child_measure(
+    call: Callable[[], Any],
+    *,
+    name: str | None = None,
+    settings: RunSettings | None = None,
+    nodeid: str | None = None,
+) -> Profile:
+    """In the simulation child: measure ``call`` if it is the requested variant.
+
+    The requested variant: warm-up calls through the callback, uninstrumented
+    (``max(settings.warmup, CHILD_MIN_WARMUP)``, a fixed number unless the
+    warm-up passes CHILD_WARMUP_MAX_S), instrumentation on (vgdb), one callback
+    repeat that is discarded (it warms the simulated caches and pays one-off
+    costs), ``repeats`` callback repeats of ``calls`` calls each, one empty
+    callback (the region's own overhead), instrumentation off. Sends the
+    :class:`ChildRecord` to the parent. Any other variant runs once, uncounted.
+    Returns a smoke-like Profile (backend ``simulate-child``, no counts): the test
+    body goes on; the caller must not judge it or write it as a baseline.
+    ``nodeid``: the running test (a shared child serves many; default
+    ``PYTEST_CURRENT_TEST``).
+    """
+    settings = settings or RunSettings()
+    variant = name or ""
+    label = name or _name_of(call)
+    request = request_here(nodeid, variant)
+    if request is None:
+        begin = time.perf_counter_ns()
+        result = call()
+        return _child_profile(
+            label,
+            [time.perf_counter_ns() - begin],
+            result,
+            {"simulate_child": True, "measured": False},
+        )
+    options = request.options
+    record = ChildRecord(
+        variant=variant,
+        pid=os.getpid(),
+        repeats=options.repeats,
+        calls=options.calls,
+        session=session_of(call),
+    )
+    warm = record.warmup_ns
+    last: Any = None
+    try:
+        with measurement_environment(settings):
+            # The warm-up runs through the same callback as the repeats, so that the
+            # callback's own Python code is quickened and specialised before counting.
+            wanted = max(1, settings.warmup)
+            for index in range(max(wanted, CHILD_MIN_WARMUP)):
+                if index and sum(warm) > CHILD_WARMUP_MAX_S * 1e9:
+                    break
+                begin = time.perf_counter_ns()
+                try:
+                    if index == 0:  # this warm-up call also counts the session runs
+                        record.session_runs = _watched_call(call)
+                    else:
+                        run_as_callback(call, 1)
+                except BaseException as exc:
+                    add_note(
+                        exc,
+                        f"inferperf: the workload raised in warm-up call {index + 1} "
+                        "of the simulation child",
+                    )
+                    raise
+                warm.append(time.perf_counter_ns() - begin)
+                if options.trigger != "vgdb":  # instrumented already: callgrind dumps these
+                    record.plan.append(PlanStep("warmup", 1, warm[-1]))
+            record.instrumentation = _instrumentation(options, "on")
+            if record.instrumentation.ok:
+                try:
+                    last = _measure_callbacks(call, options, record)
+                finally:  # the rest of the child runs at uninstrumented speed
+                    record.instrumentation_off = _instrumentation(options, "off")
+                record.outputs_ok = outputs_finite(last)
+                record.result_digest = result_digest(last)
+    except BaseException as exc:
+        record.error = f"{type(exc).__name__}: {exc}"
+        request.send(record)
+        raise
+    request.send(record)
+    return _child_profile(label, warm, last, {"simulate_child": True, "measured": True})
+
+
+def _watched_call(call: Callable[[], Any]) -> dict[str, int] | None:
+    """One warm-up call, through the callback as every other, with the sessions watched."""
+    runs, _ = session_runs(lambda: run_as_callback(call, 1))
+    if runs is None:  # no ONNX Runtime here: an ordinary warm-up call
+        run_as_callback(call, 1)
+    return runs
+
+
+def _measure_callbacks(call: Callable[[], Any], options: ChildOptions, record: ChildRecord) -> Any:
+    """The instrumented part: discarded repeat, measured repeats, empty callback."""
+    record.threads = _thread_names()
+    cpu_before = _thread_cpu_ns()
+    last: Any = None
+    for kind in ["warmup"] + ["repeat"] * options.repeats + ["overhead"]:
+        calls = 0 if kind == "overhead" else options.calls
+        begin = time.perf_counter_ns()
+        result = run_as_callback(call if calls else _nothing, calls)
+        record.plan.append(PlanStep(kind, calls, time.perf_counter_ns() - begin))
+        if kind == "repeat":
+            last = result
+    record.other_threads_cpu_ns = _other_threads_cpu(cpu_before, _thread_cpu_ns())
+    record.region_wall_ns = sum(p.wall_ns for p in record.plan)
+    return last
+
+
+def _name_of(call: Callable[..., Any]) -> str:
+    return getattr(call, "__qualname__", None) or getattr(call, "__name__", None) or repr(call)
+
+
+def _child_profile(
+    name: str, durations: Sequence[int], result: Any, settings: Mapping[str, Any]
+) -> Profile:
+    return uncounted_profile(
+        name,
+        CHILD_BACKEND,
+        durations,
+        result,
+        settings=settings,
+        warmup_calls=len(durations),
+        memory_note="not measured in the simulation child",
+    )
+
+
+# -- a shared child's end of the conversation ------------------------------------------
+class _Link:
+    """The child's end: the parent's requests in, results out."""
+
+    def __init__(self, spec: str) -> None:
+        request_fd, reply_fd = (int(x) for x in spec.split(","))
+        self.requests: IO[str] = os.fdopen(request_fd, "r", encoding="utf-8")
+        self.replies: IO[str] = os.fdopen(reply_fd, "w", encoding="utf-8")
+        self.pending: RegionRequest | None = None
+        self.closed = False
+
+    def next(self) -> RegionRequest | None:
+        """The request the parent waits on (blocks until there is one); None: no more."""
+        if self.pending is None and not self.closed:
+            line = self.requests.readline()
+            if line:
+                self.pending = RegionRequest.from_json(line)
+            else:
+                self.closed = True
+        return self.pending
+
+    def answer(self, record: ChildRecord | None = None, missed: str | None = None) -> None:
+        assert self.pending is not None
+        reply = RegionReply(self.pending.nodeid, self.pending.variant, record, missed)
+        self.pending = None
+        with contextlib.suppress(OSError):  # the parent is gone: nothing to tell
+            self.replies.write(reply.to_json() + "\n")
+            self.replies.flush()
+
+
+_link: _Link | None = None
+
+
+def _child_link() -> _Link:
+    global _link
+    if _link is None:
+        spec = os.environ.get(ENV_SHARED)
+        if not spec:
+            raise SimulateError(f"not a shared simulation child ({ENV_SHARED} is not set)")
+        _link = _Link(spec)
+    return _link
+
+
+def child_request_for(nodeid: str, variant: str) -> RegionRequest | None:
+    """The parent's request if it is for this region, else None (run it uncounted)."""
+    request = _child_link().next()
+    if request and (request.nodeid, request.variant) == (nodeid, variant):
+        return request
+    return None
+
+
+def child_reply(record: ChildRecord) -> None:
+    """Send the measured region's record (its dumps are already on disk)."""
+    _child_link().answer(record=record)
+
+
+def child_test_starting(nodeid: str) -> str | None:
+    """Before a test runs in the child: None to run it, or why to skip it."""
+    request = _child_link().next()
+    if request is None:
+        return "inferperf: the parent needs no more simulations"
+    if request.nodeid != nodeid:
+        return f"inferperf: not requested (the parent waits for {request.nodeid})"
+    return None
+
+
+def child_test_finished(nodeid: str) -> None:
+    """After a test ran in the child: a request for it that is still open was missed."""
+    link = _child_link()
+    if link.pending is not None and link.pending.nodeid == nodeid:
+        variant = link.pending.variant
+        link.answer(
+            missed=f"{nodeid} ran in the simulation child without calling "
+            f"pmu_profile{f'(name={variant!r})' if variant else ''}"
+        )
+
+
+def child_session_finished() -> None:
+    """At the end of the child's session: a request still open was missed."""
+    link = _child_link()
+    if link.pending is not None:
+        link.answer(
+            missed=f"the simulation child finished its tests without reaching {link.pending.nodeid}"
+        )
