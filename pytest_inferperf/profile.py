@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InferperfError
-from .pmu.base import CounterSample, EventStatus
 from .profile_check import InvalidProfile, check_profile
 from .safe_read import UnreadableFile, read_limited
+from .samples import CounterSample, EventStatus
 
 SCHEMA_VERSION = 1
 SCHEMA_NAME = "pytest-inferperf/profile"
