@@ -39,6 +39,7 @@ import onnx as onnx_pkg  # the name the annotations use
 import onnxruntime as ort
 
 from .input_memory import InputsTooLarge, check_inputs_fit
+from .watchdog import PASS_TIMEOUT_S, PassStopped, Watchdog, bounded_call, pass_guard
 
 ModelSource = str | os.PathLike | bytes
 """A model as a file path or serialized ``ModelProto`` bytes."""
@@ -724,11 +725,12 @@ def _run_profiled(
     settings: SessionSettings,
     total_runs: int,
     workdir: Path,
+    guard: Watchdog | None = None,
 ) -> Path:
     session = make_session(model, settings, profile_prefix=str(workdir / "ort_profile"))
     feeds = dict(inputs)
     for _ in range(total_runs):
-        session.run(None, feeds)
+        bounded_call(guard, lambda: session.run(None, feeds))
     return Path(session.end_profiling())
 
 
@@ -919,14 +921,15 @@ class SessionSearch:
 _WATCHED_OTHER = ("run_with_iobinding", "run_with_ort_values")
 
 
-def find_session_calls(call: Any) -> SessionSearch:
+def find_session_calls(call: Any, guard: Watchdog | None = None) -> SessionSearch:
     """Every ONNX Runtime session a workload runs, whatever wraps it, largest first.
 
     ``session.run`` itself (a bound method, or a ``functools.partial`` of it) is used as
     it is. Any other callable is called once more while ``InferenceSession.run`` (and
     ``run_with_iobinding`` / ``run_with_ort_values``, which cannot be replayed) are
     watched: each session seen, with the feeds of its last run, how often it ran and how
-    long. Sessions created during that call are found too.
+    long. Sessions created during that call are found too. ``guard`` (a
+    :func:`~pytest_inferperf.watchdog.pass_guard`) bounds that call.
     """
     direct = direct_call(call)
     if direct is not None:
@@ -964,7 +967,7 @@ def find_session_calls(call: Any) -> SessionSearch:
         if name in originals:
             setattr(cls, name, other(name))
     try:
-        call()
+        bounded_call(guard, call)
     finally:
         for name, (had_own, original) in originals.items():
             if had_own:
@@ -1040,14 +1043,16 @@ def _settings_of(session: Any) -> SessionSettings:
 MAX_SESSIONS = 4
 
 
-def _profile_session(found: SessionCall, runs: int) -> tuple[list[OperatorStat], list[dict]]:
+def _profile_session(
+    found: SessionCall, runs: int, guard: Watchdog | None = None
+) -> tuple[list[OperatorStat], list[dict]]:
     session = found.session
     model = getattr(session, "_model_path", None) or getattr(session, "_model_bytes", None)
     if not model:
         raise ModelError("the session's model can be neither re-read nor re-used")
     with tempfile.TemporaryDirectory(prefix="inferperf-ort-") as tmp:
         trace = _run_profiled(
-            model, found.feeds, _settings_of(session), PASS_WARMUP + runs, Path(tmp)
+            model, found.feeds, _settings_of(session), PASS_WARMUP + runs, Path(tmp), guard
         )
         return (
             with_weight_types(parse_ort_profile(trace, skip_runs=PASS_WARMUP), model),
@@ -1072,7 +1077,11 @@ def _merge_op_types(tables: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[
 
 
 def operator_times(
-    call: Any, *, latency_ms: float | None = None, found: SessionCall | SessionSearch | None = None
+    call: Any,
+    *,
+    latency_ms: float | None = None,
+    found: SessionCall | SessionSearch | None = None,
+    timeout: float | None = PASS_TIMEOUT_S,
 ) -> tuple[dict[str, Any], str | None]:
     """Per-node and per-op-type times of the models a workload runs, or why not.
 
@@ -1087,12 +1096,30 @@ def operator_times(
     * ``operator_pass`` - runs, warm-up, the pass's wall time, ``session`` ("direct" or
       "found") and ``sessions``: label, how, runs per call and seconds in one call.
 
-    A session whose profile fails is named in ``operator_pass["failed"]``.
+    A session whose profile fails is named in ``operator_pass["failed"]``. The whole
+    pass (the watched call of the workload and every profiled run) is bounded by
+    ``timeout`` seconds (the marker's ``timeout=``; ``None``: unbounded): past it the pass
+    stops and the reason says ``operator pass stopped after N s``.
     """
+    try:
+        with pass_guard(timeout, "operator pass") as guard:
+            return _operator_times(call, latency_ms=latency_ms, found=found, guard=guard)
+    except PassStopped as stopped:
+        return {}, str(stopped)
+
+
+def _operator_times(
+    call: Any,
+    *,
+    latency_ms: float | None,
+    found: SessionCall | SessionSearch | None,
+    guard: Watchdog | None,
+) -> tuple[dict[str, Any], str | None]:
+    """:func:`operator_times` inside its bound (``guard`` arms each call)."""
     if isinstance(found, SessionCall):
         search = SessionSearch((found,))
     else:
-        search = found if found is not None else find_session_calls(call)
+        search = found if found is not None else find_session_calls(call, guard)
     if not search.sessions:
         return {}, search.reason
     runs = pass_runs(latency_ms or 0.0)
@@ -1103,7 +1130,7 @@ def operator_times(
     profiled: list[SessionCall] = []
     for session in search.sessions[:MAX_SESSIONS]:
         try:
-            stats, op_types = _profile_session(session, runs)
+            stats, op_types = _profile_session(session, runs, guard)
         except Exception as exc:  # a second session can fail where the first did not
             failed[session.label] = str(exc)
             continue
@@ -1153,22 +1180,27 @@ def operator_times(
 def with_operator_times(profile: Any, call: Any) -> Any:
     """``profile`` (a :class:`~pytest_inferperf.profile.Profile`) with the operator tables
     of every session ``call`` runs (:func:`operator_times`), and in
-    ``settings["operator_pass"]`` the pass's facts or, when none was found, why."""
-    fields, reason = operator_times(call, latency_ms=profile.latency.mean_ms)
+    ``settings["operator_pass"]`` the pass's facts or, when none was found, why. The pass
+    is bounded by the run's own ``timeout``."""
+    from .watchdog import pass_timeout
+
+    fields, reason = operator_times(
+        call, latency_ms=profile.latency.mean_ms, timeout=pass_timeout(profile.settings)
+    )
     record = fields.pop("operator_pass", None) or {"skipped": reason or "no session found"}
     return profile.with_(settings={**profile.settings, "operator_pass": record}, **fields)
 
 
-def operator_table(call: Any) -> tuple[list[OperatorStat] | None, str | None]:
+def operator_table(
+    call: Any, *, timeout: float | None = PASS_TIMEOUT_S
+) -> tuple[list[OperatorStat] | None, str | None]:
     """ONNX Runtime's per-operator times for a workload's sessions, or why not.
 
     ``(None, reason)`` when the workload runs no session it can profile; the stats of
-    every session otherwise, each with its ``model`` label.
+    every session otherwise, each with its ``model`` label. ``timeout`` bounds the pass
+    (:func:`operator_times`).
     """
-    search = find_session_calls(call)
-    if not search.sessions:
-        return None, search.reason
-    fields_, reason = operator_times(call, found=search)
+    fields_, reason = operator_times(call, timeout=timeout)
     if reason:
         return None, reason
     return [OperatorStat.from_dict(o) for o in fields_["operators"]], None

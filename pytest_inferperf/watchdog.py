@@ -16,6 +16,11 @@ bookkeeping (counters, stage records), so an interrupted run still closes its
 counters and keeps every repeat that finished. Another ``SIGALRM`` handler (e.g.
 pytest-timeout's) is restored afterwards and receives every alarm that is not ours.
 
+The passes around a measurement (ONNX Runtime's operator pass, the flamegraph
+sampling passes) call the workload again; :func:`pass_guard` bounds each by the same
+timeout, and a pass that runs past it stops with :class:`PassStopped` (an ordinary
+exception carrying the note "... pass stopped after N s"), never a hang.
+
 Must not: measure, judge, or end the process.
 """
 
@@ -45,6 +50,68 @@ class CallOverrun(BaseException):
     A ``BaseException`` (like ``KeyboardInterrupt``) so that a workload's own
     ``except Exception`` cannot swallow it.
     """
+
+
+class PassStopped(Exception):
+    """A pass around a measurement (operator times, flamegraph sampling) hit its timeout.
+
+    The message is the note the profile keeps: ``not available: <what> stopped after
+    N s (timeout=T s) ...``.
+    """
+
+
+#: The bound of a pass when the measurement named no timeout (the runner's default).
+PASS_TIMEOUT_S = 60.0
+
+
+def pass_timeout(settings: Any) -> float:
+    """The timeout a pass gets: the run's ``timeout`` from a profile's settings, else
+    :data:`PASS_TIMEOUT_S`."""
+    value = settings.get("timeout") if isinstance(settings, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        return PASS_TIMEOUT_S
+    return float(min(value, 1e9))
+
+
+@contextlib.contextmanager
+def pass_guard(timeout: float | None, what: str) -> Iterator[Watchdog | None]:
+    """Bound a pass that calls the workload (or a session) several times by ``timeout``.
+
+    Yields the armed-per-call :class:`Watchdog` (``None`` without a timeout); arm each
+    call with :func:`bounded_call`. A call interrupted past the deadline, or a call
+    started after it, ends the block with :class:`PassStopped` naming ``what``.
+    """
+    if timeout is None:
+        yield None
+        return
+    begin = time.monotonic()
+    guard = Watchdog(begin + timeout, timeout=timeout, name=what)
+    try:
+        with guard:
+            yield guard
+    except CallOverrun as exc:
+        raise _stopped(what, begin, timeout) from exc
+
+
+def _stopped(what: str, begin: float, timeout: float) -> PassStopped:
+    return PassStopped(
+        f"not available: {what} stopped after {time.monotonic() - begin:.1f} s "
+        f"(timeout={timeout:g} s): one call of the workload took too long; raise the "
+        "marker's `timeout=` to let the pass finish"
+    )
+
+
+def bounded_call(guard: Watchdog | None, call: Callable[[], Any]) -> Any:
+    """``call()`` armed under a :func:`pass_guard` watchdog (unbounded with ``None``)."""
+    if guard is None:
+        return call()
+    if time.monotonic() > guard.deadline:  # also where no signal handler could be installed
+        raise CallOverrun(f"{guard.name}: started after the deadline")
+    guard.armed = True
+    try:
+        return call()
+    finally:
+        guard.armed = False
 
 
 def set_reporter(report: Callable[[str], None] | None) -> Callable[[str], None] | None:
