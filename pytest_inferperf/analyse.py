@@ -42,7 +42,7 @@ from .cache import CachedResult, CacheKey, ResultCache, file_sha256
 from .identity import describe_model
 from .machine import this_cpu
 from .metrics import profile_metrics
-from .onnx import InputSpecError, ModelError, SessionSettings
+from .onnx import InputSpecError, ModelError, SessionSettings, SessionSettingsError
 from .profile import SCHEMA_VERSION, Profile, ProfileFormatError
 
 Progress = Callable[[str], None]
@@ -342,6 +342,8 @@ def analyse_model(
     except InputSpecError as exc:
         hint = "" if "memory available" in str(exc) else " Give it with --shape NAME=N."
         raise UsageError(f"{model}: {exc}.{hint}") from None
+    except SessionSettingsError as exc:  # more threads than this process can create
+        raise UsageError(str(exc)) from None
     except ModelError as exc:
         raise UsageError(f"{exc}. Pass a .onnx file ONNX Runtime can load.") from None
     name = model.stem

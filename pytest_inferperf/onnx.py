@@ -49,6 +49,8 @@ __all__ = [
     "ModelError",
     "OperatorStat",
     "SessionSettings",
+    "SessionSettingsError",
+    "check_session_threads",
     "default_dims",
     "make_inputs",
     "make_session",
@@ -103,12 +105,111 @@ def _check_choice(field_name: str, value: object, allowed: Iterable[str]) -> Non
         )
 
 
+class SessionSettingsError(ValueError):
+    """Session settings ONNX Runtime cannot honour here (too many threads for the limits)."""
+
+
+#: The most threads one session may ask ONNX Runtime for. ONNX Runtime starts one OS
+#: thread per intra-op thread (and per inter-op thread in parallel mode) while the
+#: session is created, and a thread it cannot create kills the process (a segfault
+#: under an address-space limit: ``--threads 100000``), not a Python error.
+MAX_SESSION_THREADS = 1024
+#: Address space one pool thread needs beyond its stack (``ulimit -s``). Measured on the
+#: 2-vCPU development VM under ``ulimit -v 4000000`` (3.8 GiB), 8 MiB stacks: a session of
+#: 250 intra-op threads was created, one of 350 hung; 4 MiB + the stack puts the line
+#: between them.
+THREAD_OVERHEAD_BYTES = 4 << 20
+_DEFAULT_STACK_BYTES = 8 << 20
+
+
 def _check_thread_count(field_name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(
             f"SessionSettings.{field_name} must be a non-negative int "
             f"(0 lets ONNX Runtime choose); got {value!r}."
         )
+    if value > MAX_SESSION_THREADS:
+        raise SessionSettingsError(
+            f"SessionSettings.{field_name}={value} is more than one session may start "
+            f"(at most {MAX_SESSION_THREADS}): ONNX Runtime creates one OS thread each while "
+            "the session is made, and a thread it cannot create crashes the process instead "
+            f"of raising. This machine has {os.cpu_count() or '?'} CPUs, and more threads "
+            "than CPUs never make one inference faster: give at most the CPU count (the "
+            "CLI's --threads, the marker's threads=), or 0 to let ONNX Runtime choose."
+        )
+
+
+def session_threads(settings: SessionSettings) -> int:
+    """The OS threads a session of ``settings`` starts (0 = ONNX Runtime's own choice: the
+    CPUs of this process)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    intra = settings.intra_op_threads or (cpus or 1)
+    inter = settings.inter_op_threads or (cpus or 1)
+    return intra + (inter if settings.execution_mode == "parallel" else 0)
+
+
+def thread_space_problem(
+    threads: int, *, limit: int | None, used: int | None, stack: int | None
+) -> str | None:
+    """Why ``threads`` pool threads do not fit in the address-space limit, or None.
+
+    ``limit``: ``RLIMIT_AS`` in bytes (None: unlimited); ``used``: the process's address
+    space now (``VmSize``); ``stack``: ``RLIMIT_STACK`` (None: unlimited, taken as 8 MiB).
+    The threads may take at most 90% of what is left.
+    """
+    if limit is None or threads <= 1:
+        return None
+    per_thread = (stack or _DEFAULT_STACK_BYTES) + THREAD_OVERHEAD_BYTES
+    free = max(0, limit - (used or 0))
+    fit = int(free * 0.9 // per_thread)
+    if threads <= fit:
+        return None
+    gib = 1 << 30
+    return (
+        f"{threads} ONNX Runtime threads do not fit in this process's address-space limit "
+        f"(ulimit -v: {limit / gib:.1f} GiB, {free / gib:.1f} GiB of it free): each thread "
+        f"reserves its stack (ulimit -s: {(stack or _DEFAULT_STACK_BYTES) >> 20} MiB) and "
+        f"about {THREAD_OVERHEAD_BYTES >> 20} MiB more, and ONNX Runtime crashes or hangs "
+        f"when it cannot create one. Use at most {max(1, fit)} threads (--threads, the "
+        "marker's threads=), or raise the limit (ulimit -v) or lower the stack size "
+        "(ulimit -s)."
+    )
+
+
+def _address_space() -> tuple[int | None, int | None, int | None]:
+    """(RLIMIT_AS, VmSize, RLIMIT_STACK) in bytes; None where unlimited or unknown."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return None, None, None
+
+    def soft(which: int) -> int | None:
+        value = resource.getrlimit(which)[0]
+        return None if value == resource.RLIM_INFINITY or value < 0 else int(value)
+
+    used = None
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    used = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return soft(resource.RLIMIT_AS), used, soft(resource.RLIMIT_STACK)
+
+
+def check_session_threads(settings: SessionSettings) -> None:
+    """Refuse, before ONNX Runtime starts them, threads this process cannot create.
+
+    Raises :class:`SessionSettingsError` (one paragraph: cause and fix).
+    """
+    threads = session_threads(settings)
+    if threads > MAX_SESSION_THREADS:
+        _check_thread_count("intra_op_threads + inter_op_threads", threads)
+    limit, used, stack = _address_space()
+    problem = thread_space_problem(threads, limit=limit, used=used, stack=stack)
+    if problem:
+        raise SessionSettingsError(problem)
 
 
 def _check_bool(field_name: str, value: object) -> None:
@@ -225,9 +326,11 @@ def make_session(
     """Create an ``InferenceSession`` for ``model`` (a path or serialized bytes).
 
     Raises :class:`ModelError` naming the model and the cause when it is missing or
-    ONNX Runtime cannot load it.
+    ONNX Runtime cannot load it, and :class:`SessionSettingsError` (before any thread
+    starts) for more threads than the process can create (:func:`check_session_threads`).
     """
     settings = settings if settings is not None else SessionSettings()
+    check_session_threads(settings)
     _check_model_file(model)
     options = make_session_options(settings, profile_prefix=profile_prefix)
     source = model if isinstance(model, bytes) else os.fspath(model)
