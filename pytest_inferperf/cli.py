@@ -454,6 +454,7 @@ def _compare_cmd(args: argparse.Namespace) -> int:
             entries,
             quality=args.quality or (),
             quality_higher_is_better=not args.quality_lower_is_better,
+            any_model=args.any_model,
         )
         side, files = write_comparison(
             side, args.out, title=f"inferperf compare: {', '.join(labels)}"
@@ -619,6 +620,12 @@ def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
         metavar="NAME=VALUE",
         help="a quality score (accuracy, F1...) of a variant; marks the "
         "latency/quality Pareto front. Repeatable",
+    )
+    compare.add_argument(
+        "--any-model",
+        action="store_true",
+        help="compare saved profiles of different models (content hash or input "
+        "shapes differ) instead of refusing them",
     )
     compare.add_argument(
         "--quality-lower-is-better",
