@@ -25,6 +25,14 @@ def clean(text: str, *, keep_newlines: bool = False) -> str:
     return escape(text, keep_newlines=keep_newlines)
 
 
+def terminal_safe(value: object) -> object:
+    """A copy of a Profile, Verdict or comparison with every string in it escaped, so a
+    name with a newline cannot split a row of the rendered (multi-line) text."""
+    from .terminal_safe import terminal_safe as escaped
+
+    return escaped(value)
+
+
 def _doctor(args: argparse.Namespace) -> int:
     from .doctor import render_json, render_text, run_doctor
 
@@ -241,7 +249,7 @@ class _ProgressLine:
         return self.update
 
     def update(self, text: str) -> None:
-        line = f"measuring {self.label}: {text}"
+        line = clean(f"measuring {self.label}: {text}")  # a file name can hold escapes
         if self.tty:
             self.stream.write(f"\r\x1b[K{line}")
             self._shown = True
@@ -333,11 +341,14 @@ def _analyse_entry(
         progress.clear()
     if result.cached:
         print(
-            f"{target}: cached result from {_when(result.cached.stored)}; --force to measure again",
+            clean(
+                f"{target}: cached result from {_when(result.cached.stored)}; "
+                "--force to measure again"
+            ),
             file=sys.stderr,
         )
     for note in result.notes:
-        print(f"{target}: {note}", file=sys.stderr)
+        print(clean(f"{target}: {note}"), file=sys.stderr)
     return result
 
 
@@ -358,7 +369,8 @@ def _analyse_cmd(args: argparse.Namespace) -> int:
     if args.json:
         print(profile.to_json())
     else:
-        print(clean(text.render_profile(profile, diagnosis), keep_newlines=True))
+        shown = terminal_safe((profile, diagnosis))  # names escaped, the layout kept
+        print(clean(text.render_profile(*shown), keep_newlines=True))
         print()
         print(f"wrote {files['json']} and {files['html']}")
     markdown.append_step_summary(markdown.render_profile(profile, diagnosis))
@@ -391,10 +403,10 @@ def _validate_cmd(args: argparse.Namespace) -> int:
         return _usage("validate", exc)
     finally:
         progress.clear()
-    verdict = result.verdict
     markdown.append_step_summary(
-        markdown.render_validation(result.label, result.baseline_path, verdict)
+        markdown.render_validation(result.label, result.baseline_path, result.verdict)
     )
+    verdict = terminal_safe(result.verdict)  # names from the files escaped, the layout kept
     if verdict.failed:
         print(clean(failure_text(verdict), keep_newlines=True))
         return EXIT_FAILED
@@ -461,7 +473,7 @@ def _compare_cmd(args: argparse.Namespace) -> int:
         )
     except (UsageError, TimeoutError) as exc:
         return _usage("compare", exc)
-    print(clean(text.render_comparison(side, args.out), keep_newlines=True))
+    print(clean(text.render_comparison(terminal_safe(side), args.out), keep_newlines=True))
     print()
     print(f"wrote {files['json']} and {files['html']}")
     markdown.append_step_summary(markdown.render_comparison(side))
