@@ -7,9 +7,14 @@ workload's Python code. ``SIGALRM`` also breaks blocking system calls (``sleep``
 ``read``, ``select``): they return ``EINTR`` and the handler runs. A call in native
 code that neither returns to Python nor gives way to a signal cannot be interrupted
 inside the process: after a grace period the watcher reports it once (which call,
-the partial results so far, every thread's Python stack) through the reporter the
-plugin installs (the terminal, past pytest's capture), and keeps signalling until the
-call gives way.
+the partial results so far, every thread's Python stack, and how to let the session go
+on: pytest-xdist with pytest-timeout's thread method) through the reporter the plugin
+installs (the terminal, past pytest's capture), and keeps signalling until the call
+gives way. Running the call in a worker thread to abandon it was considered and
+refused: a call stuck holding the GIL stops every thread anyway, one that released it
+keeps running and is counted in every later measurement (counters follow every thread
+of the process), and signals reach only the main thread, so a ``sleep`` could no longer
+be interrupted.
 
 The handler only raises while a call is armed, never inside the runner's own
 bookkeeping (counters, stage records), so an interrupted run still closes its
@@ -219,9 +224,14 @@ class Watchdog:
             f"inferperf: {self.name}: a call of the workload has run {late:.0f}s past "
             f"timeout={self.timeout:g}s and does not give way: it is in native code that "
             f"neither returns to Python nor yields to a signal. Partial results so far: "
-            f"{self.progress}. The test fails with them once the call returns; a call that "
-            "never returns must be stopped from outside (Ctrl-C, or pytest-timeout's "
-            "thread method). Every thread's Python stack follows:"
+            f"{self.progress}. The test fails with them once the call returns. A call that "
+            "never returns cannot be abandoned inside this process (its thread may hold the "
+            "interpreter, and would be counted in every later measurement): to let the other "
+            "tests run, use pytest-xdist with pytest-timeout's thread method (`-n 1 "
+            "--timeout=<seconds well above the marker's timeout> --timeout-method=thread`): "
+            "the stuck worker is ended, its test reported as crashed, and the session goes on "
+            "in a new worker (without -n the same options end the run instead of hanging). "
+            "Every thread's Python stack follows:"
         )
         with contextlib.suppress(Exception):
             faulthandler.dump_traceback(file=sys.__stderr__ or 2, all_threads=True)

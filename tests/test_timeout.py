@@ -246,6 +246,52 @@ def test_a_stuck_call_is_reported_on_the_terminal_past_the_capture(pytester):
     result.stdout.fnmatch_lines(["*partial (1/30 repeats, timeout 1 s)*"])
 
 
+@pytest.mark.slow
+def test_a_call_that_never_returns_ends_only_its_worker_with_the_documented_recipe(pytester):
+    """The limit of the in-process timeout, and the way round it docs/plugin.md gives.
+
+    A call stuck in native code for an hour (SIGALRM blocked, a C-level sleep) cannot be
+    abandoned inside the process. With pytest-xdist and pytest-timeout's thread method
+    the stuck worker is ended, its test fails as crashed, and the next test still runs.
+    """
+    pytest.importorskip("pytest_timeout")
+    pytester.makepyfile(
+        test_a="""
+        import ctypes, signal
+        import pytest
+        from pytest_inferperf import watchdog
+        watchdog.STUCK_GRACE_S = 0.5
+        calls = {"n": 0}
+        def work():
+            calls["n"] += 1
+            if calls["n"] > 2:
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+                ctypes.CDLL(None).sleep(3600)
+        @pytest.mark.perf(warmup=1, repeat=3, timeout=1)
+        def test_never_returns(pmu_profile):
+            pmu_profile(work)
+        def test_after():
+            pass
+    """
+    )
+    begin = time.monotonic()
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--inferperf",
+        "--inferperf-flamegraphs",
+        "none",
+        "-n",
+        "1",
+        "--timeout=8",
+        "--timeout-method=thread",
+        timeout=300,
+    )
+    assert time.monotonic() - begin < 300  # never the hour the call asked for
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*worker 'gw0' crashed while running*test_never_returns*"])
+
+
 # -- the passes around a measurement: operator times and flamegraph sampling -------------
 
 
