@@ -263,13 +263,12 @@ def side_by_side(
                 "values are shown side by side only"
             )
             continue
-        other = different_models(entry.profile, first.profile)
+        other = different_models(entry.profile, first.profile, (entry.label, first.label))
         if other and not any_model and _saved(entry) and _saved(first):
             from .validate import ModelMismatch
 
-            why = different_models(entry.profile, first.profile, (entry.label, first.label))
             raise ModelMismatch(
-                f"saved profiles of different models: {why}. "
+                f"saved profiles of different models: {other}. "
                 "A change between profiles of two models says nothing about a regression "
                 "of either: compare profiles of the same model, name the model files to put "
                 "variants side by side (`inferperf compare fp32.onnx int8.onnx`, or one model "
