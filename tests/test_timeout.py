@@ -381,3 +381,33 @@ def test_the_flamegraph_passes_stop_at_the_timeout_and_leave_nothing(tmp_path):
         ps = subprocess.run(["ps", "-o", "args=", "--ppid", str(os.getpid())], capture_output=True)
         assert b"perf record" not in ps.stdout
     assert not any(p.suffix == ".svg" for p in (tmp_path / "out").iterdir())
+
+
+def test_the_plugins_flamegraph_passes_are_bounded_by_the_markers_timeout(pytester):
+    """Fast while measured, then 60 s per call: the sampling passes stop at timeout=2."""
+    pytester.makepyfile(
+        test_a="""
+        import time
+        import pytest
+        calls = {"n": 0}
+        def work():
+            calls["n"] += 1
+            if calls["n"] > 300:  # past the measured run: inside the sampling window
+                time.sleep(60)
+            return sum(range(50))
+        @pytest.mark.perf(warmup=1, repeat=3, timeout=2, min_time=0)
+        def test_flame(pmu_profile):
+            pmu_profile(work)
+    """
+    )
+    begin = time.monotonic()
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--inferperf",
+        "--inferperf-flamegraphs",
+        "all",
+        timeout=170,
+    )
+    assert time.monotonic() - begin < 45  # not the 60 s of one call, let alone two passes
+    result.assert_outcomes(passed=1)
