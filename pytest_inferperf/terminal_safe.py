@@ -51,6 +51,6 @@ def terminal_safe(value: Any, _depth: int = 0) -> Any:
         }
         try:
             return dataclasses.replace(value, **changes)
-        except (TypeError, ValueError):
+        except Exception:  # a value object whose checks refuse the copy: printed as it is
             return value
     return value
