@@ -17,6 +17,12 @@ same 10% pytest-inferperf's default tolerance of CPU time and mean latency has.
 Usage::
 
     python benchmarks/noisy_verdicts.py [--trials 10] [--out docs/benchmarks]
+        [--rules fastest] [--tools pytest-inferperf,pytest-benchmark] [--stem noisy-verdicts]
+
+``--rules median,fastest`` runs pytest-inferperf once per rule in every trial (the
+machine's slowdown read from the calibration's median or fastest round,
+``noise.CALIBRATION_STATISTIC``, set by the suite's conftest): two rules side by side
+on the same baselines, in the same minutes.
 
 ``--trials N`` sets the runs per level and phase (the unchanged and the 3x levels get
 N, the 1.2x and 1.5x levels N // 2 in the loaded phase, N for 1.2x quiet). Writes
@@ -128,6 +134,15 @@ def test_onnx(benchmark):
     benchmark(SESSION.run, None, FEEDS)
 """
 
+CONFTEST = """
+import os
+
+from pytest_inferperf import noise
+
+if os.environ.get("NV_RULE"):
+    noise.CALIBRATION_STATISTIC = os.environ["NV_RULE"]
+"""
+
 _PEER_FAILED = re.compile(r"(test_\w+) \(\d+_\w+\)\s*-\s*Field 'mean' has failed")
 
 
@@ -212,7 +227,9 @@ def _pytest(scratch: Path, args: Sequence[str], env: Mapping[str, str]) -> tuple
     return proc.returncode, proc.stdout + proc.stderr, time.perf_counter() - begin
 
 
-def ours_run(scratch: Path, factor: float, tag: str, *, update: bool = False) -> dict[str, Any]:
+def ours_run(
+    scratch: Path, factor: float, tag: str, *, update: bool = False, rule: str = ""
+) -> dict[str, Any]:
     out_json = scratch / f"ours-{tag}.json"
     args = [
         "test_ours.py",
@@ -224,7 +241,8 @@ def ours_run(scratch: Path, factor: float, tag: str, *, update: bool = False) ->
     ]
     if update:
         args.append("--update-baselines")
-    rc, output, wall = _pytest(scratch, args, {"NV_SLOWED": SLOWED, "NV_FACTOR": str(factor)})
+    env = {"NV_SLOWED": SLOWED, "NV_FACTOR": str(factor), "NV_RULE": rule}
+    rc, output, wall = _pytest(scratch, args, env)
     if not out_json.exists():
         raise RuntimeError(f"pytest --inferperf wrote no JSON (rc {rc}):\n{output[-3000:]}")
     tests = {t["key"].rsplit("::", 1)[-1]: t for t in json.loads(out_json.read_text())["tests"]}
@@ -323,7 +341,14 @@ def render(data: Mapping[str, Any]) -> str:
         "chain), the same workloads under `pmu_profile` and under pytest-benchmark's "
         f"`benchmark` fixture. Baselines recorded once, first. Slowdowns are injected "
         f"into `{SLOWED}` only (its work x1.2, x1.5, x3). pytest-benchmark: defaults and "
-        f"`--benchmark-compare-fail={PEER_FAIL}`; pytest-inferperf: defaults.",
+        f"`--benchmark-compare-fail={PEER_FAIL}`; pytest-inferperf: defaults"
+        + (
+            f", once per calibration rule ({', '.join(data['rules'])}: the machine's "
+            "slowdown read from the calibration's median or fastest round) in every trial"
+            if len(data.get("rules") or ()) > 1
+            else ""
+        )
+        + ".",
         "",
         "| tool | phase | unchanged: runs with a failure | false alarms (test runs) | "
         "inconclusive (unchanged test runs) | x1.2 caught | x1.5 caught | x3 caught |",
@@ -344,7 +369,7 @@ def render(data: Mapping[str, Any]) -> str:
             f"| {tool} | {phase} | {same.get('runs_with_a_failure', 0)}/"
             f"{same.get('runs', 0)} | {cell['false_alarms']}/"
             f"{cell['unchanged_test_runs']} ({0 if rate is None else rate:.0%}) | "
-            f"{cell['inconclusive'] if tool == 'pytest-inferperf' else '-'} | "
+            f"{cell['inconclusive'] if tool.startswith('pytest-inferperf') else '-'} | "
             f"{caught('1.2')} | {caught('1.5')} | {caught('3.0')} |"
         )
     lines += [
@@ -383,11 +408,11 @@ def scrub(text: str) -> str:
     return text
 
 
-def save(out: Path, data: dict[str, Any]) -> None:
+def save(out: Path, data: dict[str, Any], stem: str = "noisy-verdicts") -> None:
     data["summary"] = summarise(data["runs"])
     out.mkdir(parents=True, exist_ok=True)
-    (out / "noisy-verdicts.json").write_text(scrub(json.dumps(data, indent=1)) + "\n")
-    (out / "noisy-verdicts.md").write_text(scrub(render(data)))
+    (out / f"{stem}.json").write_text(scrub(json.dumps(data, indent=1)) + "\n")
+    (out / f"{stem}.md").write_text(scrub(render(data)))
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -402,7 +427,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--out", default="docs/benchmarks")
     parser.add_argument("--phases", default="quiet,loaded")
+    parser.add_argument("--rules", default="", help="calibration rules, e.g. median,fastest")
+    parser.add_argument("--tools", default="pytest-inferperf,pytest-benchmark")
+    parser.add_argument("--stem", default="noisy-verdicts", help="name of the result files")
     args = parser.parse_args(argv)
+    rules = [r for r in args.rules.split(",") if r] or [""]
+    tools = [t for t in args.tools.split(",") if t]
     try:
         import pytest_benchmark
 
@@ -435,6 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "pytest_benchmark": peer_version,
         },
         "complete": False,
+        "rules": [r for r in rules if r],
         "runs": [],
         "conditions": {},
     }
@@ -444,26 +475,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         (scratch / "test_ours.py").write_text(OURS)
         (scratch / "test_peer.py").write_text(PEER)
         (scratch / "pytest.ini").write_text("[pytest]\n")
+        (scratch / "conftest.py").write_text(CONFTEST)
         build_model(scratch / "chain.onnx")
         log("baselines (nothing of ours competing)")
         base = ours_run(scratch, 1.0, "baseline", update=True)
         data["baseline_busy"] = (
             "; ".join(sorted({"; ".join(v) for v in base["busy"].values() if v})) or None
         )
-        peer_run(scratch, 1.0, "baseline", save=True)
+        if "pytest-benchmark" in tools:
+            peer_run(scratch, 1.0, "baseline", save=True)
+        runners = [
+            (f"pytest-inferperf ({rule})" if rule else "pytest-inferperf", rule)
+            for rule in rules
+            if "pytest-inferperf" in tools
+        ] + ([("pytest-benchmark", "")] if "pytest-benchmark" in tools else [])
         for phase in args.phases.split(","):
             burners = 2 if phase == "loaded" else 0
             readings = []
             with competing(burners):
                 for i, factor in enumerate(phase_plan(args.trials, phase)):
-                    for tool in (
-                        ("pytest-inferperf", "pytest-benchmark")
-                        if i % 2 == 0
-                        else ("pytest-benchmark", "pytest-inferperf")
-                    ):
+                    for tool, rule in runners if i % 2 == 0 else runners[::-1]:
                         before = conditions.snapshot()
-                        if tool == "pytest-inferperf":
-                            result = ours_run(scratch, factor, f"{phase}-{i}")
+                        if tool.startswith("pytest-inferperf"):
+                            result = ours_run(scratch, factor, f"{phase}-{i}", rule=rule)
                         else:
                             result = peer_run(scratch, factor, f"{phase}-{i}")
                         state = conditions.between(before, conditions.snapshot())
@@ -497,10 +531,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                             ),
                             "steal_median": _median([r.get("steal") for r in readings]),
                         }
-                        save(out, data)
+                        save(out, data, args.stem)
         data["complete"] = True
-        save(out, data)
-        log(f"done: {out / 'noisy-verdicts.md'}")
+        save(out, data, args.stem)
+        log(f"done: {out / (args.stem + '.md')}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return 0

@@ -41,7 +41,7 @@ from .cache import CachedResult, CacheKey, ResultCache, file_sha256
 from .errors import UsageError
 from .identity import describe_model
 from .machine import this_cpu
-from .onnx import InputSpecError, ModelError, SessionSettings
+from .onnx import InputSpecError, ModelError, SessionSettings, SessionSettingsError
 from .profile import SCHEMA_VERSION, Profile, ProfileFormatError
 
 Progress = Callable[[str], None]
@@ -347,6 +347,8 @@ def analyse_model(
             text = str(exc).removesuffix(FIX).rstrip()
             hint = "Lower the {shape} values (e.g. batch=1, sequence=128)."
         raise UsageError(f"{model}: {text}", hint=hint) from None
+    except SessionSettingsError as exc:  # more threads than this process can create
+        raise UsageError(str(exc), setting="threads", hint="Lower {threads}.") from None
     except ModelError as exc:
         raise UsageError(f"{exc}. Pass a .onnx file ONNX Runtime can load.") from None
     name = model.stem

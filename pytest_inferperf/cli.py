@@ -30,6 +30,14 @@ def clean(text: str, *, keep_newlines: bool = False) -> str:
     return escape(text, keep_newlines=keep_newlines)
 
 
+def terminal_safe(value: object) -> object:
+    """A copy of a Profile, Verdict or comparison with every string in it escaped, so a
+    name with a newline cannot split a row of the rendered (multi-line) text."""
+    from .terminal_safe import terminal_safe as escaped
+
+    return escaped(value)
+
+
 def _doctor(args: argparse.Namespace) -> int:
     from .doctor import run_doctor
     from .report.doctor import render_json, render_text
@@ -130,7 +138,7 @@ class _ProgressLine:
         return self.update
 
     def update(self, text: str) -> None:
-        line = f"measuring {self.label}: {text}"
+        line = clean(f"measuring {self.label}: {text}")  # a file name can hold escapes
         if self.tty:
             self.stream.write(f"\r\x1b[K{line}")
             self._shown = True
@@ -244,11 +252,14 @@ def _analyse_entry(
         progress.clear()
     if result.cached:
         print(
-            f"{target}: cached result from {_when(result.cached.stored)}; --force to measure again",
+            clean(
+                f"{target}: cached result from {_when(result.cached.stored)}; "
+                "--force to measure again"
+            ),
             file=sys.stderr,
         )
     for note in result.notes:
-        print(f"{target}: {note}", file=sys.stderr)
+        print(clean(f"{target}: {note}"), file=sys.stderr)
     return result
 
 
@@ -270,7 +281,8 @@ def _analyse_cmd(args: argparse.Namespace) -> int:
     if args.json:
         print(profile.to_json())
     else:
-        print(clean(text.render_profile(assessment), keep_newlines=True))
+        shown = terminal_safe(assessment)  # names escaped, the layout kept
+        print(clean(text.render_profile(shown), keep_newlines=True))
         print()
         print(f"wrote {files['json']} and {files['html']}")
     markdown.append_step_summary(markdown.render_profile(assessment))
@@ -303,10 +315,10 @@ def _validate_cmd(args: argparse.Namespace) -> int:
         return _usage("validate", exc)
     finally:
         progress.clear()
-    verdict = result.verdict
     markdown.append_step_summary(
-        markdown.render_validation(result.label, result.baseline_path, verdict)
+        markdown.render_validation(result.label, result.baseline_path, result.verdict)
     )
+    verdict = terminal_safe(result.verdict)  # names from the files escaped, the layout kept
     if verdict.failed:
         print(clean(failure_text(verdict), keep_newlines=True))
         return EXIT_FAILED
@@ -367,13 +379,14 @@ def _compare_cmd(args: argparse.Namespace) -> int:
             entries,
             quality=args.quality or (),
             quality_higher_is_better=not args.quality_lower_is_better,
+            any_model=args.any_model,
         )
         side, files = write_comparison(
             side, args.out, title=f"inferperf compare: {', '.join(labels)}"
         )
     except (UsageError, TimeoutError) as exc:
         return _usage("compare", exc)
-    print(clean(text.render_comparison(side, args.out), keep_newlines=True))
+    print(clean(text.render_comparison(terminal_safe(side), args.out), keep_newlines=True))
     print()
     print(f"wrote {files['json']} and {files['html']}")
     markdown.append_step_summary(markdown.render_comparison(side))
@@ -532,6 +545,12 @@ def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
         metavar="NAME=VALUE",
         help="a quality score (accuracy, F1...) of a variant; marks the "
         "latency/quality Pareto front. Repeatable",
+    )
+    compare.add_argument(
+        "--any-model",
+        action="store_true",
+        help="compare saved profiles of different models (content hash or input "
+        "shapes differ) instead of refusing them",
     )
     compare.add_argument(
         "--quality-lower-is-better",

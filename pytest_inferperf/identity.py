@@ -88,19 +88,30 @@ def _label(model: Mapping[str, Any]) -> str:
     return f"{name} (sha256 {str(model.get('sha256'))[:12]})"
 
 
-def different_models(current: Profile, baseline: Profile) -> str | None:
+def different_models(
+    current: Profile, baseline: Profile, names: tuple[str, str] | None = None
+) -> str | None:
     """Words naming both models when the two Profiles measured different ones, else None.
 
     Unknown on either side (a plain callable, an older profile) is not a difference.
+    ``names`` calls the two profiles by name (``compare``'s labels) instead of "this run"
+    and "the baseline".
     """
     a, b = identity_of(current), identity_of(baseline)
     if not a or not b or not a.get("sha256") or not b.get("sha256"):
         return None
     if a["sha256"] != b["sha256"]:
+        if names:
+            return f"{names[0]} measured {_label(a)}, {names[1]} {_label(b)}"
         return f"this run measured {_label(a)}, the baseline {_label(b)}"
     ins_a = [(i.get("name"), list(i.get("shape") or ())) for i in a.get("inputs") or ()]
     ins_b = [(i.get("name"), list(i.get("shape") or ())) for i in b.get("inputs") or ()]
     if ins_a and ins_b and ins_a != ins_b:
+        if names:
+            return (
+                f"{_label(a)} was fed {_inputs(ins_a)} in {names[0]}, "
+                f"{_inputs(ins_b)} in {names[1]}"
+            )
         return f"{_label(a)} was fed {_inputs(ins_a)} now, {_inputs(ins_b)} at baseline time"
     return None
 

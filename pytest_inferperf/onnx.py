@@ -40,8 +40,10 @@ import onnx  # a dependency: the graph decides valid inputs
 import onnx as onnx_pkg  # the name the annotations use
 import onnxruntime as ort
 
+from .errors import InferperfError
 from .input_memory import InputsTooLarge, check_inputs_fit
 from .operators import InputSpecError, ModelError, OperatorStat, node_name_variants
+from .watchdog import PASS_TIMEOUT_S, PassStopped, Watchdog, bounded_call, pass_guard
 
 ModelSource = str | os.PathLike | bytes
 """A model as a file path or serialized ``ModelProto`` bytes."""
@@ -51,6 +53,8 @@ __all__ = [
     "ModelError",
     "OperatorStat",
     "SessionSettings",
+    "SessionSettingsError",
+    "check_session_threads",
     "default_dims",
     "make_inputs",
     "make_session",
@@ -97,12 +101,111 @@ def _check_choice(field_name: str, value: object, allowed: Iterable[str]) -> Non
         )
 
 
+class SessionSettingsError(InferperfError, ValueError):
+    """Session settings ONNX Runtime cannot honour here (too many threads for the limits)."""
+
+
+#: The most threads one session may ask ONNX Runtime for. ONNX Runtime starts one OS
+#: thread per intra-op thread (and per inter-op thread in parallel mode) while the
+#: session is created, and a thread it cannot create kills the process (a segfault
+#: under an address-space limit: ``--threads 100000``), not a Python error.
+MAX_SESSION_THREADS = 1024
+#: Address space one pool thread needs beyond its stack (``ulimit -s``). Measured on the
+#: 2-vCPU development VM under ``ulimit -v 4000000`` (3.8 GiB), 8 MiB stacks: a session of
+#: 250 intra-op threads was created, one of 350 hung; 4 MiB + the stack puts the line
+#: between them.
+THREAD_OVERHEAD_BYTES = 4 << 20
+_DEFAULT_STACK_BYTES = 8 << 20
+
+
 def _check_thread_count(field_name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(
             f"SessionSettings.{field_name} must be a non-negative int "
             f"(0 lets ONNX Runtime choose); got {value!r}."
         )
+    if value > MAX_SESSION_THREADS:
+        raise SessionSettingsError(
+            f"SessionSettings.{field_name}={value} is more than one session may start "
+            f"(at most {MAX_SESSION_THREADS}): ONNX Runtime creates one OS thread each while "
+            "the session is made, and a thread it cannot create crashes the process instead "
+            f"of raising. This machine has {os.cpu_count() or '?'} CPUs, and more threads "
+            "than CPUs never make one inference faster: give at most the CPU count, or 0 to "
+            "let ONNX Runtime choose."
+        )
+
+
+def session_threads(settings: SessionSettings) -> int:
+    """The OS threads a session of ``settings`` starts (0 = ONNX Runtime's own choice: the
+    CPUs of this process)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    intra = settings.intra_op_threads or (cpus or 1)
+    inter = settings.inter_op_threads or (cpus or 1)
+    return intra + (inter if settings.execution_mode == "parallel" else 0)
+
+
+def thread_space_problem(
+    threads: int, *, limit: int | None, used: int | None, stack: int | None
+) -> str | None:
+    """Why ``threads`` pool threads do not fit in the address-space limit, or None.
+
+    ``limit``: ``RLIMIT_AS`` in bytes (None: unlimited); ``used``: the process's address
+    space now (``VmSize``); ``stack``: ``RLIMIT_STACK`` (None: unlimited, taken as 8 MiB).
+    The threads may take at most 90% of what is left.
+    """
+    if limit is None or threads <= 1:
+        return None
+    per_thread = (stack or _DEFAULT_STACK_BYTES) + THREAD_OVERHEAD_BYTES
+    free = max(0, limit - (used or 0))
+    fit = int(free * 0.9 // per_thread)
+    if threads <= fit:
+        return None
+    gib = 1 << 30
+    return (
+        f"{threads} ONNX Runtime threads do not fit in this process's address-space limit "
+        f"(ulimit -v: {limit / gib:.1f} GiB, {free / gib:.1f} GiB of it free): each thread "
+        f"reserves its stack (ulimit -s: {(stack or _DEFAULT_STACK_BYTES) >> 20} MiB) and "
+        f"about {THREAD_OVERHEAD_BYTES >> 20} MiB more, and ONNX Runtime crashes or hangs "
+        f"when it cannot create one. Use at most {max(1, fit)} threads (--threads, the "
+        "marker's threads=), or raise the limit (ulimit -v) or lower the stack size "
+        "(ulimit -s)."
+    )
+
+
+def _address_space() -> tuple[int | None, int | None, int | None]:
+    """(RLIMIT_AS, VmSize, RLIMIT_STACK) in bytes; None where unlimited or unknown."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return None, None, None
+
+    def soft(which: int) -> int | None:
+        value = resource.getrlimit(which)[0]
+        return None if value == resource.RLIM_INFINITY or value < 0 else int(value)
+
+    used = None
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    used = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return soft(resource.RLIMIT_AS), used, soft(resource.RLIMIT_STACK)
+
+
+def check_session_threads(settings: SessionSettings) -> None:
+    """Refuse, before ONNX Runtime starts them, threads this process cannot create.
+
+    Raises :class:`SessionSettingsError` (one paragraph: cause and fix).
+    """
+    threads = session_threads(settings)
+    if threads > MAX_SESSION_THREADS:
+        _check_thread_count("intra_op_threads + inter_op_threads", threads)
+    limit, used, stack = _address_space()
+    problem = thread_space_problem(threads, limit=limit, used=used, stack=stack)
+    if problem:
+        raise SessionSettingsError(problem)
 
 
 def _check_bool(field_name: str, value: object) -> None:
@@ -219,9 +322,11 @@ def make_session(
     """Create an ``InferenceSession`` for ``model`` (a path or serialized bytes).
 
     Raises :class:`ModelError` naming the model and the cause when it is missing or
-    ONNX Runtime cannot load it.
+    ONNX Runtime cannot load it, and :class:`SessionSettingsError` (before any thread
+    starts) for more threads than the process can create (:func:`check_session_threads`).
     """
     settings = settings if settings is not None else SessionSettings()
+    check_session_threads(settings)
     _check_model_file(model)
     options = make_session_options(settings, profile_prefix=profile_prefix)
     source = model if isinstance(model, bytes) else os.fspath(model)
@@ -678,11 +783,12 @@ def _run_profiled(
     settings: SessionSettings,
     total_runs: int,
     workdir: Path,
+    guard: Watchdog | None = None,
 ) -> Path:
     session = make_session(model, settings, profile_prefix=str(workdir / "ort_profile"))
     feeds = dict(inputs)
     for _ in range(total_runs):
-        session.run(None, feeds)
+        bounded_call(guard, lambda: session.run(None, feeds))
     return Path(session.end_profiling())
 
 
@@ -872,14 +978,15 @@ class SessionSearch:
 _WATCHED_OTHER = ("run_with_iobinding", "run_with_ort_values")
 
 
-def find_session_calls(call: Any) -> SessionSearch:
+def find_session_calls(call: Any, guard: Watchdog | None = None) -> SessionSearch:
     """Every ONNX Runtime session a workload runs, whatever wraps it, largest first.
 
     ``session.run`` itself (a bound method, or a ``functools.partial`` of it) is used as
     it is. Any other callable is called once more while ``InferenceSession.run`` (and
     ``run_with_iobinding`` / ``run_with_ort_values``, which cannot be replayed) are
     watched: each session seen, with the feeds of its last run, how often it ran and how
-    long. Sessions created during that call are found too.
+    long. Sessions created during that call are found too. ``guard`` (a
+    :func:`~pytest_inferperf.watchdog.pass_guard`) bounds that call.
     """
     direct = direct_call(call)
     if direct is not None:
@@ -917,7 +1024,7 @@ def find_session_calls(call: Any) -> SessionSearch:
         if name in originals:
             setattr(cls, name, other(name))
     try:
-        call()
+        bounded_call(guard, call)
     finally:
         for name, (had_own, original) in originals.items():
             if had_own:
@@ -993,14 +1100,16 @@ def _settings_of(session: Any) -> SessionSettings:
 MAX_SESSIONS = 4
 
 
-def _profile_session(found: SessionCall, runs: int) -> tuple[list[OperatorStat], list[dict]]:
+def _profile_session(
+    found: SessionCall, runs: int, guard: Watchdog | None = None
+) -> tuple[list[OperatorStat], list[dict]]:
     session = found.session
     model = getattr(session, "_model_path", None) or getattr(session, "_model_bytes", None)
     if not model:
         raise ModelError("the session's model can be neither re-read nor re-used")
     with tempfile.TemporaryDirectory(prefix="inferperf-ort-") as tmp:
         trace = _run_profiled(
-            model, found.feeds, _settings_of(session), PASS_WARMUP + runs, Path(tmp)
+            model, found.feeds, _settings_of(session), PASS_WARMUP + runs, Path(tmp), guard
         )
         return (
             with_weight_types(parse_ort_profile(trace, skip_runs=PASS_WARMUP), model),
@@ -1025,7 +1134,11 @@ def _merge_op_types(tables: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[
 
 
 def operator_times(
-    call: Any, *, latency_ms: float | None = None, found: SessionCall | SessionSearch | None = None
+    call: Any,
+    *,
+    latency_ms: float | None = None,
+    found: SessionCall | SessionSearch | None = None,
+    timeout: float | None = PASS_TIMEOUT_S,
 ) -> tuple[dict[str, Any], str | None]:
     """Per-node and per-op-type times of the models a workload runs, or why not.
 
@@ -1040,12 +1153,30 @@ def operator_times(
     * ``operator_pass`` - runs, warm-up, the pass's wall time, ``session`` ("direct" or
       "found") and ``sessions``: label, how, runs per call and seconds in one call.
 
-    A session whose profile fails is named in ``operator_pass["failed"]``.
+    A session whose profile fails is named in ``operator_pass["failed"]``. The whole
+    pass (the watched call of the workload and every profiled run) is bounded by
+    ``timeout`` seconds (the marker's ``timeout=``; ``None``: unbounded): past it the pass
+    stops and the reason says ``operator pass stopped after N s``.
     """
+    try:
+        with pass_guard(timeout, "operator pass") as guard:
+            return _operator_times(call, latency_ms=latency_ms, found=found, guard=guard)
+    except PassStopped as stopped:
+        return {}, str(stopped)
+
+
+def _operator_times(
+    call: Any,
+    *,
+    latency_ms: float | None,
+    found: SessionCall | SessionSearch | None,
+    guard: Watchdog | None,
+) -> tuple[dict[str, Any], str | None]:
+    """:func:`operator_times` inside its bound (``guard`` arms each call)."""
     if isinstance(found, SessionCall):
         search = SessionSearch((found,))
     else:
-        search = found if found is not None else find_session_calls(call)
+        search = found if found is not None else find_session_calls(call, guard)
     if not search.sessions:
         return {}, search.reason
     runs = pass_runs(latency_ms or 0.0)
@@ -1056,7 +1187,7 @@ def operator_times(
     profiled: list[SessionCall] = []
     for session in search.sessions[:MAX_SESSIONS]:
         try:
-            stats, op_types = _profile_session(session, runs)
+            stats, op_types = _profile_session(session, runs, guard)
         except Exception as exc:  # a second session can fail where the first did not
             failed[session.label] = str(exc)
             continue
@@ -1106,22 +1237,27 @@ def operator_times(
 def with_operator_times(profile: Any, call: Any) -> Any:
     """``profile`` (a :class:`~pytest_inferperf.profile.Profile`) with the operator tables
     of every session ``call`` runs (:func:`operator_times`), and in
-    ``settings["operator_pass"]`` the pass's facts or, when none was found, why."""
-    fields, reason = operator_times(call, latency_ms=profile.latency.mean_ms)
+    ``settings["operator_pass"]`` the pass's facts or, when none was found, why. The pass
+    is bounded by the run's own ``timeout``."""
+    from .watchdog import pass_timeout
+
+    fields, reason = operator_times(
+        call, latency_ms=profile.latency.mean_ms, timeout=pass_timeout(profile.settings)
+    )
     record = fields.pop("operator_pass", None) or {"skipped": reason or "no session found"}
     return profile.with_(settings={**profile.settings, "operator_pass": record}, **fields)
 
 
-def operator_table(call: Any) -> tuple[list[OperatorStat] | None, str | None]:
+def operator_table(
+    call: Any, *, timeout: float | None = PASS_TIMEOUT_S
+) -> tuple[list[OperatorStat] | None, str | None]:
     """ONNX Runtime's per-operator times for a workload's sessions, or why not.
 
     ``(None, reason)`` when the workload runs no session it can profile; the stats of
-    every session otherwise, each with its ``model`` label.
+    every session otherwise, each with its ``model`` label. ``timeout`` bounds the pass
+    (:func:`operator_times`).
     """
-    search = find_session_calls(call)
-    if not search.sessions:
-        return None, search.reason
-    fields_, reason = operator_times(call, found=search)
+    fields_, reason = operator_times(call, timeout=timeout)
     if reason:
         return None, reason
     return [OperatorStat.from_dict(o) for o in fields_["operators"]], None

@@ -31,8 +31,11 @@ def with_operator_times(profile: Profile, call: Callable[[], Any]) -> Profile:
             }
         )
     from .onnx import operator_times
+    from .watchdog import pass_timeout
 
-    fields, reason = operator_times(call, latency_ms=profile.latency.mean_ms)
+    fields, reason = operator_times(
+        call, latency_ms=profile.latency.mean_ms, timeout=pass_timeout(profile.settings)
+    )
     settings = {
         **profile.settings,
         "operator_pass": fields.pop("operator_pass", None)
@@ -55,8 +58,9 @@ def operator_table_for(profile: Profile, call: Callable[[], Any]) -> tuple[list 
     if profile.operators:
         return list(profile.operators), None
     from .onnx import operator_table
+    from .watchdog import pass_timeout
 
-    return operator_table(call)
+    return operator_table(call, timeout=pass_timeout(profile.settings))
 
 
 def model_name_of(call: Callable[[], Any]) -> str:

@@ -224,13 +224,27 @@ def match_quality(
     return out
 
 
+def _saved(entry: Analysis) -> bool:
+    """A saved profile (``report.json``, a baseline), not a model analysed for this compare."""
+    return str(entry.source).lower().endswith(".json")
+
+
 def side_by_side(
     entries: Sequence[Analysis],
     *,
     quality: Sequence[tuple[str, float]] = (),
     quality_higher_is_better: bool = True,
+    any_model: bool = False,
 ) -> SideBySide:
-    """Compare every entry with the first: metrics, operator types, verdicts, Pareto front."""
+    """Compare every entry with the first: metrics, operator types, verdicts, Pareto front.
+
+    Two saved profiles (``.json``) of different models (content hash, or input names and
+    shapes: :func:`~pytest_inferperf.identity.different_models`) are refused with
+    :class:`~pytest_inferperf.validate.ModelMismatch` unless ``any_model``: a change
+    between them says nothing about either model. Where one side is a model file named
+    on the command line (``compare fp32.onnx int8.onnx``, ``--quantize dynamic``) the
+    variants are compared on purpose, and the difference is a note.
+    """
     from .assessment import assess as judge
     from .assessment import assess_profile
     from .budgets import PerfSpec
@@ -257,7 +271,17 @@ def side_by_side(
                 "values are shown side by side only"
             )
             continue
-        other = different_models(entry.profile, first.profile)
+        other = different_models(entry.profile, first.profile, (entry.label, first.label))
+        if other and not any_model and _saved(entry) and _saved(first):
+            from .validate import ModelMismatch
+
+            raise ModelMismatch(
+                f"saved profiles of different models: {other}. "
+                "A change between profiles of two models says nothing about a regression "
+                "of either: compare profiles of the same model, name the model files to put "
+                "variants side by side (`inferperf compare fp32.onnx int8.onnx`, or one model "
+                "with `--quantize dynamic`), or pass --any-model to compare them anyway."
+            )
         if other:
             notes.append(f"{entry.label} is another model than {first.label}: {other}")
         verdicts.append(

@@ -515,3 +515,54 @@ def test_analyse_roofline_line_names_the_op_types_it_could_not_cost():
     assert roof["summary"]["uncosted_time_share"] == pytest.approx(0.85)
     text = roofline_text(make_profile([1000] * 5).with_(roofline=roof))
     assert text.endswith("; not costed: Einsum 80% (2 nodes), Resize 5%")
+
+
+# -- compare refuses saved profiles of different models ----------------------------------
+def _saved_profile(tmp_path, name: str, sha: str, shape: list[int]):
+    import json
+
+    from profile_paths import RICH
+
+    data = json.loads(RICH.read_text(encoding="utf-8"))
+    data["model"] = {
+        "sha256": sha * 64,
+        "path": f"{name}.onnx",
+        "inputs": [{"name": "x", "shape": shape, "dtype": "float32"}],
+    }
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_compare_refuses_saved_profiles_of_different_models(tmp_path, capsys):
+    from pytest_inferperf.cli import main
+
+    fp32 = _saved_profile(tmp_path, "fp32", "a", [1, 3])
+    int8 = _saved_profile(tmp_path, "int8", "b", [1, 3])
+    out = str(tmp_path / "out")
+    assert main(["compare", str(fp32), str(int8), "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"saved profiles of different models: {int8} measured int8.onnx (sha256 "
+        f"bbbbbbbbbbbb), {fp32} fp32.onnx (sha256 aaaaaaaaaaaa). A change" in err
+    )
+    assert "--any-model" in err and "--quantize dynamic" in err
+    assert not (tmp_path / "out" / "compare.json").exists()  # refused before writing
+
+    assert main(["compare", str(fp32), str(int8), "--out", out, "--any-model"]) == 0
+    printed = capsys.readouterr().out
+    assert f"note: {int8} is another model than {fp32}" in printed
+
+
+def test_compare_refuses_saved_profiles_of_other_inputs_and_accepts_the_same_model(
+    tmp_path, capsys
+):
+    from pytest_inferperf.cli import main
+
+    one = _saved_profile(tmp_path, "batch1", "a", [1, 3])
+    eight = _saved_profile(tmp_path, "batch8", "a", [8, 3])
+    out = str(tmp_path / "out")
+    assert main(["compare", str(one), str(eight), "--out", out]) == 2
+    assert f"was fed x[8, 3] in {eight}, x[1, 3] in {one}" in capsys.readouterr().err
+    again = _saved_profile(tmp_path / "..", "batch1", "a", [1, 3])
+    assert main(["compare", str(one), str(again), "--out", out]) == 0, capsys.readouterr()

@@ -182,3 +182,40 @@ def test_on_a_contended_machine_latency_alone_never_fails_where_cpu_time_is_judg
     assert "wall time there follows the scheduler, so CPU time carries the verdict" in j.reason
     # without CPU time (backend none) a latency far beyond the floor still fails
     assert judge_timing("latency_mean_ms", 2.0, 0.10, floor).outcome == "regressed"
+
+
+def _rounds(wall: list[float], cpu: list[float]) -> dict:
+    import statistics
+
+    return {
+        "calibration": {
+            "version": conditions.CALIBRATION_VERSION,
+            "rounds_wall_ms": wall,
+            "rounds_cpu_ms": cpu,
+            "wall_ms": statistics.median(wall),
+            "cpu_ms": statistics.median(cpu),
+        }
+    }
+
+
+def test_the_floor_compares_the_fastest_calibration_rounds(monkeypatch):
+    """One disturbed round (19 ms of 10) does not make the machine read 1.45x slower."""
+    now, then = _rounds([10.1, 19.0], [10.2, 19.0]), _rounds([10.0, 10.0], [10.0, 10.0])
+    floor = floor_of(now, then)
+    assert floor.slowdown_wall == pytest.approx(1.01)
+    assert floor.slowdown_cpu == pytest.approx(1.02)
+    assert floor.factor("cpu_ms_per_call") == 1.0
+    from pytest_inferperf import noise
+
+    monkeypatch.setattr(noise, "CALIBRATION_STATISTIC", "median")  # the rule before
+    assert floor_of(now, then).slowdown_cpu == pytest.approx(1.46)
+
+
+@pytest.mark.parametrize(
+    "rounds", [[], [0.0, 10.0], ["10", 10.0], [True, 10.0], [float("nan"), 10.0], None]
+)
+def test_unusable_rounds_fall_back_to_the_stored_median(rounds):
+    cal = _rounds([12.0, 12.0], [12.0, 12.0])
+    cal["calibration"]["rounds_cpu_ms"] = rounds
+    floor = floor_of(cal, _rounds([10.0, 10.0], [10.0, 10.0]))
+    assert floor.slowdown_cpu == pytest.approx(1.2)

@@ -8,6 +8,7 @@ a hang, not timing assertions about a single run.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from pathlib import Path
@@ -243,3 +244,170 @@ def test_a_stuck_call_is_reported_on_the_terminal_past_the_capture(pytester):
         ]
     )
     result.stdout.fnmatch_lines(["*partial (1/30 repeats, timeout 1 s)*"])
+
+
+@pytest.mark.slow
+def test_a_call_that_never_returns_ends_only_its_worker_with_the_documented_recipe(pytester):
+    """The limit of the in-process timeout, and the way round it docs/plugin.md gives.
+
+    A call stuck in native code for an hour (SIGALRM blocked, a C-level sleep) cannot be
+    abandoned inside the process. With pytest-xdist and pytest-timeout's thread method
+    the stuck worker is ended, its test fails as crashed, and the next test still runs.
+    """
+    pytest.importorskip("pytest_timeout")
+    pytester.makepyfile(
+        test_a="""
+        import ctypes, signal
+        import pytest
+        from pytest_inferperf import watchdog
+        watchdog.STUCK_GRACE_S = 0.5
+        calls = {"n": 0}
+        def work():
+            calls["n"] += 1
+            if calls["n"] > 2:
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+                ctypes.CDLL(None).sleep(3600)
+        @pytest.mark.perf(warmup=1, repeat=3, timeout=1)
+        def test_never_returns(pmu_profile):
+            pmu_profile(work)
+        def test_after():
+            pass
+    """
+    )
+    begin = time.monotonic()
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--inferperf",
+        "--inferperf-flamegraphs",
+        "none",
+        "-n",
+        "1",
+        "--timeout=8",
+        "--timeout-method=thread",
+        timeout=300,
+    )
+    assert time.monotonic() - begin < 300  # never the hour the call asked for
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*worker 'gw0' crashed while running*test_never_returns*"])
+
+
+# -- the passes around a measurement: operator times and flamegraph sampling -------------
+
+
+def _session_workload(tmp_path: Path):
+    """A workload that runs a tiny ONNX model, and sleeps 15 s per call once ``slow`` is set."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+    from onnx_graphs import make_model
+
+    from pytest_inferperf.onnx import make_session
+
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])],
+    )
+    path = tmp_path / "relu.onnx"
+    onnx.save(model, path)
+    session = make_session(path)
+    feeds = {"x": np.ones((4, 4), np.float32)}
+    state = {"slow": False}
+
+    def work():
+        if state["slow"]:
+            time.sleep(15.0)
+        return session.run(None, feeds)
+
+    return work, state
+
+
+def test_the_operator_pass_stops_at_the_markers_timeout(tmp_path):
+    from pytest_inferperf.operator_pass import with_operator_times
+
+    work, state = _session_workload(tmp_path)
+    result = profile(work, backend="none", warmup=1, repeat=3, min_time=0.0, timeout=1.0)
+    assert not result.partial  # the measured run itself was quick
+    state["slow"] = True  # the pass's watched call of the workload now sleeps
+    begin = time.monotonic()
+    with_ops = with_operator_times(result, work)
+    assert time.monotonic() - begin < 10  # not the 15 s the call asked for
+    note = with_ops.settings["operator_pass"]["skipped"]
+    assert note.startswith("not available: operator pass stopped after ")
+    assert "(timeout=1 s)" in note and "raise the marker's `timeout=`" in note
+    assert not with_ops.operators
+    from pytest_inferperf import onnx as ort_helpers
+
+    assert ort_helpers.ort.InferenceSession.run.__name__ == "run"  # the watch was undone
+
+
+def test_a_quick_operator_pass_is_unchanged_under_its_timeout(tmp_path):
+    from pytest_inferperf.onnx import operator_times
+
+    work, _ = _session_workload(tmp_path)
+    fields, reason = operator_times(work, latency_ms=0.1, timeout=30.0)
+    assert reason is None
+    assert [op["node"] for op in fields["operators"]] == ["relu"]
+
+
+def test_the_python_sampling_pass_stops_at_the_timeout():
+    from pytest_inferperf.flame.pysampler import sample_python
+
+    begin = time.monotonic()
+    with pytest.raises(watchdog.PassStopped, match=r"Python sampling pass stopped after"):
+        sample_python(lambda: time.sleep(15.0), seconds=0.2, timeout=1.0)
+    assert time.monotonic() - begin < 10
+
+
+def test_the_flamegraph_passes_stop_at_the_timeout_and_leave_nothing(tmp_path):
+    import shutil
+    import subprocess
+
+    from pytest_inferperf.flame import capture
+
+    begin = time.monotonic()
+    graphs = capture(
+        lambda: time.sleep(15.0), name="sleepy", out_dir=tmp_path / "out", seconds=0.2, timeout=1.0
+    )
+    assert time.monotonic() - begin < 20  # never the 15 s per call, per pass
+    if shutil.which("perf") is None:
+        assert graphs.reasons["python"].startswith("not available: Python sampling pass stopped")
+    else:
+        assert graphs.reasons["native"].startswith("not available: native sampling pass stopped")
+        assert graphs.reasons["python"] == (
+            "not sampled: the native sampling pass stopped at the timeout"
+        )
+        ps = subprocess.run(["ps", "-o", "args=", "--ppid", str(os.getpid())], capture_output=True)
+        assert b"perf record" not in ps.stdout
+    assert not any(p.suffix == ".svg" for p in (tmp_path / "out").iterdir())
+
+
+def test_the_plugins_flamegraph_passes_are_bounded_by_the_markers_timeout(pytester):
+    """Fast while measured, then 60 s per call: the sampling passes stop at timeout=2."""
+    pytester.makepyfile(
+        test_a="""
+        import time
+        import pytest
+        calls = {"n": 0}
+        def work():
+            calls["n"] += 1
+            if calls["n"] > 300:  # past the measured run: inside the sampling window
+                time.sleep(60)
+            return sum(range(50))
+        @pytest.mark.perf(warmup=1, repeat=3, timeout=2, min_time=0)
+        def test_flame(pmu_profile):
+            pmu_profile(work)
+    """
+    )
+    begin = time.monotonic()
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--inferperf",
+        "--inferperf-flamegraphs",
+        "all",
+        timeout=170,
+    )
+    assert time.monotonic() - begin < 45  # not the 60 s of one call, let alone two passes
+    result.assert_outcomes(passed=1)

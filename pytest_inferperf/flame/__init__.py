@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..watchdog import PASS_TIMEOUT_S, PassStopped
 from .diff import change_text, diff_per_call, diff_stacks, largest_changes, total_change
 from .fold import fold_perf_script, read_folded, write_folded
 from .ops import operator_stacks
@@ -260,6 +261,7 @@ def capture(
     event: str | None = None,
     perf: str | None = None,
     native: bool = True,
+    timeout: float | None = PASS_TIMEOUT_S,
 ) -> Flamegraphs:
     """Sample ``call`` (run repeatedly for ``seconds`` per pass) and write its flamegraphs.
 
@@ -277,7 +279,8 @@ def capture(
     :meth:`Flamegraphs.stacks_record`) or ``baseline_folded`` (bare folded stacks) adds
     ``<name>.diff.svg`` of the sampled view, in ms per call when both runs recorded
     their call counts, else share-based (said in its subtitle). ``native=False`` skips
-    perf entirely.
+    perf entirely. ``timeout`` bounds each sampling pass (the marker's ``timeout=``): a
+    pass whose call runs past it stops, and its reason says after how long.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -343,6 +346,7 @@ def capture(
                 workdir=work,
                 perf=perf,
                 frequency=NATIVE_FREQUENCY,
+                timeout=timeout,
             )
         if result.folded:
             _draw(
@@ -370,14 +374,19 @@ def capture(
     else:
         reasons["native"] = "not requested"
 
-    if (
+    if result is not None and result.stopped:  # past the timeout once: not again
+        reasons["python"] = "not sampled: the native sampling pass stopped at the timeout"
+    elif (
         result is None
         or not result.folded
         or not result.python_samples
         or ("stripped" in reasons and not op_stacks)
     ):
         stats: dict[str, float] = {}
-        python = sample_python(call, seconds=seconds, stats=stats)
+        try:
+            python = sample_python(call, seconds=seconds, stats=stats, timeout=timeout)
+        except PassStopped as stopped:
+            python, reasons["python"] = {}, str(stopped)
         if python:
             total = sum(python.values())
             _draw(
@@ -396,7 +405,7 @@ def capture(
                 if stats.get("calls") and stats.get("caller_samples"):
                     calls = int(stats["calls"])
                     ms_per_count = stats["seconds"] * 1000.0 / stats["caller_samples"]
-        else:
+        elif "python" not in reasons:
             reasons["python"] = "the Python sampler took no samples (the workload was too short)"
 
     baseline_record = baseline_stacks

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from types import FrameType
 
+from ..watchdog import CallOverrun, Watchdog, pass_guard
 from .fold import sanitize_frame
 
 __all__ = ["callable_label", "frame_label", "sample_python"]
@@ -50,12 +51,25 @@ def callable_label(call: Callable[..., object]) -> str:
     return sanitize_frame(f"{module}:{name}")
 
 
-def run_window(call: Callable[[], object], seconds: float) -> int:
-    """Call ``call`` until ``seconds`` have passed (at least once); the number of calls."""
+def run_window(call: Callable[[], object], seconds: float, guard: Watchdog | None = None) -> int:
+    """Call ``call`` until ``seconds`` have passed (at least once); the number of calls.
+
+    ``guard`` (a :func:`~pytest_inferperf.watchdog.pass_guard`) is armed around each call,
+    so one that runs past the pass's timeout is interrupted (armed here, not through a
+    helper, so that no frame of ours sits between this loop and the workload).
+    """
     deadline = time.perf_counter() + seconds
     calls = 0
     while True:
-        call()
+        if guard is not None:
+            if time.monotonic() > guard.deadline:
+                raise CallOverrun(f"{guard.name}: started after the deadline")
+            guard.armed = True
+        try:
+            call()
+        finally:
+            if guard is not None:
+                guard.armed = False
         calls += 1
         if time.perf_counter() >= deadline:
             return calls
@@ -93,6 +107,7 @@ def sample_python(
     interval: float = 0.001,
     all_threads: bool = True,
     stats: dict[str, float] | None = None,
+    timeout: float | None = None,
 ) -> dict[str, int]:
     """Run ``call`` repeatedly for ``seconds`` while sampling Python stacks every ``interval``.
 
@@ -101,7 +116,9 @@ def sample_python(
     too (idle ones show where they wait). Exceptions from ``call`` propagate after the
     sampler thread has stopped. A ``stats`` dict, when given, receives ``calls`` (made in
     the window), ``seconds`` (its wall time) and ``caller_samples`` (samples of the
-    calling thread), from which a stack's time per call is estimated.
+    calling thread), from which a stack's time per call is estimated. ``timeout`` bounds
+    the window's calls: past it :class:`~pytest_inferperf.watchdog.PassStopped` is raised
+    (the sampler stopped first).
     """
     if not seconds > 0:
         raise ValueError(f"seconds must be positive; got {seconds!r}")
@@ -141,7 +158,8 @@ def sample_python(
     try:
         thread.start()
         started.wait(5.0)
-        calls = run_window(call, seconds)
+        with pass_guard(timeout, "Python sampling pass") as guard:
+            calls = run_window(call, seconds, guard)
     finally:
         stop.set()
         thread.join(5.0)

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..watchdog import PassStopped, pass_guard
 from .fold import FoldedStacks, fold_perf_script
 from .pysampler import run_window
 
@@ -80,10 +81,13 @@ class NativeSamples:
     stripped: dict[str, int] = field(default_factory=dict)
     python_samples: int = 0
     calls: int = 0
+    stopped: bool = False  # the window hit the pass's timeout (``reason`` says after how long)
 
 
-def _unavailable(event: str, reason: str, call_graph: str, calls: int = 0) -> NativeSamples:
-    return NativeSamples({}, 0, event, reason, call_graph, calls=calls)
+def _unavailable(
+    event: str, reason: str, call_graph: str, calls: int = 0, stopped: bool = False
+) -> NativeSamples:
+    return NativeSamples({}, 0, event, reason, call_graph, calls=calls, stopped=stopped)
 
 
 def choose_event() -> str:
@@ -257,6 +261,7 @@ def sample_native(
     attach_timeout: float = 20.0,
     stop_timeout: float = 30.0,
     script_timeout: float = 180.0,
+    timeout: float | None = None,
 ) -> NativeSamples:
     """Sample every thread of this process with ``perf record`` while ``call()`` repeats.
 
@@ -268,6 +273,10 @@ def sample_native(
     on CPython's perf trampoline where it exists (3.12+). ``clock`` is ``perf record -k``
     (``"monotonic"``: sample times on :func:`time.monotonic_ns`'s clock); ``on_script``
     receives ``perf script``'s text (per-sample times and threads) before it is folded.
+
+    ``timeout`` bounds the window's calls (the marker's ``timeout=``): a call still
+    running past it is interrupted, perf is stopped and the result has no stacks,
+    ``stopped`` set and a reason saying ``native sampling pass stopped after N s``.
 
     Never raises for a missing or refusing perf; exceptions (and KeyboardInterrupt)
     from ``call`` propagate after perf has been stopped and its files removed.
@@ -345,11 +354,14 @@ def sample_native(
                 if map_file is not None:
                     stack.callback(_unlink, map_file)
                 _send(ctl_fd, ack_fd, proc, "enable", attach_timeout, stderr_path)
-                calls = run_window(call, seconds)
+                with pass_guard(timeout, "native sampling pass") as guard:
+                    calls = run_window(call, seconds, guard)
                 with contextlib.suppress(_Stopped):
                     _send(ctl_fd, ack_fd, proc, "disable", stop_timeout, stderr_path)
         except _Stopped as stopped:
             return _unavailable(chosen, stopped.reason, call_graph)
+        except PassStopped as overrun:  # perf is stopped and its files removed on the way out
+            return _unavailable(chosen, str(overrun), call_graph, stopped=True)
         _stop(proc, stop_timeout)
         if not data.exists() or data.stat().st_size == 0:
             return _unavailable(

@@ -226,6 +226,7 @@ class InferperfPlugin:
         from ..flame import capture
         from ..operator_pass import model_name_of, operator_table_for
         from ..output_errors import describe, make_folder
+        from ..watchdog import pass_timeout
 
         out_dir = self.settings.report_dir or Path(self.config.rootpath) / "inferperf-report"
         folder = out_dir / "flamegraphs"
@@ -250,6 +251,7 @@ class InferperfPlugin:
                 model_name=model_name_of(call),
                 baseline_stacks=base_stacks or None,
                 baseline_operators=(baseline.operators or None) if baseline is not None else None,
+                timeout=pass_timeout(verdict.profile.settings),
             )
         except Exception as exc:  # a disk full mid-write, a sampler's bug: never the test's
             return replace(verdict, artifact_notes={FLAME_PROBLEM: describe(exc, folder)})
