@@ -477,7 +477,7 @@ def test_failure_carries_the_diagnosis_and_hooks_add_findings(suite):
 
 
 def test_more_workers_than_physical_cores_is_warned(suite):
-    from pytest_inferperf.plugin.session import physical_cores
+    from pytest_inferperf.pmu.cpu import physical_cores
 
     workers = physical_cores() + 1
     suite.makepyfile(

@@ -723,18 +723,6 @@ def is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def physical_cores() -> int:
-    """Physical cores this process may run on (SMT siblings counted once)."""
-    cores = set()
-    for cpu in os.sched_getaffinity(0):
-        path = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/core_cpus_list")
-        try:
-            cores.add(path.read_text().strip())
-        except OSError:
-            cores.add(str(cpu))
-    return len(cores) or 1
-
-
 def plugin_of(config: pytest.Config) -> InferperfPlugin:
     plugin = config.pluginmanager.get_plugin("inferperf-session")
     assert isinstance(plugin, InferperfPlugin)
