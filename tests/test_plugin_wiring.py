@@ -37,3 +37,46 @@ def test_physical_cores_without_topology_counts_each_cpu(tmp_path):
 
 def test_physical_cores_of_this_machine_is_at_least_one():
     assert 1 <= physical_cores() <= len(__import__("os").sched_getaffinity(0))
+
+
+def test_record_file_names_are_safe_and_distinct():
+    from pytest_inferperf.report.files import RECORD_STEM_CHARS, record_file_name
+
+    assert record_file_name("tests/test_a.py::test_x") == (
+        "tests_test_a.py__test_x-" + _sha8("tests/test_a.py::test_x") + ".json"
+    )
+    long_a, long_b = "t::" + "a" * 300, "t::" + "a" * 299 + "b"
+    assert record_file_name(long_a) != record_file_name(long_b)
+    assert len(record_file_name(long_a)) == RECORD_STEM_CHARS + len("-12345678.json")
+    assert "/" not in record_file_name("../../etc/passwd::x")
+
+
+def test_write_records_writes_one_json_per_key_atomically(tmp_path):
+    import json
+
+    from pytest_inferperf.report.files import record_file_name, write_records
+
+    records = [{"key": "t.py::a", "n": 1}, {"key": "t.py::b", "n": 2}]
+    paths = write_records(tmp_path / "out", records)
+    assert [p.name for p in paths] == [record_file_name("t.py::a"), record_file_name("t.py::b")]
+    assert [json.loads(p.read_text()) for p in paths] == records
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(p.name for p in paths)
+
+
+def test_report_files_loads_no_engine():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pytest_inferperf.report.files as f, pathlib, tempfile;"
+        "f.write_records(pathlib.Path(tempfile.mkdtemp()), [{'key': 'k'}]);"
+        "print(sorted(m for m in ('numpy', 'onnxruntime') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def _sha8(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:8]

@@ -475,6 +475,7 @@ class InferperfPlugin:
 
     def _write_run_json(self, session: pytest.Session) -> None:
         """The run-level JSON (``--inferperf-json``)."""
+        from ..report.files import write_text_atomic
         from ..report.run import commit_of, run_document
 
         document = run_document(
@@ -485,7 +486,7 @@ class InferperfPlugin:
         )
         path = self.settings.run_json
         assert path is not None
-        _write_text(path, json.dumps(document, indent=1, allow_nan=False) + "\n")
+        write_text_atomic(path, json.dumps(document, indent=1, allow_nan=False) + "\n")
         self.outputs.append(f"wrote {_relative(path, self.config)}")
 
     def _write_step_summary(self) -> None:
@@ -497,6 +498,7 @@ class InferperfPlugin:
 
     def _write_run_html(self, path: Path) -> None:
         """The run as one page; flamegraphs embedded and linked relative to the page."""
+        from ..report.files import write_text_atomic
         from ..report.html import render_run_html
 
         records, svgs = [], {}
@@ -510,19 +512,14 @@ class InferperfPlugin:
                     svgs[link] = target.read_text(encoding="utf-8")
             records.append({**record, "artifacts": artifacts})
         page = render_run_html(records, title="pytest --inferperf", svgs=svgs)
-        _write_text(path, page)
+        write_text_atomic(path, page)
         self.outputs.append(f"wrote {_relative(path, self.config)}")
 
     def _write_reports(self) -> None:
-        from ..baseline import short_hash
+        from ..report.files import write_records
 
-        folder = self.settings.report_dir
-        assert folder is not None
-        folder.mkdir(parents=True, exist_ok=True)
-        for record in self.records:
-            stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in record["key"])[:120]
-            path = folder / f"{stem}-{short_hash(record['key'])}.json"
-            _write_text(path, json.dumps(record, indent=1))
+        assert self.settings.report_dir is not None
+        write_records(self.settings.report_dir, self.records)
 
     def _update_baselines(self) -> None:
         from ..baseline import BaselineError, baseline_path, load_baseline, save_baseline
@@ -686,22 +683,6 @@ def _update_line(path: str, old: Profile | None, record: dict) -> str:
     ]
     changes = ", ".join(f"{k} {before[k]:.4g} -> {new[k]:.4g}" for k in keys)
     return f"updated {path}: {changes}" if changes else f"updated {path}"
-
-
-def _write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a temp file beside it, then a rename)."""
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:60]}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _shown_path(path: Path, config: pytest.Config) -> str:
