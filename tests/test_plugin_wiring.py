@@ -80,3 +80,90 @@ def _sha8(text: str) -> str:
     import hashlib
 
     return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+# -- the one flamegraph pass of the plugin and the CLI -----------------------------------
+def _profile(**changes):
+    from pytest_inferperf.pmu.base import Count, CounterSample
+    from pytest_inferperf.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
+
+    sample = CounterSample(counts={"task_clock": Count(900_000.0, 900_000)})
+    profile = Profile(
+        name="t",
+        machine_class="x86_64-test",
+        backend="none",
+        machine={"cpu": {"core_slug": "test"}},
+        events=(),
+        repeats=(Repeat(10, 1_000_000, sample),),
+        latency=LatencyStats.from_durations_ns([100_000 + 1000 * i for i in range(30)]),
+        memory=MemoryStats(64 << 20, "clear_refs"),
+        steady=Steadiness(True, 12, 0.01, 0.05, 5),
+        settings={},
+        created="2024-01-01T00:00:00Z",
+    )
+    return profile.with_(**changes) if changes else profile
+
+
+def _python_work() -> int:
+    total = 0
+    for i in range(20_000):
+        total += i * i
+    return total
+
+
+OPS = (
+    {"node": "/conv1", "op_type": "Conv", "calls": 5, "total_us": 900.0, "mean_us": 180.0},
+    {"node": "/relu", "op_type": "Relu", "calls": 5, "total_us": 100.0, "mean_us": 20.0},
+)
+
+
+def test_capture_for_keeps_relative_views_stacks_and_says_what_is_missing(tmp_path):
+    from pytest_inferperf.flame import capture_for
+    from pytest_inferperf.flame.record import NOT_INSTALLED
+
+    from_onnx = _profile(operators=OPS)
+    baseline = _profile(operators=OPS)  # operators but no stored stacks
+    got = capture_for(
+        _python_work,
+        name="tests/t.py::test_x",
+        out_dir=tmp_path / "report" / "flamegraphs",
+        relative_to=tmp_path / "report",
+        profile=from_onnx,
+        model_name="tiny",
+        baseline=baseline,
+        seconds=0.2,
+        perf=str(tmp_path / "missing-perf"),
+        stacks_bytes=4096,
+    )
+    assert set(got.artifacts) == {"operators.svg", "operators.diff.svg", "python.svg"}
+    for rel in got.artifacts.values():
+        assert rel.startswith("flamegraphs/") and (tmp_path / "report" / rel).stat().st_size > 0
+    assert got.notes["native"] == NOT_INSTALLED
+    assert got.notes["diff"] == "no stacks stored with the baseline (record the baseline again)"
+    assert got.stacks is not None and got.stacks["view"] == "python"
+    assert any(k.endswith(":_python_work") for k in got.stacks["folded"])
+    assert len(str(got.stacks["folded"])) < 8192  # capped near stacks_bytes
+
+
+def test_capture_for_diffs_against_the_baselines_stacks_and_finds_no_session(tmp_path):
+    from pytest_inferperf.flame import capture_for
+
+    first = capture_for(
+        _python_work, name="x", out_dir=tmp_path, relative_to=tmp_path, seconds=0.2, native=False
+    )
+    assert first.stacks is not None and "operators" not in first.notes
+    baseline = _profile(stacks=first.stacks)
+    again = capture_for(
+        _python_work,
+        name="x",
+        out_dir=tmp_path / "second",
+        relative_to=tmp_path,
+        baseline=baseline,
+        find_operators=True,
+        seconds=0.2,
+        native=False,
+    )
+    assert again.artifacts["diff.svg"] == "second/x.diff.svg"
+    assert "diff" not in again.notes
+    assert again.notes["operators"].startswith("not available: no ONNX Runtime session ran")
+    assert again.notes["native"] == "not requested"

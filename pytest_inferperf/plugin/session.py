@@ -28,11 +28,10 @@ from .keys import (
     REMEASURE,
     SHORT_UPDATE,
     SHORT_UPDATE_TAKEN,
-    STACKS_IN_BASELINE_BYTES,
     VERDICTS,
 )
 from .marker import spec_for, uses_inferperf
-from .operator_pass import model_name_of, operator_table_for, with_operator_times
+from .operator_pass import with_operator_times
 from .options import Settings
 
 # Loading this module is what every pytest run pays once the package is installed,
@@ -233,7 +232,7 @@ class InferperfPlugin:
     ) -> Verdict:
         from dataclasses import replace
 
-        from ..flame import capture
+        from ..flame import capture_for
         from ..output_errors import describe, make_folder
 
         out_dir = self.settings.report_dir or Path(self.config.rootpath) / "inferperf-report"
@@ -248,36 +247,27 @@ class InferperfPlugin:
         problem = make_folder(folder)
         if problem is not None:  # output never decides a test: say so once, judge as before
             return replace(verdict, artifact_notes={FLAME_PROBLEM: problem})
-        base_stacks = (baseline.stacks or {}) if baseline is not None else {}
         try:
-            operators, op_reason = operator_table_for(verdict.profile, call)
-            graphs = capture(
+            graphs = capture_for(
                 call,
                 name=verdict.key,
                 out_dir=folder,
-                operators=operators,
-                model_name=model_name_of(call),
-                baseline_stacks=base_stacks or None,
-                baseline_operators=(baseline.operators or None) if baseline is not None else None,
+                relative_to=self.config.rootpath,
+                profile=verdict.profile,
+                find_operators=True,
+                baseline=baseline,
             )
         except Exception as exc:  # a disk full mid-write, a sampler's bug: never the test's
             return replace(verdict, artifact_notes={FLAME_PROBLEM: describe(exc, folder)})
-        artifacts = {
-            k: _relative(Path(v), self.config)
-            for k, v in graphs.paths.items()
-            if k.endswith(".svg")
-        }
-        notes = dict(graphs.reasons)
-        if op_reason:
-            notes["operators"] = op_reason
-        if baseline is not None and not base_stacks:
+        notes = dict(graphs.notes)
+        if "diff" in notes and baseline is not None and not baseline.stacks:
             notes["diff"] = "no stacks stored with the baseline (re-run --update-baselines)"
-        for kind, path in artifacts.items():
+        for kind, path in graphs.artifacts.items():
             _add_property(item, f"inferperf.flamegraph.{kind}", path)
         profile = verdict.profile
-        if graphs.folded:
-            profile = profile.with_(stacks=graphs.stacks_record(STACKS_IN_BASELINE_BYTES))
-        return replace(verdict, profile=profile, artifacts=artifacts, artifact_notes=notes)
+        if graphs.stacks:
+            profile = profile.with_(stacks=graphs.stacks)
+        return replace(verdict, profile=profile, artifacts=graphs.artifacts, artifact_notes=notes)
 
     def _judge(
         self, item: pytest.Item, name: str, profile: Profile
