@@ -41,6 +41,7 @@ from .options import Settings
 if TYPE_CHECKING:
     from ..pmu.simulate_shared import SharedChild
     from ..profile import Profile
+    from ..records import ProfileRecord
     from ..verdict import Verdict
 
 
@@ -50,13 +51,17 @@ class InferperfPlugin:
 
     config: pytest.Config
     settings: Settings
-    records: list[dict] = field(default_factory=list)
+    records: list[ProfileRecord] = field(default_factory=list)  # every judged profile
     written: list[str] = field(default_factory=list)
     write_errors: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)  # run-level files written
     warnings: list[str] = field(default_factory=list)
     shared: SharedChild | None = None  # the simulate backend's child for many tests
     claimed: dict[Path, str] = field(default_factory=dict)  # baseline file -> its test's key
+
+    def record_dicts(self) -> list[dict[str, Any]]:
+        """The records as the renderers and files take them (plain JSON)."""
+        return [record.to_json() for record in self.records]
 
     # -- collection ------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -338,10 +343,12 @@ class InferperfPlugin:
         report = yield
         if report.when == "call" and VERDICTS in item.stash:
             verdicts = item.stash[VERDICTS]
+            from ..records import ProfileRecord
             from ..verdict import failure_text
 
+            # plain dicts: xdist serialises reports as JSON, pytest-html and junit read them
             report.inferperf = [
-                {**v.summary_dict(), "failure": failure_text(v) if v.failed else None}
+                ProfileRecord.of_verdict(v, failure_text(v) if v.failed else None).to_json()
                 for v in verdicts
             ]
             html_extras(item, report, verdicts)
@@ -367,8 +374,15 @@ class InferperfPlugin:
         entries = getattr(report, "inferperf", None)
         if report.when != "call" or not entries:
             return
+        from ..records import ProfileRecord, RecordFormatError
+
         for entry in entries:
-            self.records.append({**entry, "nodeid": report.nodeid, "outcome": report.outcome})
+            try:
+                record = ProfileRecord.from_json(entry)
+            except RecordFormatError as exc:  # another plugin's report.inferperf, or a bug
+                self.warnings.append(f"{report.nodeid}: result not read ({exc})")
+                continue
+            self.records.append(record.of_test(report.nodeid, report.outcome))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -456,7 +470,7 @@ class InferperfPlugin:
                     f"{shown}: {describe(exc, path)}"
                 )
         problems = dict.fromkeys(
-            note for r in self.records if (note := r.get("artifact_notes", {}).get(FLAME_PROBLEM))
+            note for r in self.records if (note := r.artifact_notes.get(FLAME_PROBLEM))
         )
         for problem in problems:
             (self.write_errors if settings.flamegraphs_asked else self.warnings).append(
@@ -469,7 +483,7 @@ class InferperfPlugin:
         from ..report.run import commit_of, run_document
 
         document = run_document(
-            self.records,
+            self.record_dicts(),
             commit=commit_of(self.config.rootpath),
             written=self.written,
             exit_status=int(session.exitstatus),
@@ -484,7 +498,7 @@ class InferperfPlugin:
         from ..report.markdown import append_step_summary
         from ..report.run import run_markdown
 
-        append_step_summary(run_markdown(self.records, written=self.written))
+        append_step_summary(run_markdown(self.record_dicts(), written=self.written))
 
     def _write_run_html(self, path: Path) -> None:
         """The run as one page; flamegraphs embedded and linked relative to the page."""
@@ -492,7 +506,7 @@ class InferperfPlugin:
         from ..report.html import render_run_html
 
         records, svgs = [], {}
-        for record in self.records:
+        for record in self.record_dicts():
             artifacts = {}
             for kind, rel in record.get("artifacts", {}).items():
                 target = Path(self.config.rootpath, rel)
@@ -509,74 +523,36 @@ class InferperfPlugin:
         from ..report.files import write_records
 
         assert self.settings.report_dir is not None
-        write_records(self.settings.report_dir, self.records)
+        write_records(self.settings.report_dir, self.record_dicts())
 
     def _update_baselines(self) -> None:
-        from ..baseline import BaselineError, baseline_path, load_baseline, save_baseline
-        from ..partial import partial_label
-        from ..profile import Profile
+        """The baseline write pass (the store's), each outcome told as it happens."""
+        from ..baseline import write_pass
 
-        by_path: dict[Path, set[str]] = {}
-        for record in self.records:  # xdist workers cannot see each other's claims
-            with contextlib.suppress(BaselineError, KeyError, TypeError):
-                profile = record["profile"]
-                by_path.setdefault(
-                    baseline_path(
-                        self.settings.baselines,
-                        profile["machine_class"],
-                        profile["backend"],
-                        record["key"],
-                    ),
-                    set(),
-                ).add(record["key"])
-        shared = {key for keys in by_path.values() if len(keys) > 1 for key in keys}
-        for record in sorted(self.records, key=lambda r: r["key"]):
-            if record["key"] in shared:
-                others = sorted(
-                    k
-                    for keys in by_path.values()
-                    if record["key"] in keys
-                    for k in keys
-                    if k != record["key"]
-                )
+        for done in write_pass(self.records, self.settings.baselines):
+            record = done.record
+            shown = _relative(done.path, self.config) if done.path is not None else ""
+            if done.status == "shared":
                 self.write_errors.append(
-                    f"not written: {record['key']} and {', '.join(others)} map to the same "
+                    f"not written: {record.key} and {done.detail} map to the same "
                     "baseline file; rename one of the tests"
                 )
-                continue
-            ran_clean = record["outcome"] == "passed" or (
-                record["outcome"] == "skipped" and record["nothing_checked"]
-            )
-            if not ran_clean or record["failed"]:
-                continue
-            profile = Profile.from_dict(record["profile"])
-            path = baseline_path(
-                self.settings.baselines, profile.machine_class, profile.backend, record["key"]
-            )
-            partial = partial_label(record["profile"])
-            if partial:  # a run cut at its timeout never becomes the reference
+            elif done.status == "partial":
                 self.write_errors.append(
-                    f"not written {_relative(path, self.config)}: {partial}; the old baseline "
+                    f"not written {shown}: {done.detail}; the old baseline "
                     "(if any) is kept. Raise the marker's timeout= or lower repeat=, then run "
                     "--update-baselines again."
                 )
-                continue
-            try:
-                old = load_baseline(path)
-            except BaselineError:
-                old = None
-            try:
-                save_baseline(path, profile)
-            except BaselineError as exc:
-                self.write_errors.append(str(exc))
-                continue
-            self.written.append(_update_line(_relative(path, self.config), old, record))
-            if record.get("busy"):
-                self.warnings.append(
-                    f"{record['key']}: baseline recorded on a busy machine "
-                    f"({'; '.join(record['busy'])}): its timings read slow, and every later "
-                    "comparison says so; re-record it on a quiet machine"
-                )
+            elif done.status == "error":
+                self.write_errors.append(done.detail)
+            else:
+                self.written.append(_update_line(shown, done.old, record.to_json()))
+                if record.busy:
+                    self.warnings.append(
+                        f"{record.key}: baseline recorded on a busy machine "
+                        f"({'; '.join(record.busy)}): its timings read slow, and every later "
+                        "comparison says so; re-record it on a quiet machine"
+                    )
 
     def pytest_report_header(self, config: pytest.Config) -> list[str] | None:
         if not self.settings.enabled:
@@ -602,7 +578,7 @@ class InferperfPlugin:
         from ..report.terminal import render_summary
 
         text = render_summary(
-            self.records,
+            self.record_dicts(),
             self.written,
             self.write_errors,
             self.warnings,
