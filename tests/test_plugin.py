@@ -316,6 +316,61 @@ def test_xdist_gives_the_same_table_and_baselines(suite):
     assert parallel.stdout.str().count("created baselines/") == 4
 
 
+def test_records_cross_xdist_as_json_and_arrive_typed(suite):
+    """Workers put plain JSON on report.inferperf; the controller holds ProfileRecords."""
+    suite.makeconftest(
+        """
+        import json, pathlib
+        from pytest_inferperf.records import ProfileRecord
+
+        ROLE = []
+
+        def pytest_configure(config):
+            ROLE.append("worker" if hasattr(config, "workerinput") else "controller")
+
+        def pytest_runtest_logreport(report):
+            carried = report.when == "call" and getattr(report, "inferperf", None)
+            if ROLE == ["controller"] and carried:
+                json.dumps(report.inferperf, allow_nan=False)  # JSON-able for html/junit users
+                with open("carried.txt", "a") as out:
+                    out.write(report.nodeid + "\\n")
+
+        def pytest_sessionfinish(session):
+            if hasattr(session.config, "workerinput"):
+                return
+            plugin = session.config.pluginmanager.get_plugin("inferperf-session")
+            pathlib.Path("records.json").write_text(json.dumps([
+                [type(r).__name__, r.nodeid, r.outcome, r.key, "cpu_ms_per_call" in r.metrics,
+                 r.profile.get("name")]
+                for r in sorted(plugin.records, key=lambda r: r.key)
+                if isinstance(r, ProfileRecord)
+            ]))
+    """
+    )
+    suite.makepyfile(
+        test_a=f"""
+        import pytest
+        from workloads import hashing
+        @pytest.mark.perf({FAST})
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_hash(pmu_profile, n):
+            pmu_profile(hashing, n)
+            pmu_profile(hashing, n, name="twice")
+    """
+    )
+    result = run(suite, "--inferperf", "-n", "2", "-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    records = json.loads(Path(suite.path, "records.json").read_text())
+    ids = ["test_a.py::test_hash[1]", "test_a.py::test_hash[2]"]
+    assert records == [
+        ["ProfileRecord", ids[0], "passed", ids[0], True, "test_hash[1]"],
+        ["ProfileRecord", ids[0], "passed", f"{ids[0]}@twice", True, "twice"],
+        ["ProfileRecord", ids[1], "passed", ids[1], True, "test_hash[2]"],
+        ["ProfileRecord", ids[1], "passed", f"{ids[1]}@twice", True, "twice"],
+    ]
+    assert sorted(Path(suite.path, "carried.txt").read_text().split()) == ids
+
+
 def test_report_dir_gets_one_json_per_profile(suite):
     suite.makepyfile(
         test_a=f"""

@@ -167,3 +167,123 @@ def test_capture_for_diffs_against_the_baselines_stacks_and_finds_no_session(tmp
     assert "diff" not in again.notes
     assert again.notes["operators"].startswith("not available: no ONNX Runtime session ran")
     assert again.notes["native"] == "not requested"
+
+
+# -- the typed worker -> controller record ---------------------------------------------
+def _record(key="t.py::test_a", **changes):
+    from pytest_inferperf.records import ProfileRecord
+
+    values = {
+        "key": key,
+        "status": "ok",
+        "failed": False,
+        "nothing_checked": False,
+        "metrics": {"cpu_ms_per_call": 1.5},
+        "baseline_note": "no baseline",
+        "profile": _profile(name=key).to_dict(),
+        "outcome": "passed",
+        "nodeid": key.split("@")[0],
+    }
+    return ProfileRecord(**{**values, **changes})
+
+
+def test_record_round_trips_through_json_and_keeps_unknown_keys():
+    import json
+
+    from pytest_inferperf.records import ProfileRecord
+
+    record = _record(busy=["other processes kept 1.2 of 2 CPUs busy"], failure=None)
+    data = json.loads(json.dumps(record.to_json(), allow_nan=False))
+    assert ProfileRecord.from_json(data) == record
+    newer = ProfileRecord.from_json({**data, "assessment": {"from": "a newer worker"}})
+    assert newer.extra == {"assessment": {"from": "a newer worker"}}
+    assert newer.to_json()["assessment"] == {"from": "a newer worker"}
+    assert newer.measured().name == "t.py::test_a"
+
+
+def test_worker_side_record_has_no_test_fields_until_the_controller_adds_them():
+    record = _record(nodeid="", outcome="")
+    assert "nodeid" not in record.to_json() and "outcome" not in record.to_json()
+    on_controller = record.of_test("t.py::test_a", "failed")
+    assert (on_controller.nodeid, on_controller.outcome) == ("t.py::test_a", "failed")
+    assert on_controller.to_json()["outcome"] == "failed"
+
+
+def test_a_malformed_record_is_refused_with_its_reason():
+    import pytest
+
+    from pytest_inferperf.records import ProfileRecord, RecordFormatError
+
+    good = _record().to_json()
+    with pytest.raises(RecordFormatError, match="lacks metrics"):
+        ProfileRecord.from_json({k: v for k, v in good.items() if k != "metrics"})
+    with pytest.raises(RecordFormatError, match="failed is str, expected bool"):
+        ProfileRecord.from_json({**good, "failed": "no"})
+    with pytest.raises(RecordFormatError, match="is a dict, got list"):
+        ProfileRecord.from_json([good])
+
+
+def test_ran_clean_is_what_may_become_a_baseline():
+    assert _record().ran_clean
+    assert not _record(failed=True).ran_clean
+    assert not _record(outcome="failed").ran_clean
+    assert not _record(outcome="skipped").ran_clean
+    assert _record(outcome="skipped", nothing_checked=True).ran_clean
+
+
+def test_of_verdict_carries_the_verdicts_summary():
+    from pytest_inferperf.budgets import PerfSpec
+    from pytest_inferperf.records import ProfileRecord
+    from pytest_inferperf.verdict import judge
+
+    verdict = judge("t.py::test_a", _profile(), PerfSpec(), baseline=None, baseline_note="none")
+    record = ProfileRecord.of_verdict(verdict, failure=None)
+    assert record.key == "t.py::test_a" and record.metrics == verdict.metrics
+    assert record.extra == {}  # every key of the verdict's summary is a field
+    assert record.to_json() == {**verdict.summary_dict(), "failure": None}
+
+
+# -- the baseline write pass -------------------------------------------------------------
+def test_write_pass_writes_clean_records_and_refuses_the_rest(tmp_path):
+    from pytest_inferperf.baseline import baseline_path, load_baseline, write_pass
+
+    records = [
+        _record("t.py::test_b"),
+        _record("t.py::test_a"),
+        _record("t.py::test_failed", failed=True),
+        _record("t.py::test_partial", profile=_profile(partial=True).to_dict()),
+    ]
+    done = list(write_pass(records, tmp_path))
+    assert [(d.record.key, d.status) for d in done] == [
+        ("t.py::test_a", "written"),
+        ("t.py::test_b", "written"),
+        ("t.py::test_partial", "partial"),
+    ]
+    assert done[2].detail.startswith("partial (1/")
+    path = baseline_path(tmp_path, "x86_64-test", "none", "t.py::test_a")
+    assert done[0].path == path and done[0].old is None
+    assert load_baseline(path).name == "t.py::test_a"
+    assert not baseline_path(tmp_path, "x86_64-test", "none", "t.py::test_failed").exists()
+    again = list(write_pass(records[:1], tmp_path))
+    assert again[0].status == "written" and again[0].old.name == "t.py::test_b"
+
+
+def test_write_pass_refuses_keys_that_share_a_file(tmp_path, monkeypatch):
+    from pytest_inferperf import baseline
+
+    real = baseline.baseline_path
+    monkeypatch.setattr(baseline, "baseline_path", lambda d, m, b, key: real(d, m, b, key.lower()))
+    done = list(baseline.write_pass([_record("t.py::A"), _record("t.py::a")], tmp_path))
+    assert [(d.record.key, d.status, d.detail) for d in done] == [
+        ("t.py::A", "shared", "t.py::a"),
+        ("t.py::a", "shared", "t.py::A"),
+    ]
+    assert not any(tmp_path.rglob("*.json"))
+
+
+def test_write_pass_reports_a_file_it_cannot_write(tmp_path):
+    from pytest_inferperf.baseline import write_pass
+
+    (tmp_path / "x86_64-test+none").write_text("a file where the folder should be")
+    (done,) = write_pass([_record()], tmp_path)
+    assert done.status == "error" and "cannot" in done.detail
