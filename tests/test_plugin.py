@@ -371,6 +371,34 @@ def test_records_cross_xdist_as_json_and_arrive_typed(suite):
     assert sorted(Path(suite.path, "carried.txt").read_text().split()) == ids
 
 
+def test_registry_plugins_add_metrics_in_pytest_as_in_validate(suite, monkeypatch):
+    """A module named in INFERPERF_PLUGINS is seen by the plugin (validate: unit test)."""
+    suite.makepyfile(
+        house_hooks="""
+        def pytest_inferperf_metrics(counts, context):
+            return {"house_calls": float(context.calls)}
+    """,
+        test_a=f"""
+        import pytest
+        from workloads import hashing
+        @pytest.mark.perf({FAST})
+        def test_hash(pmu_profile):
+            pmu_profile(hashing)
+    """,
+    )
+    monkeypatch.setenv("INFERPERF_PLUGINS", "house_hooks")
+    run(suite, "--inferperf", "--inferperf-report", "out").assert_outcomes(passed=1)
+    (record,) = [json.loads(p.read_text()) for p in Path(suite.path, "out").glob("*.json")]
+    calls = sum(r["calls"] for r in record["profile"]["repeats"])
+    assert record["metrics"]["house_calls"] == calls > 0
+    monkeypatch.setenv("INFERPERF_PLUGINS", "no_such_house")
+    broken = run(suite, "--inferperf")
+    assert broken.ret == pytest.ExitCode.USAGE_ERROR
+    broken.stderr.fnmatch_lines(
+        ["*cannot load the inferperf plugin from module 'no_such_house' named in*"]
+    )
+
+
 def test_report_dir_gets_one_json_per_profile(suite):
     suite.makepyfile(
         test_a=f"""

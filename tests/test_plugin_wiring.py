@@ -287,3 +287,92 @@ def test_write_pass_reports_a_file_it_cannot_write(tmp_path):
     (tmp_path / "x86_64-test+none").write_text("a file where the folder should be")
     (done,) = write_pass([_record()], tmp_path)
     assert done.status == "error" and "cannot" in done.detail
+
+
+# -- one hook registry for the plugin and inferperf validate -----------------------------
+HOUSE_PLUGIN = """
+def pytest_inferperf_metrics(counts, context):
+    if "task_clock" in counts and context.calls:
+        return {"house_cpu_us_per_call": counts["task_clock"] / 1000 / context.calls}
+    return {}
+
+def not_a_hook(counts, context):
+    raise AssertionError("never called")
+"""
+
+
+def test_the_inferperf_manager_takes_what_pytest_takes():
+    import pytest
+
+    from pytest_inferperf import hooks
+    from pytest_inferperf.metrics import MetricContext
+
+    class Plain:  # named like a conftest.py's hook, unmarked
+        def pytest_inferperf_metrics(self, counts, context):
+            return {"plain": 1.0}
+
+    class PytestMarked:
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_inferperf_metrics(self, counts, context):
+            return {"pytest_marked": 2.0}
+
+    class OwnMarked:
+        @hooks.hookimpl
+        def pytest_inferperf_metrics(self, counts, context):
+            return {"own_marked": 3.0}
+
+    pm = hooks.plugin_manager([Plain(), PytestMarked(), OwnMarked()])
+    got = hooks.extra_metrics(pm, {}, MetricContext())
+    assert got == {"plain": 1.0, "pytest_marked": 2.0, "own_marked": 3.0}
+    assert list(got) == ["pytest_marked", "own_marked", "plain"]  # tryfirst= kept, then LIFO
+    specs = {name: getattr(pm.hook, name).spec for name in hooks.HOOKS}
+    assert all(spec is not None and spec.function.__doc__ for spec in specs.values())
+
+
+def test_pytest_reads_the_same_specs(pytester):
+    from pytest_inferperf import hooks
+
+    pm = pytester.parseconfig().pluginmanager
+    for name in hooks.HOOKS:
+        assert getattr(pm.hook, name).spec.function is getattr(hooks, name)
+
+
+def test_the_registry_loads_a_named_module_once_and_says_when_it_cannot(tmp_path, monkeypatch):
+    import pytest
+
+    from pytest_inferperf import hooks
+    from pytest_inferperf.metrics import MetricContext
+
+    (tmp_path / "house_hooks.py").write_text(HOUSE_PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pm = hooks.plugin_manager()
+    env = {hooks.PLUGINS_ENV: " house_hooks , "}
+    assert hooks.load_plugins(pm, env=env) == ["inferperf:house_hooks"]
+    assert hooks.load_plugins(pm, env=env) == []  # once, whoever asks again
+    context = MetricContext(calls=10)
+    assert hooks.extra_metrics(pm, {"task_clock": 50_000.0}, context) == {
+        "house_cpu_us_per_call": 5.0
+    }
+    with pytest.raises(hooks.PluginLoadError) as info:
+        hooks.load_plugins(hooks.plugin_manager(), env={hooks.PLUGINS_ENV: "no_such_house"})
+    assert str(info.value).startswith(
+        "cannot load the inferperf plugin from module 'no_such_house' named in "
+        "INFERPERF_PLUGINS: ModuleNotFoundError: No module named 'no_such_house'. Install"
+    )
+
+
+def test_validate_sees_the_registrys_hooks(tmp_path, monkeypatch):
+    from pytest_inferperf.validate import validate_target
+
+    (tmp_path / "house_hooks.py").write_text(HOUSE_PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("INFERPERF_PLUGINS", "house_hooks")
+    profile = _profile()
+    (tmp_path / "report.json").write_text(profile.to_json())
+    (tmp_path / "baseline.json").write_text(profile.to_json())
+    result = validate_target(str(tmp_path / "report.json"), tmp_path / "baseline.json")
+    calls = sum(r.calls for r in profile.repeats)
+    assert result.verdict.metrics["house_cpu_us_per_call"] == 900.0 / calls
+    monkeypatch.delenv("INFERPERF_PLUGINS")
+    plain = validate_target(str(tmp_path / "report.json"), tmp_path / "baseline.json")
+    assert "house_cpu_us_per_call" not in plain.verdict.metrics

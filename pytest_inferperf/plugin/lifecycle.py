@@ -26,7 +26,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """``pytest_inferperf_metrics`` / ``pytest_inferperf_rules`` in conftest files."""
     from .. import hooks
 
-    pluginmanager.add_hookspecs(hooks)
+    hooks.register_specs(pluginmanager)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -100,6 +100,12 @@ def pytest_configure(config: pytest.Config) -> None:
             warnings.warn(pytest.PytestWarning(f"inferperf: {message}"), stacklevel=1)
     config.pluginmanager.register(plugin, "inferperf-session")
     if settings.enabled:
+        from .. import hooks
+
+        try:  # the plugins inferperf validate sees too, with conftest files' own hooks
+            hooks.load_plugins(config.pluginmanager)
+        except hooks.PluginLoadError as exc:
+            raise pytest.UsageError(str(exc)) from None
         from .. import watchdog
 
         watchdog.set_reporter(functools.partial(_report_past_capture, config))

@@ -322,21 +322,11 @@ class InferperfPlugin:
         ), baseline
 
     def _hook_results(self, profile: Profile) -> tuple[dict[str, float], list]:
-        """Metrics and findings added by ``pytest_inferperf_*`` hooks in conftest files."""
-        from ..classify import RuleContext
-        from ..hooks import extra_findings, extra_metrics
-        from ..metrics import METRICS, context_of, profile_metrics
+        """Metrics and findings added by ``pytest_inferperf_*`` hooks (conftest files,
+        installed pytest plugins and the inferperf plugin registry)."""
+        from ..hooks import hook_results
 
-        pm = self.config.pluginmanager
-        added = extra_metrics(pm, profile.totals, context_of(profile), builtin=METRICS)
-        cpu = profile.machine.get("cpu") or {}
-        ctx = RuleContext.of(
-            str(cpu.get("core_slug", "")),
-            unavailable=profile.unavailable,
-            session=profile.session,
-            cpu_count=cpu.get("cpu_count"),
-        )
-        return added, extra_findings(pm, {**profile_metrics(profile), **added}, ctx)
+        return hook_results(self.config.pluginmanager, profile)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
