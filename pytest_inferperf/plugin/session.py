@@ -1,8 +1,12 @@
 """The per-session plugin object: collection, the call hook that judges each
-profile, the xdist records, the end-of-run outputs and the baseline write pass.
+profile, the worker -> controller records (:class:`records.ProfileRecord` on
+``report.inferperf``), the end-of-run outputs and the baseline write pass.
 
-Owns: what happens between pytest's hooks for one session. Must not: measure
-(fixtures), diagnose or render text (the engine and ``report``).
+Owns: what happens between pytest's hooks for one session, and wording the outcomes
+of the store's write pass (:func:`baseline.write_pass`) for the terminal. Must not:
+measure (fixtures), read the machine (``pmu.cpu``), write baseline or report files
+itself (``baseline``, ``report.files``), capture flamegraphs (``flame.capture_for``),
+diagnose or render text (the engine and ``report``).
 """
 
 from __future__ import annotations
