@@ -47,7 +47,6 @@ from .profile import SCHEMA_VERSION, Profile, ProfileFormatError
 Progress = Callable[[str], None]
 """Told what is being done now (``"warm-up…"``, ``"repeat 3/30"``); prints, never measures."""
 
-STACKS_KEPT_BYTES = 256 << 10  # folded stacks kept in a Profile (as with a plugin baseline)
 ENERGY_SECONDS = 0.5  # how long the energy pass runs the workload
 OPERATOR_RUNS = 10  # profiled runs of the operator pass (fewer when --repeat is smaller)
 CACHE_OPTIONS_VERSION = 1  # bump when what an analysis contains changes
@@ -291,23 +290,18 @@ def _flamegraphs(
     if not requested:
         return {}, {"flamegraphs": "not requested (--flamegraph)"}
     _say(progress, "flamegraphs…")
-    from .flame import capture
+    from .flame import capture_for
 
-    graphs = capture(
+    graphs = capture_for(
         call,
         name=name,
         out_dir=out_dir / "flamegraphs",
+        relative_to=out_dir,
         operators=operators or None,
         model_name=name,
     )
-    artifacts = {
-        kind: os.path.relpath(path, out_dir)
-        for kind, path in graphs.paths.items()
-        if kind.endswith(".svg")
-    }
-    stacks = graphs.stacks_record(STACKS_KEPT_BYTES)
-    notes = {f"flamegraph {k}": v for k, v in graphs.reasons.items() if v != "not requested"}
-    return {"artifacts": artifacts, "stacks": stacks}, notes
+    notes = {f"flamegraph {k}": v for k, v in graphs.notes.items() if v != "not requested"}
+    return {"artifacts": graphs.artifacts, "stacks": graphs.stacks}, notes
 
 
 def analyse_model(

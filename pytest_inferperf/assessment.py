@@ -26,7 +26,7 @@ from typing import Any
 
 from .budgets import BudgetResult, PerfSpec, check_budgets
 from .change import ChangeExplanation, explain_profiles
-from .classify import Diagnosis, RuleContext, diagnose_in
+from .classify import Diagnosis, diagnose_in, rule_context
 from .compare import Comparison, IncomparableError, compare_profiles
 from .conditions import busy_reasons
 from .metrics import METRICS, profile_metrics
@@ -358,18 +358,6 @@ def assess_profile(
         comparison=None,
         baseline_note="",
         diagnosis=diagnose_profile(profile, metrics, extra_findings),
-    )
-
-
-def rule_context(profile: Profile) -> RuleContext:
-    """What the rules may look at for ``profile``: its core, what it could not count, its
-    ONNX Runtime session and the CPUs it could use (the one reading of its CPU facts)."""
-    cpu = profile.machine.get("cpu") or {}
-    return RuleContext.of(
-        str(cpu.get("core_slug", "")),
-        unavailable=profile.unavailable,
-        session=profile.session,
-        cpu_count=cpu.get("cpu_count"),
     )
 
 

@@ -3,10 +3,13 @@
 Owns: the on-disk layout
 ``<baselines_dir>/<machine class>[+<backend>]/<test file path>/<test name>.json``,
 the mapping of arbitrary pytest node ids to safe, collision-free file names
-inside that folder, and loading and atomically saving one baseline file.
+inside that folder, loading and atomically saving one baseline file, and the write
+pass of a run (:func:`write_pass`: which judged profiles become baselines, and the
+files two tests would share).
 
 Must not: parse Profiles itself (that is :meth:`Profile.load`), compare them
-(that is ``compare``), import pytest, or delete any file it did not create.
+(that is ``compare``), import pytest, word what it did for a reader (the front-end
+does, from :class:`BaselineWrite`), or delete any file it did not create.
 
 File names
 ----------
@@ -40,10 +43,16 @@ import errno
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import InferperfError
 from .profile import Profile, ProfileFormatError
+
+if TYPE_CHECKING:
+    from .records import ProfileRecord
 
 #: The counter backend whose baselines live in the plain machine-class folder.
 HARDWARE_BACKEND = "perf"
@@ -328,3 +337,82 @@ def _kept(path: Path) -> str:
     if path.exists():
         return "The old baseline is intact."
     return "No baseline was written (there was none before)."
+
+
+# -- the write pass of a run -------------------------------------------------
+@dataclass(frozen=True)
+class BaselineWrite:
+    """What the write pass did with one record.
+
+    ``status``: ``written`` (``old`` is the baseline it replaced, None for a new one),
+    ``shared`` (``detail``: the other keys mapping to the same file; nothing written),
+    ``partial`` (``detail``: the partial label; a run cut at its timeout never becomes
+    the reference), or ``error`` (``detail``: the :class:`BaselineError` message).
+    """
+
+    record: ProfileRecord
+    path: Path | None
+    status: str
+    detail: str = ""
+    old: Profile | None = None
+
+
+def write_pass(
+    records: Sequence[ProfileRecord], baselines_dir: str | os.PathLike[str]
+) -> Iterator[BaselineWrite]:
+    """Write each cleanly-run record's Profile as its baseline, one :class:`BaselineWrite`
+    per record that was (or could not be) written, in key order.
+
+    Records whose test did not run clean (:attr:`ProfileRecord.ran_clean`) are passed
+    over. Keys that map to one file are refused all together (xdist workers cannot see
+    each other's claims, so the run as a whole is checked here). Each file is written
+    atomically as it is reached: a caller interrupted half way has every baseline
+    either old or new, and what it was told so far is exactly what was written.
+    """
+    from .partial import partial_label
+
+    folder = Path(baselines_dir)
+    by_path: dict[Path, set[str]] = {}
+    for record in records:
+        with contextlib.suppress(BaselineError):
+            path = baseline_path(folder, record.machine_class, record.backend, record.key)
+            by_path.setdefault(path, set()).add(record.key)
+    shared = {key for keys in by_path.values() if len(keys) > 1 for key in keys}
+    for record in sorted(records, key=lambda r: r.key):
+        if record.key in shared:
+            others = sorted(
+                k
+                for keys in by_path.values()
+                if record.key in keys
+                for k in keys
+                if k != record.key
+            )
+            yield BaselineWrite(record, None, "shared", ", ".join(others))
+            continue
+        if not record.ran_clean:
+            continue
+        try:
+            path = baseline_path(folder, record.machine_class, record.backend, record.key)
+        except BaselineError as exc:
+            yield BaselineWrite(record, None, "error", str(exc))
+            continue
+        partial = partial_label(record.profile)
+        if partial:
+            yield BaselineWrite(record, path, "partial", partial)
+            continue
+        try:
+            old = load_baseline(path)
+        except BaselineError:
+            old = None  # the unreadable baseline is being replaced
+        try:
+            save_baseline(path, record.measured())
+        except (ProfileFormatError, ValueError, TypeError, KeyError) as exc:
+            message = (
+                f"cannot save baseline {path}: the profile is not valid ({exc}). {_kept(path)}"
+            )
+            yield BaselineWrite(record, path, "error", message)
+            continue
+        except BaselineError as exc:
+            yield BaselineWrite(record, path, "error", str(exc))
+            continue
+        yield BaselineWrite(record, path, "written", old=old)

@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .change import (  # the explanation of a change lives there; re-exported here
     CHANGE_MIN_RELATIVE,
@@ -54,6 +54,10 @@ from .change import (  # the explanation of a change lives there; re-exported he
 )
 from .metrics import METRICS
 from .pmu.events import CATALOGUE
+
+if TYPE_CHECKING:
+    from .profile import Profile
+
 from .thresholds import (
     CATEGORIES,
     CHANGE_COSTS,
@@ -750,4 +754,16 @@ def diagnosis_from_dict(data: Mapping[str, Any]) -> Diagnosis:
         not_judged=dict(data.get("not_judged") or {}),
         core=str(data.get("core") or ""),
         notes=tuple(data.get("notes") or ()),
+    )
+
+
+def rule_context(profile: Profile) -> RuleContext:
+    """What the rules may look at for ``profile``: its core, what it could not count, its
+    ONNX Runtime session and the CPUs it could use (the one reading of its CPU facts)."""
+    cpu = profile.machine.get("cpu") or {}
+    return RuleContext.of(
+        str(cpu.get("core_slug", "")),
+        unavailable=profile.unavailable,
+        session=profile.session,
+        cpu_count=cpu.get("cpu_count"),
     )

@@ -1,13 +1,18 @@
-"""Extension points: pluggy hook specifications for extra metrics and extra findings.
+"""Extension points: the hook specifications for extra metrics and extra findings, and
+the one registry both front-ends load them from.
 
-Owns: the hook specifications of the ``pytest_inferperf`` project (its own
-:class:`pluggy.PluginManager`, separate from pytest's), the ``hookspec`` /
-``hookimpl`` markers plugins use, and the helpers that call the hooks and merge
-their results.
+Owns: the specs of ``pytest_inferperf_metrics`` / ``pytest_inferperf_rules``, declared
+with pytest's own ``hookspec`` marker (as pytest-xdist's ``newhooks.py`` does), so
+pytest's plugin manager reads them as they are; :class:`InferperfPluginManager`, the
+manager outside pytest (``inferperf validate``) that reads the same specs and the same
+implementations; :func:`load_plugins`, the one place plugins come from for both (the
+``pytest_inferperf`` entry-point group and the modules named in ``$INFERPERF_PLUGINS``);
+and the helpers that call the hooks for a Profile and merge their results.
 
 Must not: judge or compute anything itself, or import pytest.
 
-A plugin is any object or module with ``@hookimpl``-marked functions::
+A plugin is any module or object with functions named for the hooks; the
+``hookimpl`` marker (this module's, or ``pytest.hookimpl``) is optional::
 
     from pytest_inferperf.hooks import hookimpl
 
@@ -17,12 +22,18 @@ A plugin is any object or module with ``@hookimpl``-marked functions::
             return {"l1d_refills_per_kcycle": 1000 * counts["l1d_refill"] / counts["cycles"]}
         return {}
 
-Plugins are registered with :func:`plugin_manager` (``plugins=``) or found through the
-``pytest_inferperf`` setuptools entry-point group (``load_entrypoints=True``).
+Where they are found: under pytest, in ``conftest.py`` files and installed pytest
+plugins (pytest's own discovery), and, with ``--inferperf``, in the registry; outside
+pytest, in the registry only (a ``conftest.py`` is pytest's). A plugin meant for both
+goes in an importable module listed under the ``pytest_inferperf`` entry-point group
+of its package, or named in ``INFERPERF_PLUGINS`` (comma-separated module names).
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import os
 import sys
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -34,15 +45,23 @@ from .errors import InferperfError
 if TYPE_CHECKING:
     from .classify import Finding, RuleContext
     from .metrics import MetricContext
+    from .profile import Profile
 
 PROJECT = "pytest_inferperf"
 ENTRY_POINT_GROUP = PROJECT
+PLUGINS_ENV = "INFERPERF_PLUGINS"
+HOOK_PREFIX = "pytest_inferperf_"
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
+#: pytest's own markers (``pytest.hookspec`` / ``pytest.hookimpl`` are these), made here
+#: without importing pytest: the specs below carry pytest's, so pytest reads them as its own.
+_pytest_hookspec = pluggy.HookspecMarker("pytest")
+_PYTEST_IMPL = "pytest_impl"
+_PYTEST_SPEC = "pytest_spec"
 
 
-@hookspec
+@_pytest_hookspec
 def pytest_inferperf_metrics(
     counts: Mapping[str, float], context: MetricContext
 ) -> dict[str, float]:
@@ -56,7 +75,7 @@ def pytest_inferperf_metrics(
     """
 
 
-@hookspec
+@_pytest_hookspec
 def pytest_inferperf_rules(metrics: Mapping[str, float], context: RuleContext) -> list[Finding]:
     """Add findings to a diagnosis.
 
@@ -69,16 +88,103 @@ def pytest_inferperf_rules(metrics: Mapping[str, float], context: RuleContext) -
     """
 
 
+HOOKS = ("pytest_inferperf_metrics", "pytest_inferperf_rules")
+
+
+class InferperfPluginManager(pluggy.PluginManager):
+    """The plugin manager outside pytest: the same specs and implementations as pytest's.
+
+    It reads the specs' pytest marker, and takes an implementation that is marked with
+    this module's :data:`hookimpl` or ``pytest.hookimpl``, or is a plain function named
+    ``pytest_inferperf_*`` (as pytest takes one in a ``conftest.py``).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(PROJECT)
+
+    def parse_hookspec_opts(self, module_or_class: Any, name: str) -> Any:
+        opts = super().parse_hookspec_opts(module_or_class, name)
+        if opts is None and name.startswith(HOOK_PREFIX):
+            opts = getattr(getattr(module_or_class, name, None), _PYTEST_SPEC, None)
+        return opts
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        if not name.startswith(HOOK_PREFIX):
+            return None
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is not None:
+            return opts
+        method = getattr(plugin, name, None)
+        if not inspect.isroutine(method):
+            return None
+        marked = getattr(method, _PYTEST_IMPL, None)
+        if marked is not None:
+            return dict(marked)
+        return {
+            "wrapper": False,
+            "hookwrapper": False,
+            "optionalhook": False,
+            "tryfirst": False,
+            "trylast": False,
+            "specname": None,
+        }
+
+
+def register_specs(pm: pluggy.PluginManager) -> None:
+    """Add the ``pytest_inferperf_*`` specs to ``pm`` (pytest's, or an inferperf one)."""
+    pm.add_hookspecs(sys.modules[__name__])
+
+
+class PluginLoadError(ImportError):
+    """A plugin named in the registry could not be loaded; the message names it and the fix."""
+
+
+def load_plugins(pm: pluggy.PluginManager, *, env: Mapping[str, str] | None = None) -> list[str]:
+    """Register every plugin of the registry with ``pm``; the names registered.
+
+    The registry: modules listed under the ``pytest_inferperf`` entry-point group of
+    installed packages, then the modules named in ``$INFERPERF_PLUGINS``. Each is
+    registered once, as ``inferperf:<name>``, whichever front-end asks.
+    """
+    from importlib.metadata import entry_points
+
+    found: list[tuple[str, Any]] = [(ep.name, ep) for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    names = (env if env is not None else os.environ).get(PLUGINS_ENV, "")
+    found.extend((n.strip(), None) for n in names.split(",") if n.strip())
+    registered = []
+    for name, ep in found:
+        key = f"inferperf:{name}"
+        if pm.has_plugin(key) or pm.is_blocked(key):
+            continue
+        try:
+            plugin = ep.load() if ep is not None else importlib.import_module(name)
+        except Exception as exc:
+            where = (
+                f"the {ENTRY_POINT_GROUP} entry point {name!r} ({ep.value})"
+                if ep is not None
+                else f"module {name!r} named in {PLUGINS_ENV}"
+            )
+            raise PluginLoadError(
+                f"cannot load the inferperf plugin from {where}: "
+                f"{type(exc).__name__}: {exc}. Install the package that provides it, make "
+                f"it importable from here, or remove it from {PLUGINS_ENV}."
+            ) from exc
+        pm.register(plugin, key)
+        registered.append(key)
+    return registered
+
+
 def plugin_manager(
     plugins: Iterable[Any] = (), *, load_entrypoints: bool = False
 ) -> pluggy.PluginManager:
-    """A plugin manager with these hook specifications and ``plugins`` registered."""
-    pm = pluggy.PluginManager(PROJECT)
-    pm.add_hookspecs(sys.modules[__name__])
+    """An :class:`InferperfPluginManager` with the specs, ``plugins`` and (with
+    ``load_entrypoints``) the registry's plugins (:func:`load_plugins`)."""
+    pm = InferperfPluginManager()
+    register_specs(pm)
     for plugin in plugins:
         pm.register(plugin)
     if load_entrypoints:
-        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+        load_plugins(pm)
     return pm
 
 
@@ -132,3 +238,18 @@ def extra_findings(
                 )
             found.append(finding)
     return found
+
+
+def hook_results(pm: pluggy.PluginManager, profile: Profile) -> tuple[dict[str, float], list]:
+    """What the hooks add to ``profile``'s judgement: (extra metrics, extra findings).
+
+    The same for the plugin and ``inferperf validate``: metrics from the counter totals
+    and the profile's metric context, findings from all metrics and the rule context of
+    the machine the profile was measured on.
+    """
+    from .classify import rule_context
+    from .metrics import METRICS, context_of, profile_metrics
+
+    added = extra_metrics(pm, profile.totals, context_of(profile), builtin=METRICS)
+    ctx = rule_context(profile)
+    return added, extra_findings(pm, {**profile_metrics(profile), **added}, ctx)

@@ -1,9 +1,9 @@
-"""The ONNX Runtime operator pass around a measured profile, and the model's name.
+"""The ONNX Runtime operator pass around a measured profile, and the model it ran.
 
 Owns: asking the ONNX helpers for per-operator times of a workload already
-measured (:func:`with_operator_times`, :func:`operator_table_for`) and naming the
-model a workload runs (:func:`model_name_of`, for flamegraph titles). Imports
-ONNX Runtime only where a session can exist (it is already imported).
+measured (:func:`with_operator_times`) and the model identity of the call
+(:func:`with_model`). Imports ONNX Runtime only where a session can exist (it is
+already imported).
 
 Must not: measure counters, judge or render; import pytest.
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -51,24 +50,3 @@ def with_model(profile: Profile, call: Callable[[], Any]) -> Profile:
     from .identity import model_of_call
 
     return profile.with_(model=model_of_call(call))
-
-
-def operator_table_for(profile: Profile, call: Callable[[], Any]) -> tuple[list | None, str | None]:
-    """The profile's operator table, else ONNX Runtime's per-operator times, or why not."""
-    if profile.operators:
-        return list(profile.operators), None
-    from .onnx import operator_table
-    from .watchdog import pass_timeout
-
-    return operator_table(call, timeout=pass_timeout(profile.settings))
-
-
-def model_name_of(call: Callable[[], Any]) -> str:
-    """The stem of the model file ``call`` runs (``session.run`` or a partial), else "model"."""
-    if "onnxruntime" not in sys.modules:
-        return "model"
-    from .onnx import session_of
-
-    session = session_of(getattr(call, "func", call))
-    model = getattr(session, "_model_path", None) if session is not None else None
-    return Path(model).stem if isinstance(model, str) else "model"

@@ -2,7 +2,8 @@
 
 Owns: :func:`validate_target` and its result :class:`Validation`, and
 :func:`options_like` - the measurement options that repeat how a baseline was measured.
-The verdict is :func:`verdict.judge`'s, with the plugin's own gating.
+The verdict is :func:`verdict.judge`'s, with the plugin's own gating and the same
+``pytest_inferperf_*`` hooks (:func:`hooks.load_plugins`).
 
 A baseline of another model (its content hash, or its input names and shapes) is
 refused with :class:`ModelMismatch` unless ``any_model`` asks to compare anyway.
@@ -75,6 +76,7 @@ def validate_target(
     progress: Progress | None = None,
     any_model: bool = False,
     strict: bool = False,
+    plugins: Any = None,
 ) -> Validation:
     """Measure ``target`` again (or load it, a ``.json``) and judge it against the baseline.
 
@@ -84,7 +86,9 @@ def validate_target(
     the default gating. Raises :class:`UsageError` for a missing or unreadable file, and
     for a baseline from another machine class or backend; :class:`ModelMismatch` for a
     baseline of another model (content hash, or input names and shapes) unless
-    ``any_model``. ``strict``: an inconclusive change fails.
+    ``any_model``. ``strict``: an inconclusive change fails. ``plugins``: the plugin
+    manager whose ``pytest_inferperf_*`` hooks add metrics and findings, as they do in the
+    plugin (default: :func:`hooks.plugin_manager` with the registry's plugins).
     """
     from .assessment import assess as judge
     from .budgets import PerfSpec
@@ -172,6 +176,13 @@ def validate_target(
     why = different_models(profile, baseline)
     if why and not any_model:
         raise _other_model(baseline_file, why)
+    from .hooks import PluginLoadError, hook_results, plugin_manager
+
+    try:
+        pm = plugins if plugins is not None else plugin_manager(load_entrypoints=True)
+    except PluginLoadError as exc:
+        raise UsageError(str(exc)) from None
+    added_metrics, added_findings = hook_results(pm, profile)
     spec = PerfSpec(tolerance=tolerance)
     verdict = judge(
         label,
@@ -179,6 +190,8 @@ def validate_target(
         spec,
         baseline=baseline,
         baseline_note=f"baseline {baseline_file}" + (f" (another model: {why})" if why else ""),
+        extra_metrics=added_metrics,
+        extra_findings=added_findings,
         strict=strict,
     )
     return Validation(label, os.fspath(baseline_file), verdict)

@@ -316,6 +316,89 @@ def test_xdist_gives_the_same_table_and_baselines(suite):
     assert parallel.stdout.str().count("created baselines/") == 4
 
 
+def test_records_cross_xdist_as_json_and_arrive_typed(suite):
+    """Workers put plain JSON on report.inferperf; the controller holds ProfileRecords."""
+    suite.makeconftest(
+        """
+        import json, pathlib
+        from pytest_inferperf.records import ProfileRecord
+
+        ROLE = []
+
+        def pytest_configure(config):
+            ROLE.append("worker" if hasattr(config, "workerinput") else "controller")
+
+        def pytest_runtest_logreport(report):
+            carried = report.when == "call" and getattr(report, "inferperf", None)
+            if ROLE == ["controller"] and carried:
+                json.dumps(report.inferperf, allow_nan=False)  # JSON-able for html/junit users
+                with open("carried.txt", "a") as out:
+                    out.write(report.nodeid + "\\n")
+
+        def pytest_sessionfinish(session):
+            if hasattr(session.config, "workerinput"):
+                return
+            plugin = session.config.pluginmanager.get_plugin("inferperf-session")
+            pathlib.Path("records.json").write_text(json.dumps([
+                [type(r).__name__, r.nodeid, r.outcome, r.key, "cpu_ms_per_call" in r.metrics,
+                 r.profile.get("name")]
+                for r in sorted(plugin.records, key=lambda r: r.key)
+                if isinstance(r, ProfileRecord)
+            ]))
+    """
+    )
+    suite.makepyfile(
+        test_a=f"""
+        import pytest
+        from workloads import hashing
+        @pytest.mark.perf({FAST})
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_hash(pmu_profile, n):
+            pmu_profile(hashing, n)
+            pmu_profile(hashing, n, name="twice")
+    """
+    )
+    result = run(suite, "--inferperf", "-n", "2", "-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    records = json.loads(Path(suite.path, "records.json").read_text())
+    ids = ["test_a.py::test_hash[1]", "test_a.py::test_hash[2]"]
+    assert records == [
+        ["ProfileRecord", ids[0], "passed", ids[0], True, "test_hash[1]"],
+        ["ProfileRecord", ids[0], "passed", f"{ids[0]}@twice", True, "twice"],
+        ["ProfileRecord", ids[1], "passed", ids[1], True, "test_hash[2]"],
+        ["ProfileRecord", ids[1], "passed", f"{ids[1]}@twice", True, "twice"],
+    ]
+    assert sorted(Path(suite.path, "carried.txt").read_text().split()) == ids
+
+
+def test_registry_plugins_add_metrics_in_pytest_as_in_validate(suite, monkeypatch):
+    """A module named in INFERPERF_PLUGINS is seen by the plugin (validate: unit test)."""
+    suite.makepyfile(
+        house_hooks="""
+        def pytest_inferperf_metrics(counts, context):
+            return {"house_calls": float(context.calls)}
+    """,
+        test_a=f"""
+        import pytest
+        from workloads import hashing
+        @pytest.mark.perf({FAST})
+        def test_hash(pmu_profile):
+            pmu_profile(hashing)
+    """,
+    )
+    monkeypatch.setenv("INFERPERF_PLUGINS", "house_hooks")
+    run(suite, "--inferperf", "--inferperf-report", "out").assert_outcomes(passed=1)
+    (record,) = [json.loads(p.read_text()) for p in Path(suite.path, "out").glob("*.json")]
+    calls = sum(r["calls"] for r in record["profile"]["repeats"])
+    assert record["metrics"]["house_calls"] == calls > 0
+    monkeypatch.setenv("INFERPERF_PLUGINS", "no_such_house")
+    broken = run(suite, "--inferperf")
+    assert broken.ret == pytest.ExitCode.USAGE_ERROR
+    broken.stderr.fnmatch_lines(
+        ["*cannot load the inferperf plugin from module 'no_such_house' named in*"]
+    )
+
+
 def test_report_dir_gets_one_json_per_profile(suite):
     suite.makepyfile(
         test_a=f"""
@@ -468,7 +551,7 @@ def test_failure_carries_the_diagnosis_and_hooks_add_findings(suite):
 
 
 def test_more_workers_than_physical_cores_is_warned(suite):
-    from pytest_inferperf.plugin.session import physical_cores
+    from pytest_inferperf.pmu.cpu import physical_cores
 
     workers = physical_cores() + 1
     suite.makepyfile(

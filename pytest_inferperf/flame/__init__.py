@@ -1,10 +1,11 @@
 """Flamegraphs of a workload: native stacks (perf), Python stacks, operators, differences.
 
-Owns: :func:`capture`, the one call the plugin and the CLI make. It runs a
-*separate* sampling pass (never while counters count): native stacks with
-``perf record`` (:mod:`.record`), the built-in Python sampler (:mod:`.pysampler`)
-when perf is unavailable or saw no Python frames, and draws each view as a
-folded file plus a standalone SVG (:mod:`.fold`, :mod:`.svg`); the ONNX Runtime
+Owns: :func:`capture_for`, the one call the plugin and the CLI make (the views of one
+measured workload, paths relative to its report, the stacks a Profile keeps), and
+:func:`capture` under it. It runs a *separate* sampling pass (never while counters
+count): native stacks with ``perf record`` (:mod:`.record`), the built-in Python
+sampler (:mod:`.pysampler`) when perf is unavailable or saw no Python frames, and
+draws each view as a folded file plus a standalone SVG (:mod:`.fold`, :mod:`.svg`); the ONNX Runtime
 operator view from an operator table (:mod:`.ops`); and a differential graph
 against a baseline's folded stacks (:mod:`.diff`).
 
@@ -33,7 +34,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..watchdog import PASS_TIMEOUT_S, PassStopped
 from .diff import change_text, diff_per_call, diff_stacks, largest_changes, total_change
@@ -44,10 +45,15 @@ from .record import NativeSamples, sample_native
 from .speedscope import write_speedscope
 from .svg import render_svg
 
+if TYPE_CHECKING:
+    from ..profile import Profile
+
 __all__ = [
+    "Capture",
     "Flamegraphs",
     "NativeSamples",
     "capture",
+    "capture_for",
     "diff_stacks",
     "fold_perf_script",
     "largest_changes",
@@ -460,3 +466,101 @@ def capture(
         calls=calls,
         ms_per_count=ms_per_count,
     )
+
+
+STACKS_KEPT_BYTES = 256 << 10  # folded stacks a Profile keeps (a baseline's, for later diffs)
+
+
+@dataclass(frozen=True)
+class Capture:
+    """The flamegraphs of one measured workload, as a Profile and its report keep them.
+
+    ``artifacts`` maps each SVG view (``"operators.svg"``, ``"native.svg"``,
+    ``"diff.svg"``...) to its path relative to the report's folder (absolute when it lies
+    outside); ``stacks`` is what ``Profile.stacks`` keeps (None: nothing sampled);
+    ``notes`` says, per view, why it is missing or partial; ``graphs`` is the whole
+    :func:`capture` result.
+    """
+
+    artifacts: dict[str, str]
+    stacks: dict[str, Any] | None
+    notes: dict[str, str]
+    graphs: Flamegraphs
+
+
+def capture_for(
+    call: Callable[[], object],
+    *,
+    name: str,
+    out_dir: str | Path,
+    relative_to: str | Path,
+    profile: Profile | None = None,
+    operators: Sequence[Any] | None = None,
+    find_operators: bool = False,
+    model_name: str | None = None,
+    baseline: Profile | None = None,
+    stacks_bytes: int = STACKS_KEPT_BYTES,
+    **options: Any,
+) -> Capture:
+    """The flamegraph pass of a measured workload: :func:`capture`, then what to keep.
+
+    Operators: ``operators`` when given, else ``profile``'s operator table, else (with
+    ``find_operators``) ONNX Runtime's per-operator times of the sessions ``call`` runs
+    (:func:`pytest_inferperf.onnx.operator_table`; why not, in ``notes["operators"]``).
+    ``model_name`` defaults to the model file of the session ``call`` runs. ``baseline``
+    (a Profile) adds the differential views from its stored stacks and operator table; a
+    baseline that stored no stacks says so in ``notes["diff"]``. ``options`` go to
+    :func:`capture` (``seconds``, ``perf``, ``native``...).
+    """
+    notes: dict[str, str] = {}
+    if operators is None and profile is not None and profile.operators:
+        operators = list(profile.operators)
+    if operators is None and find_operators:
+        from ..onnx import operator_table
+
+        bound = {"timeout": options["timeout"]} if "timeout" in options else {}
+        operators, reason = operator_table(call, **bound)
+        if reason:
+            notes["operators"] = reason
+    if model_name is None:
+        model_name = _model_name(call)
+    base_stacks = (baseline.stacks or {}) if baseline is not None else {}
+    graphs = capture(
+        call,
+        name=name,
+        out_dir=out_dir,
+        operators=operators or None,
+        model_name=model_name,
+        baseline_stacks=base_stacks or None,
+        baseline_operators=(baseline.operators or None) if baseline is not None else None,
+        **options,
+    )
+    notes = {**graphs.reasons, **notes}
+    if baseline is not None and not base_stacks:
+        notes["diff"] = "no stacks stored with the baseline (record the baseline again)"
+    root = Path(relative_to)
+    artifacts = {
+        kind: _relative(Path(path), root)
+        for kind, path in graphs.paths.items()
+        if kind.endswith(".svg")
+    }
+    return Capture(artifacts, graphs.stacks_record(stacks_bytes), notes, graphs)
+
+
+def _model_name(call: Callable[[], object]) -> str:
+    """The model file's stem of the session ``call`` runs directly, else ``"model"``."""
+    import sys
+
+    if "onnxruntime" not in sys.modules:  # no session can exist: skip the import
+        return "model"
+    from ..onnx import direct_call
+
+    found = direct_call(call)
+    return found.label if found is not None and not found.label.startswith("session ") else "model"
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)

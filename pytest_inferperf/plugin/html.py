@@ -74,10 +74,12 @@ def html_table_row(report: pytest.TestReport, cells: list[str]) -> None:
     """pytest-html: this test's inferperf values (empty cells for other tests)."""
     import html as escape
 
-    entries = getattr(report, "inferperf", None) or []
+    from ..records import ProfileRecord
+
+    records = [ProfileRecord.from_json(e) for e in getattr(report, "inferperf", None) or []]
     values = []
     for metric, _ in HTML_COLUMNS:
-        numbers = [e["metrics"][metric] for e in entries if metric in e["metrics"]]
+        numbers = [r.metrics[metric] for r in records if metric in r.metrics]
         values.append(" / ".join(f"{n:.4g}" for n in numbers))
-    values.append("; ".join(e["change"] for e in entries))
+    values.append("; ".join(r.change for r in records))
     cells[2:2] = [f"<td>{escape.escape(v)}</td>" for v in values]

@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 
 BACKEND_CHOICES = ("auto", "perf", "simulate", "none")
 FLAMEGRAPH_CHOICES = ("failed", "all", "none")
-STACKS_IN_BASELINE_BYTES = 256 << 10  # folded stacks kept with a baseline, for diffs
 MARKERS = ("inferperf", "perf")  # the unambiguous name first; "perf" is the short one
 FIXTURES = ("pmu_profile",)  # a test that uses one of these is an inferperf test
 SHORT_UPDATE = "--update-baselines"

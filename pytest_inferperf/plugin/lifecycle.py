@@ -9,28 +9,25 @@ from __future__ import annotations
 import functools
 import sys
 import warnings
-from typing import TYPE_CHECKING
 
 import pytest
 
 from .keys import EARLY_WARNINGS, MARKERS, SHORT_UPDATE, SHORT_UPDATE_TAKEN
 from .measuring import register_measurers
 from .options import Settings
-from .session import InferperfPlugin, is_worker, physical_cores
+from .session import InferperfPlugin, is_worker
 
 # Loading this module is what every pytest run pays once the package is installed,
 # with or without --inferperf: it imports pytest and the standard library only. The
 # engine (numpy, ONNX Runtime, counters, judging) is imported inside the hooks that
 # need it, and only when --inferperf asks for it or a test uses pmu_profile.
-if TYPE_CHECKING:
-    pass
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """``pytest_inferperf_metrics`` / ``pytest_inferperf_rules`` in conftest files."""
     from .. import hooks
 
-    pluginmanager.add_hookspecs(hooks)
+    hooks.register_specs(pluginmanager)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -91,6 +88,8 @@ def pytest_configure(config: pytest.Config) -> None:
     plugin = InferperfPlugin(config, settings)
     plugin.warnings.extend(config.stash.get(EARLY_WARNINGS, []))
     if settings.enabled and not is_worker(config) and settings.workers > 1:
+        from ..pmu.cpu import physical_cores
+
         cores = physical_cores()
         if settings.workers > cores:
             message = (
@@ -103,6 +102,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(plugin, "inferperf-session")
     register_measurers(config)
     if settings.enabled:
+        from .. import hooks
+
+        try:  # the plugins inferperf validate sees too, with conftest files' own hooks
+            hooks.load_plugins(config.pluginmanager)
+        except hooks.PluginLoadError as exc:
+            raise pytest.UsageError(str(exc)) from None
         from .. import watchdog
 
         watchdog.set_reporter(functools.partial(_report_past_capture, config))

@@ -1,8 +1,12 @@
 """The per-session plugin object: collection, the call hook that judges each
-profile, the xdist records, the end-of-run outputs and the baseline write pass.
+profile, the worker -> controller records (:class:`records.ProfileRecord` on
+``report.inferperf``), the end-of-run outputs and the baseline write pass.
 
-Owns: what happens between pytest's hooks for one session. Must not: measure
-(fixtures), diagnose or render text (the engine and ``report``).
+Owns: what happens between pytest's hooks for one session, and wording the outcomes
+of the store's write pass (:func:`baseline.write_pass`) for the terminal. Must not:
+measure (fixtures), read the machine (``pmu.cpu``), write baseline or report files
+itself (``baseline``, ``report.files``), capture flamegraphs (``flame.capture_for``),
+diagnose or render text (the engine and ``report``).
 """
 
 from __future__ import annotations
@@ -28,7 +32,6 @@ from .keys import (
     REMEASURE,
     SHORT_UPDATE,
     SHORT_UPDATE_TAKEN,
-    STACKS_IN_BASELINE_BYTES,
     VERDICTS,
 )
 from .marker import spec_for, uses_inferperf
@@ -41,6 +44,7 @@ from .options import Settings
 if TYPE_CHECKING:
     from ..pmu.simulate_shared import SharedChild
     from ..profile import Profile
+    from ..records import ProfileRecord
     from ..verdict import Verdict
 
 
@@ -50,13 +54,17 @@ class InferperfPlugin:
 
     config: pytest.Config
     settings: Settings
-    records: list[dict] = field(default_factory=list)
+    records: list[ProfileRecord] = field(default_factory=list)  # every judged profile
     written: list[str] = field(default_factory=list)
     write_errors: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)  # run-level files written
     warnings: list[str] = field(default_factory=list)
     shared: SharedChild | None = None  # the simulate backend's child for many tests
     claimed: dict[Path, str] = field(default_factory=dict)  # baseline file -> its test's key
+
+    def record_dicts(self) -> list[dict[str, Any]]:
+        """The records as the renderers and files take them (plain JSON)."""
+        return [record.to_json() for record in self.records]
 
     # -- collection ------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -223,8 +231,7 @@ class InferperfPlugin:
     ) -> Verdict:
         from dataclasses import replace
 
-        from ..flame import capture
-        from ..operator_pass import model_name_of, operator_table_for
+        from ..flame import capture_for
         from ..output_errors import describe, make_folder
         from ..watchdog import pass_timeout
 
@@ -240,37 +247,28 @@ class InferperfPlugin:
         problem = make_folder(folder)
         if problem is not None:  # output never decides a test: say so once, judge as before
             return replace(verdict, artifact_notes={FLAME_PROBLEM: problem})
-        base_stacks = (baseline.stacks or {}) if baseline is not None else {}
         try:
-            operators, op_reason = operator_table_for(verdict.profile, call)
-            graphs = capture(
+            graphs = capture_for(
                 call,
                 name=verdict.key,
                 out_dir=folder,
-                operators=operators,
-                model_name=model_name_of(call),
-                baseline_stacks=base_stacks or None,
-                baseline_operators=(baseline.operators or None) if baseline is not None else None,
+                relative_to=self.config.rootpath,
+                profile=verdict.profile,
+                find_operators=True,
+                baseline=baseline,
                 timeout=pass_timeout(verdict.profile.settings),
             )
         except Exception as exc:  # a disk full mid-write, a sampler's bug: never the test's
             return replace(verdict, artifact_notes={FLAME_PROBLEM: describe(exc, folder)})
-        artifacts = {
-            k: _relative(Path(v), self.config)
-            for k, v in graphs.paths.items()
-            if k.endswith(".svg")
-        }
-        notes = dict(graphs.reasons)
-        if op_reason:
-            notes["operators"] = op_reason
-        if baseline is not None and not base_stacks:
+        notes = dict(graphs.notes)
+        if "diff" in notes and baseline is not None and not baseline.stacks:
             notes["diff"] = "no stacks stored with the baseline (re-run --update-baselines)"
-        for kind, path in artifacts.items():
+        for kind, path in graphs.artifacts.items():
             _add_property(item, f"inferperf.flamegraph.{kind}", path)
         profile = verdict.profile
-        if graphs.folded:
-            profile = profile.with_(stacks=graphs.stacks_record(STACKS_IN_BASELINE_BYTES))
-        return replace(verdict, profile=profile, artifacts=artifacts, artifact_notes=notes)
+        if graphs.stacks:
+            profile = profile.with_(stacks=graphs.stacks)
+        return replace(verdict, profile=profile, artifacts=graphs.artifacts, artifact_notes=notes)
 
     def _judge(
         self, item: pytest.Item, name: str, profile: Profile
@@ -320,25 +318,23 @@ class InferperfPlugin:
         ), baseline
 
     def _hook_results(self, profile: Profile) -> tuple[dict[str, float], list]:
-        """Metrics and findings added by ``pytest_inferperf_*`` hooks in conftest files."""
-        from ..assessment import rule_context
-        from ..hooks import extra_findings, extra_metrics
-        from ..metrics import METRICS, context_of, profile_metrics
+        """Metrics and findings added by ``pytest_inferperf_*`` hooks (conftest files,
+        installed pytest plugins and the inferperf plugin registry)."""
+        from ..hooks import hook_results
 
-        pm = self.config.pluginmanager
-        added = extra_metrics(pm, profile.totals, context_of(profile), builtin=METRICS)
-        ctx = rule_context(profile)
-        return added, extra_findings(pm, {**profile_metrics(profile), **added}, ctx)
+        return hook_results(self.config.pluginmanager, profile)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
         report = yield
         if report.when == "call" and VERDICTS in item.stash:
             verdicts = item.stash[VERDICTS]
+            from ..records import ProfileRecord
             from ..verdict import failure_text
 
+            # plain dicts: xdist serialises reports as JSON, pytest-html and junit read them
             report.inferperf = [
-                {**v.summary_dict(), "failure": failure_text(v) if v.failed else None}
+                ProfileRecord.of_verdict(v, failure_text(v) if v.failed else None).to_json()
                 for v in verdicts
             ]
             html_extras(item, report, verdicts)
@@ -360,8 +356,15 @@ class InferperfPlugin:
         entries = getattr(report, "inferperf", None)
         if report.when != "call" or not entries:
             return
+        from ..records import ProfileRecord, RecordFormatError
+
         for entry in entries:
-            self.records.append({**entry, "nodeid": report.nodeid, "outcome": report.outcome})
+            try:
+                record = ProfileRecord.from_json(entry)
+            except RecordFormatError as exc:  # another plugin's report.inferperf, or a bug
+                self.warnings.append(f"{report.nodeid}: result not read ({exc})")
+                continue
+            self.records.append(record.of_test(report.nodeid, report.outcome))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -445,7 +448,7 @@ class InferperfPlugin:
                     f"{shown}: {describe(exc, path)}"
                 )
         problems = dict.fromkeys(
-            note for r in self.records if (note := r.get("artifact_notes", {}).get(FLAME_PROBLEM))
+            note for r in self.records if (note := r.artifact_notes.get(FLAME_PROBLEM))
         )
         for problem in problems:
             (self.write_errors if settings.flamegraphs_asked else self.warnings).append(
@@ -454,17 +457,18 @@ class InferperfPlugin:
 
     def _write_run_json(self, session: pytest.Session) -> None:
         """The run-level JSON (``--inferperf-json``)."""
+        from ..report.files import write_text_atomic
         from ..report.run import commit_of, run_document
 
         document = run_document(
-            self.records,
+            self.record_dicts(),
             commit=commit_of(self.config.rootpath),
             written=self.written,
             exit_status=int(session.exitstatus),
         )
         path = self.settings.run_json
         assert path is not None
-        _write_text(path, json.dumps(document, indent=1, allow_nan=False) + "\n")
+        write_text_atomic(path, json.dumps(document, indent=1, allow_nan=False) + "\n")
         self.outputs.append(f"wrote {_relative(path, self.config)}")
 
     def _write_step_summary(self) -> None:
@@ -472,14 +476,15 @@ class InferperfPlugin:
         from ..report.markdown import append_step_summary
         from ..report.run import run_markdown
 
-        append_step_summary(run_markdown(self.records, written=self.written))
+        append_step_summary(run_markdown(self.record_dicts(), written=self.written))
 
     def _write_run_html(self, path: Path) -> None:
         """The run as one page; flamegraphs embedded and linked relative to the page."""
+        from ..report.files import write_text_atomic
         from ..report.html import render_run_html
 
         records, svgs = [], {}
-        for record in self.records:
+        for record in self.record_dicts():
             artifacts = {}
             for kind, rel in record.get("artifacts", {}).items():
                 target = Path(self.config.rootpath, rel)
@@ -489,86 +494,43 @@ class InferperfPlugin:
                     svgs[link] = target.read_text(encoding="utf-8")
             records.append({**record, "artifacts": artifacts})
         page = render_run_html(records, title="pytest --inferperf", svgs=svgs)
-        _write_text(path, page)
+        write_text_atomic(path, page)
         self.outputs.append(f"wrote {_relative(path, self.config)}")
 
     def _write_reports(self) -> None:
-        from ..baseline import short_hash
+        from ..report.files import write_records
 
-        folder = self.settings.report_dir
-        assert folder is not None
-        folder.mkdir(parents=True, exist_ok=True)
-        for record in self.records:
-            stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in record["key"])[:120]
-            path = folder / f"{stem}-{short_hash(record['key'])}.json"
-            _write_text(path, json.dumps(record, indent=1))
+        assert self.settings.report_dir is not None
+        write_records(self.settings.report_dir, self.record_dicts())
 
     def _update_baselines(self) -> None:
-        from ..baseline import BaselineError, baseline_path, load_baseline, save_baseline
-        from ..partial import partial_label
-        from ..profile import Profile
+        """The baseline write pass (the store's), each outcome told as it happens."""
+        from ..baseline import write_pass
 
-        by_path: dict[Path, set[str]] = {}
-        for record in self.records:  # xdist workers cannot see each other's claims
-            with contextlib.suppress(BaselineError, KeyError, TypeError):
-                profile = record["profile"]
-                by_path.setdefault(
-                    baseline_path(
-                        self.settings.baselines,
-                        profile["machine_class"],
-                        profile["backend"],
-                        record["key"],
-                    ),
-                    set(),
-                ).add(record["key"])
-        shared = {key for keys in by_path.values() if len(keys) > 1 for key in keys}
-        for record in sorted(self.records, key=lambda r: r["key"]):
-            if record["key"] in shared:
-                others = sorted(
-                    k
-                    for keys in by_path.values()
-                    if record["key"] in keys
-                    for k in keys
-                    if k != record["key"]
-                )
+        for done in write_pass(self.records, self.settings.baselines):
+            record = done.record
+            shown = _relative(done.path, self.config) if done.path is not None else ""
+            if done.status == "shared":
                 self.write_errors.append(
-                    f"not written: {record['key']} and {', '.join(others)} map to the same "
+                    f"not written: {record.key} and {done.detail} map to the same "
                     "baseline file; rename one of the tests"
                 )
-                continue
-            ran_clean = record["outcome"] == "passed" or (
-                record["outcome"] == "skipped" and record["nothing_checked"]
-            )
-            if not ran_clean or record["failed"]:
-                continue
-            profile = Profile.from_dict(record["profile"])
-            path = baseline_path(
-                self.settings.baselines, profile.machine_class, profile.backend, record["key"]
-            )
-            partial = partial_label(record["profile"])
-            if partial:  # a run cut at its timeout never becomes the reference
+            elif done.status == "partial":
                 self.write_errors.append(
-                    f"not written {_relative(path, self.config)}: {partial}; the old baseline "
+                    f"not written {shown}: {done.detail}; the old baseline "
                     "(if any) is kept. Raise the marker's timeout= or lower repeat=, then run "
                     "--update-baselines again."
                 )
-                continue
-            try:
-                old = load_baseline(path)
-            except BaselineError:
-                old = None
-            try:
-                save_baseline(path, profile)
-            except BaselineError as exc:
-                self.write_errors.append(str(exc))
-                continue
-            self.written.append(_update_line(_relative(path, self.config), old, record))
-            if record.get("busy"):
-                self.warnings.append(
-                    f"{record['key']}: baseline recorded on a busy machine "
-                    f"({'; '.join(record['busy'])}): its timings read slow, and every later "
-                    "comparison says so; re-record it on a quiet machine"
-                )
+            elif done.status == "error":
+                self.write_errors.append(done.detail)
+            else:
+                self.written.append(_update_line(shown, done.old, record.to_json()))
+                if record.busy:
+                    self.warnings.append(
+                        f"{record.key}: baseline recorded on a busy machine "
+                        f"({'; '.join(record.busy)}): its timings read slow, and every later "
+                        "comparison says so; re-record it on a quiet machine"
+                    )
 
     def pytest_report_header(self, config: pytest.Config) -> list[str] | None:
         if not self.settings.enabled:
@@ -594,7 +556,7 @@ class InferperfPlugin:
         from ..report.terminal import render_summary
 
         text = render_summary(
-            self.records,
+            self.record_dicts(),
             self.written,
             self.write_errors,
             self.warnings,
@@ -651,22 +613,6 @@ def _update_line(path: str, old: Profile | None, record: dict) -> str:
     return update_line(path, None if old is None else profile_metrics(old), record["metrics"])
 
 
-def _write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a temp file beside it, then a rename)."""
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:60]}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def _shown_path(path: Path, config: pytest.Config) -> str:
     """``path`` as the user wrote it: relative to where pytest was started, when inside."""
     try:
@@ -684,18 +630,6 @@ def _relative(path: Path, config: pytest.Config) -> str:
 
 def is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
-
-
-def physical_cores() -> int:
-    """Physical cores this process may run on (SMT siblings counted once)."""
-    cores = set()
-    for cpu in os.sched_getaffinity(0):
-        path = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/core_cpus_list")
-        try:
-            cores.add(path.read_text().strip())
-        except OSError:
-            cores.add(str(cpu))
-    return len(cores) or 1
 
 
 def plugin_of(config: pytest.Config) -> InferperfPlugin:

@@ -1,7 +1,8 @@
 """What CPU this is: architecture, core, caches, PMUs, and the machine class.
 
 Owns: reading ``/proc/cpuinfo``, ``midr_el1``, cache and PMU folders in
-sysfs, ``perf_event_paranoid``, the device tree's ``compatible``; naming Arm
+sysfs, ``perf_event_paranoid``, the device tree's ``compatible``; counting
+physical cores (SMT siblings once, from ``topology/core_cpus_list``); naming Arm
 cores from their MIDR and x86 CPUs from family/model; recognising an
 emulated machine (QEMU's virt board, implementer 0x00) from those files; the
 stable **machine class** key that baselines are filed under (never the
@@ -22,6 +23,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -196,6 +198,21 @@ def parse_cpu_list(text: str) -> tuple[int, ...]:
         else:
             cpus.append(int(part))
     return tuple(cpus)
+
+
+def physical_cores(paths: SystemPaths | None = None, cpus: Iterable[int] | None = None) -> int:
+    """Physical cores among ``cpus`` (default: those this process may run on).
+
+    SMT siblings are counted once: each CPU's ``topology/core_cpus_list`` names the
+    core it belongs to (Linux ``Documentation/ABI/stable/sysfs-devices-system-cpu``).
+    A CPU whose file cannot be read counts as a core of its own.
+    """
+    paths = paths or SystemPaths()
+    cores = set()
+    for cpu in os.sched_getaffinity(0) if cpus is None else cpus:
+        siblings = _read(paths.cpus / f"cpu{cpu}" / "topology" / "core_cpus_list")
+        cores.add(siblings if siblings else f"cpu{cpu}")
+    return len(cores) or 1
 
 
 def parse_size(text: str) -> int:

@@ -1,11 +1,16 @@
-"""The files of a report folder: ``report.json``/``.html`` and ``compare.json``/``.html``.
+"""The files of a report folder: ``report.json``/``.html``, ``compare.json``/``.html``
+and the plugin's per-test JSON files.
 
-Owns: :func:`write_analysis` (one assessed Profile) and :func:`write_comparison` (a
+Owns: :func:`write_analysis` (one assessed Profile), :func:`write_comparison` (a
 :class:`side_by_side.SideBySide`, with its differential operator flamegraphs and Pareto
-plot); every file is written atomically.
+plot), the names of the plugin's per-test files (:func:`record_file_name`,
+:func:`write_records`) and :func:`write_text_atomic`, the one way every report file is
+written (a temp file beside it, then a rename).
 
 Must not: measure or compare (it writes what it is given), or render HTML itself
-(:mod:`.html`). A folder that cannot be written raises :class:`errors.UsageError`.
+(:mod:`.html`). A folder that cannot be written raises :class:`errors.UsageError` from
+the analysis and comparison writers; the plugin's writers let ``OSError`` through (the
+plugin says which option's output failed).
 """
 
 from __future__ import annotations
@@ -13,22 +18,62 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..analyse import Analysis
-from ..assessment import Assessment
 from ..errors import UsageError
-from ..side_by_side import SideBySide
+
+# The engine behind a report (ONNX Runtime, numpy) is imported by the writers that need
+# it, so the plugin can name and write its files without loading it.
+if TYPE_CHECKING:
+    from ..analyse import Analysis
+    from ..assessment import Assessment
+    from ..side_by_side import SideBySide
+
+RECORD_STEM_CHARS = 120  # a per-test file's readable part, before its key's hash
 
 
-def _write(path: Path, text: str) -> Path:
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically: a unique temp file beside it, then a rename.
+
+    A reader never sees half a file, and two writers never share a temp file.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:60]}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return path
+
+
+def record_file_name(key: str) -> str:
+    """The file name of one test's record under ``--inferperf-report``.
+
+    The key with every character outside ``[A-Za-z0-9._-]`` as ``_``, cut to
+    :data:`RECORD_STEM_CHARS`, then ``-<first 8 hex of the key's SHA-256>.json``: keys
+    that read alike after the cut still get their own files.
+    """
+    from ..baseline import short_hash
+
+    stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in key)[:RECORD_STEM_CHARS]
+    return f"{stem}-{short_hash(key)}.json"
+
+
+def write_records(folder: Path, records: Iterable[Mapping[str, Any]]) -> list[Path]:
+    """Each test's record (its ``"key"`` names the file) as JSON under ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return [
+        write_text_atomic(folder / record_file_name(record["key"]), json.dumps(record, indent=1))
+        for record in records
+    ]
 
 
 def _read_svgs(out_dir: Path, artifacts: Mapping[str, str]) -> dict[str, str]:
@@ -49,9 +94,9 @@ def write_analysis(
     profile = assessment.profile
     out = Path(out_dir)
     try:
-        json_path = _write(out / "report.json", profile.to_json() + "\n")
+        json_path = write_text_atomic(out / "report.json", profile.to_json() + "\n")
         html = render_html(assessment, title=title, svgs=_read_svgs(out, profile.artifacts))
-        html_path = _write(out / "report.html", html)
+        html_path = write_text_atomic(out / "report.html", html)
     except OSError as exc:
         raise UsageError(
             f"cannot write the report under {out}: {exc.strerror or exc}.",
@@ -94,7 +139,7 @@ def write_comparison(
             if svg is None:
                 continue
             rel = f"{safe_name(entry.label)}-vs-{safe_name(first.label)}.operators.diff.svg"
-            written[f"diff {entry.label}"] = _write(out / rel, svg)
+            written[f"diff {entry.label}"] = write_text_atomic(out / rel, svg)
             artifacts[f"operator flamegraph: {entry.label} vs {first.label}"] = rel
             svgs[rel] = svg
         if side.quality:
@@ -106,14 +151,14 @@ def write_comparison(
             svg = render_pareto_svg(
                 variants, side.front, title=title, quality_label=f"quality ({better} is better)"
             )
-            written["pareto"] = _write(out / "pareto.svg", svg)
+            written["pareto"] = write_text_atomic(out / "pareto.svg", svg)
             artifacts["Pareto front"] = "pareto.svg"
             svgs["pareto.svg"] = svg
         side = replace(side, artifacts=artifacts)
-        written["json"] = _write(
+        written["json"] = write_text_atomic(
             out / "compare.json", json.dumps(side.to_dict(), indent=1, allow_nan=False) + "\n"
         )
-        written["html"] = _write(
+        written["html"] = write_text_atomic(
             out / "compare.html",
             render_html(list(side.assessments), title=title, comparison=side, svgs=svgs),
         )
