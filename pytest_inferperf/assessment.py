@@ -230,16 +230,6 @@ class Assessment:
             )
         return f"passed ({', '.join(notes)})" if notes else "passed"
 
-    def summary_dict(self) -> dict:
-        """What travels from an xdist worker to the controller (plain JSON types).
-
-        The record is drawn in ``report`` (:func:`report.verdict.record_of`); this method
-        stays so callers from before the Assessment keep working.
-        """
-        from .report.verdict import record_of
-
-        return record_of(self)
-
 
 def assess(
     key: str,

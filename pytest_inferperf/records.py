@@ -61,7 +61,9 @@ class ProfileRecord:
     @classmethod
     def of_verdict(cls, verdict: Any, failure: str | None = None) -> ProfileRecord:
         """The record of a :class:`~pytest_inferperf.verdict.Verdict` (its summary)."""
-        return cls.from_json({**verdict.summary_dict(), "failure": failure})
+        from .report.verdict import record_of
+
+        return cls.from_json({**record_of(verdict), "failure": failure})
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON types only: what rides on ``report.inferperf`` and goes into files."""

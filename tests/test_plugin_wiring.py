@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_inferperf.pmu.cpu import SystemPaths, physical_cores
+from pytest_inferperf.report.verdict import record_of
 
 
 def _topology(root: Path, cpu: int, siblings: str) -> None:
@@ -240,7 +241,7 @@ def test_of_verdict_carries_the_verdicts_summary():
     record = ProfileRecord.of_verdict(verdict, failure=None)
     assert record.key == "t.py::test_a" and record.metrics == verdict.metrics
     assert record.extra == {}  # every key of the verdict's summary is a field
-    assert record.to_json() == {**verdict.summary_dict(), "failure": None}
+    assert record.to_json() == {**record_of(verdict), "failure": None}
 
 
 # -- the baseline write pass -------------------------------------------------------------

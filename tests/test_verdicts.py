@@ -11,6 +11,7 @@ from pytest_inferperf import conditions
 from pytest_inferperf.budgets import PerfSpec
 from pytest_inferperf.pmu.base import Count, CounterSample
 from pytest_inferperf.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
+from pytest_inferperf.report.verdict import record_of
 from pytest_inferperf.verdict import change_summary, failure_text, judge, with_confirmation
 
 CALLS = 50
@@ -82,7 +83,7 @@ def test_a_change_within_the_machines_slowdown_is_inconclusive_not_failed():
     assert "the machine ran 2.1x slower" in reason and "CPU time +28% is within that" in reason
     assert change_summary(v).startswith("inconclusive: cpu_ms_per_call +28.")
     assert change_summary(v).endswith("% (machine 2.1x slower)")
-    record = v.summary_dict()
+    record = record_of(v)
     assert record["verdict"] == "inconclusive" and record["inconclusive"]
     assert record["busy"] == [
         "other processes kept 1.7 of 2 CPUs busy",
@@ -158,7 +159,7 @@ def test_a_baseline_recorded_busy_says_so_in_every_comparison():
         "the calibration workload got 55% of a CPU",
     )
     assert change_summary(v).endswith("[baseline recorded on a busy machine]")
-    assert v.summary_dict()["baseline_busy"] == list(v.baseline_busy)
+    assert record_of(v)["baseline_busy"] == list(v.baseline_busy)
 
 
 def test_update_mode_reports_without_failing_or_inconclusive():
@@ -189,7 +190,7 @@ def test_new_fields_round_trip():
 
 
 def _record(verdict) -> dict:
-    return {**verdict.summary_dict(), "nodeid": verdict.key, "outcome": "passed", "failure": None}
+    return {**record_of(verdict), "nodeid": verdict.key, "outcome": "passed", "failure": None}
 
 
 def test_reports_show_inconclusive_with_the_reason():
