@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:  # the engine is imported by each command when it runs
     from .analyse import Analysis, Options
@@ -30,7 +30,10 @@ def clean(text: str, *, keep_newlines: bool = False) -> str:
     return escape(text, keep_newlines=keep_newlines)
 
 
-def terminal_safe(value: object) -> object:
+T = TypeVar("T")
+
+
+def terminal_safe(value: T) -> T:
     """A copy of a Profile, Verdict or comparison with every string in it escaped, so a
     name with a newline cannot split a row of the rendered (multi-line) text."""
     from .terminal_safe import terminal_safe as escaped

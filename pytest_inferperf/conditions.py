@@ -215,7 +215,9 @@ def frequency_mhz(read: Callable[[str], str | None] = _read) -> tuple[float | No
     values = []
     for cpu in sorted(os.sched_getaffinity(0)):
         text = read(_CPUFREQ.format(n=cpu))
-        with contextlib.suppress(ValueError, AttributeError):
+        if text is None:
+            continue
+        with contextlib.suppress(ValueError):
             values.append(int(text.strip()) / 1000.0)  # kHz
     if not values:
         return None, (

@@ -35,8 +35,9 @@ def terminal_safe(value: Any, _depth: int = 0) -> Any:
     depth = _depth + 1
     if isinstance(value, Mapping):
         items = {terminal_safe(k, depth): terminal_safe(v, depth) for k, v in value.items()}
+        rebuild: Any = type(value)
         try:
-            return type(value)(items)  # dict, or a mapping type built from one
+            return rebuild(items)  # dict, or a mapping type built from one
         except TypeError:
             return items
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple

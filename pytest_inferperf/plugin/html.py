@@ -56,7 +56,7 @@ def html_extras(item: pytest.Item, report: pytest.TestReport, verdicts: list[Ver
                     base64.b64encode(svg).decode("ascii"), name=f"{verdict.key} {kind}"
                 )
             )
-    report.extras = extras
+    report.extras = extras  # type: ignore[attr-defined]  # pytest-html reads the extras
 
 
 HTML_COLUMNS = (("latency_p50_ms", "p50 ms"), ("cpu_ms_per_call", "CPU ms/call"))

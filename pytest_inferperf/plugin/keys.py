@@ -4,12 +4,14 @@ Owns: constants only. Must not: import the engine."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
-    pass
+    from ..profile import Profile
+    from ..verdict import Verdict
 
 
 BACKEND_CHOICES = ("auto", "perf", "simulate", "none")
@@ -18,10 +20,10 @@ MARKERS = ("inferperf", "perf")  # the unambiguous name first; "perf" is the sho
 FIXTURES = ("pmu_profile",)  # a test that uses one of these is an inferperf test
 SHORT_UPDATE = "--update-baselines"
 # (variant name, profile, the workload as a no-argument callable for the sampling pass)
-PROFILES = pytest.StashKey["list[tuple[str, Profile, Callable[[], Any]]]"]()
-VERDICTS = pytest.StashKey["list[Verdict]"]()
+PROFILES = pytest.StashKey[list[tuple[str, "Profile", Callable[[], Any]]]]()
+VERDICTS = pytest.StashKey[list["Verdict"]]()
 # variant name -> the same measurement again (a suspected timing regression is confirmed)
-REMEASURE = pytest.StashKey["dict[str, Callable[[], Profile]]"]()
+REMEASURE = pytest.StashKey[dict[str, Callable[[], "Profile"]]]()
 CONFIRM_PAUSE_S = 0.5
 EARLY_WARNINGS = pytest.StashKey[list[str]]()  # found before pytest_configure
 SHORT_UPDATE_TAKEN = pytest.StashKey[bool]()  # another plugin owns --update-baselines

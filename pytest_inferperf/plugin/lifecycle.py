@@ -86,7 +86,8 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     settings = Settings.from_config(config)
     plugin = InferperfPlugin(config, settings)
-    plugin.warnings.extend(config.stash.get(EARLY_WARNINGS, []))
+    early: list[str] = config.stash.get(EARLY_WARNINGS, [])
+    plugin.warnings.extend(early)
     if settings.enabled and not is_worker(config) and settings.workers > 1:
         from ..pmu.cpu import physical_cores
 

@@ -27,8 +27,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
     def option(name: str, ini: str, help: str, **kwargs: Any) -> None:
         group.addoption(name, dest=ini, help=help, **kwargs)
-        ini_type = "bool" if kwargs.get("action") == "store_true" else "string"
-        parser.addini(ini, help=help, type=ini_type, default=False if ini_type == "bool" else None)
+        if kwargs.get("action") == "store_true":
+            parser.addini(ini, help=help, type="bool", default=False)
+        else:
+            parser.addini(ini, help=help, type="string", default=None)
 
     option(
         "--inferperf",

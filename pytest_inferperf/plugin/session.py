@@ -89,7 +89,12 @@ class InferperfPlugin:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         writer = getattr(reporter, "_tw", None)
         out = getattr(writer, "_file", None)
-        if out is None or self.config.option.verbose < 0 or is_worker(self.config):
+        if (
+            writer is None
+            or out is None
+            or self.config.option.verbose < 0
+            or is_worker(self.config)
+        ):
             return progress.QUIET
         try:
             interval = float(self.config.getini("inferperf_progress_interval"))
