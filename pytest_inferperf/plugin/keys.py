@@ -28,3 +28,4 @@ CONFIRM_PAUSE_S = 0.5
 EARLY_WARNINGS = pytest.StashKey[list[str]]()  # found before pytest_configure
 SHORT_UPDATE_TAKEN = pytest.StashKey[bool]()  # another plugin owns --update-baselines
 FLAME_PROBLEM = "flamegraphs not written"  # an artifact note: the folder could not be written
+MEASURERS = "inferperf-measurers"  # the plugin object that chooses measurers (measuring.py)

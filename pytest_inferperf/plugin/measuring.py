@@ -20,24 +20,68 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .. import child_process
+from .keys import MEASURERS
 
 if TYPE_CHECKING:
     from ..measure import MeasureOptions, Measurer
-
-MEASURERS = "inferperf-measurers"
+    from ..pmu.simulate_shared import SharedChild
 
 
 class EngineMeasurers:
-    """The measurer ``--inferperf-backend`` chooses (measure.measurer_for)."""
+    """The measurer ``--inferperf-backend`` chooses (measure.measurer_for), and the
+    simulate backend's one valgrind child for many tests (the parent's side)."""
+
+    judges = True  # profiles measured here are judged here
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.shared: SharedChild | None = None
 
     def measurer(self, choice: str, options: MeasureOptions) -> Measurer:
         from ..measure import measurer_for
 
         return measurer_for(choice, options)
 
+    def shared_child(self, item: pytest.Item) -> SharedChild | None:
+        """The valgrind child that runs ``item`` among the session's next tests; None: alone.
+
+        Started for every later test that uses ``pmu_profile``. A child that failed
+        before it served a region is not replaced: the rest run one child per test.
+        """
+        from .marker import spec_for
+        from .session import is_worker
+
+        if not self.config.getini("inferperf_simulate_shared") or is_worker(self.config):
+            return None
+        current = self.shared
+        if current is not None and current.serves(item.nodeid):
+            return current
+        if current is not None:
+            current.close()
+            if current.served == 0:
+                return None
+        items = item.session.items
+        later = items[items.index(item) :] if item in items else [item]
+        measured = [i for i in later if "pmu_profile" in getattr(i, "fixturenames", ())]
+        from ..pmu.simulate_events import session_mode
+        from ..pmu.simulate_shared import SharedChild
+
+        mode = session_mode(spec_for(i) for i in measured)
+        self.shared = SharedChild(
+            [i.nodeid for i in measured] or [item.nodeid], rootdir=self.config.rootpath, mode=mode
+        )
+        return self.shared
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.shared is not None:
+            self.shared.close()
+
 
 class SimulationChild:
     """Registered only in a simulation child: every region is measured for the parent."""
+
+    judges = False  # the parent judges what the child measured
 
     def measurer(self, choice: str, options: MeasureOptions) -> Measurer:
         from ..measure import ChildMeasurer
@@ -69,7 +113,7 @@ class SimulationChild:
 
 def register_measurers(config: pytest.Config) -> None:
     """Register this process's measurer provider (pytest_configure calls it once)."""
-    provider = SimulationChild() if child_process.in_child() else EngineMeasurers()
+    provider = SimulationChild() if child_process.in_child() else EngineMeasurers(config)
     config.pluginmanager.register(provider, MEASURERS)
 
 
@@ -90,7 +134,10 @@ def measurer_of(item: pytest.Item) -> Measurer:
         simulate_without_pmu=bool(item.config.getini("inferperf_simulate_without_pmu")),
         worker_index=settings.worker_index,
         spec=spec_for(item),
-        shared_child=functools.partial(plugin.shared_child, item),
+        shared_child=functools.partial(_provider(item.config).shared_child, item),
     )
-    provider: Any = item.config.pluginmanager.get_plugin(MEASURERS)
-    return provider.measurer(settings.backend, options)
+    return _provider(item.config).measurer(settings.backend, options)
+
+
+def _provider(config: pytest.Config) -> Any:
+    return config.pluginmanager.get_plugin(MEASURERS)

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .. import child_process
 from .html import html_extras, html_table_header, html_table_row
 from .keys import (
     CONFIRM_PAUSE_S,
     FLAME_PROBLEM,
+    MEASURERS,
     PROFILES,
     REMEASURE,
     SHORT_UPDATE,
@@ -42,7 +42,6 @@ from .options import Settings
 # engine (numpy, ONNX Runtime, counters, judging) is imported inside the hooks that
 # need it, and only when --inferperf asks for it or a test uses pmu_profile.
 if TYPE_CHECKING:
-    from ..pmu.simulate_shared import SharedChild
     from ..profile import Profile
     from ..records import ProfileRecord
     from ..verdict import Verdict
@@ -59,7 +58,6 @@ class InferperfPlugin:
     write_errors: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)  # run-level files written
     warnings: list[str] = field(default_factory=list)
-    shared: SharedChild | None = None  # the simulate backend's child for many tests
     claimed: dict[Path, str] = field(default_factory=dict)  # baseline file -> its test's key
 
     def record_dicts(self) -> list[dict[str, Any]]:
@@ -120,40 +118,17 @@ class InferperfPlugin:
             ),
         )
 
-    # -- the simulate backend's child for many tests --------------------------
-    def shared_child(self, item: pytest.Item) -> SharedChild | None:
-        """The valgrind child that runs ``item`` among the session's next tests; None: alone.
-
-        Started for every later test that uses ``pmu_profile``. A child that failed
-        before it served a region is not replaced: the rest run one child per test.
-        """
-        if not self.config.getini("inferperf_simulate_shared") or is_worker(self.config):
-            return None
-        current = self.shared
-        if current is not None and current.serves(item.nodeid):
-            return current
-        if current is not None:
-            current.close()
-            if current.served == 0:
-                return None
-        items = item.session.items
-        later = items[items.index(item) :] if item in items else [item]
-        nodeids = [i.nodeid for i in later if "pmu_profile" in getattr(i, "fixturenames", ())]
-        from ..pmu.simulate_events import session_mode
-        from ..pmu.simulate_shared import SharedChild
-
-        mode = session_mode(
-            spec_for(i) for i in later if "pmu_profile" in getattr(i, "fixturenames", ())
-        )
-        self.shared = SharedChild(nodeids or [item.nodeid], rootdir=self.config.rootpath, mode=mode)
-        return self.shared
-
     # -- running ---------------------------------------------------------
+    def _judges_here(self) -> bool:
+        """False in a simulation child: its parent judges what it measured."""
+        provider = self.config.pluginmanager.get_plugin(MEASURERS)
+        return bool(getattr(provider, "judges", True))
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):
         result = yield
         profiles = item.stash.get(PROFILES, [])
-        if not profiles or not self.settings.enabled or child_process.in_child():
+        if not profiles or not self.settings.enabled or not self._judges_here():
             return result
         verdicts = []
         for name, profile, call in profiles:
@@ -373,8 +348,6 @@ class InferperfPlugin:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.shared is not None:
-            self.shared.close()
         if is_worker(self.config) or not self.records:
             return
         from ..baseline import sweep_interrupted_writes
