@@ -135,7 +135,7 @@ def register_specs(pm: pluggy.PluginManager) -> None:
     pm.add_hookspecs(sys.modules[__name__])
 
 
-class PluginLoadError(ImportError):
+class PluginLoadError(InferperfError, ImportError):
     """A plugin named in the registry could not be loaded; the message names it and the fix."""
 
 

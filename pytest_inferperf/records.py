@@ -18,11 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
+from .errors import InferperfError
+
 if TYPE_CHECKING:
     from .profile import Profile
 
 
-class RecordFormatError(ValueError):
+class RecordFormatError(InferperfError, ValueError):
     """A record that is not one: a missing key or a value of the wrong type."""
 
 
@@ -41,6 +43,7 @@ class ProfileRecord:
     unchecked: list[str] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)
     diagnosis: str = ""  # the primary finding's headline
+    diagnosis_detail: dict[str, Any] | None = None  # the whole diagnosis as judged there
     change_explanation: dict[str, Any] | None = None
     profile: dict[str, Any] = field(default_factory=dict)  # Profile.to_dict(): the measurement
     artifacts: dict[str, str] = field(default_factory=dict)  # view -> path from the rootdir
@@ -128,6 +131,7 @@ _TYPES: dict[str, type] = {
     "metrics": dict,
     "baseline_note": str,
     "change": str,
+    "diagnosis_detail": dict,
     "profile": dict,
     "unchecked": list,
     "unavailable": dict,

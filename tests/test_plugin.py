@@ -387,6 +387,7 @@ def test_registry_plugins_add_metrics_in_pytest_as_in_validate(suite, monkeypatc
     """,
     )
     monkeypatch.setenv("INFERPERF_PLUGINS", "house_hooks")
+    monkeypatch.syspath_prepend(str(suite.path))  # in-process: the module is importable here
     run(suite, "--inferperf", "--inferperf-report", "out").assert_outcomes(passed=1)
     (record,) = [json.loads(p.read_text()) for p in Path(suite.path, "out").glob("*.json")]
     calls = sum(r["calls"] for r in record["profile"]["repeats"])
