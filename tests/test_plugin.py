@@ -31,7 +31,10 @@ def suite(pytester):
     return pytester
 
 
-def run(pytester, *args):
+def run(pytester, *args, flamegraphs=False):
+    """pytest in-process; no flamegraph pass (seconds per failed test) unless asked for."""
+    if not flamegraphs and not any(a.startswith("--inferperf-flamegraphs") for a in args):
+        args = (*args, "--inferperf-flamegraphs=none")
     return pytester.runpytest("-p", "no:cacheprovider", *args)
 
 
@@ -583,7 +586,7 @@ def test_failed_test_gets_flamegraphs_and_a_diff_against_the_baseline(suite):
             pmu_profile(hashing)
     """
     )
-    run(suite, "--inferperf", "--update-baselines").assert_outcomes(passed=1)
+    run(suite, "--inferperf", "--update-baselines", flamegraphs=True).assert_outcomes(passed=1)
     baseline = json.loads(next(Path(suite.path, "baselines").rglob("*.json")).read_text())
     assert baseline["stacks"]["view"] in ("native", "python")
     assert sum(baseline["stacks"]["folded"].values()) > 0
@@ -591,7 +594,7 @@ def test_failed_test_gets_flamegraphs_and_a_diff_against_the_baseline(suite):
 
     os.environ["LIMIT"] = "0.000001"
     try:
-        result = run(suite, "--inferperf")
+        result = run(suite, "--inferperf", flamegraphs=True)
     finally:
         del os.environ["LIMIT"]
     result.assert_outcomes(failed=1)
@@ -637,7 +640,7 @@ def test_without_perf_the_python_and_operator_views_still_come(suite, monkeypatc
     empty = tmp_path / "no-perf-here"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    result = run(suite, "--inferperf")
+    result = run(suite, "--inferperf", flamegraphs=True)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [  # the operator view, primary for ORT workloads, first

@@ -39,7 +39,10 @@ def suite(pytester):
     return pytester
 
 
-def run(pytester, *args):
+def run(pytester, *args, flamegraphs=False):
+    """pytest in-process; no flamegraph pass (seconds per failed test) unless asked for."""
+    if not flamegraphs and not any(a.startswith("--inferperf-flamegraphs") for a in args):
+        args = (*args, "--inferperf-flamegraphs=none")
     return pytester.runpytest("-p", "no:cacheprovider", *args)
 
 
