@@ -20,7 +20,11 @@ ROOT = Path(__file__).resolve().parent.parent
 FAST = "warmup=1, repeat=3, tolerance=0.5"
 
 
-def run(pytester, *args):
+def run(pytester, *args, flamegraphs=False):
+    """pytest in-process; no flamegraph pass (seconds per failed test, and per baseline
+    written) unless the test is about flamegraphs."""
+    if not flamegraphs and not any(a.startswith("--inferperf-flamegraphs") for a in args):
+        args = (*args, "--inferperf-flamegraphs=none")
     return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", *args)
 
 
@@ -378,6 +382,7 @@ def test_pytest_html_report_has_columns_embedded_svg_and_relative_links(pytester
         "--html",
         "site/report.html",
         "--self-contained-html",
+        flamegraphs=True,
     )
     result.assert_outcomes(passed=1, failed=1)
     page = (pytester.path / "site" / "report.html").read_text()
@@ -456,7 +461,13 @@ def test_run_html_is_one_self_contained_page(pytester):
     """
     )
     result = run(
-        pytester, "--inferperf", "--inferperf-backend", "none", "--inferperf-html", "site/run.html"
+        pytester,
+        "--inferperf",
+        "--inferperf-backend",
+        "none",
+        "--inferperf-html",
+        "site/run.html",
+        flamegraphs=True,
     )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["wrote site/run.html"])
