@@ -59,14 +59,18 @@ def html_extras(item: pytest.Item, report: pytest.TestReport, verdicts: list[Ver
     report.extras = extras  # type: ignore[attr-defined]  # pytest-html reads the extras
 
 
-HTML_COLUMNS = (("latency_p50_ms", "p50 ms"), ("cpu_ms_per_call", "CPU ms/call"))
+def _columns() -> tuple[tuple[str, str], ...]:
+    """The headline metrics pytest-html's table shows (report.headline, view pytest-html)."""
+    from ..report.headline import headline
+
+    return tuple((h.metric, h.title) for h in headline("pytest-html"))
 
 
 def html_table_header(cells: list[str]) -> None:
     """pytest-html: the inferperf columns after the test name."""
     import html as escape
 
-    titles = [*(title for _, title in HTML_COLUMNS), "vs baseline"]
+    titles = [*(title for _, title in _columns()), "vs baseline"]
     cells[2:2] = [f'<th class="sortable">{escape.escape(t)}</th>' for t in titles]
 
 
@@ -74,12 +78,13 @@ def html_table_row(report: pytest.TestReport, cells: list[str]) -> None:
     """pytest-html: this test's inferperf values (empty cells for other tests)."""
     import html as escape
 
+    from ..numbers import number
     from ..records import ProfileRecord
 
     records = [ProfileRecord.from_json(e) for e in getattr(report, "inferperf", None) or []]
     values = []
-    for metric, _ in HTML_COLUMNS:
-        numbers = [r.metrics[metric] for r in records if metric in r.metrics]
-        values.append(" / ".join(f"{n:.4g}" for n in numbers))
+    for metric, _ in _columns():
+        found = [r.metrics[metric] for r in records if metric in r.metrics]
+        values.append(" / ".join(number(n) for n in found))
     values.append("; ".join(r.change for r in records))
     cells[2:2] = [f"<td>{escape.escape(v)}</td>" for v in values]

@@ -4,8 +4,8 @@ Owns: :data:`HEADLINE`, the headline metrics in the order they are shown, each w
 its column title, its scale in the summary table and the views it appears in: the
 run's terminal / HTML table (``table``; ``optional`` columns only where some test has
 a value), the Markdown summary (``summary``), the one-cell change against the baseline
-(``mover``: the largest move among these is named) and the "updated <baseline>" line
-(``update``).
+(``mover``: the largest move among these is named), the "updated <baseline>" line
+(``update``) and the columns added to pytest-html's table (``pytest-html``).
 
 Must not: compute metrics or format numbers (:mod:`..numbers` does).
 """
@@ -29,10 +29,10 @@ def _h(metric: str, title: str, views: str, scale: float = 1.0, optional: bool =
 
 
 HEADLINE = (
-    _h("latency_p50_ms", "p50 ms", "table summary update"),
+    _h("latency_p50_ms", "p50 ms", "table summary update pytest-html"),
     _h("latency_p99_ms", "p99 ms", "table summary update"),
     _h("latency_mean_ms", "mean ms", "summary mover"),
-    _h("cpu_ms_per_call", "CPU ms/call", "table summary mover update"),
+    _h("cpu_ms_per_call", "CPU ms/call", "table summary mover update pytest-html"),
     # Counted work: a PMU, or the simulate backend.
     _h("instructions_per_call", "M instr/call", "table mover", 1e-6, optional=True),
     _h("ipc", "IPC", "table summary mover update"),
