@@ -237,3 +237,14 @@ def test_the_fixture_skips_with_the_reason_when_simulate_cannot_run(pytester, mo
             "apt install valgrind*"
         ]
     )
+
+
+def test_both_measurer_providers_answer_what_measurer_of_asks():
+    """measurer_of asks whichever provider this process registered for the same things."""
+    from pytest_inferperf.plugin.measuring import EngineMeasurers, SimulationChild
+
+    child = SimulationChild()
+    assert child.judges is False and child.shared_child(None) is None
+    assert EngineMeasurers.judges is True
+    for provider in (EngineMeasurers, SimulationChild):
+        assert callable(provider.measurer) and callable(provider.shared_child)

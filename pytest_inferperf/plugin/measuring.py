@@ -83,6 +83,10 @@ class SimulationChild:
 
     judges = False  # the parent judges what the child measured
 
+    def shared_child(self, item: pytest.Item) -> None:
+        """A child starts no child of its own."""
+        return None
+
     def measurer(self, choice: str, options: MeasureOptions) -> Measurer:
         from ..measure import ChildMeasurer
 
