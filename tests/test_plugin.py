@@ -554,6 +554,8 @@ def test_failure_carries_the_diagnosis_and_hooks_add_findings(suite):
     result.stdout.fnmatch_lines(["*test_spinning_pool*FAILED*thread spinning*"])
 
 
+# In-process, the inner run's warning also reaches this outer session's summary.
+@pytest.mark.filterwarnings("ignore:inferperf. .* xdist workers:pytest.PytestWarning")
 def test_more_workers_than_physical_cores_is_warned(suite):
     from pytest_inferperf.pmu.cpu import physical_cores
 
