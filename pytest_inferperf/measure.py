@@ -168,11 +168,6 @@ def _with_operator_pass(profile: Profile, call: Callable[[], Any], progress: Any
     return with_model(with_operator_times(profile, call), call)
 
 
-def _workload_name(call: Callable[..., Any]) -> str:
-    fn = getattr(call, "func", call)
-    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
-
-
 class SmokeMeasurer:
     """Without ``--inferperf``: the workload runs once, uncounted (runner.smoke)."""
 
@@ -186,9 +181,9 @@ class SmokeMeasurer:
         settings: RunSettings,
         progress: Progress | None = None,
     ) -> Profile:
-        from .runner import smoke
+        from .runner import smoke, workload_name
 
-        return smoke(call, name=name or _workload_name(call))
+        return smoke(call, name=name or workload_name(getattr(call, "func", call)))
 
 
 class NativeMeasurer:

@@ -345,7 +345,7 @@ def profile(
     if session is None:
         session = session_facts(fn)
     result = Runner(settings, backend=backend, events=events).run(
-        call, name=name or _name_of(fn), session=session
+        call, name=name or workload_name(fn), session=session
     )
     if operators:
         from .onnx import with_operator_times
@@ -354,7 +354,8 @@ def profile(
     return result
 
 
-def _name_of(fn: Callable[..., Any]) -> str:
+def workload_name(fn: Callable[..., Any]) -> str:
+    """What a workload is called where no name is given: its qualified name, else repr."""
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
 
 
@@ -396,7 +397,7 @@ def smoke(fn: Callable[..., Any], *args: Any, name: str | None = None, **kwargs:
         result = fn(*args, **kwargs)
         wall = time.perf_counter_ns() - begin
     profile = uncounted_profile(
-        name or _name_of(fn),
+        name or workload_name(fn),
         "smoke",
         [wall],
         result,

@@ -40,6 +40,7 @@ from ..runner import (
     outputs_finite,
     session_facts,
     uncounted_profile,
+    workload_name,
 )
 from .simulate_protocol import (
     CHILD_BACKEND,
@@ -318,7 +319,7 @@ def child_measure(
     """
     settings = settings or RunSettings()
     variant = name or ""
-    label = name or _name_of(call)
+    label = name or workload_name(call)
     request = request_here(nodeid, variant)
     if request is None:
         begin = time.perf_counter_ns()
@@ -402,10 +403,6 @@ def _measure_callbacks(call: Callable[[], Any], options: ChildOptions, record: C
     record.other_threads_cpu_ns = _other_threads_cpu(cpu_before, _thread_cpu_ns())
     record.region_wall_ns = sum(p.wall_ns for p in record.plan)
     return last
-
-
-def _name_of(call: Callable[..., Any]) -> str:
-    return getattr(call, "__qualname__", None) or getattr(call, "__name__", None) or repr(call)
 
 
 def _child_profile(
