@@ -67,6 +67,9 @@ def _machine_was_3x_faster_and_test_30pct_faster(data: dict) -> None:
     cal = data["conditions"]["calibration"]
     cal["wall_ms"] /= 3
     cal["cpu_ms"] /= 3
+    for clock in ("wall", "cpu"):  # the fastest round stands for the machine (noise.py)
+        if isinstance(cal.get(f"rounds_{clock}_ms"), list):
+            cal[f"rounds_{clock}_ms"] = [v / 3 for v in cal[f"rounds_{clock}_ms"]]
     for rep in data["repeats"]:
         count = rep["sample"]["counts"]["task_clock"]
         count["value"] /= 1.3
