@@ -23,6 +23,10 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "benchmarks" / "measurement_quality.py"
 LEVELS = ["0%", "50%"]
 
+# One quick run of the benchmark script (~11 s) feeds every test here: CI's slow job runs
+# them (`pytest -m slow`), the default suite stays under 4 minutes.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict:
