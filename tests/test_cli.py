@@ -223,6 +223,7 @@ def test_corrupt_cache_entries_are_ignored_and_replaced(
     assert "cached result from" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # two analyse runs with perf record and the operator pass, ~13 s
 def test_flamegraphs_are_linked_and_embedded(
     models: dict[str, Path], tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

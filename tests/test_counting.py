@@ -260,7 +260,9 @@ def test_toggled_counters_fall_back_to_ioctls_when_prctl_fails(monkeypatch):
         busy = measure(c, lambda: hash_work(10))["task_clock"]
         hash_work(10)
         idle = measure(c, lambda: None)["task_clock"]
-    assert busy > 0.5e6 and idle < 0.05 * busy
+    # idle is the start/stop work alone: 0.38 ms against 6 ms of hashing was seen on the
+    # 2-vCPU VM once, so the bound is a fifth, still far from counting across the toggle
+    assert busy > 0.5e6 and idle < 0.2 * busy
 
 
 def test_group_reader_reads_what_read_group_reads(counters):

@@ -1299,6 +1299,7 @@ def test_native_operator_view_with_no_session_says_why():
     )
 
 
+@pytest.mark.slow  # a real perf record of ONNX Runtime, ~7 s: CI's slow job runs it
 @needs_perf
 def test_a_real_wrapped_onnxruntime_run_gets_native_frames_below_its_nodes(tmp_path):
     """perf record -e cpu-clock here: a tokenise/run/post-process wrapper around MiniLM;
