@@ -126,7 +126,7 @@ def _check_thread_count(field_name: str, value: object) -> None:
         )
     if value > MAX_SESSION_THREADS:
         raise SessionSettingsError(
-            f"SessionSettings.{field_name}={value} is more than one session may start "
+            f"{field_name}={value} is more than one session may start "
             f"(at most {MAX_SESSION_THREADS}): ONNX Runtime creates one OS thread each while "
             "the session is made, and a thread it cannot create crashes the process instead "
             f"of raising. This machine has {os.cpu_count() or '?'} CPUs, and more threads "
