@@ -5,8 +5,8 @@ the other CPUs' busy time (``/proc/stat``), the load average, this process's
 involuntary context switches and CPU time against wall time (``getrusage``), the
 clock frequency where ``cpufreq`` is readable - as :class:`Snapshot` pairs turned into
 one plain ``conditions`` mapping (stored in the Profile); the calibration workload
-(:func:`calibration_round`: fixed pure-Python and numpy work, about 10 ms of one CPU a
-round) timed next to every measurement; and :func:`busy_reasons`, which says in words
+(:func:`calibration_round`: fixed hashing and sorting in compiled code, about 2 ms of
+one CPU a round) timed next to every measurement; and :func:`busy_reasons`, which says in words
 whether those conditions were contended.
 
 Must not: judge a test (that is ``noise`` and ``verdict``) or measure the workload.
@@ -31,14 +31,21 @@ from pathlib import Path
 from typing import Any
 
 CONDITIONS_VERSION = 1
-CALIBRATION_VERSION = 1
+#: Version 2 (0.9): compiled work only, into buffers allocated once. Version 1 timed a
+#: pure-Python loop and freshly allocated numpy arrays: on the 2-vCPU VM, quiet, the
+#: fastest of four rounds moved 4.5-7.3 ms between processes (the interpreter's loop
+#: speed follows the process's memory layout; new arrays cost page faults), so one
+#: run read "the machine 1.5x slower" against another with nothing else running. This
+#: work's fastest round moved 1.17-1.32 ms over the same eight processes.
+CALIBRATION_VERSION = 2
 CALIBRATION_WORK = (
-    "60,000 iterations of an integer recurrence in pure Python, then "
-    "4 sorts and prefix sums of a fixed 40,000-element float64 array "
+    "SHA-256 of a fixed 64 KiB block 24 times (hashlib), then 6 in-place sorts of a "
+    "fixed 40,000-element float64 array copied into a buffer allocated once "
     "(numpy, one thread)"
 )
-#: Rounds of the calibration before and after each measurement (about 10 ms of CPU each).
-CALIBRATION_ROUNDS = 2
+#: Rounds of the calibration around each measurement, half before and half after (about
+#: 2 ms of CPU each); a process's first round is run once, untimed, before any is timed.
+CALIBRATION_ROUNDS = 4
 
 #: A measurement is contended when any of these holds (``busy_reasons``).
 STEAL_BUSY = 0.05  # 5% of all CPU time stolen by the hypervisor
@@ -51,17 +58,26 @@ _CPUFREQ = "/sys/devices/system/cpu/cpu{n}/cpufreq/scaling_cur_freq"
 
 
 # -- the calibration workload ----------------------------------------------------------
+_BUFFERS: dict[str, Any] = {}  # the calibration's inputs and buffer, made once per process
+
+
 def _work() -> int:
+    import hashlib
+
     import numpy as np
 
-    acc = 0
-    for i in range(60_000):
-        acc = (acc * 31 + i) % 1_000_003
-    values = (np.arange(40_000, dtype=np.float64) * 7919.0) % 10_007.0
-    total = 0.0
-    for _ in range(4):
-        total = float(np.cumsum(np.sort(values))[-1])
-    return acc + int(total)
+    if not _BUFFERS:
+        _BUFFERS["block"] = bytes(range(256)) * 256  # 64 KiB
+        _BUFFERS["values"] = (np.arange(40_000, dtype=np.float64) * 7919.0) % 10_007.0
+        _BUFFERS["sorted"] = np.empty(40_000, dtype=np.float64)
+    block, values, buffer = _BUFFERS["block"], _BUFFERS["values"], _BUFFERS["sorted"]
+    digest = hashlib.sha256()
+    for _ in range(24):
+        digest.update(block)
+    for _ in range(6):
+        np.copyto(buffer, values)
+        buffer.sort()
+    return int.from_bytes(digest.digest()[:8], "big") + int(buffer[-1]) + int(buffer[20_000])
 
 
 _EXPECTED = None  # the work's result, checked once: deterministic work or no calibration
@@ -70,12 +86,12 @@ _EXPECTED = None  # the work's result, checked once: deterministic work or no ca
 def calibration_round() -> tuple[int, int]:
     """One round of the fixed work: (wall ns, CPU ns of this thread)."""
     global _EXPECTED
+    if _EXPECTED is None:  # first use in this process: buffers, caches, lazy imports
+        _EXPECTED = _work()
     wall0, cpu0 = time.perf_counter_ns(), time.thread_time_ns()
     result = _work()
     wall, cpu = time.perf_counter_ns() - wall0, time.thread_time_ns() - cpu0
-    if _EXPECTED is None:
-        _EXPECTED = result
-    elif result != _EXPECTED:  # pragma: no cover - a broken numpy or interpreter
+    if result != _EXPECTED:  # pragma: no cover - a broken numpy or interpreter
         raise RuntimeError("the calibration workload gave another result: not deterministic")
     return wall, cpu
 

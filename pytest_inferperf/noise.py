@@ -19,7 +19,7 @@ beyond the floor when ``ratio > f * (1 + tolerance)`` (``f`` below
 :data:`CALIBRATION_NOISE` counts as 1). A wall-time metric (latency) measured on a
 contended machine must also go beyond a further :data:`CONTENDED_MARGIN`: time
 slicing inflates wall time by however many processes happened to be runnable, and
-the calibration (one thread, about 40 ms around the measurement) samples that only
+the calibration (one thread, about 8 ms around the measurement) samples that only
 briefly. CPU time is not inflated by time slicing - measured under two competing
 CPU-bound processes on the 2-vCPU VM, unchanged tests' CPU time stayed within 5% of
 a baseline recorded without them while their latency tripled
