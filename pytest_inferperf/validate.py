@@ -104,6 +104,11 @@ def validate_target(
         profile = load_profile(target, "report")
         label = target
     else:
+        if not is_callable_target(target) and not Path(target).is_file():
+            raise UsageError(  # before any machine check: a wrong path is the first thing to fix
+                f"{target} does not exist (or is not a file). Pass an ONNX "
+                "model, a report.json, or MODULE:CALLABLE."
+            )
         here = this_cpu().machine_class
         if baseline.machine_class != here:
             raise (
@@ -130,11 +135,6 @@ def validate_target(
             )
         else:
             model = Path(target)
-            if not model.is_file():
-                raise UsageError(
-                    f"{target} does not exist (or is not a file). Pass an ONNX "
-                    "model, a report.json, or MODULE:CALLABLE."
-                )
             known = identity_of(baseline) or {}
             digest = model_sha256(model)
             if not any_model and known.get("sha256") and digest and digest != known["sha256"]:
