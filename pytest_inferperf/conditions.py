@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 CONDITIONS_VERSION = 1
-#: Version 2 (0.9): compiled work only, into buffers allocated once. Version 1 timed a
+#: Version 2 (0.1): compiled work only, into buffers allocated once. Version 1 timed a
 #: pure-Python loop and freshly allocated numpy arrays: on the 2-vCPU VM, quiet, the
 #: fastest of four rounds moved 4.5-7.3 ms between processes (the interpreter's loop
 #: speed follows the process's memory layout; new arrays cost page faults), so one
