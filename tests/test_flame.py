@@ -1384,6 +1384,8 @@ _EVENT_VALUE = st.one_of(
 @example([{"cat": "Node", "name": "/a_kernel_time", "ts": float("nan"), "dur": 1, "tid": 3}])
 @example([{"cat": "Node", "name": "/a_kernel_time", "ts": 1, "dur": float("inf"), "tid": 3}])
 @example([{"cat": "Node", "name": "/a_kernel_time", "ts": 1, "dur": -1, "tid": 3}])
+@example([{"cat": "Node", "name": "/a_kernel_time", "ts": 0, "dur": 1.8e305, "tid": 0}])
+@example([{"cat": "Node", "name": "/a_kernel_time", "ts": 0, "dur": 1, "tid": float("inf")}])
 def test_node_windows_read_any_trace_events_without_raising(events):
     from pytest_inferperf.flame.native_ops import node_windows
 

@@ -84,12 +84,13 @@ def node_windows(
         if event.get("cat") != "Node" or not name.endswith(KERNEL_SUFFIX):
             continue
         try:
-            ts, dur, tid = float(event["ts"]), float(event["dur"]), int(event["tid"])
-        except (KeyError, TypeError, ValueError):
+            ts_ns, dur_ns = float(event["ts"]) * 1000, float(event["dur"]) * 1000
+            tid = int(event["tid"])
+        except (KeyError, TypeError, ValueError, OverflowError):
             continue
-        if not (math.isfinite(ts) and math.isfinite(dur)) or dur < 0:
-            continue
-        begin = start_ns + round(ts * 1000)
+        if not (math.isfinite(ts_ns) and math.isfinite(dur_ns)) or dur_ns < 0:
+            continue  # in ns, so a µs figure near the float limit is dropped too
+        begin = start_ns + round(ts_ns)
         out.append(
             NodeWindow(
                 model,
@@ -97,7 +98,7 @@ def node_windows(
                 name[: -len(KERNEL_SUFFIX)] or "[unnamed node]",
                 tid,
                 begin,
-                begin + round(dur * 1000),
+                begin + round(dur_ns),
             )
         )
     return sorted(out, key=lambda w: (w.begin_ns, w.end_ns))
