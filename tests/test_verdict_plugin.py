@@ -141,6 +141,7 @@ _between = conditions.between
 def _busy(*args, **kwargs):
     out = _between(*args, **kwargs)
     out["others_busy_cpus"] = 1.9  # as two CPU-bound jobs next to the test would
+    out["steal"] = 0.0  # the one reason under test, whatever the machine really does
     return out
 
 conditions.between = _busy
