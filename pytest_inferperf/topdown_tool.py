@@ -7,7 +7,11 @@ Owns: recognising topdown-tool output and reading both of its layouts into
   Level 1]`` groups, ``Backend Bound.... 54.92% slots``), as Bakhvalov's perf-book
   quotes it for Graviton3;
 * the tree of box tables of later releases (``Run 1``, ``CPU Neoverse V3 metrics``,
-  ``│ Backend Stalled Cycles │ 91.85 │ % │``), as Arm's learning paths quote it.
+  ``│ Backend Stalled Cycles │ 91.85 │ % │``), as Arm's learning paths quote it, with
+  the per-core columns of ``-C`` (the aggregate is taken) and the combined view
+  (``-s combined``: a node's value in a table of its own under the node's title);
+* the metrics CSV (``--cpu-generate-csv metrics``: ``time,group,stage,level,metric,
+  value,units``), one run, a metric's interval values averaged.
 
 A metric's printed title is mapped to our metric of the same formula (the titles and
 formulas are the telemetry-solution ``neoverse-*.json`` metric tables, e.g. ``DTLB MPKI``
@@ -54,7 +58,10 @@ TITLES = {
 
 _STAGE = re.compile(r"^\s*Stage (?P<n>\d+) \((?:Topdown|uarch) metrics\)\s*$")
 _RUN = re.compile(r"^\s*Run \d+\s*$")
-_CPU = re.compile(r"^\s*CPU (?P<name>.+?) metrics\s*$")
+_CPU = re.compile(r"^\s*CPU (?P<name>.+?) (?:metrics|topdown)\s*$")
+# "├── Frontend Bound (frontend_bound)": a tree node; in the combined view its own value
+# follows in a table of just "Value | Unit".
+_NODE = re.compile(r"[\u251c\u2514]\u2500\u2500 (?P<title>[^(\u2502]+?) \((?P<key>\w+)\)\s*$")
 _GROUP = re.compile(r"^\s*\[(?P<name>[^\]]+)\]\s*$")
 _PROMPT = re.compile(r"^\s*[$#] +(?P<command>\S.*)$")
 _DOTTED = re.compile(
@@ -67,7 +74,10 @@ _NUMBER = re.compile(r"^-?(?:\d+(?:\.\d*)?|\.\d+)$")
 
 
 def looks_like_topdown_tool(lines: Sequence[str]) -> bool:
-    """Whether ``lines`` are topdown-tool output: a stage header, or a CPU's box tables."""
+    """Whether ``lines`` are topdown-tool output: a stage header, a CPU's box tables, or
+    the metrics CSV's header."""
+    if any(ln.strip() == _CSV_HEADER for ln in lines):
+        return True
     cpu = any(_CPU.match(ln) for ln in lines)
     return any(_STAGE.match(ln) for ln in lines) or (
         cpu and any(ln.count(_BAR) >= 3 for ln in lines)
@@ -93,14 +103,20 @@ class ToolRun:
             self.metrics[name] = value / 100.0 if percent else value
 
 
-def _box_row(line: str) -> tuple[str, float, bool] | None:
-    """(title, value, is-percent) of a ``│ Metric │ Value │ Unit │`` row, else None."""
-    cells = [c.strip() for c in line.split(_BAR)]
-    cells = [c for c in cells if c]
-    if len(cells) < 3 or not _NUMBER.match(cells[-2]):
+def _box_row(line: str, node: str) -> tuple[str, float, bool] | None:
+    """(title, value, is-percent) of a ``│ Metric │ Value │ Unit │`` row, else None.
+
+    With ``-C`` the value columns are ``Aggregated (0,2-3) │ #0 │ #2 ...``: the first,
+    the aggregate, is the value. A ``│ Value │ Unit │`` row is the value of ``node``.
+    """
+    cells = [c for c in (c.strip() for c in line.split(_BAR)) if c]  # tree guides: ""
+    if len(cells) == 2 and node and _NUMBER.match(cells[0]):
+        title, value, unit = node, cells[0], cells[1]
+    elif len(cells) >= 3 and _NUMBER.match(cells[1]):
+        title, value, unit = cells[0], cells[1], cells[-1]
+    else:
         return None
-    unit = cells[-1]
-    return cells[-3], float(cells[-2]), unit.startswith("%") or unit.startswith("percent")
+    return title, float(value), unit.startswith("%") or unit.startswith("percent")
 
 
 def _dotted_row(line: str) -> tuple[str, float, bool] | None:
@@ -114,9 +130,15 @@ def _dotted_row(line: str) -> tuple[str, float, bool] | None:
 
 def read_runs(text: str) -> list[ToolRun]:
     """Every run of a topdown-tool output, each with its metrics; runs with none dropped."""
+    lines = text.splitlines()
+    header = next((i for i, ln in enumerate(lines) if ln.strip() == _CSV_HEADER), None)
+    if header is not None:
+        run = _csv_run(lines[header:])
+        return [run] if run.seen else []
     runs = [ToolRun()]
     stage = 0
-    for line in text.splitlines():
+    node = ""
+    for line in lines:
         current = runs[-1]
         prompt = _PROMPT.match(line)
         if prompt or _RUN.match(line):  # the next command's output begins
@@ -137,7 +159,10 @@ def read_runs(text: str) -> list[ToolRun]:
             continue
         if _GROUP.match(line) or _RULE.match(line):
             continue
-        row = _box_row(line) if _BAR in line else (_dotted_row(line) if stage else None)
+        if tree_node := _NODE.search(line):
+            node = tree_node.group("title").strip()
+            continue
+        row = _box_row(line, node) if _BAR in line else (_dotted_row(line) if stage else None)
         if row is None:
             continue
         title, value, percent = row
@@ -146,6 +171,25 @@ def read_runs(text: str) -> list[ToolRun]:
             runs.append(current)
         current.add(title, value, percent)
     return [r for r in runs if r.seen]
+
+
+_CSV_HEADER = "time,group,stage,level,metric,value,units"
+
+
+def _csv_run(lines: Sequence[str]) -> ToolRun:
+    import csv
+    import statistics
+
+    run, values = ToolRun(title="topdown-tool metrics CSV"), {}
+    for row in csv.DictReader(lines):
+        value = (row.get("value") or "").strip()
+        if row.get("metric") and _NUMBER.match(value):
+            unit = (row.get("units") or "").strip()
+            key = (row["metric"].strip(), unit.startswith("%") or unit.startswith("percent"))
+            values.setdefault(key, []).append(float(value))
+    for (title, percent), numbers in values.items():
+        run.add(title, statistics.fmean(numbers), percent)
+    return run
 
 
 def core_slug(cpu_name: str | None) -> str | None:

@@ -153,3 +153,51 @@ def test_dotted_rows_read_back_the_value_printed(rows):
 def test_any_text_reads_without_raising(text):
     for run in read_runs(text):
         assert run.seen and all(isinstance(v, float) for v in run.metrics.values())
+
+
+# -- the tool's own documented examples (fixtures/perfstat/README.md) ----------------------
+
+DOCS = Path(__file__).parent / "fixtures" / "perfstat" / "topdown_tool"
+
+
+@pytest.mark.parametrize(
+    ("name", "metrics"),
+    [
+        (
+            "v2_default_stages.txt",
+            {
+                "backend_bound": 0.3907,
+                "bad_speculation": 0.0863,
+                "frontend_bound": 0.1242,
+                "retiring": 0.4001,
+                "backend_stalled": 0.3608,
+                "frontend_stalled": 0.0354,
+            },
+        ),
+        # -C: the aggregate column, not one core's
+        (
+            "v2_per_core.txt",
+            {
+                "backend_bound": 0.7328,
+                "bad_speculation": 0.0097,
+                "frontend_bound": 0.1745,
+                "retiring": 0.0875,
+            },
+        ),
+        # -s combined: the node's value sits in a table of its own under its title
+        ("v2_combined.txt", {"frontend_bound": 0.1209, "branch_miss": 0.011, "branch_mpki": 1.821}),
+        ("metrics_interval.csv", {"retiring": 0.1702, "frontend_bound": 0.3711}),
+    ],
+)
+def test_the_tools_documented_layouts_read_as_printed(name, metrics):
+    report = parse_report((DOCS / name).read_text())
+    assert report.format == "topdown-tool" and len(report.runs) == 1
+    assert report.metrics() == pytest.approx(metrics)
+    assert report.unmapped == ()
+    assert report.core_hint == (None if name.endswith(".csv") else "neoverse-v2")
+
+
+def test_interval_rows_of_the_csv_are_averaged_within_the_run():
+    text = (DOCS / "metrics_interval.csv").read_text() + "0.20,Topdown_L1,1,1,Retiring,19.00,%\n"
+    (run,) = parse_report(text).runs
+    assert run.perf_metrics["retiring"] == pytest.approx((0.1702 + 0.19) / 2)
