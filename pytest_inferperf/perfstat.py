@@ -8,7 +8,8 @@ elapsed``); mapping perf's event names (generic names, Arm sysfs names,
 ``pmu/event/`` and ``pmu/event=0x11/`` forms, raw ``r11`` codes, ``:u``-style
 modifiers, LL/L3 names) to the logical names of :mod:`pmu.events`; the level-1
 top-down fractions perf prints itself (``--topdown`` tables, ``-M TopdownL1`` and
-perf 6.x ``TopdownL1`` shadow comments, Intel ``topdown-*``/``slots`` events); keeping
+perf 6.x ``TopdownL1`` shadow comments, Intel ``topdown-*``/``slots`` events); handing
+Arm topdown-tool output to :mod:`topdown_tool` and its runs' metrics on; keeping
 several runs of one file apart (one :class:`PerfStat` per ``Performance counter stats
 for`` block, never summed); and turning a run into counts, unavailable reasons, a
 :class:`metrics.MetricContext` and its metrics, and several runs into one set of
@@ -332,7 +333,7 @@ class PerfStatEntry:
 class PerfStat:
     """One parsed perf stat run, and its counts under our logical names."""
 
-    format: str  # "csv" | "json" | "text"
+    format: str  # "csv" | "json" | "text" | "topdown-tool"
     entries: tuple[PerfStatEntry, ...]
     arch: str  # "arm" | "x86"
     elapsed_s: float | None = None
@@ -344,15 +345,19 @@ class PerfStat:
     multiplexed: dict[str, float] = field(default_factory=dict)  # logical -> running %
     unmapped: tuple[str, ...] = ()
     superseded: tuple[str, ...] = ()  # events whose logical name another event gave first
-    # Level-1 top-down fractions (0..1) perf computed itself, or derived from Intel's
-    # topdown-* events: frontend_bound, backend_bound, retiring, bad_speculation.
+    # Metrics the tool computed itself, under our names: perf's level-1 top-down
+    # fractions (0..1), or those derived from Intel's topdown-* events; every metric
+    # Arm's topdown-tool printed that we have (:mod:`topdown_tool`).
     perf_metrics: dict[str, float] = field(default_factory=dict)
     title: str = ""  # "Performance counter stats for './stride'"
+    core_named: str | None = None  # the core the output names in words ("neoverse-v3")
 
     @property
     def core_hint(self) -> str | None:
         """The core named by a PMU in the event names (``armv8_cortex_a72`` -> cortex-a72)."""
         hints = [e.event.core_hint for e in self.entries if e.event.core_hint]
+        if not hints and self.core_named:
+            hints = [self.core_named]
         return "+".join(dict.fromkeys(hints)) if hints else None
 
     @property
@@ -1005,8 +1010,29 @@ def _format(text: str) -> str:
     return "text"
 
 
+def _topdown_tool_runs(text: str) -> list[PerfStat]:
+    from .topdown_tool import core_slug, read_runs
+
+    runs = [
+        PerfStat(
+            format="topdown-tool",
+            entries=(),
+            arch="arm",
+            perf_metrics=run.metrics,
+            unmapped=tuple(f"{title} ({value:g})" for title, value in run.unmapped.items()),
+            title=run.title,
+            core_named=core_slug(run.cpu),
+        )
+        for run in read_runs(text)
+    ]
+    if not runs:
+        raise PerfStatError("topdown-tool output without a single metric line")
+    return runs
+
+
 def parse_report(text: str, *, arch: str | None = None) -> PerfStatReport:
-    """Every run of a perf stat output, in whichever format it is (CSV, JSON lines, text).
+    """Every run of a perf stat output, in whichever format it is (CSV, JSON lines, text,
+    or Arm's topdown-tool, which drives perf stat and prints the metrics it computed).
 
     ``arch`` (``"arm"`` / ``"x86"``) decides the arch-specific generic names and raw codes;
     by default it is read from the event names in the file, else Arm. Text files are cut
@@ -1015,6 +1041,10 @@ def parse_report(text: str, *, arch: str | None = None) -> PerfStatReport:
     """
     if not text.strip():
         raise PerfStatError("empty file: no perf stat output")
+    from .topdown_tool import looks_like_topdown_tool
+
+    if looks_like_topdown_tool(text.splitlines()):
+        return PerfStatReport(tuple(_topdown_tool_runs(text)))
     fmt = _format(text)
     if fmt == "json":
         return PerfStatReport((parse_json_lines(text, arch=arch),))

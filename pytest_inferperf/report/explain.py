@@ -39,7 +39,8 @@ def explain_text(
     where = f"{file} ({report.format}"
     where += f", {report.elapsed_s:.3f} s elapsed" if report.elapsed_s else ""
     where += f", {runs} runs kept apart: metrics are the median over the runs" if runs > 1 else ""
-    lines = [f"perf stat: {where}); core: {core or 'unknown (pass --cpu)'}"]
+    source = "" if report.format == "topdown-tool" else "perf stat: "
+    lines = [f"{source}{where}); core: {core or 'unknown (pass --cpu)'}"]
     if verbose:
         for i, run in enumerate(report.runs, 1):
             if runs > 1:
@@ -64,7 +65,11 @@ def explain_text(
                 )
             if run.perf_metrics:
                 lines.append(
-                    "perf's own top-down level 1: "
+                    (
+                        "metrics topdown-tool computed: "
+                        if run.format == "topdown-tool"
+                        else "perf's own top-down level 1: "
+                    )
                     + ", ".join(f"{k} {v:.3f}" for k, v in run.perf_metrics.items())
                 )
             lines.append("")
