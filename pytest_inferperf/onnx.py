@@ -19,7 +19,8 @@ This module owns everything pytest-inferperf does with ONNX Runtime itself:
   result in a Profile.
 
 It never imports pytest. ``onnx`` (the model format package, a dependency) reads
-the graph for :func:`make_inputs` and :func:`default_dims`.
+the graph for :func:`make_inputs` and :func:`default_dims`, and is imported only there:
+a suite's sessions and their operator pass do not pay its import in every process.
 """
 
 from __future__ import annotations
@@ -33,17 +34,18 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import onnx  # a dependency: the graph decides valid inputs
-import onnx as onnx_pkg  # the name the annotations use
 import onnxruntime as ort
 
 from .errors import InferperfError
 from .input_memory import InputsTooLarge, check_inputs_fit
 from .operators import InputSpecError, ModelError, OperatorStat, node_name_variants
 from .watchdog import PASS_TIMEOUT_S, PassStopped, Watchdog, bounded_call, pass_guard
+
+if TYPE_CHECKING:
+    import onnx as onnx_pkg  # the name the annotations use
 
 ModelSource = str | os.PathLike | bytes
 """A model as a file path or serialized ``ModelProto`` bytes."""
@@ -342,6 +344,8 @@ def make_session(
 
 
 def _load_graph(model: ModelSource | onnx_pkg.ModelProto) -> onnx_pkg.GraphProto:
+    import onnx  # ~0.7 s of imports: only where a graph is read, not for every session
+
     if isinstance(model, onnx.ModelProto):
         return model.graph
     if isinstance(model, bytes):
@@ -511,6 +515,8 @@ def _gather_bound(index: _GraphIndex, start: str) -> int | None:
 
 
 def _numpy_dtype(vi: onnx_pkg.ValueInfoProto) -> np.dtype:
+    import onnx
+
     elem_type = vi.type.tensor_type.elem_type
     try:
         dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))

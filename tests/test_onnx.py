@@ -121,6 +121,33 @@ def test_onnx_module_never_imports_pytest() -> None:
     assert ast.get_docstring(tree)
 
 
+def test_measuring_a_session_does_not_import_the_onnx_package(tmp_path: Path) -> None:
+    # ~0.7 s of imports in every xdist worker, for a package only graph reading needs
+    # (make_inputs, default_dims, and the operator pass's stored weight types)
+    import subprocess
+    import sys
+
+    model = tmp_path / "tiny.onnx"
+    onnx.save(_tiny_model(), model)
+    code = f"""
+import json, sys
+import numpy as np
+from pytest_inferperf.onnx import describe_session, make_session, session_of
+from pytest_inferperf.runner import profile
+session = make_session({str(model)!r})
+x = np.ones((1, 4), dtype=np.float32)
+p = profile(session.run, None, {{"x": x}}, warmup=1, repeat=3, min_time=0.0)
+print(json.dumps({{"onnx": "onnx" in sys.modules, "found": session_of(session.run) is session,
+                  "threads": describe_session(session)["intra_op_threads"],
+                  "repeats": len(p.repeats)}}))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    facts = json.loads(done.stdout.splitlines()[-1])
+    assert facts["onnx"] is False and facts["found"] is True and facts["repeats"] == 3
+    assert facts["threads"] >= 1
+
+
 PACKAGE = REPO / "pytest_inferperf"
 # the ONNX side: running sessions, costing, precision, the operator row they share, and
 # the flamegraphs drawn from operator tables
