@@ -1,6 +1,7 @@
 """Fixtures the plugin's own tests share: the example models, built once, and Profiles.
 
-Owns: ``pytester`` for in-process runs (see the fixture), the one loader of
+Owns: the hypothesis profiles (``ci``, the default, and ``thorough``), ``pytester``
+for in-process runs (see the fixture), the one loader of
 ``examples/build_models.py`` (``build_models``), the example models built once per test
 session (``example_models``, ``copy_examples``), and ``profile_factory``, which makes a
 valid Profile from given per-call counts for unit tests. It also imports the heavy
@@ -23,6 +24,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 # ONNX Runtime's telemetry off before it is first imported, as the plugin does for its users
 # (the plugin warns when it comes too late, and it would in every in-process run).
@@ -45,6 +47,12 @@ from pytest_inferperf.profile import (
     Repeat,
     Steadiness,
 )
+
+# hypothesis profiles for this project's machines: a shared 2-vCPU CI VM whose timings move
+# 10-30%, so no per-example deadline; HYPOTHESIS_PROFILE=thorough for a longer search.
+settings.register_profile("ci", deadline=None)
+settings.register_profile("thorough", deadline=None, max_examples=2000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD_SCRIPT = REPO / "examples" / "build_models.py"
