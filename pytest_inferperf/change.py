@@ -448,6 +448,11 @@ def metric_share(
         wall = both("latency_mean_ms")
         if wall is None:
             return None, "wall time not measured"
+        if cur <= 1.0:  # spinning threads keep more than one CPU busy
+            return None, (
+                f"{fmt(base)} -> {fmt(cur)} busy CPUs stays within one CPU: a thread that "
+                "waited less (for a CPU, or for I/O), not threads spinning"
+            )
         extra_ms = (cur - base) * wall[0]
         return _share(extra_ms, slowdown.cpu_ms), (
             f"{fmt(cur - base)} more busy CPUs x {fmt(wall[0])} ms per call = "

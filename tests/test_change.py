@@ -158,7 +158,27 @@ def test_a_stage_that_explains_the_slowdown_leaves_no_counter_to_point_to():
     assert [(c.kind, c.name) for c in change.causes] == [("stage", "preprocess")]
     assert change.points_to is None and "points to" not in change.summary
     moved = {c.metric: c for c in change.moved}
-    assert moved["cpu_utilisation"].credible and moved["cpu_utilisation"].share > 0.2
+    assert moved["cpu_utilisation"].credible and moved["cpu_utilisation"].share is None
+    assert "stays within one CPU" in moved["cpu_utilisation"].cost
+
+
+def test_more_of_one_cpu_used_is_not_threads_spinning():
+    # Seen in the suite while other work ran: the baseline's process got 0.5 of a CPU
+    # (the machine was busy), the new run 0.96 of one, so its CPU time per call rose
+    # while its wall time fell. A single thread that waited less is no spinning.
+    base = no_pmu_profile(spread(0.42, 0.05, 1), cpu=0.50)
+    now = no_pmu_profile(spread(0.372, 0.05, 2), cpu=0.96)
+    change = explain(now, base)
+    assert change.points_to is None and "thread_spinning" not in change.summary
+    moved = {c.metric: c for c in change.moved}
+    assert moved["cpu_utilisation"].share is None
+
+
+def test_threads_busy_beyond_one_cpu_do_point_to_spinning():
+    base = no_pmu_profile(spread(2.0, 0.05, 1), cpu=0.95)
+    now = no_pmu_profile(spread(2.0, 0.05, 2), cpu=1.9)  # same wall, twice the CPU
+    change = explain(now, base)
+    assert change.points_to == "thread_spinning", change.summary
 
 
 def test_a_slowdown_nothing_here_explains_is_unexplained_and_shows_what_moved():
