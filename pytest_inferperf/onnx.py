@@ -1117,9 +1117,10 @@ def _profile_session(
         trace = _run_profiled(
             model, found.feeds, _settings_of(session), PASS_WARMUP + runs, Path(tmp), guard
         )
+        events = _load_trace(trace)  # read and decoded once for both tables
         return (
-            with_weight_types(parse_ort_profile(trace, skip_runs=PASS_WARMUP), model),
-            op_type_runs(trace, skip_runs=PASS_WARMUP),
+            with_weight_types(parse_ort_profile(events, skip_runs=PASS_WARMUP), model),
+            op_type_runs(events, skip_runs=PASS_WARMUP),
         )
 
 
