@@ -25,7 +25,9 @@ Must not: run the tool, or judge anything.
 
 from __future__ import annotations
 
+import csv
 import re
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -103,6 +105,11 @@ class ToolRun:
             self.metrics[name] = value / 100.0 if percent else value
 
 
+def _is_percent(unit: str) -> bool:
+    """``%``, ``% slots``, ``percent of cycles``: a percentage, read as a fraction."""
+    return unit.startswith(("%", "percent"))
+
+
 def _box_row(line: str, node: str) -> tuple[str, float, bool] | None:
     """(title, value, is-percent) of a ``│ Metric │ Value │ Unit │`` row, else None.
 
@@ -116,7 +123,7 @@ def _box_row(line: str, node: str) -> tuple[str, float, bool] | None:
         title, value, unit = cells[0], cells[1], cells[-1]
     else:
         return None
-    return title, float(value), unit.startswith("%") or unit.startswith("percent")
+    return title, float(value), _is_percent(unit)
 
 
 def _dotted_row(line: str) -> tuple[str, float, bool] | None:
@@ -124,7 +131,7 @@ def _dotted_row(line: str) -> tuple[str, float, bool] | None:
     if match is None:
         return None
     unit = match.group("unit") or ""
-    percent = bool(match.group("pct")) or unit.startswith("percent")
+    percent = bool(match.group("pct")) or _is_percent(unit)
     return match.group("title").strip(), float(match.group("value")), percent
 
 
@@ -177,15 +184,12 @@ _CSV_HEADER = "time,group,stage,level,metric,value,units"
 
 
 def _csv_run(lines: Sequence[str]) -> ToolRun:
-    import csv
-    import statistics
-
     run, values = ToolRun(title="topdown-tool metrics CSV"), {}
     for row in csv.DictReader(lines):
         value = (row.get("value") or "").strip()
         if row.get("metric") and _NUMBER.match(value):
             unit = (row.get("units") or "").strip()
-            key = (row["metric"].strip(), unit.startswith("%") or unit.startswith("percent"))
+            key = (row["metric"].strip(), _is_percent(unit))
             values.setdefault(key, []).append(float(value))
     for (title, percent), numbers in values.items():
         run.add(title, statistics.fmean(numbers), percent)
