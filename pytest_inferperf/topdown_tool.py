@@ -184,7 +184,8 @@ _CSV_HEADER = "time,group,stage,level,metric,value,units"
 
 
 def _csv_run(lines: Sequence[str]) -> ToolRun:
-    run, values = ToolRun(title="topdown-tool metrics CSV"), {}
+    run = ToolRun(title="topdown-tool metrics CSV")
+    values: dict[tuple[str, bool], list[float]] = {}
     for row in csv.DictReader(lines):
         value = (row.get("value") or "").strip()
         if row.get("metric") and _NUMBER.match(value):
