@@ -5,8 +5,8 @@ download) into ``examples/models/`` once per run, before the first test: by the
 process that starts pytest, so under ``pytest -n N`` the xdist workers only load
 files the controller built (never N builds racing for the same file). Nothing
 heavy is imported at module level: ``build_models`` (numpy, onnx) only when a
-model is missing, ``pytest_inferperf.onnx`` (numpy, ONNX Runtime; ``onnx`` once
-``make_inputs`` reads a graph) inside the fixtures, so an xdist controller that runs no
+model is missing, ``pytest_inferperf.onnx`` (numpy, ONNX Runtime; it reads graphs
+without the ``onnx`` package) inside the fixtures, so an xdist controller that runs no
 test never pays for them.
 """
 

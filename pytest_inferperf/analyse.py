@@ -104,25 +104,21 @@ def parse_shape_arg(text: str) -> tuple[str, str]:
 
 def _shape_facts(model: str | os.PathLike[str]) -> tuple[list[str], dict[str, list[tuple]]]:
     """The model's symbolic dim names and, per fed input, ``(axis, fixed, dim_param)``."""
-    import onnx
+    from .onnx_graph import GraphFormatError, read_graph
 
     try:
-        graph = onnx.load(os.fspath(model), load_external_data=False).graph
-    except Exception as exc:  # onnx raises DecodeError, OSError, ... for a bad file
+        graph = read_graph(os.fspath(model))
+    except (GraphFormatError, OSError) as exc:
         raise UsageError(
-            f"{model} is not an ONNX model onnx can read ({exc}). Pass a .onnx "
+            f"{model} is not an ONNX model that can be read ({exc}). Pass a .onnx "
             "file, or a report.json."
         ) from None
-    weights = {t.name for t in graph.initializer}
     symbolic: list[str] = []
     inputs: dict[str, list[tuple]] = {}
-    for vi in graph.input:
-        if vi.name in weights:
-            continue
+    for vi in graph.fed_inputs():
         axes = []
-        for axis, dim in enumerate(vi.type.tensor_type.shape.dim):
-            fixed = dim.dim_value if dim.HasField("dim_value") and dim.dim_value > 0 else None
-            param = dim.dim_param if dim.HasField("dim_param") and dim.dim_param else None
+        for axis, dim in enumerate(vi.tensor.shape or () if vi.tensor else ()):
+            fixed, param = dim.fixed, dim.param or None
             axes.append((axis, fixed, param))
             if param and param not in symbolic:
                 symbolic.append(param)

@@ -18,9 +18,9 @@ This module owns everything pytest-inferperf does with ONNX Runtime itself:
   in a second session and labelled by its model; :func:`with_operator_times` puts the
   result in a Profile.
 
-It never imports pytest. ``onnx`` (the model format package, a dependency) reads
-the graph for :func:`make_inputs` and :func:`default_dims`, and is imported only there:
-a suite's sessions and their operator pass do not pay its import in every process.
+It never imports pytest, nor ``onnx``: :func:`make_inputs` and :func:`default_dims`
+read the graph with :mod:`pytest_inferperf.onnx_graph`, so a suite's processes (xdist
+workers, simulation children) do not pay onnx's import (0.8 s, 4 s under valgrind).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ import onnxruntime as ort
 
 from .errors import InferperfError
 from .input_memory import InputsTooLarge, check_inputs_fit
+from .onnx_graph import ELEMENT_TYPE_NAMES, Graph, GraphFormatError, Node, ValueInfo, read_graph
 from .operators import InputSpecError, ModelError, OperatorStat, node_name_variants
 from .watchdog import PASS_TIMEOUT_S, PassStopped, Watchdog, bounded_call, pass_guard
 
@@ -343,27 +344,19 @@ def make_session(
 # --------------------------------------------------------------------------- inputs
 
 
-def _load_graph(model: ModelSource | onnx_pkg.ModelProto) -> onnx_pkg.GraphProto:
-    import onnx  # ~0.7 s of imports: only where a graph is read, not for every session
-
-    if isinstance(model, onnx.ModelProto):
-        return model.graph
-    if isinstance(model, bytes):
-        try:
-            return onnx.load_model_from_string(model).graph
-        except Exception as exc:
-            raise ModelError(f"onnx could not parse {_describe_source(model)}: {exc}") from exc
-    _check_model_file(model)
+def _load_graph(model: ModelSource | onnx_pkg.ModelProto) -> Graph:
+    """The graph's inputs, initializers and nodes, read without importing onnx."""
+    if hasattr(model, "SerializeToString"):  # an onnx.ModelProto: its caller has onnx
+        model = model.SerializeToString()
+    if not isinstance(model, bytes):
+        _check_model_file(model)
     try:
-        return onnx.load(os.fspath(model), load_external_data=False).graph
-    except Exception as exc:
-        raise ModelError(f"onnx could not load model {os.fspath(model)!r}: {exc}") from exc
-
-
-def _graph_inputs(graph: onnx_pkg.GraphProto) -> list[onnx_pkg.ValueInfoProto]:
-    """Graph inputs the caller must feed (old models also list initializers as inputs)."""
-    initializers = {t.name for t in graph.initializer}
-    return [vi for vi in graph.input if vi.name not in initializers]
+        return read_graph(model if isinstance(model, bytes) else os.fspath(model))
+    except (GraphFormatError, OSError) as exc:
+        raise ModelError(
+            f"{_describe_source(model)} is not an ONNX model that can be read: {exc}. "
+            "Pass a complete .onnx file (a serialized ModelProto)."
+        ) from None
 
 
 def _is_batch_name(name: str) -> bool:
@@ -383,30 +376,29 @@ def default_dims(model: ModelSource | onnx_pkg.ModelProto) -> dict[str, int]:
     ``make_inputs(model, dims={**default_dims(model), **my_dims})``.
     """
     dims: dict[str, int] = {}
-    for vi in _graph_inputs(_load_graph(model)):
-        for dim in vi.type.tensor_type.shape.dim:
-            if not dim.HasField("dim_param"):
+    for vi in _load_graph(model).fed_inputs():
+        for dim in vi.tensor.shape or () if vi.tensor else ():
+            if dim.param is None:
                 continue
-            if _is_batch_name(dim.dim_param):
-                dims[dim.dim_param] = BATCH_DIM_DEFAULT
-            elif _is_sequence_name(dim.dim_param):
-                dims[dim.dim_param] = SEQUENCE_DIM_DEFAULT
+            if _is_batch_name(dim.param):
+                dims[dim.param] = BATCH_DIM_DEFAULT
+            elif _is_sequence_name(dim.param):
+                dims[dim.param] = SEQUENCE_DIM_DEFAULT
     return dims
 
 
-def _resolve_shape(vi: onnx_pkg.ValueInfoProto, dims: Mapping[str, int]) -> tuple[int, ...]:
-    tensor_type = vi.type.tensor_type
-    if not tensor_type.HasField("shape"):
+def _resolve_shape(vi: ValueInfo, dims: Mapping[str, int]) -> tuple[int, ...]:
+    if vi.tensor is None or vi.tensor.shape is None:
         raise InputSpecError(
             f"input {vi.name!r} has no shape in the model, so inputs cannot be made for it; "
             "feed this model your own arrays."
         )
     shape: list[int] = []
-    for axis, dim in enumerate(tensor_type.shape.dim):
-        if dim.HasField("dim_value") and dim.dim_value > 0:
-            shape.append(dim.dim_value)
+    for axis, dim in enumerate(vi.tensor.shape):
+        if dim.fixed is not None:
+            shape.append(dim.fixed)
             continue
-        key = dim.dim_param if dim.HasField("dim_param") and dim.dim_param else f"{vi.name}:{axis}"
+        key = dim.key(vi.name, axis)
         if key not in dims:
             raise InputSpecError(
                 f"input {vi.name!r} has symbolic dimension {key!r} (axis {axis}) and no value "
@@ -421,20 +413,16 @@ def _resolve_shape(vi: onnx_pkg.ValueInfoProto, dims: Mapping[str, int]) -> tupl
     return tuple(shape)
 
 
-def _check_dim_names(graph: onnx_pkg.GraphProto, dims: Mapping[str, int]) -> None:
+def _check_dim_names(graph: Graph, dims: Mapping[str, int]) -> None:
     """Refuse a dimension name the model does not have (a typo would be silently unused)."""
     import difflib
 
-    known: list[str] = []
-    for vi in _graph_inputs(graph):
-        for axis, dim in enumerate(vi.type.tensor_type.shape.dim):
-            if dim.HasField("dim_value") and dim.dim_value > 0:
-                continue
-            known.append(
-                dim.dim_param
-                if dim.HasField("dim_param") and dim.dim_param
-                else f"{vi.name}:{axis}"
-            )
+    known = [
+        dim.key(vi.name, axis)
+        for vi in graph.fed_inputs()
+        for axis, dim in enumerate(vi.tensor.shape or () if vi.tensor else ())
+        if dim.fixed is None
+    ]
     unknown = [name for name in dims if name not in known]
     if unknown:
         name = unknown[0]
@@ -450,24 +438,23 @@ def _check_dim_names(graph: onnx_pkg.GraphProto, dims: Mapping[str, int]) -> Non
 class _GraphIndex:
     """Producers/consumers and constant shapes of a graph, for tracing index inputs."""
 
-    consumers: Mapping[str, tuple[Any, ...]]
-    producers: Mapping[str, Any]
+    consumers: Mapping[str, tuple[Node, ...]]
+    producers: Mapping[str, Node]
     constant_shapes: Mapping[str, tuple[int, ...]]
 
 
-def _index_graph(graph: onnx_pkg.GraphProto) -> _GraphIndex:
-    consumers: dict[str, list[Any]] = {}
-    producers: dict[str, Any] = {}
-    shapes: dict[str, tuple[int, ...]] = {t.name: tuple(t.dims) for t in graph.initializer}
-    for node in graph.node:
-        for name in node.input:
+def _index_graph(graph: Graph) -> _GraphIndex:
+    consumers: dict[str, list[Node]] = {}
+    producers: dict[str, Node] = {}
+    shapes: dict[str, tuple[int, ...]] = {t.name: t.dims for t in graph.initializers}
+    for node in graph.nodes:
+        for name in node.inputs:
             consumers.setdefault(name, []).append(node)
-        for name in node.output:
+        for name in node.outputs:
             producers[name] = node
-        if node.op_type == "Constant" and node.output:
-            for attr in node.attribute:
-                if attr.name == "value" and attr.HasField("t"):
-                    shapes[node.output[0]] = tuple(attr.t.dims)
+        value = node.tensor_attribute("value") if node.op_type == "Constant" else None
+        if value is not None and node.outputs:
+            shapes[node.outputs[0]] = value.dims
     return _GraphIndex(
         consumers={k: tuple(v) for k, v in consumers.items()},
         producers=producers,
@@ -480,18 +467,13 @@ def _table_shape(index: _GraphIndex, name: str) -> tuple[int, ...] | None:
     seen: set[str] = set()
     while name not in index.constant_shapes:
         node = index.producers.get(name)
-        if node is None or node.op_type not in _TABLE_PASSTHROUGH_OPS or name in seen:
+        if node is None or node.op_type not in _TABLE_PASSTHROUGH_OPS or not node.inputs:
+            return None
+        if name in seen:
             return None
         seen.add(name)
-        name = node.input[0]
+        name = node.inputs[0]
     return index.constant_shapes[name]
-
-
-def _gather_axis(node: Any) -> int:
-    for attr in node.attribute:
-        if attr.name == "axis":
-            return int(attr.i)
-    return 0
 
 
 def _gather_bound(index: _GraphIndex, start: str) -> int | None:
@@ -501,36 +483,48 @@ def _gather_bound(index: _GraphIndex, start: str) -> int | None:
     while pending:
         name = pending.pop()
         for node in index.consumers.get(name, ()):
-            if node.op_type == "Gather" and len(node.input) > 1 and node.input[1] == name:
-                shape = _table_shape(index, node.input[0])
+            if node.op_type == "Gather" and len(node.inputs) > 1 and node.inputs[1] == name:
+                shape = _table_shape(index, node.inputs[0])
                 if shape:
-                    rows = shape[_gather_axis(node) % len(shape)]
+                    rows = shape[node.int_attribute("axis", 0) % len(shape)]
                     bound = rows if bound is None else min(bound, rows)
-            elif node.op_type in _VALUE_PRESERVING_OPS and node.input and node.input[0] == name:
-                for out in node.output:
+            elif node.op_type in _VALUE_PRESERVING_OPS and node.inputs and node.inputs[0] == name:
+                for out in node.outputs:
                     if out not in seen:
                         seen.add(out)
                         pending.append(out)
     return bound
 
 
-def _numpy_dtype(vi: onnx_pkg.ValueInfoProto) -> np.dtype:
-    import onnx
+#: ONNX element types inputs can be generated for (onnx.proto, TensorProto.DataType).
+_NUMPY_DTYPES = {
+    1: "float32",
+    2: "uint8",
+    3: "int8",
+    4: "uint16",
+    5: "int16",
+    6: "int32",
+    7: "int64",
+    9: "bool",
+    10: "float16",
+    11: "float64",
+    12: "uint32",
+    13: "uint64",
+}
 
-    elem_type = vi.type.tensor_type.elem_type
-    try:
-        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
-    except (KeyError, TypeError, ValueError) as exc:
+
+def _numpy_dtype(vi: ValueInfo) -> np.dtype:
+    elem_type = vi.tensor.elem_type if vi.tensor else 0
+    if elem_type in _NUMPY_DTYPES:
+        return np.dtype(_NUMPY_DTYPES[elem_type])
+    if elem_type in ELEMENT_TYPE_NAMES:
         raise InputSpecError(
-            f"input {vi.name!r} has element type {elem_type} which cannot be generated"
-        ) from exc
-    if dtype.kind not in "biuf":
-        name = onnx.TensorProto.DataType.Name(elem_type)
-        raise InputSpecError(
-            f"input {vi.name!r} has element type {name}; only numeric and bool inputs can be "
-            "generated, feed this one yourself."
+            f"input {vi.name!r} has element type {ELEMENT_TYPE_NAMES[elem_type]}; only "
+            "numeric and bool inputs can be generated, feed this one yourself."
         )
-    return dtype
+    raise InputSpecError(
+        f"input {vi.name!r} has element type {elem_type} which cannot be generated"
+    )
 
 
 def _is_mask_name(name: str) -> bool:
@@ -564,7 +558,7 @@ def _integer_values(
 
 
 def _input_values(
-    vi: onnx_pkg.ValueInfoProto,
+    vi: ValueInfo,
     shape: tuple[int, ...],
     index: _GraphIndex,
     rng: np.random.Generator,
@@ -599,17 +593,16 @@ def make_inputs(
     index = _index_graph(graph)
     rng = np.random.default_rng(seed)
     shapes: dict[str, tuple[int, ...]] = {}
-    for vi in _graph_inputs(graph):
-        if not vi.type.HasField("tensor_type"):
+    fed = graph.fed_inputs()
+    for vi in fed:
+        if vi.tensor is None:
             raise InputSpecError(f"input {vi.name!r} is not a tensor; feed it yourself.")
         shapes[vi.name] = _resolve_shape(vi, dims)
     try:  # before any allocation: batch=10**12 is a clear refusal, not a MemoryError
-        check_inputs_fit(
-            {vi.name: (shapes[vi.name], _numpy_dtype(vi).itemsize) for vi in _graph_inputs(graph)}
-        )
+        check_inputs_fit({vi.name: (shapes[vi.name], _numpy_dtype(vi).itemsize) for vi in fed})
     except InputsTooLarge as exc:
         raise InputSpecError(str(exc)) from None
-    return {vi.name: _input_values(vi, shapes[vi.name], index, rng) for vi in _graph_inputs(graph)}
+    return {vi.name: _input_values(vi, shapes[vi.name], index, rng) for vi in fed}
 
 
 # --------------------------------------------------------------------------- profiles

@@ -31,6 +31,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .onnx_graph import Node, read_graph
 from .operators import node_name_variants
 
 __all__ = [
@@ -108,16 +109,6 @@ _TRACE_TYPE = re.compile(r"^\s*([A-Za-z0-9_]+)\[")
 _FLOATS = ("double", "float", "float16", "bfloat16")
 
 
-def _load(model: Any) -> Any:
-    import onnx
-
-    if isinstance(model, onnx.ModelProto):
-        return model
-    if isinstance(model, bytes):
-        return onnx.load_model_from_string(model)
-    return onnx.load(os.fspath(model), load_external_data=False)
-
-
 def stored_weight_types(model: Any) -> dict[str, str]:
     """``{node: "int8"}`` for each compute node whose constant weight is stored narrower
     than it is used: an integer (or float16/float8) initializer that reaches the node
@@ -125,33 +116,33 @@ def stored_weight_types(model: Any) -> dict[str, str]:
     reads ``int<bits>``. Nodes keyed as :func:`pytest_inferperf.roofline.op_costs` keys
     them (unnamed: ``<op_type>_<index>``). ``model``: a path, bytes or ModelProto.
     """
-    proto = _load(model)
-    graph = proto.graph
+    if hasattr(model, "SerializeToString"):  # an onnx.ModelProto
+        model = model.SerializeToString()
+    graph = read_graph(model if isinstance(model, bytes) else os.fspath(model))
     # weights: initializers of 2+ dims (scales and zero points are not weights)
-    weights = {t.name: t.data_type for t in graph.initializer if len(t.dims) >= 2}
-    producer = {out: node for node in graph.node for out in node.output}
+    weights = {t.name: t.data_type for t in graph.initializers if len(t.dims) >= 2}
+    producer = {out: node for node in graph.nodes for out in node.outputs}
     found: dict[str, str] = {}
     seen_names: set[str] = set()
-    for index, node in enumerate(graph.node):
+    for index, node in enumerate(graph.nodes):
         name = node.name or f"{node.op_type}_{index}"
         if name in seen_names:
             name = f"{name}#{index}"
         seen_names.add(name)
         if node.op_type == "MatMulNBits":
-            bits = next((a.i for a in node.attribute if a.name == "bits"), 4)
-            found[name] = f"int{bits}"
+            found[name] = f"int{node.int_attribute('bits', 4)}"
             continue
         slot = WEIGHT_INPUT.get(node.op_type)
-        if slot is None or len(node.input) <= slot:
+        if slot is None or len(node.inputs) <= slot:
             continue
-        stored = _stored_type(node.input[slot], weights, producer)
+        stored = _stored_type(node.inputs[slot], weights, producer)
         if stored is not None:
             found[name] = stored
     return found
 
 
 def _stored_type(
-    tensor: str, weights: Mapping[str, int], producer: Mapping[str, Any]
+    tensor: str, weights: Mapping[str, int], producer: Mapping[str, Node]
 ) -> str | None:
     pending, seen = [tensor], set()
     while pending:
@@ -167,7 +158,7 @@ def _stored_type(
         node = producer.get(name)
         if node is None or node.op_type not in _CONVERSIONS:
             continue
-        inputs = node.input[:1] if node.op_type == "DequantizeLinear" else node.input
+        inputs = node.inputs[:1] if node.op_type == "DequantizeLinear" else node.inputs
         pending.extend(i for i in inputs if i)
     return None
 
