@@ -27,6 +27,7 @@ from pytest_inferperf.pmu.base import CounterSample
 from pytest_inferperf.pmu.callgrind import CallgrindDump, CallgrindFormatError
 from pytest_inferperf.pmu.cpu import SystemPaths
 from pytest_inferperf.pmu.events import DEFAULT_EVENTS
+from pytest_inferperf.pmu.valgrind_requests import client_requests
 from pytest_inferperf.profile import Profile
 from pytest_inferperf.runner import RunSettings
 
@@ -662,6 +663,8 @@ def test_simulated_profile_through_pytest(runs):
     assert profile.unavailable["cycles"] == NO_CYCLES
     sim = profile.settings["simulation"]
     assert sim["instrumentation"].startswith("off during the warm-up")
+    if client_requests() is not None:  # x86-64: no vgdb process per switch
+        assert "switched on by a valgrind client request" in sim["instrumentation"]
     assert "--toggle-collect=closure_fcn" in sim["options"]
     assert sim["warnings"] == [], sim["warnings"]
     assert sim["slowdown_vs_native"] > 1

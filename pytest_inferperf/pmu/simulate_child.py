@@ -44,6 +44,7 @@ from ..runner import (
 )
 from .simulate_protocol import (
     CHILD_BACKEND,
+    CLIENT_REQUEST,
     ENV_OPTIONS,
     ENV_VARIANT,
     ChildOptions,
@@ -54,6 +55,7 @@ from .simulate_protocol import (
     RegionRequest,
     SimulateError,
 )
+from .valgrind_requests import START_INSTRUMENTATION, STOP_INSTRUMENTATION, client_requests
 
 #: Warm-up calls in the child: ``settings.warmup``, and at least CHILD_MIN_WARMUP, a
 #: fixed number so that every run reaches the region in the same state. CPython's
@@ -227,7 +229,8 @@ def _thread_names() -> list[str]:
 
 
 def _instrumentation(options: ChildOptions, state: str) -> Instrumentation:
-    """Switch callgrind's instrumentation ``on``/``off`` through vgdb; busy until it answered.
+    """Switch callgrind's instrumentation ``on``/``off``: by a client request where this
+    machine has one (:mod:`.valgrind_requests`), else through vgdb, busy until it answered.
 
     Off outside the region matters as much as on: everything after the region
     (pytest's reporting, interpreter shutdown) would otherwise run at the
@@ -235,6 +238,11 @@ def _instrumentation(options: ChildOptions, state: str) -> Instrumentation:
     """
     if options.trigger != "vgdb":
         return Instrumentation("on from the start")
+    requests = client_requests()
+    if requests is not None and requests.running_on_valgrind():
+        begin = time.monotonic()
+        requests.send(START_INSTRUMENTATION if state == "on" else STOP_INSTRUMENTATION)
+        return Instrumentation(CLIENT_REQUEST, True, None, round(time.monotonic() - begin, 3))
     command = [options.vgdb or "vgdb", f"--pid={os.getpid()}", "--max-invoke-ms=0"]
     if options.vgdb_prefix:
         command.insert(1, f"--vgdb-prefix={options.vgdb_prefix}")

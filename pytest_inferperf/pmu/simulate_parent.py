@@ -44,6 +44,7 @@ from .simulate_events import event_statuses, logical_counts
 from .simulate_protocol import (
     BACKEND,
     CHILD_ENV,
+    CLIENT_REQUEST,
     DEFAULT_CALLS,
     DEFAULT_REPEATS,
     HASH_SEED,
@@ -72,6 +73,8 @@ if TYPE_CHECKING:
 DEFAULT_TIMEOUT = 600.0  # seconds for the whole child run
 #: Relative spread of the repeats' instructions per call above which the Profile warns.
 REPEAT_SPREAD_WARN = 0.01
+#: How the summary names the switch that turned instrumentation on after the warm-up.
+SWITCHED_BY = {CLIENT_REQUEST: "a valgrind client request", "vgdb": "vgdb"}
 
 
 @dataclass(frozen=True)
@@ -411,7 +414,7 @@ def build_profile(
             "e.g. periodic bookkeeping); compare the smallest or the median repeat, "
             "or raise calls per repeat"
         )
-    vgdb = record.instrumentation is not None and record.instrumentation.mode == "vgdb"
+    switched = record.instrumentation.mode if record.instrumentation else None
     simulation: dict[str, Any] = {
         "tool": "callgrind",
         "mode": run.mode,
@@ -425,8 +428,8 @@ def build_profile(
             f"--toggle-collect={REGION_FUNCTION} --dump-after={REGION_FUNCTION}"
         ),
         "instrumentation": (
-            "off during the warm-up, switched on by vgdb after it"
-            if vgdb
+            f"off during the warm-up, switched on by {SWITCHED_BY[switched]} after it"
+            if switched in SWITCHED_BY
             else "on from the start (--instr-atstart=yes)"
         ),
         "counted_threads": "the thread that runs the callback only",

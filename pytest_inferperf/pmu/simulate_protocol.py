@@ -173,9 +173,14 @@ class PlanStep:
         return cls(str(data["kind"]), int(data["calls"]), int(data["wall_ns"]))
 
 
+#: Instrumentation.mode of a switch by valgrind client request (no vgdb process).
+CLIENT_REQUEST = "client request"
+
+
 @dataclass(frozen=True)
 class Instrumentation:
-    """How callgrind's instrumentation was switched: ``mode`` "vgdb" or "on from the start"."""
+    """How callgrind's instrumentation was switched: ``mode`` CLIENT_REQUEST, "vgdb" or
+    "on from the start"."""
 
     mode: str
     ok: bool = True
