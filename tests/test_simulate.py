@@ -263,6 +263,34 @@ def test_child_measures_the_requested_variant(monkeypatch, tmp_path):
     assert record["outputs_ok"] and record["instrumentation"]["ok"]
 
 
+@pytest.mark.parametrize(
+    ("instructions", "extra"),
+    [
+        (35_000_000, 0),  # 11.7M a call (3 per callback): large, 3 warm-up calls do
+        (25_000_000, 4),  # 8.3M a call: small, warmed up to 10 calls in all
+        (None, 4),  # no dump to read: warmed up in full
+    ],
+)
+def test_only_a_small_call_gets_the_full_warm_up(monkeypatch, tmp_path, instructions, extra):
+    result = _as_child(
+        monkeypatch, tmp_path, "v", repeats=2, calls=3, trigger="vgdb", dumps="unused"
+    )
+    switched = simulate_child.Instrumentation("client request")
+    monkeypatch.setattr(simulate_child, "_instrumentation", lambda options, state: switched)
+    monkeypatch.setattr(simulate_child, "_last_callback_instructions", lambda d: instructions)
+    calls = []
+    simulate.child_measure(lambda: calls.append(1) or 1.0, name="v", settings=RunSettings())
+    record = json.loads(result.read_text())
+    kinds = [(step["kind"], step["calls"]) for step in record["plan"]]
+    assert record["warmup"]["calls"] == simulate_child.CHILD_UNINSTRUMENTED_WARMUP == 3
+    assert kinds == [("warmup", 3)] + [("warmup", 1)] * extra + [("repeat", 3)] * 2 + [
+        ("overhead", 0)
+    ]
+    assert len(calls) == 3 + 3 + extra + 2 * 3
+    # every call before the first repeat: 10 for a small call, 6 for a large one
+    assert 3 + 3 + extra == (6 if instructions == 35_000_000 else simulate.CHILD_MIN_WARMUP)
+
+
 def test_child_measure_outside_a_child_is_an_error(monkeypatch):
     monkeypatch.delenv(simulate.ENV_CHILD, raising=False)
     assert not simulate.in_child()

@@ -92,8 +92,10 @@ class SimulateError(InferperfError, RuntimeError):
 class ChildOptions:
     """How the child measures: repeats, calls per repeat, and the instrumentation switch.
 
-    ``trigger`` "vgdb": the child switches instrumentation on after its warm-up (with
-    ``vgdb``, ``vgdb_prefix``); "start": it is on from the start.
+    ``trigger`` "vgdb": the child switches instrumentation on after its warm-up (by a
+    client request, else with ``vgdb``, ``vgdb_prefix``); "start": it is on from the
+    start. ``dumps``: callgrind's ``--callgrind-out-file`` without its ``.%p``, where
+    the child reads the instructions of its own first counted callback.
     """
 
     repeats: int = DEFAULT_REPEATS
@@ -101,6 +103,7 @@ class ChildOptions:
     trigger: str = "start"
     vgdb: str | None = None
     vgdb_prefix: str | None = None
+    dumps: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -109,6 +112,7 @@ class ChildOptions:
             "trigger": self.trigger,
             "vgdb": self.vgdb,
             "vgdb_prefix": self.vgdb_prefix,
+            "dumps": self.dumps,
         }
 
     def to_json(self) -> str:
@@ -123,6 +127,7 @@ class ChildOptions:
             trigger=str(data.get("trigger", "start")),
             vgdb=data.get("vgdb"),
             vgdb_prefix=data.get("vgdb_prefix"),
+            dumps=data.get("dumps"),
         )
 
 

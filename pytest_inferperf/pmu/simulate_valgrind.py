@@ -300,6 +300,9 @@ def child_command(
         command += ["-n", "0"]  # the child is one process: valgrind follows no workers
     command += [*extra_args, *nodeids]
     request = ChildOptions(
-        trigger="start" if from_start else "vgdb", vgdb=vgdb, vgdb_prefix=str(prefix)
+        trigger="start" if from_start else "vgdb",
+        vgdb=vgdb,
+        vgdb_prefix=str(prefix),
+        dumps=str(workdir / OUT_STEM),
     )
     return ChildCommand(command, options, notes, request)
