@@ -12,7 +12,8 @@ ml_dtypes) and over 4 s under valgrind, in every process that makes inputs: each
 xdist worker, each simulation child. ``onnx.load`` also parses every weight of a
 multi-GB model into memory; this walks over them in a memory map.
 
-Must not: import onnx, numpy or another module of the package; build or change a model.
+Must not: import onnx, numpy or a module of the package other than ``errors``; build or
+change a model.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import mmap
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from .errors import InferperfError
 
 #: ``TensorProto.DataType`` names, for messages (onnx.proto, enum DataType).
 ELEMENT_TYPE_NAMES = {
@@ -59,7 +62,7 @@ _VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
 _BREAKS = "its protobuf encoding breaks at byte"
 
 
-class GraphFormatError(ValueError):
+class GraphFormatError(InferperfError, ValueError):
     """The bytes are not a protobuf message onnx.proto's ModelProto could be read from."""
 
 

@@ -266,8 +266,8 @@ def test_child_measures_the_requested_variant(monkeypatch, tmp_path):
 @pytest.mark.parametrize(
     ("instructions", "extra"),
     [
-        (35_000_000, 0),  # 11.7M a call (3 per callback): large, 3 warm-up calls do
-        (25_000_000, 4),  # 8.3M a call: small, warmed up to 10 calls in all
+        (165_000_000, 0),  # 55M a call (3 per callback): large, 3 warm-up calls do
+        (135_000_000, 4),  # 45M a call: small, warmed up to 10 calls in all
         (None, 4),  # no dump to read: warmed up in full
     ],
 )
@@ -288,7 +288,7 @@ def test_only_a_small_call_gets_the_full_warm_up(monkeypatch, tmp_path, instruct
     ]
     assert len(calls) == 3 + 3 + extra + 2 * 3
     # every call before the first repeat: 10 for a small call, 6 for a large one
-    assert 3 + 3 + extra == (6 if instructions == 35_000_000 else simulate.CHILD_MIN_WARMUP)
+    assert 3 + 3 + extra == (6 if instructions == 165_000_000 else simulate.CHILD_MIN_WARMUP)
 
 
 def test_child_measure_outside_a_child_is_an_error(monkeypatch):

@@ -42,6 +42,43 @@ def test_different_results_warn_with_both_digests():
     Profile.from_dict(warned.to_dict())  # still a valid profile
 
 
+def test_results_that_differ_with_hidden_features_say_other_kernels_ran():
+    profile = _profile()
+    hidden = ["AVX512F", "AVX512VNNI", "GFNI"]
+    warned = with_honesty_warning(profile, "aaaa", "bbbb", hidden)
+    sim = warned.settings["simulation"]
+    assert sim["emulated_cpu_lacks"] == hidden
+    (warning,) = sim["warnings"]
+    assert "(digest bbbb vs aaaa)" in warning
+    assert (
+        "chose others for valgrind's emulated CPU, which lacks AVX512F, AVX512VNNI and 1 more"
+        in (warning)
+    )
+    assert "pid-, time-" not in warning
+    Profile.from_dict(warned.to_dict())
+    # the same results: no warning, the fact is kept for the summary
+    same = with_honesty_warning(profile, "aaaa", "aaaa", hidden).settings["simulation"]
+    assert same == {"emulated_cpu_lacks": hidden}
+
+
+def test_the_summary_names_hidden_features_once():
+    from pytest_inferperf.report.terminal import simulated_lines
+
+    def record(sim):
+        return {"key": "t.py::t", "profile": {"settings": {"simulation": sim}}}
+
+    facts = {"child_wall_s": 1.0, "emulated_cpu_lacks": ["AVX512F", "AVX512VNNI"]}
+    lines = simulated_lines([record(facts)])
+    assert (
+        "    emulated CPU: valgrind's lacks AVX512F, AVX512VNNI of this CPU; the counts are "
+        "of the kernels chosen for it"
+    ) in lines
+    warned = {**facts, "result_digests": {"native": "a", "child": "b"}, "warnings": ["w"]}
+    lines = simulated_lines([record(warned)])
+    assert not any("emulated CPU" in line for line in lines)
+    assert "    warning: w" in lines
+
+
 def test_calibration_is_capped_for_tiny_workloads():
     assert calls_per_repeat(50, 0.01) == MAX_CALLS_PER_REPEAT  # 50 ns calls: not 200,000
     assert calls_per_repeat(1_000_000, 0.01) == 10

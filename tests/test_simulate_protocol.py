@@ -21,7 +21,7 @@ counts = st.integers(min_value=0, max_value=10**12)
 steps = st.builds(PlanStep, st.sampled_from(["warmup", "repeat", "overhead"]), counts, counts)
 switches = st.builds(
     Instrumentation,
-    st.sampled_from(["vgdb", "on from the start"]),
+    st.sampled_from(["client request", "vgdb", "on from the start"]),
     st.booleans(),
     st.none() | names,
     st.none() | st.floats(min_value=0, max_value=1e3, allow_nan=False),
@@ -43,6 +43,7 @@ records = st.builds(
     threads=st.lists(names, max_size=4),
     other_threads_cpu_ns=st.none() | st.dictionaries(st.integers(1, 99999).map(str), counts),
     region_wall_ns=st.none() | counts,
+    cpu_features=st.none() | st.lists(names, max_size=5),
     error=st.none() | names,
 )
 
@@ -66,7 +67,7 @@ def test_a_reply_carries_the_record_or_why_it_was_missed(record, missed):
 def test_requests_and_options_read_back(nodeid, variant, repeats, calls):
     request = RegionRequest(nodeid, variant, repeats, calls)
     assert RegionRequest.from_json(request.to_json()) == request
-    options = ChildOptions(repeats, calls, "vgdb", "/usr/bin/vgdb", None)
+    options = ChildOptions(repeats, calls, "vgdb", "/usr/bin/vgdb", None, f"/tmp/{variant}")
     assert ChildOptions.from_json(options.to_json()) == options
 
 

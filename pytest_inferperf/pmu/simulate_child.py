@@ -43,6 +43,7 @@ from ..runner import (
     workload_name,
 )
 from .callgrind import CallgrindFormatError, dump_files, read_dump
+from .cpu_features import seen_features
 from .simulate_protocol import (
     CHILD_BACKEND,
     CLIENT_REQUEST,
@@ -59,25 +60,26 @@ from .simulate_protocol import (
 from .valgrind_requests import START_INSTRUMENTATION, STOP_INSTRUMENTATION, client_requests
 
 #: Warm-up calls in the child: ``settings.warmup``, and CHILD_MIN_WARMUP calls before
-#: the counted repeats of a small call, a fixed number so that every run reaches the
-#: region in the same state. CPython 3.11's specialising interpreter quickens a code
-#: object after 8 calls and specialises its instructions after that: un-quickened,
-#: ONNX Runtime's ``session.run`` path costs about 2,700 instructions more per call
-#: (49.3k against 46.6k for a one-node model after 3 and after 10 warm-up calls,
-#: measured under callgrind), which must not land in the repeats of a small call. A
-#: large call does not need them: CHILD_UNINSTRUMENTED_WARMUP calls run
+#: the counted repeats of all but a large call, a fixed number so that every run reaches
+#: the region in the same state. CPython 3.11's specialising interpreter quickens a
+#: code object after 8 calls (or loop iterations) and then specialises its instructions
+#: over the next calls: ONNX Runtime's ``session.run`` path costs about 2,700
+#: instructions more per call un-quickened (49.3k against 46.6k for a one-node model
+#: after 3 and after 10 warm-up calls, measured under callgrind), and while it settles
+#: the repeats of the example's 20-million-instruction MiniLM moved by 5,000-10,000
+#: instructions (a spread of 0.03-0.05% after 3 warm-up calls, 0.004-0.013% after 10).
+#: A large call does not need the full warm-up: CHILD_UNINSTRUMENTED_WARMUP calls run
 #: uninstrumented, then the first counted callback (discarded) says how many
-#: instructions a call has, and only a call under CHILD_LARGE_CALL_INSTRUCTIONS gets
-#: more warm-up callbacks (instrumented, discarded) up to CHILD_MIN_WARMUP calls in
-#: all. 2,700 instructions are 0.027% of 10 million, within the run-to-run spread of
-#: the counts (0.02-0.05% on the examples); a call of 20 million instructions that
-#: takes 0.26 s under valgrind saves seven of them. The decision rests on counted
+#: instructions a call has, and a call under CHILD_LARGE_CALL_INSTRUCTIONS gets more
+#: warm-up callbacks (instrumented, discarded) up to CHILD_MIN_WARMUP calls in all.
+#: 10,000 instructions are 0.02% of 50 million, the counts' own spread; a call that
+#: large takes over a second under valgrind. The decision rests on counted
 #: instructions, not time, so a busy machine cannot change it. Only a workload so
 #: expensive that the uninstrumented warm-up passes CHILD_WARMUP_MAX_S stops earlier
 #: (after one call at least).
 CHILD_MIN_WARMUP = 10
 CHILD_UNINSTRUMENTED_WARMUP = 3
-CHILD_LARGE_CALL_INSTRUCTIONS = 10_000_000
+CHILD_LARGE_CALL_INSTRUCTIONS = 50_000_000
 CHILD_WARMUP_MAX_S = 10.0
 TRIGGER_TIMEOUT = 120.0  # seconds the child waits for vgdb to switch instrumentation on
 
@@ -394,6 +396,8 @@ def child_measure(
                     record.instrumentation_off = _instrumentation(options, "off")
                 record.outputs_ok = outputs_finite(last)
                 record.result_digest = result_digest(last)
+            features = seen_features()
+            record.cpu_features = sorted(features) if features is not None else None
     except BaseException as exc:
         record.error = f"{type(exc).__name__}: {exc}"
         request.send(record)

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +38,7 @@ from ..runner import Runner, RunSettings, stamped_profile
 from . import simulate_noise
 from .base import Count, CounterSample
 from .callgrind import read_dumps
+from .cpu_features import features_text, hidden_features, seen_features
 from .events import DEFAULT_EVENTS, check_names
 from .simulate_child import session_of, session_runs
 from .simulate_events import event_statuses, logical_counts
@@ -286,7 +287,12 @@ def profile_via_child(
             second = run_child(nodeid, variant, options, again, instrument_from_start=False)
             other = build_profile(label, nodeid, options, second, native_profile, session, None)
             result = with_run_to_run(result, other, second.wall_s)
-        result = with_honesty_warning(result, native_digest, run.record.result_digest)
+        child_features = run.record.cpu_features
+        hidden = hidden_features(
+            seen_features(import_numpy=True) if child_features is not None else None,
+            child_features,
+        )
+        result = with_honesty_warning(result, native_digest, run.record.result_digest, hidden)
         result = with_session_runs_warning(result, native_runs, run.record.session_runs)
         return with_resolution(result)
     finally:
@@ -331,15 +337,36 @@ def _with_warning(profile: Profile, warning: str, **facts: Any) -> Profile:
     return profile.with_(settings={**profile.settings, "simulation": simulation})
 
 
-def with_honesty_warning(profile: Profile, native: str | None, child: str | None) -> Profile:
-    """``profile`` with a warning when the child returned other results than the native run."""
+def with_honesty_warning(
+    profile: Profile, native: str | None, child: str | None, hidden: Sequence[str] = ()
+) -> Profile:
+    """``profile`` with a warning when the child returned other results than the native run,
+    and ``emulated_cpu_lacks`` when valgrind's CPU hid features this one has (``hidden``):
+    then other kernels ran in the child, which explains different results."""
+    if hidden:
+        simulation = {
+            **(profile.settings.get("simulation") or {}),
+            "emulated_cpu_lacks": list(hidden),
+        }
+        profile = profile.with_(settings={**profile.settings, "simulation": simulation})
     if native is None or child is None or native == child:
         return profile
+    if hidden:
+        why = (
+            "libraries that choose kernels by CPU feature (ONNX Runtime, numpy, BLAS) chose "
+            f"others for valgrind's emulated CPU, which lacks {features_text(hidden, 2)} of "
+            "this one: the simulated counts are of those kernels, not of the ones this "
+            "machine runs natively"
+        )
+    else:
+        why = (
+            "it did different work there (pid-, time- or environment-dependent code?), so "
+            "the simulated counts may not describe this run"
+        )
     return _with_warning(
         profile,
         "the workload returned different results in the simulation child than in the native "
-        f"run (digest {child} vs {native}): it did different work there (pid-, time- or "
-        "environment-dependent code?), so the simulated counts may not describe this run",
+        f"run (digest {child} vs {native}): {why}",
         result_digests={"native": native, "child": child},
     )
 

@@ -235,6 +235,8 @@ class ChildRecord:
     threads: list[str] = field(default_factory=list)
     other_threads_cpu_ns: dict[str, int] | None = None
     region_wall_ns: int | None = None
+    #: CPU features numpy saw in the child (valgrind's emulated CPU); None: unknown
+    cpu_features: list[str] | None = None
     error: str | None = None
 
     @property
@@ -257,6 +259,7 @@ class ChildRecord:
             "threads": list(self.threads),
             "other_threads_cpu_ns": self.other_threads_cpu_ns,
             "region_wall_ns": self.region_wall_ns,
+            "cpu_features": self.cpu_features,
         }
         if self.instrumentation is not None:
             out["instrumentation"] = self.instrumentation.to_dict()
@@ -290,6 +293,11 @@ class ChildRecord:
             threads=[str(t) for t in data.get("threads") or ()],
             other_threads_cpu_ns=data.get("other_threads_cpu_ns"),
             region_wall_ns=data.get("region_wall_ns"),
+            cpu_features=(
+                [str(f) for f in data["cpu_features"]]
+                if isinstance(data.get("cpu_features"), list)
+                else None
+            ),
             error=data.get("error"),
         )
 

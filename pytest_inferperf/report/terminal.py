@@ -20,6 +20,7 @@ from tabulate import tabulate
 
 from ..numbers import number
 from ..partial import partial_label
+from ..pmu.cpu_features import features_text
 from .headline import headline as headline_of
 from .headline import names
 
@@ -229,6 +230,12 @@ def simulated_lines(records: Sequence[dict]) -> list[str]:
             )
         if how:
             lines.append(f"    {'; '.join(how)}")
+        lacks = sim.get("emulated_cpu_lacks") or ()
+        if lacks and not sim.get("result_digests"):  # else its warning says why
+            lines.append(
+                f"    emulated CPU: valgrind's lacks {features_text(lacks)} of this CPU; the "
+                "counts are of the kernels chosen for it"
+            )
         lines.extend(f"    warning: {w}" for w in sim.get("warnings") or ())
     if lines:
         cheap = any(
