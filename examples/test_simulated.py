@@ -1,7 +1,7 @@
 """Example perf tests for runners without a PMU: counts from the simulate backend.
 
 Run them with ``pytest --inferperf --inferperf-backend simulate examples/test_simulated.py``
-(about 35 s on a 2-vCPU VM). Each measured region runs again under valgrind's callgrind,
+(20-30 s on a 2-vCPU VM). Each measured region runs again under valgrind's callgrind,
 which counts instructions, cache and branch events deterministically: the same code
 gives the same counts within 0.1%, so a regression of a few percent stands out where
 timing on a shared runner moves 10-30%.
