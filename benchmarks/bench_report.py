@@ -1189,7 +1189,13 @@ def _simulate_speed_md(speed: Mapping[str, Any]) -> list[str]:
             ("test", "s in the child", "includes the start-up", "s in the repeats", "mode"),
             rows,
         )
-        lines += ["", "Valgrind options through `VALGRIND_OPTS` (alternating runs):", ""]
+        lines += [
+            "",
+            "Variants, alternating runs: valgrind options through `VALGRIND_OPTS`, and the "
+            "code at another commit (`--against REV`: a worktree of it on `PYTHONPATH`, its "
+            "own examples with this checkout's models):",
+            "",
+        ]
         rows = []
         for name, v in ex["variants"].items():
             diffs = v.get("instructions_vs_shipped") or {}

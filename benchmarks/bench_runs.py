@@ -404,14 +404,15 @@ class SimulateRunner:
 
 
 # -- the example suite ------------------------------------------------------------
-def prepare_suite(scratch: Path) -> Path:
-    """A copy of examples/ (models included, no baselines) under ``scratch``."""
-    src = REPO / "examples"
+def prepare_suite(scratch: Path, tree: Path = REPO) -> Path:
+    """A copy of ``tree``'s examples/ (this checkout's models, no baselines) under
+    ``scratch``."""
+    src = tree / "examples"
     dst = scratch / "examples"
     (dst / "models").mkdir(parents=True, exist_ok=True)
     for path in src.glob("*.py"):
         shutil.copy2(path, dst / path.name)
-    for path in (src / "models").glob("*.onnx"):
+    for path in (REPO / "examples" / "models").glob("*.onnx"):
         shutil.copy2(path, dst / "models" / path.name)
     (scratch / "pytest.ini").write_text("[pytest]\n")
     if len(list((dst / "models").glob("*.onnx"))) < 4:

@@ -9,7 +9,11 @@ default (a measured win goes into the plugin by hand) or render.
 
 Usage::
 
-    python benchmarks/simulate_speed.py [--rounds N] [--out DIR]
+    python benchmarks/simulate_speed.py [--rounds N] [--out DIR] [--against REV]
+
+``--against REV`` adds a variant: the example at commit REV (a git worktree of it on
+``PYTHONPATH``, its own examples/ with this checkout's models), timed alternately with
+this checkout's, instruction counts compared.
 
 Writes ``simulate-speed.json`` under ``--out`` and, where ``results.json`` lies
 there, adds it to the ``limits`` section and re-renders ``results.md``.
@@ -31,7 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from bench_runs import clean_env, prepare_suite
+from bench_runs import REPO, clean_env, prepare_suite
 from physical_limits import _simulate_run, log
 
 #: VALGRIND_OPTS variants. Neither changes what the guest executes, so instruction
@@ -94,20 +98,70 @@ def start_up(rounds: int, instrumented: bool = False) -> dict[str, Any]:
     }
 
 
-def example(scratch: Path, rounds: int, only: list[str] | None = None) -> dict[str, Any]:
-    """The shipped simulate example under each ``VALGRIND_OPTS`` variant, alternating."""
+def _worktree(rev: str, where: Path) -> Path:
+    """A detached git worktree of ``rev`` at ``where`` (removed by :func:`_drop_worktree`)."""
+    subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "add", "--detach", str(where), rev],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return where
+
+
+def _drop_worktree(where: Path) -> None:
+    subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "remove", "--force", str(where)],
+        check=False,
+        capture_output=True,
+    )
+
+
+def example(
+    scratch: Path, rounds: int, only: list[str] | None = None, against: str | None = None
+) -> dict[str, Any]:
+    """The shipped simulate example under each ``VALGRIND_OPTS`` variant (and the code at
+    commit ``against``), alternating."""
     prepare_suite(scratch)
-    order = ["as shipped", *(k for k in VARIANTS if k != "as shipped" and (not only or k in only))]
+    variants = {k: v for k, v in VARIANTS.items() if k == "as shipped" or not only or k in only}
+    places = {k: (scratch, {"VALGRIND_OPTS": v}) for k, v in variants.items()}
+    tree = None
+    if against:
+        tree = _worktree(against, scratch.parent / f"{scratch.name}-tree")
+        other = scratch.parent / f"{scratch.name}-at"
+        prepare_suite(other, tree)
+        places[f"at {against}"] = (other, {"PYTHONPATH": str(tree)})
+        variants[f"at {against}"] = ""
+    order = list(places)
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in order}
+    try:
+        _alternate(order, places, rounds, runs)
+    finally:
+        if tree is not None:
+            _drop_worktree(tree)
+            shutil.rmtree(scratch.parent / f"{scratch.name}-at", ignore_errors=True)
+    return _example_result(rounds, runs, variants)
+
+
+def _alternate(
+    order: list[str],
+    places: dict[str, tuple[Path, dict[str, str]]],
+    rounds: int,
+    runs: dict[str, list[dict[str, Any]]],
+) -> None:
     for r in range(rounds):
         for name in order if r % 2 == 0 else order[::-1]:
             load = os.getloadavg()[0]
-            run = _simulate_run(
-                scratch, f"v{order.index(name)}-{r}", {"VALGRIND_OPTS": VARIANTS[name]}
-            )
+            where, env = places[name]
+            run = _simulate_run(where, f"v{order.index(name)}-{r}", env)
             run["load_avg"] = [load, os.getloadavg()[0]]
             runs[name].append(run)
             log(f"simulate example, {name}: {run['wall_s']:.1f} s, load {load:.2f}")
+
+
+def _example_result(
+    rounds: int, runs: dict[str, list[dict[str, Any]]], variants: dict[str, str]
+) -> dict[str, Any]:
     shipped = runs["as shipped"][0]["tests"]
     out: dict[str, Any] = {"rounds": rounds, "variants": {}}
     for name, rs in runs.items():
@@ -120,7 +174,7 @@ def example(scratch: Path, rounds: int, only: list[str] | None = None) -> dict[s
             and tests[t].get("instructions_per_call")
         }
         out["variants"][name] = {
-            "valgrind_opts": VARIANTS[name],
+            "valgrind_opts": variants[name],
             "wall_s": statistics.median(r["wall_s"] for r in rs),
             "wall_over_shipped": None,
             "instructions_vs_shipped": diffs,
@@ -149,6 +203,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--skip-start-up", action="store_true")
     p.add_argument(
+        "--against",
+        default=None,
+        metavar="REV",
+        help="also time the example at this git commit, alternating with this checkout",
+    )
+    p.add_argument(
         "--start-up-instrumented",
         action="store_true",
         help="also time the start-up instrumented from the start (minutes)",
@@ -167,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         scratch = Path(tempfile.mkdtemp(prefix="inferperf-simspeed-"))
         try:
             only = [v for v in args.only.split(",") if v]
-            data["example"] = example(scratch, args.rounds, only)
+            data["example"] = example(scratch, args.rounds, only, args.against)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     data["load_avg_end"] = list(os.getloadavg())
