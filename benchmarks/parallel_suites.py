@@ -306,7 +306,7 @@ def startup(scratch: Path, examples: Path) -> dict[str, Any]:
         "import pytest_inferperf.plugin": [*py, "-c", "import pytest_inferperf.plugin"],
         "import numpy, onnxruntime": [*py, "-c", "import numpy, onnxruntime"],
         "import numpy, onnx": [*py, "-c", "import numpy, onnx"],
-        "import pytest_inferperf.onnx (numpy, onnx, onnxruntime)": [
+        "import pytest_inferperf.onnx (numpy, onnxruntime)": [
             *py,
             "-c",
             "import pytest_inferperf.onnx",

@@ -51,7 +51,7 @@ VARIANTS = {
     "--smc-check=stack": "--smc-check=stack",
     "both": "--vex-iropt-register-updates=sp-at-mem-access --smc-check=stack",
 }
-IMPORTS = "import numpy, onnx, onnxruntime"
+IMPORTS = "import numpy, onnxruntime"  # what the child imports before the tests
 
 
 def _wall(cmd: list[str], env: dict[str, str]) -> float:
