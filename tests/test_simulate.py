@@ -264,31 +264,78 @@ def test_child_measures_the_requested_variant(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("instructions", "extra"),
+    ("instructions", "switch", "plan", "uninstrumented"),
     [
-        (165_000_000, 0),  # 55M a call (3 per callback): large, 3 warm-up calls do
-        (135_000_000, 4),  # 45M a call: small, warmed up to 10 calls in all
-        (None, 4),  # no dump to read: warmed up in full
+        # 55M a call (3 a callback): large, 3 warm-up calls do
+        (165_000_000, "ok", [("warmup", 3)], 3),
+        # 45M a call: small, topped up uninstrumented to 10 calls (3 + 3 + 4), then one
+        # more discarded callback for the simulated caches
+        (135_000_000, "ok", [("warmup", 3), ("warmup", 3)], 7),
+        (None, "ok", [("warmup", 3), ("warmup", 3)], 7),  # no dump to read: small
+        # instrumentation would not switch off: the rest instrumented, discarded
+        (135_000_000, "no off", [("warmup", 3)] + [("warmup", 1)] * 4, 3),
     ],
 )
-def test_only_a_small_call_gets_the_full_warm_up(monkeypatch, tmp_path, instructions, extra):
+def test_only_a_small_slow_call_gets_the_rest_of_the_warm_up(
+    monkeypatch, tmp_path, instructions, switch, plan, uninstrumented
+):
     result = _as_child(
         monkeypatch, tmp_path, "v", repeats=2, calls=3, trigger="vgdb", dumps="unused"
     )
-    switched = simulate_child.Instrumentation("client request")
-    monkeypatch.setattr(simulate_child, "_instrumentation", lambda options, state: switched)
+    states = []
+
+    def instrumentation(options, state):
+        states.append(state)
+        ok = not (switch == "no off" and state == "off" and len(states) == 2)
+        return simulate_child.Instrumentation("client request", ok)
+
+    monkeypatch.setattr(simulate_child, "_instrumentation", instrumentation)
     monkeypatch.setattr(simulate_child, "_last_callback_instructions", lambda d: instructions)
+    monkeypatch.setattr(simulate_child, "CHILD_WARMUP_CHECK_S", 0.0)  # every call is "slow"
     calls = []
     simulate.child_measure(lambda: calls.append(1) or 1.0, name="v", settings=RunSettings())
     record = json.loads(result.read_text())
     kinds = [(step["kind"], step["calls"]) for step in record["plan"]]
-    assert record["warmup"]["calls"] == simulate_child.CHILD_UNINSTRUMENTED_WARMUP == 3
-    assert kinds == [("warmup", 3)] + [("warmup", 1)] * extra + [("repeat", 3)] * 2 + [
-        ("overhead", 0)
-    ]
-    assert len(calls) == 3 + 3 + extra + 2 * 3
-    # every call before the first repeat: 10 for a small call, 6 for a large one
-    assert 3 + 3 + extra == (6 if instructions == 165_000_000 else simulate.CHILD_MIN_WARMUP)
+    assert kinds == plan + [("repeat", 3)] * 2 + [("overhead", 0)]
+    assert record["warmup"]["calls"] == uninstrumented
+    assert len(calls) == uninstrumented + sum(n for _, n in plan) + 2 * 3
+    if instructions is not None and instructions >= 150_000_000:
+        assert states == ["on", "off"]  # switched on once, off after the region
+    elif switch == "ok":
+        assert states == ["on", "off", "on", "off"]
+        assert uninstrumented + 3 == simulate.CHILD_MIN_WARMUP  # all but the last discard
+
+
+def test_a_fast_call_warms_up_ten_times_uninstrumented(monkeypatch, tmp_path):
+    result = _as_child(
+        monkeypatch, tmp_path, "v", repeats=2, calls=1, trigger="vgdb", dumps="unused"
+    )
+    switched = simulate_child.Instrumentation("client request")
+    monkeypatch.setattr(simulate_child, "_instrumentation", lambda options, state: switched)
+    monkeypatch.setattr(simulate_child, "_last_callback_instructions", lambda d: 1000)
+    simulate.child_measure(lambda: 1.0, name="v", settings=RunSettings())
+    record = json.loads(result.read_text())
+    assert record["warmup"]["calls"] == simulate.CHILD_MIN_WARMUP
+    assert [s["kind"] for s in record["plan"]] == ["warmup", "repeat", "repeat", "overhead"]
+
+
+def test_instrumentation_that_does_not_come_back_on_is_reported(monkeypatch, tmp_path):
+    result = _as_child(
+        monkeypatch, tmp_path, "v", repeats=2, calls=1, trigger="vgdb", dumps="unused"
+    )
+    states = []
+
+    def instrumentation(options, state):
+        states.append(state)
+        return simulate_child.Instrumentation("vgdb", len(states) != 3, "no answer")
+
+    monkeypatch.setattr(simulate_child, "_instrumentation", instrumentation)
+    monkeypatch.setattr(simulate_child, "_last_callback_instructions", lambda d: None)
+    monkeypatch.setattr(simulate_child, "CHILD_WARMUP_CHECK_S", 0.0)
+    simulate.child_measure(lambda: 1.0, name="v", settings=RunSettings())
+    record = json.loads(result.read_text())
+    assert record["instrumentation"] == {"mode": "vgdb", "ok": False, "detail": "no answer"}
+    assert "repeat" not in [s["kind"] for s in record["plan"]]
 
 
 def test_child_measure_outside_a_child_is_an_error(monkeypatch):

@@ -68,17 +68,20 @@ from .valgrind_requests import START_INSTRUMENTATION, STOP_INSTRUMENTATION, clie
 #: after 3 and after 10 warm-up calls, measured under callgrind), and while it settles
 #: the repeats of the example's 20-million-instruction MiniLM moved by 5,000-10,000
 #: instructions (a spread of 0.03-0.05% after 3 warm-up calls, 0.004-0.013% after 10).
-#: A large call does not need the full warm-up: CHILD_UNINSTRUMENTED_WARMUP calls run
-#: uninstrumented, then the first counted callback (discarded) says how many
-#: instructions a call has, and a call under CHILD_LARGE_CALL_INSTRUCTIONS gets more
-#: warm-up callbacks (instrumented, discarded) up to CHILD_MIN_WARMUP calls in all.
-#: 10,000 instructions are 0.02% of 50 million, the counts' own spread; a call that
-#: large takes over a second under valgrind. The decision rests on counted
-#: instructions, not time, so a busy machine cannot change it. Only a workload so
-#: expensive that the uninstrumented warm-up passes CHILD_WARMUP_MAX_S stops earlier
-#: (after one call at least).
+#: A large call does not need the full warm-up, and ten calls of one cost many
+#: seconds: once CHILD_UNINSTRUMENTED_WARMUP uninstrumented calls took over
+#: CHILD_WARMUP_CHECK_S, the warm-up stops and the first counted callback (discarded)
+#: says how many instructions a call has. A call of CHILD_LARGE_CALL_INSTRUCTIONS or
+#: more goes on to the repeats: 10,000 instructions are 0.02% of 50 million, the
+#: counts' own spread. A smaller one (slow under valgrind: float FMA code runs at about
+#: 5 million instructions a second there) is topped up: instrumentation off, the
+#: remaining warm-up calls, instrumentation on, one more discarded callback. The
+#: decision rests on counted instructions, so a busy machine cannot change what is
+#: counted, only whether the check happens. Only a workload so expensive that the
+#: warm-up passes CHILD_WARMUP_MAX_S stops earlier (after one call at least).
 CHILD_MIN_WARMUP = 10
 CHILD_UNINSTRUMENTED_WARMUP = 3
+CHILD_WARMUP_CHECK_S = 3.0
 CHILD_LARGE_CALL_INSTRUCTIONS = 50_000_000
 CHILD_WARMUP_MAX_S = 10.0
 TRIGGER_TIMEOUT = 120.0  # seconds the child waits for vgdb to switch instrumentation on
@@ -368,10 +371,12 @@ def child_measure(
             # callback's own Python code is quickened and specialised before counting.
             wanted = max(1, settings.warmup)
             gated = options.trigger == "vgdb" and options.dumps is not None
-            minimum = CHILD_UNINSTRUMENTED_WARMUP if gated else CHILD_MIN_WARMUP
-            for index in range(max(wanted, minimum)):
+            check_from = max(wanted, CHILD_UNINSTRUMENTED_WARMUP)
+            for index in range(max(wanted, CHILD_MIN_WARMUP)):
                 if index and sum(warm) > CHILD_WARMUP_MAX_S * 1e9:
                     break
+                if gated and index >= check_from and sum(warm) > CHILD_WARMUP_CHECK_S * 1e9:
+                    break  # a slow call: its first counted callback says if it is large
                 begin = time.perf_counter_ns()
                 try:
                     if index == 0:  # this warm-up call also counts the session runs
@@ -391,7 +396,8 @@ def child_measure(
             record.instrumentation = _instrumentation(options, "on")
             if record.instrumentation.ok:
                 try:
-                    last = _measure_callbacks(call, options, record, len(warm) if gated else None)
+                    short = gated and len(warm) < CHILD_MIN_WARMUP
+                    last = _measure_callbacks(call, options, record, len(warm) if short else None)
                 finally:  # the rest of the child runs at uninstrumented speed
                     record.instrumentation_off = _instrumentation(options, "off")
                 record.outputs_ok = outputs_finite(last)
@@ -417,9 +423,10 @@ def _watched_call(call: Callable[[], Any]) -> dict[str, int] | None:
 def _measure_callbacks(
     call: Callable[[], Any], options: ChildOptions, record: ChildRecord, warmed: int | None
 ) -> Any:
-    """The instrumented part: discarded repeat, more warm-up for a small call (``warmed``:
-    the uninstrumented warm-up calls so far; None: they were enough), measured repeats,
-    empty callback."""
+    """The instrumented part: discarded repeat, the rest of the warm-up for a small call
+    (``warmed``: the uninstrumented warm-up calls, fewer than CHILD_MIN_WARMUP; None:
+    they were enough), measured repeats, empty callback. None when instrumentation did
+    not come back on after that warm-up (``record.instrumentation`` says why)."""
     record.threads = _thread_names()
     cpu_before = _thread_cpu_ns()
     last: Any = None
@@ -431,29 +438,48 @@ def _measure_callbacks(
         record.plan.append(PlanStep(kind, calls, time.perf_counter_ns() - begin))
         if kind == "repeat":
             last = result
-        if index == 0 and warmed is not None:
-            _warm_a_small_call(call, options, record, warmed + calls)
+        topped = index > 0 or warmed is None or _top_up(call, options, record, warmed + calls)
+        if not topped:
+            return None
     record.other_threads_cpu_ns = _other_threads_cpu(cpu_before, _thread_cpu_ns())
     record.region_wall_ns = sum(p.wall_ns for p in record.plan)
     return last
 
 
-def _warm_a_small_call(
+def _top_up(
     call: Callable[[], Any], options: ChildOptions, record: ChildRecord, warmed: int
-) -> None:
-    """After the first counted callback: up to CHILD_MIN_WARMUP calls in all unless a call
-    has CHILD_LARGE_CALL_INSTRUCTIONS (or the dump cannot be read: warm up in full)."""
-    if warmed >= CHILD_MIN_WARMUP:
-        return
+) -> bool:
+    """After the first counted callback of a slow call: the rest of the warm-up, up to
+    CHILD_MIN_WARMUP calls, unless a call has CHILD_LARGE_CALL_INSTRUCTIONS (an unreadable
+    dump counts as small). Uninstrumented where instrumentation switches off (until the
+    warm-up passes CHILD_WARMUP_MAX_S), then on again with one more discarded callback;
+    else instrumented, each callback discarded. False when instrumentation did not come
+    back on."""
+    remaining = CHILD_MIN_WARMUP - warmed  # ``warmed`` counts the discarded callback's calls
     instructions = _last_callback_instructions(options.dumps)
-    if instructions is not None and instructions >= CHILD_LARGE_CALL_INSTRUCTIONS * max(
-        1, options.calls
-    ):
-        return
-    for _ in range(CHILD_MIN_WARMUP - warmed):
+    large = CHILD_LARGE_CALL_INSTRUCTIONS * max(1, options.calls)
+    if remaining <= 0 or (instructions is not None and instructions >= large):
+        return True
+    if not _instrumentation(options, "off").ok:
+        for _ in range(remaining):
+            begin = time.perf_counter_ns()
+            run_as_callback(call, 1)
+            record.plan.append(PlanStep("warmup", 1, time.perf_counter_ns() - begin))
+        return True
+    for _ in range(remaining):
+        if sum(record.warmup_ns) > CHILD_WARMUP_MAX_S * 1e9:
+            break  # as in the first part of the warm-up
         begin = time.perf_counter_ns()
         run_as_callback(call, 1)
-        record.plan.append(PlanStep("warmup", 1, time.perf_counter_ns() - begin))
+        record.warmup_ns.append(time.perf_counter_ns() - begin)
+    again = _instrumentation(options, "on")
+    if not again.ok:
+        record.instrumentation = again
+        return False
+    begin = time.perf_counter_ns()  # the simulated caches are cold again: warm them
+    run_as_callback(call, options.calls)
+    record.plan.append(PlanStep("warmup", options.calls, time.perf_counter_ns() - begin))
+    return True
 
 
 def _last_callback_instructions(dumps: str | None) -> int | None:
