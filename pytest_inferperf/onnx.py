@@ -300,10 +300,12 @@ def make_session_options(
     return options
 
 
-def _describe_source(model: ModelSource) -> str:
+def _describe_source(model: ModelSource | onnx_pkg.ModelProto) -> str:
     if isinstance(model, bytes):
         return f"<{len(model)} bytes of serialized model>"
-    return os.fspath(model)
+    if isinstance(model, (str, os.PathLike)):
+        return os.fspath(model)
+    return "<the given ModelProto>"
 
 
 def _check_model_file(model: ModelSource) -> None:
@@ -346,12 +348,10 @@ def make_session(
 
 def _load_graph(model: ModelSource | onnx_pkg.ModelProto) -> Graph:
     """The graph's inputs, initializers and nodes, read without importing onnx."""
-    if hasattr(model, "SerializeToString"):  # an onnx.ModelProto: its caller has onnx
-        model = model.SerializeToString()
-    if not isinstance(model, bytes):
+    if isinstance(model, (str, os.PathLike)):
         _check_model_file(model)
     try:
-        return read_graph(model if isinstance(model, bytes) else os.fspath(model))
+        return read_graph(model)
     except (GraphFormatError, OSError) as exc:
         raise ModelError(
             f"{_describe_source(model)} is not an ONNX model that can be read: {exc}. "

@@ -22,6 +22,7 @@ import mmap
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import InferperfError
 
@@ -144,12 +145,15 @@ class Graph:
         return tuple(vi for vi in self.inputs if vi.name not in constant)
 
 
-def read_graph(model: str | os.PathLike[str] | bytes | bytearray | memoryview) -> Graph:
-    """The main graph of a serialized ModelProto: a file path or its bytes.
+def read_graph(model: str | os.PathLike[str] | bytes | bytearray | memoryview | Any) -> Graph:
+    """The main graph of a model: a file path, serialized ModelProto bytes, or an
+    ``onnx.ModelProto`` (its caller has onnx imported already; it is serialized first).
 
     Raises :class:`GraphFormatError` for bytes that are not a protobuf message, or a
     message without a graph; ``OSError`` where the file cannot be read.
     """
+    if hasattr(model, "SerializeToString"):
+        model = model.SerializeToString()
     if isinstance(model, (bytes, bytearray, memoryview)):
         return _model(bytes(model))
     with open(os.fspath(model), "rb") as handle:

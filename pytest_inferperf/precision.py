@@ -26,7 +26,6 @@ Must not: run a model (the operator table comes from :mod:`.onnx`), or print.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -116,9 +115,7 @@ def stored_weight_types(model: Any) -> dict[str, str]:
     reads ``int<bits>``. Nodes keyed as :func:`pytest_inferperf.roofline.op_costs` keys
     them (unnamed: ``<op_type>_<index>``). ``model``: a path, bytes or ModelProto.
     """
-    if hasattr(model, "SerializeToString"):  # an onnx.ModelProto
-        model = model.SerializeToString()
-    graph = read_graph(model if isinstance(model, bytes) else os.fspath(model))
+    graph = read_graph(model)
     # weights: initializers of 2+ dims (scales and zero points are not weights)
     weights = {t.name: t.data_type for t in graph.initializers if len(t.dims) >= 2}
     producer = {out: node for node in graph.nodes for out in node.outputs}

@@ -306,6 +306,22 @@ def test_only_a_small_slow_call_gets_the_rest_of_the_warm_up(
         assert uninstrumented + 3 == simulate.CHILD_MIN_WARMUP  # all but the last discard
 
 
+def test_the_child_reads_its_newest_dump_from_the_header_only(tmp_path):
+    import os
+
+    recorded = (FIXTURES / "callgrind.out.21078.1").read_text()
+    base = tmp_path / f"callgrind.out.{os.getpid()}"
+    base.write_text("")  # callgrind's at-exit file, empty until the child exits
+    (tmp_path / f"{base.name}.1").write_text(recorded.replace("101160", "7", 1))
+    # the newest part: its summary in the header, then a body far past what is read
+    body = "fn=(1)\n" + "0 1 2 3\n" * 20000
+    (tmp_path / f"{base.name}.2").write_text(recorded + body)
+    assert len(body) > simulate_child._DUMP_HEAD
+    assert simulate_child._last_callback_instructions(str(tmp_path / "callgrind.out")) == 101160
+    assert simulate_child._last_callback_instructions(str(tmp_path / "nothing")) is None
+    assert simulate_child._last_callback_instructions(None) is None
+
+
 def test_a_fast_call_warms_up_ten_times_uninstrumented(monkeypatch, tmp_path):
     result = _as_child(
         monkeypatch, tmp_path, "v", repeats=2, calls=1, trigger="vgdb", dumps="unused"

@@ -429,21 +429,24 @@ def _measure_callbacks(
     not come back on after that warm-up (``record.instrumentation`` says why)."""
     record.threads = _thread_names()
     cpu_before = _thread_cpu_ns()
+    _counted(call, options.calls, "warmup", record)
+    if warmed is not None and not _top_up(call, options, record, warmed + options.calls):
+        return None
     last: Any = None
-    steps = ["warmup"] + ["repeat"] * options.repeats + ["overhead"]
-    for index, kind in enumerate(steps):
-        calls = 0 if kind == "overhead" else options.calls
-        begin = time.perf_counter_ns()
-        result = run_as_callback(call if calls else _nothing, calls)
-        record.plan.append(PlanStep(kind, calls, time.perf_counter_ns() - begin))
-        if kind == "repeat":
-            last = result
-        topped = index > 0 or warmed is None or _top_up(call, options, record, warmed + calls)
-        if not topped:
-            return None
+    for _ in range(options.repeats):
+        last = _counted(call, options.calls, "repeat", record)
+    _counted(_nothing, 0, "overhead", record)
     record.other_threads_cpu_ns = _other_threads_cpu(cpu_before, _thread_cpu_ns())
     record.region_wall_ns = sum(p.wall_ns for p in record.plan)
     return last
+
+
+def _counted(call: Callable[[], Any], calls: int, kind: str, record: ChildRecord) -> Any:
+    """One callback of ``calls`` calls, instrumented: callgrind dumps it as plan step ``kind``."""
+    begin = time.perf_counter_ns()
+    result = run_as_callback(call, calls)
+    record.plan.append(PlanStep(kind, calls, time.perf_counter_ns() - begin))
+    return result
 
 
 def _top_up(
@@ -462,9 +465,7 @@ def _top_up(
         return True
     if not _instrumentation(options, "off").ok:
         for _ in range(remaining):
-            begin = time.perf_counter_ns()
-            run_as_callback(call, 1)
-            record.plan.append(PlanStep("warmup", 1, time.perf_counter_ns() - begin))
+            _counted(call, 1, "warmup", record)
         return True
     for _ in range(remaining):
         if sum(record.warmup_ns) > CHILD_WARMUP_MAX_S * 1e9:
@@ -476,10 +477,11 @@ def _top_up(
     if not again.ok:
         record.instrumentation = again
         return False
-    begin = time.perf_counter_ns()  # the simulated caches are cold again: warm them
-    run_as_callback(call, options.calls)
-    record.plan.append(PlanStep("warmup", options.calls, time.perf_counter_ns() - begin))
+    _counted(call, options.calls, "warmup", record)  # the simulated caches are cold again
     return True
+
+
+_DUMP_HEAD = 64 * 1024  # bytes of a dump read for its ``summary:`` line (in the header)
 
 
 def _last_callback_instructions(dumps: str | None) -> int | None:
@@ -494,8 +496,9 @@ def _last_callback_instructions(dumps: str | None) -> int | None:
     if not numbered:
         return None
     newest = max(numbered, key=lambda p: int(p.name.rsplit(".", 1)[1]))
-    try:
-        dump = read_dump(newest.read_text(errors="replace"))
+    try:  # the header's summary line is enough: the body runs at instrumented speed here
+        with open(newest, encoding="utf-8", errors="replace") as handle:
+            dump = read_dump(handle.read(_DUMP_HEAD))
     except (OSError, CallgrindFormatError):
         return None
     return int(dump.events.get("Ir", 0)) or None

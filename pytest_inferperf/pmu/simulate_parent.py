@@ -330,11 +330,14 @@ def check_run(nodeid: str, run: ChildRun) -> list[PlanStep]:
     return plan
 
 
-def _with_warning(profile: Profile, warning: str, **facts: Any) -> Profile:
-    simulation = dict(profile.settings.get("simulation") or {})
-    simulation["warnings"] = [*simulation.get("warnings", ()), warning]
-    simulation.update(facts)
+def _with_facts(profile: Profile, **facts: Any) -> Profile:
+    simulation = {**(profile.settings.get("simulation") or {}), **facts}
     return profile.with_(settings={**profile.settings, "simulation": simulation})
+
+
+def _with_warning(profile: Profile, warning: str, **facts: Any) -> Profile:
+    warnings = (profile.settings.get("simulation") or {}).get("warnings", ())
+    return _with_facts(profile, warnings=[*warnings, warning], **facts)
 
 
 def with_honesty_warning(
@@ -344,11 +347,7 @@ def with_honesty_warning(
     and ``emulated_cpu_lacks`` when valgrind's CPU hid features this one has (``hidden``):
     then other kernels ran in the child, which explains different results."""
     if hidden:
-        simulation = {
-            **(profile.settings.get("simulation") or {}),
-            "emulated_cpu_lacks": list(hidden),
-        }
-        profile = profile.with_(settings={**profile.settings, "simulation": simulation})
+        profile = _with_facts(profile, emulated_cpu_lacks=list(hidden))
     if native is None or child is None or native == child:
         return profile
     if hidden:
