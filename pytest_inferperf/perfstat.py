@@ -59,6 +59,13 @@ class PerfStatError(InferperfError, ValueError):
     """Text that is not perf stat output, or a file that cannot be read."""
 
 
+#: What a file without one counter line (or topdown-tool metric) gets told.
+NO_COUNTERS = (
+    "no perf stat counter lines found (expected 'perf stat' text output, "
+    "'perf stat -x,' CSV, 'perf stat -j' JSON or Arm topdown-tool's output)"
+)
+
+
 # -- event names -----------------------------------------------------------------------
 
 _GENERIC: dict[str, str] = {
@@ -456,10 +463,7 @@ def _collect(
 ) -> PerfStat:
     perf_metrics = dict(perf_metrics or {})
     if not entries and not perf_metrics:
-        raise PerfStatError(
-            "no perf stat counter lines found (expected 'perf stat' text output, "
-            "'perf stat -x,' CSV or 'perf stat -j' JSON)"
-        )
+        raise PerfStatError(NO_COUNTERS)
     if arch is None:
         arch = _arch_of(entries)
     # Several perf names can give one logical event (branches and br_pred, cycles:u and
@@ -902,10 +906,7 @@ def _text_runs(text: str, arch: str | None) -> list[PerfStat]:
         except PerfStatError:
             continue  # a title with nothing under it (a run that printed no counters)
     if not runs:
-        raise PerfStatError(
-            "no perf stat counter lines found (expected 'perf stat' text output, "
-            "'perf stat -x,' CSV or 'perf stat -j' JSON)"
-        )
+        raise PerfStatError(NO_COUNTERS)
     return runs
 
 
@@ -1069,7 +1070,9 @@ def _read(path: Path) -> str:
     except UnreadableFile as exc:
         text = str(exc)
         raise PerfStatError(
-            text if text.startswith("cannot read") else f"cannot read {text}"
+            text
+            if text.startswith("cannot read")
+            else f"cannot read the perf stat output: {text} (write it with perf stat -o FILE)"
         ) from None
     try:
         return data.decode("utf-8")

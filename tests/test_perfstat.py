@@ -444,11 +444,14 @@ def test_explain_with_session_facts(capsys):
 
 def test_explain_exit_codes(tmp_path, capsys):
     assert main(["explain", str(tmp_path / "missing.txt")]) == 2
-    assert "cannot read" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "cannot read the perf stat output: " in err and "missing.txt does not exist" in err
+    assert "perf stat -o FILE" in err
     junk = tmp_path / "junk.txt"
     junk.write_text("nothing to see\n")
     assert main(["explain", str(junk)]) == 2
-    assert "no perf stat counter lines" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no perf stat counter lines" in err and "topdown-tool" in err
     binary = tmp_path / "binary.bin"
     binary.write_bytes(bytes(range(256)))
     assert main(["explain", str(binary)]) == 2
