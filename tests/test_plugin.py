@@ -726,3 +726,19 @@ def test_simulate_backend_catches_three_percent_more_work(suite):
         del os.environ["ROUNDS"]
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*baseline instructions_per_call: * -> * (+3.0%*"])
+
+
+@pytest.mark.parametrize("flags", [(), ("--inferperf",)])
+def test_another_plugin_can_list_every_registered_plugin(pytester: pytest.Pytester, flags) -> None:
+    """pluggy keeps plugins in sets: a plugin object that cannot be hashed breaks
+    ``get_plugins()`` for every other plugin and conftest (INTERNALERROR), on or off."""
+    pytester.makeconftest(
+        "def pytest_collection_finish(session):\n"
+        "    names = [session.config.pluginmanager.get_name(p)\n"
+        "             for p in session.config.pluginmanager.get_plugins()]\n"
+        "    print('HAS-SESSION-PLUGIN', 'inferperf-session' in names)\n"
+    )
+    pytester.makepyfile(test_a="def test_a():\n    pass\n")
+    result = pytester.runpytest_subprocess("-s", "-p", "no:cacheprovider", *flags)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["HAS-SESSION-PLUGIN True"])

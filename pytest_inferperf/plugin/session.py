@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from ..verdict import Verdict
 
 
-@dataclass
+@dataclass(eq=False)  # hashed by identity: pluggy keeps plugins in sets (get_plugins)
 class InferperfPlugin:
     """Per-session state; registered as ``inferperf-session``."""
 
