@@ -23,6 +23,7 @@ import importlib.util
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -44,13 +45,24 @@ SUITE = "def test_a():\n    pass\n\n\ndef test_b():\n    assert 1 + 1 == 2\n"
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def importtime(statement: str) -> dict[str, int]:
-    """Cumulative import time in microseconds of each module ``statement`` imported."""
+def importtime(statement: str, uncached: Path | None = None) -> dict[str, int]:
+    """Cumulative import time in microseconds of each module ``statement`` imported.
+
+    ``uncached``: a folder holding a copy of the package without ``__pycache__``, put
+    first on the path and imported with ``-B`` (no bytecode written): the package is
+    compiled from source, as in an editable or ``--no-compile`` install under
+    ``PYTHONDONTWRITEBYTECODE=1``, while pytest keeps its cached bytecode."""
+    env, flags, cwd = ENV, ["-X", "importtime"], None
+    if uncached is not None:  # run there: ``-c`` puts the working folder first on the path
+        cwd = uncached
+        env = {**ENV, "PYTHONPATH": os.pathsep.join([str(uncached), ENV.get("PYTHONPATH", "")])}
+        flags = ["-B", *flags]
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", statement],
+        [sys.executable, *flags, "-c", statement],
         capture_output=True,
         text=True,
-        env=ENV,
+        env=env,
+        cwd=cwd,
         check=True,
     )
     out: dict[str, int] = {}
@@ -106,9 +118,18 @@ def measure(rounds: int) -> dict:
     }
     pytest_us: list[int] = []
     plugin_us: dict[str, list[int]] = {name: [] for name in installed}
+    uncached_us: list[int] = []
     with_plugin, without_plugin = [], []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        uncached = folder / "uncached"
+        source = importlib.util.find_spec("pytest_inferperf")
+        assert source is not None and source.submodule_search_locations
+        shutil.copytree(
+            source.submodule_search_locations[0],
+            uncached / "pytest_inferperf",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
         (folder / "test_trivial.py").write_text(SUITE)
         (folder / "pytest.ini").write_text("[pytest]\n")
         for round_ in range(rounds + 1):  # round 0 warms up: bytecode written, not counted
@@ -120,6 +141,8 @@ def measure(rounds: int) -> dict:
             pytest_us.append(importtime("import pytest")["pytest"])
             for name, module in installed.items():
                 plugin_us[name].append(importtime(f"import pytest; import {module}")[module])
+            plugin = PLUGINS["pytest-inferperf"]
+            uncached_us.append(importtime(f"import pytest; import {plugin}", uncached)[plugin])
             # Paired, order alternating: the ratio holds on a busy machine.
             extra = ((), ("-p", "no:inferperf"))
             order = (0, 1) if round_ % 2 else (1, 0)
@@ -143,6 +166,8 @@ def measure(rounds: int) -> dict:
             }
             for name, values in plugin_us.items()
         },
+        "uncached_import_ms": statistics.median(uncached_us) / 1000,
+        "uncached_share_of_pytest": statistics.median(uncached_us) / pytest_median,
         "engine_modules_loaded": loaded_modules(
             "import pytest_inferperf.plugin",
             ("numpy", "onnx", "onnxruntime", "tabulate", "xdist", "pytest_inferperf."),
@@ -174,6 +199,11 @@ def render(result: dict) -> str:
             f"| `import {row['module']}` after pytest ({name}) | "
             f"{row['import_ms']:.1f} | {row['share_of_pytest']:.1%} |"
         )
+    lines.append(
+        f"| `import pytest_inferperf.plugin` after pytest, compiled from source (no "
+        f"`__pycache__`, `-B`) | {result['uncached_import_ms']:.1f} | "
+        f"{result['uncached_share_of_pytest']:.1%} |"
+    )
     lines += [
         "",
         f"Modules that `import pytest_inferperf.plugin` loads besides itself: "
