@@ -1170,10 +1170,12 @@ def _simulate_speed_md(speed: Mapping[str, Any]) -> list[str]:
     if ex.get("variants"):
         shipped = ex["variants"]["as shipped"]["runs"][0]["tests"]
         rows = []
+        pids = list(dict.fromkeys(rec.get("child_pid") for rec in shipped.values()))
         for test, rec in shipped.items():
             rows.append(
                 (
                     test,
+                    str(pids.index(rec.get("child_pid")) + 1) if rec.get("child_pid") else "-",
                     _f(rec.get("child_wall_s"), "{:.1f}"),
                     "yes" if rec.get("includes_start_up") else "no",
                     _f(rec.get("region_repeats_s"), "{:.1f}"),
@@ -1181,13 +1183,22 @@ def _simulate_speed_md(speed: Mapping[str, Any]) -> list[str]:
                 )
             )
         lines += [
-            "The shipped example as shipped: one shared valgrind child serves both tests "
-            "(its start-up paid by the first); per test, the seconds the child took for it "
-            "and, of those, in the measured repeats:",
+            "The shipped example as shipped: shared valgrind children (one per CPU, the "
+            "tests dealt round robin) start when the first test is set up and run ahead "
+            "of the parent, each paying its start-up once; per test, which child measured "
+            "it, the seconds the parent then waited for its region, and the seconds the "
+            "child spent in its measured repeats:",
             "",
         ]
         lines += _table(
-            ("test", "s in the child", "includes the start-up", "s in the repeats", "mode"),
+            (
+                "test",
+                "child",
+                "s waited for it",
+                "includes the start-up",
+                "s in the repeats",
+                "mode",
+            ),
             rows,
         )
         lines += [

@@ -150,6 +150,7 @@ def _simulate_run(
             "slowdown_vs_native": sim.get("slowdown_vs_native"),
             "includes_start_up": (sim.get("child") or {}).get("includes_start_up"),
             "child_mode": (sim.get("child") or {}).get("mode"),
+            "child_pid": (sim.get("child") or {}).get("pid"),
             "region_repeats_s": sum(sim.get("valgrind_repeat_wall_ns") or ()) / 1e9,
         }
     lines = proc.stdout.splitlines()

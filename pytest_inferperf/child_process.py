@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 ENV_CHILD = "INFERPERF_SIMULATE_CHILD"  # path of the JSON result the child writes
-ENV_SHARED = "INFERPERF_SIMULATE_SHARED"  # "<request fd>,<reply fd>" in the shared child
+ENV_SHARED = "INFERPERF_SIMULATE_SHARED"  # "<hang-up fd>,<reply fd>,<parent pid>" in a shared child
 
 
 def in_child() -> bool:

@@ -37,7 +37,7 @@ from .pmu.simulate_protocol import SimulateUnavailable
 
 if TYPE_CHECKING:
     from .budgets import PerfSpec
-    from .pmu.simulate_shared import SharedChild
+    from .pmu.simulate_shared import SharedChildren
     from .profile import Profile
     from .runner import RunSettings
 
@@ -103,7 +103,7 @@ class MeasureOptions:
     simulate_without_pmu: bool = False
     worker_index: int | None = None
     spec: PerfSpec | None = None
-    shared_child: Callable[[], SharedChild | None] | None = None
+    shared_child: Callable[[], SharedChildren | None] | None = None
 
     @property
     def runner(self) -> Mapping[str, Any]:
@@ -241,6 +241,8 @@ class SimulateMeasurer:
     def __init__(self, options: MeasureOptions) -> None:
         self.options = options
         self._measured: set[str] = set()
+        if options.shared_child is not None:  # the shared children start now, at set-up
+            options.shared_child()
 
     def measure(
         self,

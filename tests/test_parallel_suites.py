@@ -175,6 +175,7 @@ def test_simulate_speed_section_splits_start_up_from_the_repeats() -> None:
                     "includes_start_up": True,
                     "region_repeats_s": 6.5,
                     "mode": "full",
+                    "child_pid": 4242,
                 }
             },
         }
@@ -210,5 +211,5 @@ def test_simulate_speed_section_splits_start_up_from_the_repeats() -> None:
     }
     md = "\n".join(bench_report._simulate_speed_md(speed))
     assert "native: **1.5 s**; valgrind: **20.0 s**" in md
-    assert "| t.py::test_a | 81.0 | yes | 6.5 | full |" in md
+    assert "| t.py::test_a | 1 | 81.0 | yes | 6.5 | full |" in md
     assert "| `--smc-check=stack` | 70.0 | 0.70x | -0.0300% | yes | 11.0 |" in md

@@ -13,7 +13,7 @@ from pytest_inferperf.pmu.simulate_protocol import (
     Instrumentation,
     PlanStep,
     RegionReply,
-    RegionRequest,
+    child_repeats,
 )
 
 names = st.text(min_size=0, max_size=20)
@@ -53,22 +53,26 @@ def test_a_child_record_reads_back_as_written(record):
     assert ChildRecord.from_json(record.to_json()) == record
 
 
-@given(records, st.booleans())
-def test_a_reply_carries_the_record_or_why_it_was_missed(record, missed):
-    reply = RegionReply(
-        "t.py::t", record.variant, None if missed else record, "gone" if missed else None
+@given(records, st.none() | names, st.booleans())
+def test_a_reply_carries_the_record_and_its_dumps_or_the_end_of_a_test(record, dumps, finished):
+    reply = (
+        RegionReply("t.py::t", finished=True)
+        if finished
+        else RegionReply("t.py::t", record.variant, record, dumps)
     )
     again = RegionReply.from_json(reply.to_json())
     assert again == reply
-    assert (again.record is None) == missed
+    assert (again.record is None) == finished
 
 
-@given(names, names, st.integers(1, 50), st.integers(1, 1000))
-def test_requests_and_options_read_back(nodeid, variant, repeats, calls):
-    request = RegionRequest(nodeid, variant, repeats, calls)
-    assert RegionRequest.from_json(request.to_json()) == request
+@given(names, st.integers(1, 50), st.integers(1, 1000))
+def test_options_read_back(variant, repeats, calls):
     options = ChildOptions(repeats, calls, "vgdb", "/usr/bin/vgdb", None, f"/tmp/{variant}")
     assert ChildOptions.from_json(options.to_json()) == options
+
+
+def test_the_child_measures_the_runners_repeats_up_to_the_default():
+    assert [child_repeats(n) for n in (1, 2, 3, 30)] == [1, 2, 3, 3]
 
 
 def test_a_record_without_the_newer_fields_loads_with_defaults():

@@ -1,8 +1,8 @@
-"""The simulate backend's shared child: one valgrind process for many tests.
+"""The simulate backend's shared children: valgrind processes for many tests.
 
-Fast tests drive both ends of the conversation for real (pipes, a child
-process) without valgrind; the slow test runs a suite through the plugin under
-valgrind and checks that one child served every test, with the same counts as
+Fast tests drive both ends of the conversation for real (pipes, child processes,
+signals) without valgrind; the slow test runs a suite through the plugin under
+valgrind and checks that two children served every test, with the same counts as
 a child per test.
 """
 
@@ -11,25 +11,26 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import statistics
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from pytest_inferperf import child_process
 from pytest_inferperf.child_process import ENV_SHARED
+from pytest_inferperf.plugin.session import plugin_of
 from pytest_inferperf.pmu import simulate, simulate_child, simulate_shared
 from pytest_inferperf.pmu.simulate import (
     ChildCommand,
     ChildOptions,
-    ChildRecord,
-    PlanStep,
     SimulateError,
 )
-from pytest_inferperf.pmu.simulate_protocol import RegionRequest
-from pytest_inferperf.pmu.simulate_shared import SharedChild
+from pytest_inferperf.pmu.simulate_protocol import DEFAULT_CALLS
+from pytest_inferperf.pmu.simulate_shared import SharedChildren
 
 FIXTURES = Path(__file__).parent / "fixtures" / "callgrind"
 DUMP = (FIXTURES / "callgrind.out.21078.1").read_text()
@@ -41,25 +42,14 @@ pytest_plugins = ["pytester"]
 @pytest.fixture
 def parent(monkeypatch):
     """The parent's ends of the two pipes; this process plays the child."""
-    request_r, request_w = os.pipe()
+    hang_up_r, hang_up_w = os.pipe()
     reply_r, reply_w = os.pipe()
-    monkeypatch.setenv(ENV_SHARED, f"{request_r},{reply_w}")
+    monkeypatch.setenv(ENV_SHARED, f"{hang_up_r},{reply_w},{os.getppid()}")
     monkeypatch.setattr(simulate_child, "_link", None)
 
     class Parent:
-        def ask(self, nodeid, variant="", repeats=3, calls=1):
-            os.write(
-                request_w,
-                (
-                    json.dumps(
-                        {"nodeid": nodeid, "variant": variant, "repeats": repeats, "calls": calls}
-                    )
-                    + "\n"
-                ).encode(),
-            )
-
         def hang_up(self):
-            os.close(request_w)
+            os.close(hang_up_w)
 
         def answer(self):
             data = b""
@@ -67,170 +57,210 @@ def parent(monkeypatch):
                 data += os.read(reply_r, 1 << 16)
             return json.loads(data)
 
+        def silent(self):
+            return not select.select([reply_r], [], [], 0)[0]
+
     yield Parent()
-    for fd in (request_w, reply_r):
+    for fd in (hang_up_w, reply_r):
         with contextlib.suppress(OSError):
             os.close(fd)
 
 
-def test_child_runs_only_what_the_parent_waits_for(parent):
+def test_child_runs_its_tests_until_the_parent_hangs_up(parent):
     assert child_process.is_shared_child()
-    parent.ask("t.py::test_b", "fp32", repeats=5, calls=2)
-    why = simulate_child.child_test_starting("t.py::test_a")
-    assert why == "inferperf: not requested (the parent waits for t.py::test_b)"
-    assert simulate_child.child_test_starting("t.py::test_b") is None
-    assert simulate_child.child_request_for("t.py::test_b", "int8") is None
-    request = simulate_child.child_request_for("t.py::test_b", "fp32")
-    assert request == RegionRequest("t.py::test_b", "fp32", repeats=5, calls=2)
-    record = ChildRecord("fp32", repeats=5, calls=2, plan=[PlanStep("repeat", 2, 10)])
-    simulate_child.child_reply(record)
-    answer = parent.answer()
-    assert (answer["nodeid"], answer["variant"]) == ("t.py::test_b", "fp32")
-    assert answer["record"]["plan"] == [{"kind": "repeat", "calls": 2, "wall_ns": 10}]
-    assert ChildRecord.from_dict(answer["record"]) == record
-
-
-def test_child_says_when_a_test_ended_without_the_region(parent):
-    parent.ask("t.py::test_a", "int8")
     assert simulate_child.child_test_starting("t.py::test_a") is None
-    assert simulate_child.child_request_for("t.py::test_a", "fp32") is None
-    simulate_child.child_test_finished("t.py::test_a")
-    assert parent.answer() == {
-        "nodeid": "t.py::test_a",
-        "variant": "int8",
-        "missed": "t.py::test_a ran in the simulation child without calling "
-        "pmu_profile(name='int8')",
-    }
-
-
-def test_child_says_when_its_tests_ran_out(parent):
-    parent.ask("t.py::test_z")
-    assert simulate_child.child_test_starting("t.py::test_a") is not None
-    simulate_child.child_test_finished("t.py::test_a")  # not the one asked for
-    simulate_child.child_session_finished()
-    assert parent.answer()["missed"] == (
-        "the simulation child finished its tests without reaching t.py::test_z"
-    )
-
-
-def test_child_skips_everything_once_the_parent_hangs_up(parent):
+    assert simulate_child.child_test_starting("t.py::test_b") is None
     parent.hang_up()
-    assert simulate_child.child_test_starting("t.py::test_a") == (
+    assert simulate_child.child_test_starting("t.py::test_c") == (
         "inferperf: the parent needs no more simulations"
     )
-    assert simulate_child.child_request_for("t.py::test_a", "") is None
-    simulate_child.child_session_finished()  # nothing pending: nothing to say
 
 
-def test_child_measure_answers_through_the_pipe(parent, monkeypatch, tmp_path):
-    """child_measure in a shared child: the parent's repeats and calls, result on the pipe."""
-    monkeypatch.setenv(simulate.ENV_CHILD, str(tmp_path / "unused.json"))
-    monkeypatch.setenv(simulate.ENV_OPTIONS, json.dumps({"trigger": "start"}))
-    calls = []
-    parent.ask("t.py::test_a", "", repeats=2, calls=3)
-    assert simulate_child.child_test_starting("t.py::test_a") is None
-    simulate.child_measure(
-        lambda: calls.append(1), nodeid="t.py::test_a", settings=simulate.RunSettings(warmup=1)
+def test_child_says_when_each_test_ended(parent):
+    simulate_child.child_test_finished("t.py::test_a")
+    assert parent.answer() == {"nodeid": "t.py::test_a", "variant": "", "finished": True}
+
+
+def test_a_child_whose_parent_is_gone_measures_nothing(parent, monkeypatch):
+    monkeypatch.setenv(ENV_SHARED, os.environ[ENV_SHARED].rsplit(",", 1)[0] + ",1")
+    assert simulate_child.child_test_starting("t.py::test_a") == (
+        "inferperf: the parent needs no more simulations"  # its parent was not pid 1
     )
+
+
+@pytest.fixture
+def child_options(monkeypatch, tmp_path):
+    """This process set up as a simulation child whose dumps go to tmp_path."""
+    monkeypatch.setenv(simulate.ENV_CHILD, str(tmp_path / "unused.json"))
+    options = {"trigger": "start", "dumps": str(tmp_path / "callgrind.out")}
+    monkeypatch.setenv(simulate.ENV_OPTIONS, json.dumps(options))
+    return tmp_path
+
+
+def test_child_measures_each_region_once_ahead_of_the_parent(parent, child_options):
+    """child_measure in a shared child: repeats from the test's own settings, the record on
+    the pipe, the region's dumps moved to a folder of their own, each region once."""
+    pid = os.getpid()
+    (child_options / f"callgrind.out.{pid}.1").write_text(DUMP)
+    (child_options / f"callgrind.out.{pid}").write_text(DUMP)  # the one written at exit
+    calls = []
+    settings = simulate.RunSettings(warmup=1, repeat=2)
+    assert simulate_child.child_test_starting("t.py::test_a") is None
+    simulate.child_measure(lambda: calls.append(1), nodeid="t.py::test_a", settings=settings)
     answer = parent.answer()
+    assert (answer["nodeid"], answer["variant"]) == ("t.py::test_a", "")
     plan = answer["record"]["plan"]
-    assert [p["kind"] for p in plan].count("repeat") == 2
-    assert [p["calls"] for p in plan if p["kind"] == "repeat"] == [3, 3]
-    # warm-up (instrumented from the start here, so in the plan), discarded, 2 x 3, overhead
-    assert len(calls) == simulate.CHILD_MIN_WARMUP + 3 + 2 * 3
-    assert not (tmp_path / "unused.json").exists()
+    assert [p["calls"] for p in plan if p["kind"] == "repeat"] == [DEFAULT_CALLS] * 2
+    assert answer["record"]["repeats"] == 2
+    # warm-up (instrumented from the start here, so in the plan), discarded, 2 repeats
+    assert len(calls) == simulate.CHILD_MIN_WARMUP + 3 * DEFAULT_CALLS
+    folder = Path(answer["dumps"])
+    assert folder == child_options / "callgrind.out.region-1"
+    assert sorted(p.name for p in folder.iterdir()) == [f"callgrind.out.{pid}.1"]
+    assert (child_options / f"callgrind.out.{pid}").is_file()  # left where callgrind wants it
+    assert not (child_options / "unused.json").exists()
+
+    calls.clear()
+    simulate.child_measure(lambda: calls.append(1), nodeid="t.py::test_a", settings=settings)
+    assert parent.silent() and calls == [1]  # run once, uncounted
+    simulate.child_measure(
+        lambda: calls.append(1), nodeid="t.py::test_a", name="int8", settings=settings
+    )
+    again = parent.answer()
+    assert again["variant"] == "int8" and again["dumps"].endswith(".region-2")
+
+
+def test_once_the_parent_hung_up_the_child_measures_nothing(parent, child_options):
+    parent.hang_up()
+    calls = []
+    simulate.child_measure(lambda: calls.append(1), nodeid="t.py::test_a")
+    assert parent.silent() and calls
 
 
 # -- the parent's end, against a scripted child -------------------------------------
 FAKE_CHILD = r"""
-import json, os, sys, time
+import json, os, select, sys, time
 from pathlib import Path
-request_fd, reply_fd = (int(x) for x in os.environ["INFERPERF_SIMULATE_SHARED"].split(","))
+hang_up_fd, reply_fd, parent = (int(x) for x in os.environ["INFERPERF_SIMULATE_SHARED"].split(","))
+assert parent == os.getppid()
 workdir = Path(os.environ["INFERPERF_SIMULATE_CHILD"]).parent
-requests = os.fdopen(request_fd)
 replies = os.fdopen(reply_fd, "w")
 mode = os.environ["FAKE_MODE"]
-part = 0
 print("fake child started", flush=True)
-for line in requests:
-    request = json.loads(line)
-    if mode == "exit":
-        sys.exit(3)
-    if mode == "hang":
-        time.sleep(60)
-    answer = {"nodeid": request["nodeid"], "variant": request["variant"]}
-    if mode == "missed":
-        answer["missed"] = "not reached"
-    else:
-        for _ in range(2):
-            part += 1
-            (workdir / f"callgrind.out.{os.getpid()}.{part}").write_text(
-                os.environ["FAKE_DUMP"].replace("part: 1", f"part: {part}"))
-        answer["record"] = {"variant": request["variant"], "plan": [
-            {"kind": "repeat", "calls": 1, "wall_ns": 5},
-            {"kind": "overhead", "calls": 0, "wall_ns": 1}]}
+if mode == "exit":
+    sys.exit(3)
+if mode == "hang":
+    time.sleep(60)
+
+def send(answer):
     replies.write(json.dumps(answer) + "\n")
     replies.flush()
+
+part = region = 0
+for nodeid, variants in json.loads(sys.argv[1]):
+    for variant in variants if mode != "missed" else ():
+        region += 1
+        folder = workdir / f"callgrind.out.region-{region}"
+        folder.mkdir()
+        for _ in range(2):
+            part += 1
+            (folder / f"callgrind.out.{os.getpid()}.{part}").write_text(
+                os.environ["FAKE_DUMP"].replace("part: 1", f"part: {part}"))
+        record = {"variant": variant, "repeats": int(os.environ.get("FAKE_REPEATS", "1")),
+                  "plan": [{"kind": "repeat", "calls": 1, "wall_ns": 5},
+                           {"kind": "overhead", "calls": 0, "wall_ns": 1}]}
+        send({"nodeid": nodeid, "variant": variant, "record": record, "dumps": str(folder)})
+    send({"nodeid": nodeid, "finished": True})
+os.read(hang_up_fd, 1)  # like the real child, which skips its tests once the parent hung up
 """
+
+REGIONS = [["t.py::a", [""]], ["t.py::b", [""]], ["t.py::c", ["", "int8"]]]
 
 
 @pytest.fixture
 def scripted(monkeypatch, tmp_path):
-    """SharedChild whose 'valgrind child' is FAKE_CHILD in mode ``mode``."""
+    """SharedChildren whose 'valgrind children' are FAKE_CHILD in mode ``mode``; each
+    measures ``regions`` (a list of [nodeid, [variants]]) of the tests it was given."""
 
-    def make(mode: str, nodeids=("t.py::a", "t.py::b", "t.py::c")) -> SharedChild:
+    def make(mode: str, regions=REGIONS, count=1, **env) -> SharedChildren:
         def command(nodeids, **kwargs):
             return ChildCommand(
-                [sys.executable, "-c", FAKE_CHILD],
+                [
+                    sys.executable,
+                    "-c",
+                    FAKE_CHILD,
+                    json.dumps([r for r in regions if r[0] in nodeids]),
+                ],
                 ["--tool=callgrind"],
                 {},
                 ChildOptions(trigger="vgdb", vgdb="vgdb", vgdb_prefix="x"),
             )
 
         monkeypatch.setattr(simulate_shared, "child_command", command)
-        return SharedChild(
-            list(nodeids), rootdir=tmp_path, env={"FAKE_MODE": mode, "FAKE_DUMP": DUMP}
+        shared = SharedChildren(
+            [nodeid for nodeid, _ in regions],
+            count=count,
+            rootdir=tmp_path,
+            env={"FAKE_MODE": mode, "FAKE_DUMP": DUMP, **env},
         )
+        made.append(shared)
+        return shared
 
-    return make
-
-
-def test_parent_gets_each_regions_dumps_from_one_child(scripted):
-    shared = scripted("answer")
-    try:
-        first = shared.measure("t.py::a", "", repeats=1, calls=1, timeout=30)
-        second = shared.measure("t.py::c", "int8", repeats=1, calls=1, timeout=30)
-        assert first is not None and second is not None
-        assert [d.part for d in first.dumps] == [1, 2]
-        assert [d.part for d in second.dumps] == [3, 4]  # only the new ones
-        assert first.dumps[0].events["Ir"] > 0
-        assert [p.kind for p in first.record.plan] == ["repeat", "overhead"]  # typed on arrival
-        assert first.child["pid"] == second.child["pid"]
-        assert (first.child["region_index"], second.child["region_index"]) == (1, 2)
-        assert first.child["includes_start_up"] and not second.child["includes_start_up"]
-        assert first.returncode is None and "fake child started" in first.output
-        assert not shared.serves("t.py::b")  # the child went past it
-        assert shared.serves("t.py::c")
-    finally:
+    made: list[SharedChildren] = []
+    yield make
+    for shared in made:
         shared.close()
+
+
+def _measure(shared, nodeid, variant="", repeats=1, timeout=30):
+    return shared.measure(nodeid, variant, repeats=repeats, calls=1, timeout=timeout)
+
+
+def _regions_left(tmp_path) -> list[str]:
+    return sorted(p.name for p in tmp_path.glob("inferperf-simulate-shared-*/*.region-*"))
+
+
+def test_parent_takes_each_regions_dumps_from_the_child_running_ahead(scripted, tmp_path):
+    shared = scripted("answer")
+    first = _measure(shared, "t.py::a")
+    second = _measure(shared, "t.py::c", "int8")  # the child sent c's "" region first
+    assert first is not None and second is not None
+    assert [d.part for d in first.dumps] == [1, 2]
+    assert [d.part for d in second.dumps] == [7, 8]  # its own folder's, not the others'
+    assert first.dumps[0].events["Ir"] > 0
+    assert [p.kind for p in first.record.plan] == ["repeat", "overhead"]  # typed on arrival
+    assert first.child["pid"] == second.child["pid"]
+    assert (first.child["region_index"], second.child["region_index"]) == (1, 2)
+    assert first.child["includes_start_up"] and not second.child["includes_start_up"]
+    assert first.returncode is None and "fake child started" in first.output
+    assert not shared.serves("t.py::b")  # the parent went past it
+    assert shared.serves("t.py::c")
+    third = _measure(shared, "t.py::c")  # kept when it arrived, taken now
+    assert third is not None and [d.part for d in third.dumps] == [5, 6]
+    assert _regions_left(tmp_path) == []  # b's region was discarded, the rest taken
+    shared.close()
     assert shared.failed == "closed" and not shared.serves("t.py::c")
+
+
+def test_a_region_the_child_did_not_reach_falls_back_and_it_serves_on(scripted):
+    shared = scripted("missed")
+    assert _measure(shared, "t.py::b") is None
+    assert shared.failed is None
+    assert not shared.serves("t.py::b") and shared.serves("t.py::c")
+
+
+def test_a_region_measured_with_other_settings_is_measured_alone(scripted, tmp_path):
+    shared = scripted("answer", FAKE_REPEATS="3")
+    assert _measure(shared, "t.py::a", repeats=1) is None  # the child measured 3 repeats
+    assert shared.failed is None and _regions_left(tmp_path) == []
+    assert _measure(shared, "t.py::b", repeats=3) is not None
 
 
 def test_a_child_that_exits_is_no_error_here_it_stops_serving(scripted):
     shared = scripted("exit")
-    assert shared.measure("t.py::a", "", repeats=1, calls=1, timeout=30) is None
+    assert _measure(shared, "t.py::a") is None
     assert shared.failed == "the shared simulation child exited (status 3)"
     assert not shared.serves("t.py::b")
-
-
-def test_a_missed_region_falls_back_and_the_child_serves_on(scripted):
-    shared = scripted("missed")
-    try:
-        assert shared.measure("t.py::b", "", repeats=1, calls=1, timeout=30) is None
-        assert shared.failed is None
-        assert not shared.serves("t.py::b") and shared.serves("t.py::c")
-    finally:
-        shared.close()
 
 
 def test_a_child_past_its_timeout_is_ended_with_a_clear_error(scripted):
@@ -240,15 +270,82 @@ def test_a_child_past_its_timeout_is_ended_with_a_clear_error(scripted):
         match=r"t.py::a: the shared simulation child gave no "
         r"result within timeout=1s under valgrind",
     ):
-        shared.measure("t.py::a", "", repeats=1, calls=1, timeout=1)
+        _measure(shared, "t.py::a", timeout=1)
     assert shared.failed == "no answer within timeout=1s"
 
 
 def test_tests_it_was_not_started_for_are_not_its_business(scripted):
-    shared = scripted("answer", nodeids=["t.py::a"])
-    assert shared.measure("t.py::other", "", repeats=1, calls=1, timeout=30) is None
-    assert shared.failed is None  # never started
-    shared.close()
+    shared = scripted("answer", regions=[["t.py::a", [""]]])
+    assert _measure(shared, "t.py::other") is None
+    assert shared.failed is None and not shared.covers("t.py::other")
+    assert shared.children[0].served == 0
+
+
+def test_children_split_the_tests_round_robin_and_measure_in_parallel(scripted):
+    shared = scripted("answer", count=2)
+    assert [c.nodeids for c in shared.children] == [("t.py::a", "t.py::c"), ("t.py::b",)]
+    shared.start()
+    runs = [_measure(shared, n) for n in ("t.py::a", "t.py::b", "t.py::c")]
+    assert all(r is not None for r in runs)
+    pids = [r.child["pid"] for r in runs]
+    assert pids[0] == pids[2] != pids[1]
+    assert [r.child["region_index"] for r in runs] == [1, 1, 2]
+    assert shared.served == 3
+
+
+def _stopped(pids, expected: bool) -> list[bool]:
+    """Whether each process is stopped (state T), once all are as ``expected`` or after
+    5 s (a signal lands soon after kill returns, not before)."""
+    deadline = time.monotonic() + 5
+    while True:
+        states = [Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] for p in pids]
+        stopped = [state == "T" for state in states]
+        if set(stopped) == {expected} or time.monotonic() > deadline:
+            return stopped
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_children_are_stopped_while_the_parent_times_and_run_while_it_waits(scripted):
+    shared = scripted("answer", count=2)
+    shared.start()
+    pids = [c._proc.pid for c in shared.children]
+    with shared.paused():
+        assert _stopped(pids, True) == [True, True]
+        with shared.paused():  # nested: still stopped
+            pass
+        assert _stopped(pids, True) == [True, True]
+        run = _measure(shared, "t.py::b")  # resumed while the parent waits for it
+        assert run is not None
+        assert _stopped(pids, True) == [True, True]
+    assert _stopped(pids, False) == [False, False]
+
+
+@pytest.mark.parametrize(
+    ("tests", "wanted", "count"), [(5, 2, 2), (1, 4, 1), (0, None, 1), (3, 0, None)]
+)
+def test_child_count(tests, wanted, count):
+    cpus = len(os.sched_getaffinity(0))
+    assert simulate_shared.child_count(tests, wanted) == (count or min(cpus, tests))
+
+
+@pytest.mark.parametrize("value", ["0", "many", "-2"])
+def test_a_bad_children_count_is_a_usage_error_at_start(pytester, value):
+    pytester.makepyfile("def test_a():\n    pass\n")
+    result = pytester.runpytest_inprocess("-o", f"inferperf_simulate_children={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"*inferperf_simulate_children = '{value}' in the ini file: give how many "
+            "valgrind children the simulate backend may run at once (1 or more), or auto*"
+        ]
+    )
+
+
+@pytest.mark.parametrize(("value", "count"), [("auto", None), ("2", 2), (" AUTO ", None)])
+def test_the_children_count_is_read_from_the_ini(pytester, value, count):
+    config = pytester.parseconfigure("-o", f"inferperf_simulate_children={value}")
+    assert plugin_of(config).settings.simulate_children == count
 
 
 def test_the_child_runs_exactly_the_given_tests(tmp_path):
@@ -290,13 +387,13 @@ def test_first(pmu_profile):
     pmu_profile(work, 3000)
 
 @pytest.mark.perf(warmup=1, repeat=3)
-def test_fails_before_profiling(pmu_profile):
-    raise RuntimeError("broken before the region")
-
-@pytest.mark.perf(warmup=1, repeat=3)
 def test_variants(pmu_profile):
     pmu_profile(work, 2000, name="small")
     pmu_profile(work, 4000, name="large")
+
+@pytest.mark.perf(warmup=1, repeat=3)
+def test_fails_before_profiling(pmu_profile):
+    raise RuntimeError("broken before the region")
 
 def test_not_profiled():
     assert True
@@ -317,7 +414,7 @@ def _reports(folder: Path) -> dict[str, dict]:
 
 @needs_valgrind
 @pytest.mark.slow
-def test_one_child_serves_the_session_with_the_counts_of_a_child_per_test(pytester):
+def test_two_children_serve_the_session_with_the_counts_of_a_child_per_test(pytester):
     pytester.makepyfile(test_suite=textwrap.dedent(SUITE))
     # The parent selects test_variants against the project's addopts; so must the child.
     pytester.makeini("[pytest]\naddopts = -k 'not variants'\n")
@@ -334,7 +431,9 @@ def test_one_child_serves_the_session_with_the_counts_of_a_child_per_test(pytest
         "--inferperf-flamegraphs",
         "none",
     )
-    shared = pytester.runpytest_subprocess(*args, "--inferperf-report", "shared")
+    shared = pytester.runpytest_subprocess(
+        *args, "--inferperf-report", "shared", "-o", "inferperf_simulate_children=2"
+    )
     shared.assert_outcomes(passed=3, failed=1)
     shared.stdout.fnmatch_lines(["*RuntimeError: broken before the region*"])
     alone = pytester.runpytest_subprocess(
@@ -345,8 +444,12 @@ def test_one_child_serves_the_session_with_the_counts_of_a_child_per_test(pytest
     assert len(got) == len(solo) == 3, sorted(got)
     children = {key: r["profile"]["settings"]["simulation"]["child"] for key, r in got.items()}
     assert {c["mode"] for c in children.values()} == {"shared"}
-    assert len({c["pid"] for c in children.values()}) == 1, children
-    assert sorted(c["region_index"] for c in children.values()) == [1, 2, 3]
+    # round robin: test_first and test_fails_before_profiling in one, test_variants in the other
+    first = next(c for k, c in children.items() if k.endswith("test_first"))
+    variants = [c for k, c in children.items() if "variants" in k]
+    assert {c["pid"] for c in variants} == {variants[0]["pid"]} != {first["pid"]}, children
+    assert first["region_index"] == 1 and first["tests"] == 2
+    assert sorted(c["region_index"] for c in variants) == [1, 2]
     for key, record in solo.items():
         assert record["profile"]["settings"]["simulation"]["child"]["mode"] == (
             "one child for this test"

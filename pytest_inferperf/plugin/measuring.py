@@ -4,8 +4,9 @@ Owns: the two small plugin objects one of which :func:`register_measurers`
 registers per process, as xdist registers its worker interactor only in workers:
 :class:`EngineMeasurers` everywhere but in a simulation child (the engine's
 ``measure.measurer_for``), :class:`SimulationChild` only there (the child
-measurer, and a shared child's test gating: it runs only the test the parent
-waits for). :func:`measurer_of` builds a test's ``MeasureOptions`` and asks
+measurer, and a shared child's test gating: it stops running tests once the
+parent hung up). The parent's object stops its shared children while a test body
+runs. :func:`measurer_of` builds a test's ``MeasureOptions`` and asks
 the registered object.
 
 Must not: measure (the engine does), judge or render; import the engine at
@@ -24,39 +25,41 @@ from .keys import MEASURERS
 
 if TYPE_CHECKING:
     from ..measure import MeasureOptions, Measurer
-    from ..pmu.simulate_shared import SharedChild
+    from ..pmu.simulate_shared import SharedChildren
 
 
 class EngineMeasurers:
     """The measurer ``--inferperf-backend`` chooses (measure.measurer_for), and the
-    simulate backend's one valgrind child for many tests (the parent's side)."""
+    simulate backend's valgrind children for many tests (the parent's side)."""
 
     judges = True  # profiles measured here are judged here
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.shared: SharedChild | None = None
+        self.shared: SharedChildren | None = None
 
     def measurer(self, choice: str, options: MeasureOptions) -> Measurer:
         from ..measure import measurer_for
 
         return measurer_for(choice, options)
 
-    def shared_child(self, item: pytest.Item) -> SharedChild | None:
-        """The valgrind child that runs ``item`` among the session's next tests; None: alone.
+    def shared_child(self, item: pytest.Item) -> SharedChildren | None:
+        """The valgrind children that run ``item`` among the session's next tests; None:
+        alone.
 
-        Started for every later test that uses ``pmu_profile``. A child that failed
-        before it served a region is not replaced: the rest run one child per test.
+        Started at once, for every later test that uses ``pmu_profile``, split over
+        ``inferperf_simulate_children`` children. Children that failed before they
+        served a region are not replaced: the rest run one child per test.
         """
         from .marker import spec_for
-        from .session import is_worker
+        from .session import is_worker, plugin_of
 
         if not self.config.getini("inferperf_simulate_shared") or is_worker(self.config):
             return None
         current = self.shared
-        if current is not None and current.serves(item.nodeid):
-            return current
-        if current is not None:
+        if current is not None and current.covers(item.nodeid):
+            return current  # where its child failed, the test runs in a child of its own
+        if current is not None:  # a test it was not started for (a re-run, another order)
             current.close()
             if current.served == 0:
                 return None
@@ -64,13 +67,28 @@ class EngineMeasurers:
         later = items[items.index(item) :] if item in items else [item]
         measured = [i for i in later if "pmu_profile" in getattr(i, "fixturenames", ())]
         from ..pmu.simulate_events import session_mode
-        from ..pmu.simulate_shared import SharedChild
+        from ..pmu.simulate_shared import SharedChildren, child_count
 
         mode = session_mode(spec_for(i) for i in measured)
-        self.shared = SharedChild(
-            [i.nodeid for i in measured] or [item.nodeid], rootdir=self.config.rootpath, mode=mode
+        nodeids = [i.nodeid for i in measured] or [item.nodeid]
+        wanted = plugin_of(self.config).settings.simulate_children
+        self.shared = SharedChildren(
+            nodeids,
+            count=child_count(len(nodeids), wanted),
+            rootdir=self.config.rootpath,
+            mode=mode,
         )
+        self.shared.start()
         return self.shared
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Any:
+        """The children stop while a test body runs (its timed native runs among it); they
+        go on while it waits for a region (SharedChildren.measure) and between tests."""
+        if self.shared is None:
+            return (yield)
+        with self.shared.paused():
+            return (yield)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -94,7 +112,7 @@ class SimulationChild:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        if child_process.is_shared_child():  # run only what the parent waits for
+        if child_process.is_shared_child():  # nothing more once the parent hung up
             from ..pmu import simulate_child
 
             why = simulate_child.child_test_starting(item.nodeid)
@@ -107,18 +125,15 @@ class SimulationChild:
 
             simulate_child.child_test_finished(report.nodeid)
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if child_process.is_shared_child():
-            from ..pmu import simulate_child
-
-            simulate_child.child_session_finished()
-
 
 def register_measurers(config: pytest.Config) -> None:
     """Register this process's measurer provider (pytest_configure calls it once)."""
     provider = SimulationChild() if child_process.in_child() else EngineMeasurers(config)
     config.pluginmanager.register(provider, MEASURERS)
+    if child_process.is_shared_child():
+        from ..pmu.simulate_child import die_with_parent
+
+        die_with_parent()
 
 
 def measurer_of(item: pytest.Item) -> Measurer:

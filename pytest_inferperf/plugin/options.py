@@ -76,8 +76,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "inferperf_simulate_shared",
         type="bool",
         default=True,
-        help="simulate backend: run every simulated test in one valgrind child "
-        "(its start-up paid once); false: one child per test",
+        help="simulate backend: run the simulated tests in shared valgrind children "
+        "(each one's start-up paid once); false: one child per test",
+    )
+    parser.addini(
+        "inferperf_simulate_children",
+        default="auto",
+        help="simulate backend: how many shared valgrind children split the session's "
+        "simulated tests and measure them in parallel; auto: one per CPU (at most one "
+        "per test)",
     )
     parser.addini(
         "inferperf_progress_interval",
@@ -164,6 +171,24 @@ def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], default:
     return str(value)
 
 
+def _children(value: str) -> int | None:
+    """``inferperf_simulate_children``: a count, or None for ``auto`` (one per CPU)."""
+    text = str(value).strip().lower()
+    if text in ("", "auto"):
+        return None
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise pytest.UsageError(
+            f"inferperf_simulate_children = {value!r} in the ini file: give how many valgrind "
+            "children the simulate backend may run at once (1 or more), or auto for one "
+            "per CPU"
+        )
+    return count
+
+
 @dataclass
 class Settings:
     enabled: bool
@@ -181,6 +206,7 @@ class Settings:
     flamegraphs_asked: bool  # --inferperf-flamegraphs (or its ini) named by the user
     worker_index: int | None
     workers: int
+    simulate_children: int | None = None  # None: one per CPU
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -213,4 +239,5 @@ class Settings:
             flamegraphs_asked=bool(_get(config, "inferperf_flamegraphs")),
             worker_index=worker_index,
             workers=workers,
+            simulate_children=_children(config.getini("inferperf_simulate_children")),
         )

@@ -6,9 +6,9 @@ on a two-element array whose compare function is the workload; callgrind counts 
 inside ``closure_fcn`` and dumps once per callback), the uninstrumented warm-up,
 switching callgrind's instrumentation on and off through vgdb, and sending the
 :class:`~.simulate_protocol.ChildRecord` back (a JSON file, or the pipe of a shared
-child: :func:`child_request_for`, :func:`child_reply`, and the test start/finish
-calls the child's plugin object makes). :func:`child_measure` returns a smoke-like
-Profile so the test body goes on.
+child, which runs ahead of the parent and sends every region of its tests as it is
+measured; the test start/finish calls the child's plugin object makes).
+:func:`child_measure` returns a smoke-like Profile so the test body goes on.
 
 Must not: judge (budgets, baselines) or render; start valgrind or build the
 simulated Profile (the parent does: :mod:`.simulate_parent`).
@@ -21,6 +21,8 @@ import ctypes
 import ctypes.util
 import functools
 import os
+import select
+import signal
 import subprocess
 import sys
 import threading
@@ -47,6 +49,7 @@ from .cpu_features import seen_features
 from .simulate_protocol import (
     CHILD_BACKEND,
     CLIENT_REQUEST,
+    DEFAULT_CALLS,
     ENV_OPTIONS,
     ENV_VARIANT,
     ChildOptions,
@@ -54,8 +57,8 @@ from .simulate_protocol import (
     Instrumentation,
     PlanStep,
     RegionReply,
-    RegionRequest,
     SimulateError,
+    child_repeats,
 )
 from .valgrind_requests import START_INSTRUMENTATION, STOP_INSTRUMENTATION, client_requests
 
@@ -173,11 +176,15 @@ def child_request() -> ChildRequest | None:
 _measured_variants: set[str] = set()
 
 
-def request_here(nodeid: str | None, variant: str) -> ChildRequest | None:
-    """The parent's request if it is for this region (``nodeid``, ``variant``), else None.
+def request_here(
+    nodeid: str | None, variant: str, settings: RunSettings | None = None
+) -> ChildRequest | None:
+    """What to measure if this region is the child's to measure, else None (run it uncounted).
 
     A child for one test measures the variant named in its environment, once; a
-    shared child the region the parent is waiting for.
+    shared child every region of its tests, once each, ahead of the parent: the
+    repeats from the runner's ``settings`` (the same marker and ini the parent
+    reads), the dumps moved into a folder of the region's own before its record goes.
     """
     request = child_request()
     if request is None:
@@ -187,14 +194,16 @@ def request_here(nodeid: str | None, variant: str) -> ChildRequest | None:
         )
     if is_shared_child():
         here = nodeid or os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
-        wanted = child_request_for(here, variant)
-        if wanted is None:
+        link = _child_link()
+        if (here, variant) in link.measured or link.parent_gone():
             return None
+        link.measured.add((here, variant))
+        repeats = child_repeats((settings or RunSettings()).repeat)
         return replace(
             request,
             variant=variant,
-            options=replace(request.options, repeats=wanted.repeats, calls=wanted.calls),
-            respond=child_reply,
+            options=replace(request.options, repeats=repeats, calls=DEFAULT_CALLS),
+            respond=functools.partial(link.region, here, variant, request.options.dumps),
         )
     if variant != request.variant or variant in _measured_variants:
         return None
@@ -345,7 +354,7 @@ def child_measure(
     settings = settings or RunSettings()
     variant = name or ""
     label = name or workload_name(call)
-    request = request_here(nodeid, variant)
+    request = request_here(nodeid, variant, settings)
     if request is None:
         begin = time.perf_counter_ns()
         result = call()
@@ -520,29 +529,42 @@ def _child_profile(
 
 # -- a shared child's end of the conversation ------------------------------------------
 class _Link:
-    """The child's end: the parent's requests in, results out."""
+    """The child's end: the parent's hang-up in (it never writes on that pipe, it closes
+    it), records out."""
 
     def __init__(self, spec: str) -> None:
-        request_fd, reply_fd = (int(x) for x in spec.split(","))
-        self.requests: IO[str] = os.fdopen(request_fd, "r", encoding="utf-8")
-        self.replies: IO[str] = os.fdopen(reply_fd, "w", encoding="utf-8")
-        self.pending: RegionRequest | None = None
-        self.closed = False
+        fields = [int(x) for x in spec.split(",")]
+        self.hang_up: IO[bytes] = os.fdopen(fields[0], "rb", buffering=0)
+        self.replies: IO[str] = os.fdopen(fields[1], "w", encoding="utf-8")
+        self.parent = fields[2] if len(fields) > 2 else None
+        self.measured: set[tuple[str, str]] = set()
+        self.regions = 0
+        self.gone = False
 
-    def next(self) -> RegionRequest | None:
-        """The request the parent waits on (blocks until there is one); None: no more."""
-        if self.pending is None and not self.closed:
-            line = self.requests.readline()
-            if line:
-                self.pending = RegionRequest.from_json(line)
-            else:
-                self.closed = True
-        return self.pending
+    def parent_gone(self) -> bool:
+        """True once the parent closed its end (it needs no more regions) or exited."""
+        if not self.gone:
+            ready, _, _ = select.select([self.hang_up], [], [], 0)
+            closed = bool(ready) and not self.hang_up.read(1 << 12)
+            orphaned = self.parent is not None and os.getppid() != self.parent
+            self.gone = closed or orphaned
+        return self.gone
 
-    def answer(self, record: ChildRecord | None = None, missed: str | None = None) -> None:
-        assert self.pending is not None
-        reply = RegionReply(self.pending.nodeid, self.pending.variant, record, missed)
-        self.pending = None
+    def region(self, nodeid: str, variant: str, dumps: str | None, record: ChildRecord) -> None:
+        """Send a measured region's record, its callgrind dumps moved to a folder of its own
+        first (they are complete on disk: callgrind writes each as its callback returns)."""
+        folder = None
+        if dumps:
+            self.regions += 1
+            where, stem = os.path.split(dumps)
+            folder = f"{dumps}.region-{self.regions}"
+            os.makedirs(folder, exist_ok=True)
+            for path in dump_files(where, os.getpid(), stem):
+                if path.name != f"{stem}.{os.getpid()}":  # the one written at exit
+                    os.replace(path, os.path.join(folder, path.name))
+        self.send(RegionReply(nodeid, variant, record, folder))
+
+    def send(self, reply: RegionReply) -> None:
         with contextlib.suppress(OSError):  # the parent is gone: nothing to tell
             self.replies.write(reply.to_json() + "\n")
             self.replies.flush()
@@ -561,44 +583,27 @@ def _child_link() -> _Link:
     return _link
 
 
-def child_request_for(nodeid: str, variant: str) -> RegionRequest | None:
-    """The parent's request if it is for this region, else None (run it uncounted)."""
-    request = _child_link().next()
-    if request and (request.nodeid, request.variant) == (nodeid, variant):
-        return request
-    return None
-
-
-def child_reply(record: ChildRecord) -> None:
-    """Send the measured region's record (its dumps are already on disk)."""
-    _child_link().answer(record=record)
+def die_with_parent() -> None:
+    """Ask the kernel to end this shared child when its parent ends (``PR_SET_PDEATHSIG``):
+    the parent stops it (SIGSTOP) while it times native runs, and a stopped child of a
+    parent that crashed would wait for ever. Linux only; elsewhere nothing happens."""
+    PR_SET_PDEATHSIG = 1
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    parent = _child_link().parent
+    if parent is not None and os.getppid() != parent:  # it ended before the request
+        os._exit(3)
 
 
 def child_test_starting(nodeid: str) -> str | None:
     """Before a test runs in the child: None to run it, or why to skip it."""
-    request = _child_link().next()
-    if request is None:
+    if _child_link().parent_gone():
         return "inferperf: the parent needs no more simulations"
-    if request.nodeid != nodeid:
-        return f"inferperf: not requested (the parent waits for {request.nodeid})"
     return None
 
 
 def child_test_finished(nodeid: str) -> None:
-    """After a test ran in the child: a request for it that is still open was missed."""
-    link = _child_link()
-    if link.pending is not None and link.pending.nodeid == nodeid:
-        variant = link.pending.variant
-        link.answer(
-            missed=f"{nodeid} ran in the simulation child without calling "
-            f"pmu_profile{f'(name={variant!r})' if variant else ''}"
-        )
-
-
-def child_session_finished() -> None:
-    """At the end of the child's session: a request still open was missed."""
-    link = _child_link()
-    if link.pending is not None:
-        link.answer(
-            missed=f"the simulation child finished its tests without reaching {link.pending.nodeid}"
-        )
+    """After a test ran in the child: tell the parent, so that a region of it the child
+    did not reach is measured in a child of its own."""
+    _child_link().send(RegionReply(nodeid, finished=True))

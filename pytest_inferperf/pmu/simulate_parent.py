@@ -47,7 +47,6 @@ from .simulate_protocol import (
     CHILD_ENV,
     CLIENT_REQUEST,
     DEFAULT_CALLS,
-    DEFAULT_REPEATS,
     HASH_SEED,
     ChildRecord,
     ChildRun,
@@ -55,6 +54,7 @@ from .simulate_protocol import (
     SimulateError,
     SimulateUnavailable,
     child_env,
+    child_repeats,
     tail,
 )
 from .simulate_valgrind import (
@@ -69,7 +69,7 @@ from .simulate_valgrind import (
 )
 
 if TYPE_CHECKING:
-    from .simulate_shared import SharedChild
+    from .simulate_shared import SharedChildren
 
 DEFAULT_TIMEOUT = 600.0  # seconds for the whole child run
 #: Relative spread of the repeats' instructions per call above which the Profile warns.
@@ -133,7 +133,7 @@ class SimulateOptions:
     def repeats(self) -> int:
         if self.repeat is not None:
             return self.repeat
-        return min(self.settings.repeat, DEFAULT_REPEATS)
+        return child_repeats(self.settings.repeat)
 
 
 def run_child(
@@ -217,7 +217,7 @@ def profile_via_child(
     native: Callable[[], Any] | None = None,
     session: Mapping[str, Any] | None = None,
     name: str | None = None,
-    shared: SharedChild | None = None,
+    shared: SharedChildren | None = None,
 ) -> Profile:
     """Count test ``nodeid``'s ``pmu_profile(..., name=variant)`` region under callgrind.
 
@@ -230,9 +230,9 @@ def profile_via_child(
     does not instrument). Without it they come from the child's warm-up under
     valgrind, and the Profile says so. ``session``: the ONNX Runtime session facts
     (found from ``native`` when it is a bound ``session.run`` or a partial of one).
-    ``shared``: a :class:`~.simulate_shared.SharedChild` that runs this test among
-    others in one valgrind process; where it cannot serve this region, a child for
-    this test alone does.
+    ``shared``: the session's :class:`~.simulate_shared.SharedChildren`, one of
+    which runs this test among others; where they cannot serve this region, a child
+    for this test alone does.
 
     Raises :class:`SimulateUnavailable` without valgrind, :class:`SimulateError` when
     the child fails or its dumps do not match the plan.

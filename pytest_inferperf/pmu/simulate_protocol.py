@@ -5,10 +5,10 @@ Owns: the typed records of that conversation, each with ``to_json`` / ``from_jso
 
 * :class:`ChildOptions` - parent -> child at start (``ENV_OPTIONS``): repeats, calls
   per repeat, how instrumentation is switched on;
-* :class:`RegionRequest` - parent -> shared child, one JSON line per region;
 * :class:`ChildRecord` (with :class:`PlanStep` and :class:`Instrumentation`) -
   child -> parent: what the child ran for one region, written as a JSON file by a
-  child for one test or sent in a :class:`RegionReply` by a shared child;
+  child for one test or sent in a :class:`RegionReply` by a shared child (one
+  JSON line per region it measured, and one when each of its tests ended);
 * :class:`ChildRun` - what one child run left behind, as the parent reads it;
 * :func:`child_env` - the child's environment (and :data:`CHILD_ENV`).
 
@@ -131,34 +131,11 @@ class ChildOptions:
         )
 
 
-@dataclass(frozen=True)
-class RegionRequest:
-    """Parent -> shared child: measure this region now."""
-
-    nodeid: str
-    variant: str
-    repeats: int = DEFAULT_REPEATS
-    calls: int = DEFAULT_CALLS
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "nodeid": self.nodeid,
-                "variant": self.variant,
-                "repeats": self.repeats,
-                "calls": self.calls,
-            }
-        )
-
-    @classmethod
-    def from_json(cls, text: str) -> RegionRequest:
-        data = json.loads(text)
-        return cls(
-            nodeid=str(data["nodeid"]),
-            variant=str(data["variant"]),
-            repeats=int(data.get("repeats", DEFAULT_REPEATS)),
-            calls=int(data.get("calls", DEFAULT_CALLS)),
-        )
+def child_repeats(settings_repeat: int) -> int:
+    """Measured repeats of a region in the child: the runner's ``repeat``, at most
+    :data:`DEFAULT_REPEATS` (the parent expects the same; a shared child, which runs
+    ahead of the parent, works it out from the same marker and ini)."""
+    return min(settings_repeat, DEFAULT_REPEATS)
 
 
 # -- child -> parent -------------------------------------------------------------
@@ -314,19 +291,24 @@ class ChildRecord:
 
 @dataclass(frozen=True)
 class RegionReply:
-    """Shared child -> parent: the region's record, or why the child missed it."""
+    """Shared child -> parent: a region's record and the folder of its callgrind dumps,
+    or (``finished``) that test ``nodeid`` ended in the child: a region of it not sent
+    before this line was not reached there."""
 
     nodeid: str
-    variant: str
+    variant: str = ""
     record: ChildRecord | None = None
-    missed: str | None = None
+    dumps: str | None = None
+    finished: bool = False
 
     def to_json(self) -> str:
         data: dict[str, Any] = {"nodeid": self.nodeid, "variant": self.variant}
         if self.record is not None:
             data["record"] = self.record.to_dict()
-        if self.missed is not None:
-            data["missed"] = self.missed
+        if self.dumps is not None:
+            data["dumps"] = self.dumps
+        if self.finished:
+            data["finished"] = True
         return json.dumps(data, default=str)
 
     @classmethod
@@ -335,9 +317,10 @@ class RegionReply:
         record = data.get("record")
         return cls(
             nodeid=str(data.get("nodeid")),
-            variant=str(data.get("variant")),
+            variant=str(data.get("variant", "")),
             record=ChildRecord.from_dict(record) if record is not None else None,
-            missed=data.get("missed"),
+            dumps=data.get("dumps"),
+            finished=bool(data.get("finished", False)),
         )
 
 

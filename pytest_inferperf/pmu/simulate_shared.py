@@ -1,27 +1,27 @@
-"""One valgrind child for many tests: the simulate backend's shared child.
+"""Valgrind children for many tests: the simulate backend's shared children.
 
-Owns: starting ``valgrind ... python -m pytest <every test that profiles>`` once
-and asking it for one region at a time (the parent side, :class:`SharedChild`; the
-child's side of the conversation is in :mod:`.simulate_child`). A child's fixed
-cost (valgrind start-up, imports and collection under valgrind, ~15-20 s for an
-ONNX Runtime suite) is paid once per session instead of once per test.
+Owns: starting ``valgrind ... python -m pytest <tests>`` once per child, as soon as
+the session's first simulated test is set up, and taking each region's record from
+the child that runs it (the parent side, :class:`SharedChild`, and the pool of them
+for one session, :class:`SharedChildren`; the child's side of the conversation is in
+:mod:`.simulate_child`). A child's fixed cost (valgrind start-up, imports and
+collection under valgrind, ~4-7 s for an ONNX Runtime suite) is paid once per child
+instead of once per test, and where the machine has CPUs to spare, several children
+split the session's tests (round robin) and measure them in parallel.
 
-The conversation, one JSON line each way over two pipes (``ENV_SHARED`` names
-their descriptors in the child), typed records of :mod:`.simulate_protocol`:
+The children run ahead of the parent: each runs its tests in order and sends, one
+JSON line each (:class:`~.simulate_protocol.RegionReply`), every region it measured
+(its callgrind dumps already moved to a folder of their own), and a line when each
+test ended. The parent takes the region it is at and keeps the others for later;
+what the children measure does not depend on when the parent asks. While the parent
+runs a test's body (its native run is timed there) the children are stopped
+(SIGSTOP), so they never compete with a timed run for a CPU; they go on while the
+parent waits for a region, and between tests.
 
-* parent -> child: a :class:`RegionRequest`, sent after the parent's own native
-  run of that region, so the two never compete for a CPU;
-* child -> parent: a :class:`RegionReply` with the region's record when it was
-  measured (callgrind's dumps for it are on disk before the line is written),
-  or with ``missed`` (why) when the child finished that test, or all its tests,
-  without reaching the region.
-
-The child runs a test only once the parent asked for it (the tests before it are
-skipped, not run), so it never runs ahead of the parent. A region the shared
-child missed (another test order, a test that behaves differently in the child)
-or a shared child that died is not an error here: :meth:`SharedChild.measure`
-returns None and the caller falls back to a child for that one test, which
-reports whatever went wrong in full.
+A region a child did not reach (another test order, a test that behaves differently
+in the child) or a child that died is not an error here: :meth:`SharedChildren.measure`
+returns None and the caller falls back to a child for that one test, which reports
+whatever went wrong in full.
 
 Must not: measure or build Profiles (:mod:`.simulate_parent`), or know about pytest's
 objects (the plugin passes node ids).
@@ -38,29 +38,22 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ..child_process import ENV_SHARED
-from .callgrind import dump_files, read_dump
-from .simulate_protocol import (
-    ChildRun,
-    RegionReply,
-    RegionRequest,
-    SimulateError,
-    child_env,
-    tail,
-)
+from .callgrind import read_dumps
+from .simulate_protocol import ChildRun, RegionReply, SimulateError, child_env, tail
 from .simulate_valgrind import BLOCK_PLUGINS, OUT_STEM, child_command
 
 
 # -- the parent ------------------------------------------------------------------
 class SharedChild:
-    """A simulation child that runs ``nodeids`` in one valgrind process, region by region.
+    """A simulation child that runs ``nodeids`` in one valgrind process, ahead of the parent.
 
-    Started on the first :meth:`measure`; :meth:`close` ends it (also on failure).
-    ``failed`` says why it no longer serves, once it does not.
+    Started by :meth:`start` (or the first :meth:`measure`); :meth:`close` ends it
+    (also on failure). ``failed`` says why it no longer serves, once it does not.
     """
 
     def __init__(
@@ -83,58 +76,68 @@ class SharedChild:
         self.block_plugins = tuple(block_plugins)
         self.failed: str | None = None
         self.served = 0
-        self._reachable = list(self.nodeids)  # tests the child has not gone past
+        self._reachable = list(self.nodeids)  # tests the parent has not gone past
         self._proc: subprocess.Popen[bytes] | None = None
         self._workdir: Path | None = None
-        self._requests: IO[str] | None = None
+        self._hang_up: int | None = None  # the parent's end of the pipe the child watches
         self._replies: int | None = None
         self._buffer = b""
         self._built: Any = None
+        self._regions: dict[tuple[str, str], RegionReply] = {}  # arrived, not yet taken
+        self._finished: set[str] = set()  # tests the child has run to the end
 
     def serves(self, nodeid: str) -> bool:
-        return self.failed is None and nodeid in self._reachable
+        """True while a region of ``nodeid`` may still come from this child."""
+        if self.failed is not None or nodeid not in self._reachable:
+            return False
+        return nodeid not in self._finished or any(k[0] == nodeid for k in self._regions)
+
+    def start(self) -> None:
+        """Start the child now (it starts measuring its first test at once); on failure it
+        no longer serves and ``failed`` says why."""
+        if self._proc is not None or self.failed is not None:
+            return
+        try:
+            self._start()
+        except (OSError, SimulateError) as exc:
+            self.close(f"the shared simulation child could not start: {exc}")
 
     def measure(
         self, nodeid: str, variant: str, *, repeats: int, calls: int, timeout: float
     ) -> ChildRun | None:
         """The child's run of region (``nodeid``, ``variant``); None: measure it on its own.
 
-        Raises :class:`SimulateError` only when the child ran past ``timeout``
-        seconds (a fresh child would too); it is then ended.
+        ``repeats`` and ``calls`` are what the parent expects the child to have measured
+        (a region measured otherwise is measured on its own). Raises
+        :class:`SimulateError` only when the child gave nothing for ``timeout`` seconds
+        (a fresh child would not either); it is then ended.
         """
         if not self.serves(nodeid):
             return None
-        try:
-            self._start()
-        except (OSError, SimulateError) as exc:
-            self.close(f"the shared simulation child could not start: {exc}")
+        self.start()
+        if self.failed is not None:
             return None
-        del self._reachable[: self._reachable.index(nodeid)]  # the child skips those
+        del self._reachable[: self._reachable.index(nodeid)]  # the parent went past those
+        self._forget_passed()
         begin = time.monotonic()
         try:
-            self._send(RegionRequest(nodeid, variant, repeats, calls))
-            message = self._receive(nodeid, timeout)
+            reply = self._wait_for(nodeid, variant, timeout)
         except OSError as exc:
             self.close(f"the shared simulation child stopped answering: {exc}")
             return None
-        if message is None:
-            self.close(f"the shared simulation child exited (status {self._status()})")
+        if reply is None:
+            if self.failed is None and nodeid not in self._finished:
+                self.close(f"the shared simulation child exited (status {self._status()})")
             return None
-        if (message.nodeid, message.variant) != (nodeid, variant):
-            self.close(
-                f"the shared simulation child answered for {message.nodeid!r} "
-                f"{message.variant!r}, not {nodeid!r} {variant!r}"
-            )
-            return None
-        if message.missed is not None or message.record is None:
-            with contextlib.suppress(ValueError):
-                self._reachable.remove(nodeid)
-            return None
+        record = reply.record
+        assert record is not None and self._proc is not None and self._built is not None
+        dumps = self._take_dumps(reply.dumps)
+        if (record.repeats, record.calls) != (repeats, calls):
+            return None  # the child read other settings than the parent: measure it alone
         self.served += 1
-        assert self._proc is not None and self._built is not None
         return ChildRun(
-            record=message.record,
-            dumps=self._take_dumps(),
+            record=record,
+            dumps=dumps,
             returncode=None,
             output=self.output_tail(),
             wall_s=time.monotonic() - begin,
@@ -150,6 +153,12 @@ class SharedChild:
             },
         )
 
+    def signal(self, signum: int) -> None:
+        """Send ``signum`` (SIGSTOP, SIGCONT) to the running child and any vgdb it started."""
+        if self._proc is not None and self._proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, signum)
+
     def output_tail(self, lines: int = 30) -> str:
         log = self._workdir / "child-output.txt" if self._workdir else None
         if log is None or not log.is_file():
@@ -162,14 +171,11 @@ class SharedChild:
             self.failed = why
         elif self.failed is None:
             self.failed = "closed"
-        if self._requests is not None:
-            with contextlib.suppress(OSError):
-                self._requests.close()
-            self._requests = None
-        if self._replies is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._replies)
-            self._replies = None
+        for fd in (self._hang_up, self._replies):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._hang_up = self._replies = None
         if self._proc is not None and self._proc.poll() is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._proc.pid, signal.SIGKILL)  # valgrind and any vgdb
@@ -181,8 +187,6 @@ class SharedChild:
 
     # -- internals -----------------------------------------------------------
     def _start(self) -> None:
-        if self._proc is not None:
-            return
         self._workdir = Path(tempfile.mkdtemp(prefix="inferperf-simulate-shared-"))
         built = child_command(
             self.nodeids,
@@ -200,10 +204,10 @@ class SharedChild:
                 "instrumentation on and off per region"
             )
         self._built = built
-        request_r, request_w = os.pipe()
+        hang_up_r, hang_up_w = os.pipe()
         reply_r, reply_w = os.pipe()
         env = child_env(self._workdir / "unused.json", "", built.request, self.env)
-        env[ENV_SHARED] = f"{request_r},{reply_w}"
+        env[ENV_SHARED] = f"{hang_up_r},{reply_w},{os.getpid()}"
         with open(self._workdir / "child-output.txt", "wb") as output:
             try:
                 self._proc = subprocess.Popen(
@@ -213,35 +217,53 @@ class SharedChild:
                     stdin=subprocess.DEVNULL,
                     stdout=output,
                     stderr=subprocess.STDOUT,
-                    pass_fds=(request_r, reply_w),
+                    pass_fds=(hang_up_r, reply_w),
                     start_new_session=True,
                 )
             finally:
-                os.close(request_r)
+                os.close(hang_up_r)
                 os.close(reply_w)
-        self._requests = os.fdopen(request_w, "w", encoding="utf-8")
+        self._hang_up = hang_up_w
         self._replies = reply_r
 
-    def _send(self, message: RegionRequest) -> None:
-        assert self._requests is not None
-        self._requests.write(message.to_json() + "\n")
-        self._requests.flush()
+    def _wait_for(self, nodeid: str, variant: str, timeout: float) -> RegionReply | None:
+        """The region's reply, reading (and keeping) the child's lines until it arrives;
+        None when the child finished that test without it, or exited."""
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self._regions.pop((nodeid, variant), None)
+            if reply is not None:
+                return reply
+            if nodeid in self._finished:
+                return None
+            reply = self._receive(nodeid, deadline, timeout)
+            if reply is None:
+                return None
+            if reply.finished:
+                self._finished.add(reply.nodeid)
+            elif reply.nodeid in self._reachable and reply.record is not None:
+                self._regions[(reply.nodeid, reply.variant)] = reply
+            else:
+                self._take_dumps(reply.dumps)  # a region the parent went past
 
-    def _receive(self, nodeid: str, timeout: float) -> RegionReply | None:
+    def _forget_passed(self) -> None:
+        for key in [k for k in self._regions if k[0] not in self._reachable]:
+            self._take_dumps(self._regions.pop(key).dumps)
+
+    def _receive(self, nodeid: str, deadline: float, timeout: float) -> RegionReply | None:
         """The child's next line; None when it closed the pipe (it exited)."""
         assert self._replies is not None
-        deadline = time.monotonic() + timeout
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             ready, _, _ = select.select([self._replies], [], [], max(0.0, min(left, 5.0)))
             if not ready:
                 if time.monotonic() >= deadline:
-                    tail = self.output_tail()
+                    tail_text = self.output_tail()
                     self.close(f"no answer within timeout={timeout:g}s")
                     raise SimulateError(
                         f"{nodeid}: the shared simulation child gave no result within "
                         f"timeout={timeout:g}s under valgrind. Raise the timeout or make the "
-                        f"workload smaller.\n{tail}"
+                        f"workload smaller.\n{tail_text}"
                     )
                 continue
             chunk = os.read(self._replies, 1 << 16)
@@ -251,19 +273,14 @@ class SharedChild:
         line, _, self._buffer = self._buffer.partition(b"\n")
         return RegionReply.from_json(line)
 
-    def _take_dumps(self) -> list:
-        """The dumps written since the last region (read, then removed), in order."""
-        assert self._proc is not None and self._workdir is not None
-        dumps = []
-        at_exit = f"{OUT_STEM}.{self._proc.pid}"  # written when the child exits, not yet
-        for path in dump_files(self._workdir, self._proc.pid, OUT_STEM):
-            if path.name == at_exit:
-                continue
-            dump = read_dump(path.read_text(encoding="utf-8", errors="replace"), source=path.name)
-            path.unlink()
-            if not dump.at_exit:
-                dumps.append(dump)
-        return sorted(dumps, key=lambda d: (d.part is None, d.part or 0))
+    def _take_dumps(self, folder: str | None) -> list:
+        """The dumps of one region (read, then their folder removed), in order."""
+        if folder is None or self._proc is None:
+            return []
+        try:
+            return read_dumps(folder, self._proc.pid, OUT_STEM)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def _status(self) -> str:
         if self._proc is None:
@@ -271,3 +288,95 @@ class SharedChild:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._proc.wait(timeout=5)
         return str(self._proc.returncode)
+
+
+def child_count(tests: int, wanted: int | None = None) -> int:
+    """How many shared children split ``tests`` tests: ``wanted`` (the ini's
+    ``inferperf_simulate_children``), else one per CPU this process may run on; at
+    least one, at most one per test."""
+    if wanted is None or wanted <= 0:
+        try:
+            wanted = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            wanted = os.cpu_count() or 1
+    return max(1, min(wanted, tests))
+
+
+class SharedChildren:
+    """The session's shared children: ``count`` of them, the tests dealt round robin.
+
+    Every child starts at once (:meth:`start`). :meth:`paused` stops them while the
+    parent times something; :meth:`measure` lets them run while it waits.
+    """
+
+    def __init__(self, nodeids: Sequence[str], *, count: int = 1, **child: Any) -> None:
+        tests = list(dict.fromkeys(nodeids))
+        count = max(1, min(count, len(tests) or 1))
+        self.children = [SharedChild(tests[i::count], **child) for i in range(count)]
+        self.mode = self.children[0].mode
+        self._paused = False
+
+    @property
+    def served(self) -> int:
+        return sum(child.served for child in self.children)
+
+    @property
+    def failed(self) -> str | None:
+        """Why no child serves any more (None while one does)."""
+        reasons = [child.failed for child in self.children]
+        return None if any(r is None for r in reasons) else reasons[0]
+
+    def serves(self, nodeid: str) -> bool:
+        return any(child.serves(nodeid) for child in self.children)
+
+    def covers(self, nodeid: str) -> bool:
+        """True when one of the children was started for ``nodeid`` and the parent has
+        not gone past it (that child may have failed since: then it serves no more)."""
+        return any(nodeid in child._reachable for child in self.children)
+
+    def start(self) -> None:
+        for child in self.children:
+            child.start()
+
+    def measure(
+        self, nodeid: str, variant: str, *, repeats: int, calls: int, timeout: float
+    ) -> ChildRun | None:
+        """The region from the child that runs ``nodeid`` (:meth:`SharedChild.measure`)."""
+        child = next((c for c in self.children if c.serves(nodeid)), None)
+        if child is None:
+            return None
+        with self._running():
+            return child.measure(nodeid, variant, repeats=repeats, calls=calls, timeout=timeout)
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The children stopped (SIGSTOP) for the duration, resumed after."""
+        if self._paused:
+            yield
+            return
+        self._paused = True
+        self._signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self._paused = False
+            self._signal(signal.SIGCONT)
+
+    def close(self, why: str | None = None) -> None:
+        for child in self.children:
+            child.close(why)
+
+    @contextlib.contextmanager
+    def _running(self) -> Iterator[None]:
+        if not self._paused:
+            yield
+            return
+        self._signal(signal.SIGCONT)
+        try:
+            yield
+        finally:
+            self._signal(signal.SIGSTOP)
+
+    def _signal(self, signum: int) -> None:
+        for child in self.children:
+            child.signal(signum)
