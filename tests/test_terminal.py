@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_inferperf.report.terminal import render_summary
+from pytest_inferperf.report.terminal import render_summary, simulated_lines
 
 
 def record(key: str, **metrics: float) -> dict:
@@ -59,7 +59,7 @@ def test_simulated_tests_say_what_valgrind_cost_and_warn():
                 "slowdown_vs_native": 165.8,
                 "uninstrumented_slowdown_vs_native": 19.0,
                 "child_wall_s": 23.91,
-                "child": {"mode": "shared", "includes_start_up": True},
+                "child": {"mode": "shared", "pid": 4242, "includes_start_up": True},
                 "warnings": [
                     "the ONNX Runtime session has intra_op_threads=2: pool-thread work is "
                     "not counted; use intra_op_threads=1 under simulate"
@@ -70,8 +70,20 @@ def test_simulated_tests_say_what_valgrind_cost_and_warn():
     text = render_summary([sim, record("t::timed", latency_p50_ms=1.0)], [], [], [], update=False)
     assert text.split("\n\n")[1].splitlines() == [
         "Simulated under valgrind's callgrind (instruction, cache and branch counts; no cycles):",
-        "  t::sim: 166x slower than native per call instrumented, 19x uninstrumented, 23.9 s "
-        "in valgrind (with its start-up)",
+        "  t::sim: 166x slower than native per call instrumented, 19x uninstrumented, waited "
+        "23.9 s for shared child 4242, its start-up included",
         "    warning: the ONNX Runtime session has intra_op_threads=2: pool-thread work is not "
         "counted; use intra_op_threads=1 under simulate",
     ]
+
+
+def test_own_child_says_how_long_valgrind_ran_a_later_shared_region_how_long_it_waited():
+    def sim(child):
+        rec = record("t::sim", latency_p50_ms=1.0)
+        rec["profile"] = {"settings": {"simulation": {"child_wall_s": 7.31, "child": child}}}
+        return rec
+
+    own = simulated_lines([sim({"mode": "one child for this test"})])
+    later = simulated_lines([sim({"mode": "shared", "pid": 7, "includes_start_up": False})])
+    assert own[1] == "  t::sim: 7.3 s in valgrind"
+    assert later[1] == "  t::sim: waited 7.3 s for shared child 7"

@@ -200,6 +200,15 @@ def inconclusive_lines(records: Sequence[dict]) -> list[str]:
     return lines
 
 
+def _child_wait(wall_s: float, child: dict) -> str:
+    """How long the test waited for valgrind: a child of its own runs only the region;
+    a shared child ran ahead, so the wait is what was left of its work."""
+    if child.get("mode") != "shared":
+        return f"{wall_s:.1f} s in valgrind"
+    start = ", its start-up included" if child.get("includes_start_up") else ""
+    return f"waited {wall_s:.1f} s for shared child {child.get('pid', '?')}{start}"
+
+
 def simulated_lines(records: Sequence[dict]) -> list[str]:
     """What the simulate backend cost against native execution, and its warnings."""
     lines = []
@@ -215,9 +224,7 @@ def simulated_lines(records: Sequence[dict]) -> list[str]:
         if sim.get("uninstrumented_slowdown_vs_native"):
             parts.append(f"{sim['uninstrumented_slowdown_vs_native']:.0f}x uninstrumented")
         if sim.get("child_wall_s") is not None:
-            child = sim.get("child") or {}
-            start = " (with its start-up)" if child.get("includes_start_up") else ""
-            parts.append(f"{sim['child_wall_s']:.1f} s in valgrind{start}")
+            parts.append(_child_wait(sim["child_wall_s"], sim.get("child") or {}))
         lines.append(f"  {record['key']}: {', '.join(parts) or 'no timing recorded'}")
         how = []
         if sim.get("mode_text"):
