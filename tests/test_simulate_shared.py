@@ -384,7 +384,7 @@ def test_the_children_count_is_read_from_the_ini(pytester, value, count):
     assert plugin_of(config).settings.simulate_children == count
 
 
-def test_the_child_runs_exactly_the_given_tests(tmp_path):
+def _child_pytest_args(tmp_path) -> list[str]:
     built = simulate.child_command(
         ["t.py::a", "t.py::b"],
         rootdir=tmp_path,
@@ -396,11 +396,23 @@ def test_the_child_runs_exactly_the_given_tests(tmp_path):
     )
     command = built.command
     assert command[-2:] == ["t.py::a", "t.py::b"]
-    pytest_args = command[command.index("pytest") :]
+    return command[command.index("pytest") :]
+
+
+def test_the_child_runs_exactly_the_given_tests(tmp_path):
+    pytest_args = _child_pytest_args(tmp_path)
     # an addopts -m or -k cannot deselect what the parent asked for
     assert pytest_args[pytest_args.index("-m") + 1] == ""
     assert pytest_args[pytest_args.index("-k") + 1] == ""
     assert "no:randomly" in pytest_args and "no:hypothesispytest" in pytest_args
+
+
+def test_the_child_is_never_distributed_where_xdist_is_loaded(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "xdist.plugin", object())
+    args = _child_pytest_args(tmp_path)
+    assert args[args.index("-n") + 1] == "0"  # after any -n of addopts: the last one wins
+    monkeypatch.delitem(sys.modules, "xdist.plugin")
+    assert "-n" not in _child_pytest_args(tmp_path)  # without xdist -n is no option at all
 
 
 # -- for real, through the plugin ----------------------------------------------------
@@ -453,7 +465,8 @@ def _reports(folder: Path) -> dict[str, dict]:
 def test_two_children_serve_the_session_with_the_counts_of_a_child_per_test(pytester):
     pytester.makepyfile(test_suite=textwrap.dedent(SUITE))
     # The parent selects test_variants against the project's addopts; so must the child.
-    pytester.makeini("[pytest]\naddopts = -k 'not variants'\n")
+    # And the project distributes its tests, this run does not: nor may the child.
+    pytester.makeini("[pytest]\naddopts = -k 'not variants' -n 2\n")
     args = (
         "-p",
         "no:cacheprovider",
@@ -461,6 +474,8 @@ def test_two_children_serve_the_session_with_the_counts_of_a_child_per_test(pyte
         "no:randomly",
         "-k",
         "",
+        "-n",
+        "0",
         "--inferperf",
         "--inferperf-backend",
         "simulate",

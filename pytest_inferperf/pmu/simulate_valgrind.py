@@ -11,7 +11,6 @@ Must not: start the child, talk to it, or build Profiles.
 from __future__ import annotations
 
 import functools
-import os
 import platform
 import re
 import shutil
@@ -296,8 +295,10 @@ def child_command(
     ]
     for plugin in block_plugins:
         command += ["-p", f"no:{plugin}"]
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        command += ["-n", "0"]  # the child is one process: valgrind follows no workers
+    if "xdist.plugin" in sys.modules:  # pytest-xdist is loaded here, so in the child too
+        # the child is one process (valgrind follows no workers): neither this worker's
+        # -n nor a -n in the project's addopts may distribute it
+        command += ["-n", "0"]
     command += [*extra_args, *nodeids]
     request = ChildOptions(
         trigger="start" if from_start else "vgdb",
