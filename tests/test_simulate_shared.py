@@ -182,7 +182,7 @@ def scripted(monkeypatch, tmp_path):
     """SharedChildren whose 'valgrind children' are FAKE_CHILD in mode ``mode``; each
     measures ``regions`` (a list of [nodeid, [variants]]) of the tests it was given."""
 
-    def make(mode: str, regions=REGIONS, count=1, keep_running=0, **env) -> SharedChildren:
+    def make(mode: str, regions=REGIONS, count=1, **env) -> SharedChildren:
         def command(nodeids, **kwargs):
             return ChildCommand(
                 [
@@ -200,7 +200,6 @@ def scripted(monkeypatch, tmp_path):
         shared = SharedChildren(
             [nodeid for nodeid, _ in regions],
             count=count,
-            keep_running=keep_running,
             rootdir=tmp_path,
             env={"FAKE_MODE": mode, "FAKE_DUMP": DUMP, **env},
         )
@@ -294,16 +293,14 @@ def test_children_split_the_tests_round_robin_and_measure_in_parallel(scripted):
     assert shared.served == 3
 
 
-def _stopped(pids, expected: bool | list[bool]) -> list[bool]:
-    """Whether each process is stopped (state T), once each is as ``expected`` (one
-    state for all, or one each) or after 5 s (a signal lands soon after kill returns,
-    not before)."""
-    wanted = expected if isinstance(expected, list) else [expected] * len(pids)
+def _stopped(pids, expected: bool) -> list[bool]:
+    """Whether each process is stopped (state T), once all are as ``expected`` or after
+    5 s (a signal lands soon after kill returns, not before)."""
     deadline = time.monotonic() + 5
     while True:
         states = [Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] for p in pids]
         stopped = [state == "T" for state in states]
-        if stopped == wanted or time.monotonic() > deadline:
+        if set(stopped) == {expected} or time.monotonic() > deadline:
             return stopped
         time.sleep(0.01)
 
@@ -322,39 +319,6 @@ def test_children_are_stopped_while_the_parent_times_and_run_while_it_waits(scri
         assert run is not None
         assert _stopped(pids, True) == [True, True]
     assert _stopped(pids, False) == [False, False]
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
-def test_the_child_with_most_tests_left_keeps_a_spare_core_while_the_parent_times(scripted):
-    busy = scripted("hang", count=2, keep_running=1)  # a and c / b, neither done
-    busy.start()
-    pids = [c._proc.pid for c in busy.children]
-    with busy.paused():
-        assert [c.unfinished() for c in busy.children] == [2, 1]
-        assert _stopped(pids[1:], True) == [True]
-        assert _stopped(pids[:1], False) == [False]
-    assert _stopped(pids, False) == [False, False]
-    with busy.paused("t.py::b"):  # the most tests left wins over the tie-break
-        assert _stopped(pids[1:], True) == [True]
-
-    pair = scripted("hang", regions=REGIONS[:2], count=2, keep_running=1)  # a / b
-    pair.start()
-    pids = [c._proc.pid for c in pair.children]
-    with pair.paused("t.py::a"):  # a tie: a's child is waited for next, b's keeps going
-        assert _stopped(pids, [True, False]) == [True, False]
-    with pair.paused("t.py::b"):
-        assert _stopped(pids, [False, True]) == [False, True]
-
-    done = scripted("answer", count=2, keep_running=1)
-    done.start()
-    deadline = time.monotonic() + 5
-    while any(c.unfinished() for c in done.children) and time.monotonic() < deadline:
-        for child in done.children:
-            child.collect()  # each sends its regions and "finished" lines at once
-    pids = [c._proc.pid for c in done.children]
-    with done.paused():  # no work left: none keeps a core
-        assert _stopped(pids, True) == [True, True]
-    assert _measure(done, "t.py::c", "int8") is not None  # kept while collecting
 
 
 @pytest.mark.parametrize(

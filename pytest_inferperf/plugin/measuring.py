@@ -71,13 +71,10 @@ class EngineMeasurers:
 
         mode = session_mode(spec_for(i) for i in measured)
         nodeids = [i.nodeid for i in measured] or [item.nodeid]
-        from ..pmu.cpu import physical_cores
-
         wanted = plugin_of(self.config).settings.simulate_children
         self.shared = SharedChildren(
             nodeids,
             count=child_count(len(nodeids), wanted),
-            keep_running=physical_cores() - 1,  # the parent's timed runs keep a core
             rootdir=self.config.rootpath,
             mode=mode,
         )
@@ -86,12 +83,11 @@ class EngineMeasurers:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Any:
-        """While a test body runs (its timed native runs among it) only as many children go
-        on as there are other physical cores; all go on while it waits for a region
-        (SharedChildren.measure) and between tests."""
+        """The children stop while a test body runs (its timed native runs among it); they
+        go on while it waits for a region (SharedChildren.measure) and between tests."""
         if self.shared is None:
             return (yield)
-        with self.shared.paused(item.nodeid):
+        with self.shared.paused():
             return (yield)
 
     @pytest.hookimpl(tryfirst=True)

@@ -14,10 +14,9 @@ JSON line each (:class:`~.simulate_protocol.RegionReply`), every region it measu
 (its callgrind dumps already moved to a folder of their own), and a line when each
 test ended. The parent takes the region it is at and keeps the others for later;
 what the children measure does not depend on when the parent asks. While the parent
-runs a test's body (its native run is timed there) only as many children go on as
-there are other physical cores, the rest stopped (SIGSTOP), so a timed run keeps a core
-of its own, as an xdist worker would; they all go on while the parent waits for a
-region, and between tests.
+runs a test's body (its native run is timed there) the children are stopped
+(SIGSTOP), so they never compete with a timed run for a CPU; they go on while the
+parent waits for a region, and between tests.
 
 A region a child did not reach (another test order, a test that behaves differently
 in the child) or a child that died is not an error here: :meth:`SharedChildren.measure`
@@ -92,13 +91,6 @@ class SharedChild:
         if self.failed is not None or nodeid not in self._reachable:
             return False
         return nodeid not in self._finished or any(k[0] == nodeid for k in self._regions)
-
-    def unfinished(self) -> int:
-        """How many of its tests the parent still expects from this child, as far as the
-        lines read so far tell (:meth:`collect`; 0 once it failed or exited)."""
-        if self.failed is not None or self._proc is None or self._proc.poll() is not None:
-            return 0
-        return sum(1 for n in self._reachable if n in self.nodeids and n not in self._finished)
 
     def start(self) -> None:
         """Start the child now (it starts measuring its first test at once); on failure it
@@ -247,29 +239,12 @@ class SharedChild:
             reply = self._receive(nodeid, deadline, timeout)
             if reply is None:
                 return None
-            self._keep(reply)
-
-    def collect(self) -> None:
-        """Read (and keep) every line the child has sent so far, without waiting."""
-        if self._replies is None:
-            return
-        with contextlib.suppress(OSError):
-            while select.select([self._replies], [], [], 0)[0]:
-                chunk = os.read(self._replies, 1 << 16)
-                if not chunk:
-                    break  # it exited: the next wait for a region finds the end too
-                self._buffer += chunk
-        while b"\n" in self._buffer:
-            line, _, self._buffer = self._buffer.partition(b"\n")
-            self._keep(RegionReply.from_json(line))
-
-    def _keep(self, reply: RegionReply) -> None:
-        if reply.finished:
-            self._finished.add(reply.nodeid)
-        elif reply.nodeid in self._reachable and reply.record is not None:
-            self._regions[(reply.nodeid, reply.variant)] = reply
-        else:
-            self._take_dumps(reply.dumps)  # a region the parent went past
+            if reply.finished:
+                self._finished.add(reply.nodeid)
+            elif reply.nodeid in self._reachable and reply.record is not None:
+                self._regions[(reply.nodeid, reply.variant)] = reply
+            else:
+                self._take_dumps(reply.dumps)  # a region the parent went past
 
     def _forget_passed(self) -> None:
         for key in [k for k in self._regions if k[0] not in self._reachable]:
@@ -330,21 +305,15 @@ def child_count(tests: int, wanted: int | None = None) -> int:
 class SharedChildren:
     """The session's shared children: ``count`` of them, the tests dealt round robin.
 
-    Every child starts at once (:meth:`start`). :meth:`paused` stops all but
-    ``keep_running`` of them while the parent times something (one core for the parent,
-    the machine's other cores for children); :meth:`measure` lets them all run while
-    it waits.
+    Every child starts at once (:meth:`start`). :meth:`paused` stops them while the
+    parent times something; :meth:`measure` lets them run while it waits.
     """
 
-    def __init__(
-        self, nodeids: Sequence[str], *, count: int = 1, keep_running: int = 0, **child: Any
-    ) -> None:
+    def __init__(self, nodeids: Sequence[str], *, count: int = 1, **child: Any) -> None:
         tests = list(dict.fromkeys(nodeids))
         count = max(1, min(count, len(tests) or 1))
         self.children = [SharedChild(tests[i::count], **child) for i in range(count)]
         self.mode = self.children[0].mode
-        self.keep_running = max(0, keep_running)
-        self._stopped: list[SharedChild] = []
         self._paused = False
 
     @property
@@ -380,31 +349,18 @@ class SharedChildren:
             return child.measure(nodeid, variant, repeats=repeats, calls=calls, timeout=timeout)
 
     @contextlib.contextmanager
-    def paused(self, current: str | None = None) -> Iterator[None]:
-        """The children stopped (SIGSTOP) for the duration, resumed after; all but the
-        ``keep_running`` with the most tests left, which the session's end waits for (on
-        a tie, not the child of ``current``, the test being timed: the parent waits for
-        that child next, and all children run while it waits)."""
+    def paused(self) -> Iterator[None]:
+        """The children stopped (SIGSTOP) for the duration, resumed after."""
         if self._paused:
             yield
             return
         self._paused = True
-        for child in self.children:
-            child.collect()
-        by_work = sorted(
-            self.children,
-            key=lambda c: (c.unfinished(), current is None or not c.serves(current)),
-            reverse=True,
-        )
-        busy = [c for c in by_work if c.unfinished()][: self.keep_running]
-        self._stopped = [c for c in self.children if c not in busy]
         self._signal(signal.SIGSTOP)
         try:
             yield
         finally:
             self._paused = False
             self._signal(signal.SIGCONT)
-            self._stopped = []
 
     def close(self, why: str | None = None) -> None:
         for child in self.children:
@@ -422,5 +378,5 @@ class SharedChildren:
             self._signal(signal.SIGSTOP)
 
     def _signal(self, signum: int) -> None:
-        for child in self._stopped:
+        for child in self.children:
             child.signal(signum)
