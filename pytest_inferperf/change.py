@@ -298,9 +298,9 @@ def _credible_metric(
     """The caller's judgement (rank test) where given, else a move beyond the tolerance."""
     if credible is not None and metric in credible:
         return bool(credible[metric])
-    from .compare import ZERO_BASELINE_FLOORS, relative_delta
+    from .compare import ABSOLUTE_FLOORS, relative_delta
 
-    delta = relative_delta(baseline, current, ZERO_BASELINE_FLOORS.get(metric, 0.0))
+    delta = relative_delta(baseline, current, ABSOLUTE_FLOORS.get(metric, 0.0))
     return abs(delta) > _tolerance(metric)
 
 

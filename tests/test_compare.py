@@ -20,6 +20,7 @@ from pytest_inferperf.compare import (
     IncomparableError,
     MetricChange,
     compare_profiles,
+    judge_metric,
     mann_whitney_u,
     relative_delta,
 )
@@ -231,6 +232,19 @@ def test_relative_delta():
     assert relative_delta(0.0, 0.05, 0.1) == 0.0
     assert relative_delta(0.0, 0.2, 0.1) == math.inf
     assert relative_delta(0.0, -0.2) == -math.inf
+    assert relative_delta(0.0028, 0.0040, 0.01) == 0.0  # +41%, but 1 miss in 10^6 instr.
+    assert relative_delta(0.5, 0.7, 0.01) == pytest.approx(0.4)
+    assert relative_delta(0.7, 0.5, 0.01) == pytest.approx(-2 / 7)
+
+
+def test_a_cache_that_almost_never_misses_missing_more_is_no_regression():
+    # a simulated 480 MiB LLC (a cloud VM's L3): two runs of the MiniLM int8 example
+    tiny = judge_metric("llc_mpki", 0.002844, 0.004022, tolerance=0.10)
+    assert (tiny.status, tiny.delta) == ("ok", 0.0)
+    ratio = judge_metric("llc_miss", 0.0001065, 0.0001505, tolerance=0.10)
+    assert ratio.status == "ok"
+    real = judge_metric("llc_mpki", 2.8, 4.0, tolerance=0.10)  # one miss per 1000 more
+    assert real.status == "regressed"
 
 
 def test_another_machine_class_or_backend_is_refused():
