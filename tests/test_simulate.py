@@ -16,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import textwrap
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -776,3 +777,11 @@ def test_direct_profile_without_native_timing_says_so(runs):
     assert "NOT native" in profile.settings["latency_source"]
     assert profile.settings["simulation"]["caches"]["LL"]
     assert profile.machine_class and profile.overhead["instructions"] > 0
+
+
+def test_the_childs_clock_does_not_count_time_it_stood_still():
+    """A shared child is stopped while the parent times a test body: that pause must not
+    look like a slow warm-up call (it would cut the warm-up short and change the counts)."""
+    begin = simulate_child._clock_ns()
+    time.sleep(0.05)  # not running, as under SIGSTOP
+    assert simulate_child._clock_ns() - begin < 10_000_000

@@ -89,6 +89,14 @@ CHILD_LARGE_CALL_INSTRUCTIONS = 50_000_000
 CHILD_WARMUP_MAX_S = 10.0
 TRIGGER_TIMEOUT = 120.0  # seconds the child waits for vgdb to switch instrumentation on
 
+#: The clock of the warm-up budget and of the plan's steps: this process's CPU time, not
+#: wall time. The parent stops a shared child (SIGSTOP) while it times a test body; a
+#: wall clock would count that pause as the workload's time, cut the warm-up short
+#: (and so change the counts) depending on how long the parent's tests ran, and inflate
+#: the slowdown against native. valgrind runs one guest thread at a time, so while the
+#: child runs its CPU time is its wall time.
+_clock_ns = time.process_time_ns
+
 
 # -- the region: one ctypes callback ------------------------------------------------
 _COMPARE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
@@ -356,11 +364,11 @@ def child_measure(
     label = name or workload_name(call)
     request = request_here(nodeid, variant, settings)
     if request is None:
-        begin = time.perf_counter_ns()
+        begin = _clock_ns()
         result = call()
         return _child_profile(
             label,
-            [time.perf_counter_ns() - begin],
+            [_clock_ns() - begin],
             result,
             {"simulate_child": True, "measured": False},
         )
@@ -386,7 +394,7 @@ def child_measure(
                     break
                 if gated and index >= check_from and sum(warm) > CHILD_WARMUP_CHECK_S * 1e9:
                     break  # a slow call: its first counted callback says if it is large
-                begin = time.perf_counter_ns()
+                begin = _clock_ns()
                 try:
                     if index == 0:  # this warm-up call also counts the session runs
                         record.session_runs = _watched_call(call)
@@ -399,7 +407,7 @@ def child_measure(
                         "of the simulation child",
                     )
                     raise
-                warm.append(time.perf_counter_ns() - begin)
+                warm.append(_clock_ns() - begin)
                 if options.trigger != "vgdb":  # instrumented already: callgrind dumps these
                     record.plan.append(PlanStep("warmup", 1, warm[-1]))
             record.instrumentation = _instrumentation(options, "on")
@@ -452,9 +460,9 @@ def _measure_callbacks(
 
 def _counted(call: Callable[[], Any], calls: int, kind: str, record: ChildRecord) -> Any:
     """One callback of ``calls`` calls, instrumented: callgrind dumps it as plan step ``kind``."""
-    begin = time.perf_counter_ns()
+    begin = _clock_ns()
     result = run_as_callback(call, calls)
-    record.plan.append(PlanStep(kind, calls, time.perf_counter_ns() - begin))
+    record.plan.append(PlanStep(kind, calls, _clock_ns() - begin))
     return result
 
 
@@ -479,9 +487,9 @@ def _top_up(
     for _ in range(remaining):
         if sum(record.warmup_ns) > CHILD_WARMUP_MAX_S * 1e9:
             break  # as in the first part of the warm-up
-        begin = time.perf_counter_ns()
+        begin = _clock_ns()
         run_as_callback(call, 1)
-        record.warmup_ns.append(time.perf_counter_ns() - begin)
+        record.warmup_ns.append(_clock_ns() - begin)
     again = _instrumentation(options, "on")
     if not again.ok:
         record.instrumentation = again

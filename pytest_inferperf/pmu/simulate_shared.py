@@ -92,6 +92,11 @@ class SharedChild:
             return False
         return nodeid not in self._finished or any(k[0] == nodeid for k in self._regions)
 
+    def covers(self, nodeid: str) -> bool:
+        """True when the child was started for ``nodeid`` and the parent has not gone past
+        it (whether or not the child still serves)."""
+        return nodeid in self._reachable
+
     def start(self) -> None:
         """Start the child now (it starts measuring its first test at once); on failure it
         no longer serves and ``failed`` says why."""
@@ -313,7 +318,6 @@ class SharedChildren:
         tests = list(dict.fromkeys(nodeids))
         count = max(1, min(count, len(tests) or 1))
         self.children = [SharedChild(tests[i::count], **child) for i in range(count)]
-        self.mode = self.children[0].mode
         self._paused = False
 
     @property
@@ -332,7 +336,7 @@ class SharedChildren:
     def covers(self, nodeid: str) -> bool:
         """True when one of the children was started for ``nodeid`` and the parent has
         not gone past it (that child may have failed since: then it serves no more)."""
-        return any(nodeid in child._reachable for child in self.children)
+        return any(child.covers(nodeid) for child in self.children)
 
     def start(self) -> None:
         for child in self.children:
