@@ -79,21 +79,34 @@ class EngineMeasurers:
             mode=mode,
         )
         self.shared.start()
+        if not self.config.pluginmanager.has_plugin(PAUSE_CHILDREN):
+            self.config.pluginmanager.register(_PauseChildren(self), PAUSE_CHILDREN)
         return self.shared
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_call(self, item: pytest.Item) -> Any:
-        """The children stop while a test body runs (its timed native runs among it); they
-        go on while it waits for a region (SharedChildren.measure) and between tests."""
-        if self.shared is None:
-            return (yield)
-        with self.shared.paused():
-            return (yield)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.shared is not None:
             self.shared.close()
+
+
+PAUSE_CHILDREN = "inferperf-simulate-pause"
+
+
+class _PauseChildren:
+    """Registered once shared children run (a suite without them pays no hook per test):
+    the children stop while a test body runs (its timed native runs among it); they go
+    on while it waits for a region (SharedChildren.measure) and between tests."""
+
+    def __init__(self, measurers: EngineMeasurers) -> None:
+        self.measurers = measurers
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Any:
+        shared = self.measurers.shared
+        if shared is None:
+            return (yield)
+        with shared.paused():
+            return (yield)
 
 
 class SimulationChild:
