@@ -259,7 +259,8 @@ def test_child_measures_the_requested_variant(monkeypatch, tmp_path):
     warmups = record["warmup"]["calls"]
     # instrumented from the start: callgrind dumps the warm-up callbacks too
     assert kinds == ["warmup"] * (warmups + 1) + ["repeat"] * 2 + ["overhead"]
-    assert warmups == simulate.CHILD_MIN_WARMUP  # a cheap workload warms up 10 times
+    # 8 calls before the first repeat, the discarded callback's 3 included
+    assert warmups == simulate.CHILD_MIN_WARMUP - 3 == 5
     assert calls.count("fast") == warmups + 3 * 3
     assert record["outputs_ok"] and record["instrumentation"]["ok"]
 
@@ -269,12 +270,12 @@ def test_child_measures_the_requested_variant(monkeypatch, tmp_path):
     [
         # 55M a call (3 a callback): large, 3 warm-up calls do
         (165_000_000, "ok", [("warmup", 3)], 3),
-        # 45M a call: small, topped up uninstrumented to 10 calls (3 + 3 + 4), then one
+        # 45M a call: small, topped up uninstrumented to 8 calls (3 + 3 + 2), then one
         # more discarded callback for the simulated caches
-        (135_000_000, "ok", [("warmup", 3), ("warmup", 3)], 7),
-        (None, "ok", [("warmup", 3), ("warmup", 3)], 7),  # no dump to read: small
+        (135_000_000, "ok", [("warmup", 3), ("warmup", 3)], 5),
+        (None, "ok", [("warmup", 3), ("warmup", 3)], 5),  # no dump to read: small
         # instrumentation would not switch off: the rest instrumented, discarded
-        (135_000_000, "no off", [("warmup", 3)] + [("warmup", 1)] * 4, 3),
+        (135_000_000, "no off", [("warmup", 3)] + [("warmup", 1)] * 2, 3),
     ],
 )
 def test_only_a_small_slow_call_gets_the_rest_of_the_warm_up(
@@ -323,7 +324,7 @@ def test_the_child_reads_its_newest_dump_from_the_header_only(tmp_path):
     assert simulate_child._last_callback_instructions(None) is None
 
 
-def test_a_fast_call_warms_up_ten_times_uninstrumented(monkeypatch, tmp_path):
+def test_a_fast_call_warms_up_to_eight_calls_with_the_discarded_one(monkeypatch, tmp_path):
     result = _as_child(
         monkeypatch, tmp_path, "v", repeats=2, calls=1, trigger="vgdb", dumps="unused"
     )
@@ -332,7 +333,7 @@ def test_a_fast_call_warms_up_ten_times_uninstrumented(monkeypatch, tmp_path):
     monkeypatch.setattr(simulate_child, "_last_callback_instructions", lambda d: 1000)
     simulate.child_measure(lambda: 1.0, name="v", settings=RunSettings())
     record = json.loads(result.read_text())
-    assert record["warmup"]["calls"] == simulate.CHILD_MIN_WARMUP
+    assert record["warmup"]["calls"] == simulate.CHILD_MIN_WARMUP - 1 == 7
     assert [s["kind"] for s in record["plan"]] == ["warmup", "repeat", "repeat", "overhead"]
 
 

@@ -62,16 +62,23 @@ from .simulate_protocol import (
 )
 from .valgrind_requests import START_INSTRUMENTATION, STOP_INSTRUMENTATION, client_requests
 
-#: Warm-up calls in the child: ``settings.warmup``, and CHILD_MIN_WARMUP calls before
-#: the counted repeats of all but a large call, a fixed number so that every run reaches
-#: the region in the same state. CPython 3.11's specialising interpreter quickens a
-#: code object after 8 calls (or loop iterations) and then specialises its instructions
-#: over the next calls: ONNX Runtime's ``session.run`` path costs about 2,700
-#: instructions more per call un-quickened (49.3k against 46.6k for a one-node model
-#: after 3 and after 10 warm-up calls, measured under callgrind), and while it settles
-#: the repeats of the example's 20-million-instruction MiniLM moved by 5,000-10,000
-#: instructions (a spread of 0.03-0.05% after 3 warm-up calls, 0.004-0.013% after 10).
-#: A large call does not need the full warm-up, and ten calls of one cost many
+#: Warm-up calls in the child: CHILD_MIN_WARMUP calls of the workload come before the
+#: first counted repeat, the discarded callback's included (``settings.warmup`` of them
+#: at least uninstrumented), a fixed number so that every run reaches the region in the
+#: same state. CPython 3.11's specialising interpreter quickens a code object at its 8th
+#: call (``QUICKENING_WARMUP_DELAY``; a loop's backward jumps count too) and specialises
+#: each instruction the first time it runs after that, so a function the workload
+#: calls once per call runs specialised from its 9th call on: 7 uninstrumented calls
+#: and the discarded callback's one, and the repeats run specialised code. Un-quickened,
+#: ONNX Runtime's ``session.run`` path costs about 2,700 instructions more per call
+#: (49.3k against 46.6k for a one-node model after 3 and after 10 warm-up calls,
+#: measured under callgrind). On the example's 20-million-instruction MiniLM int8 (two
+#: runs each, ONNX Runtime 1.32) the repeats spread 0.009-0.030% after 7 + 1 calls,
+#: 0.020-0.024% after 10 + 1 and 0.040% after 5 + 1, the counts per call within 0.015%
+#: of each other; each uninstrumented call saved is 0.16 s of the child's time there.
+#: Python 3.12 quickens code when it is created and needs fewer calls, 3.10 does not
+#: specialise; the same number holds for all (measured on 3.11).
+#: A large call does not need the full warm-up, and eight calls of one cost many
 #: seconds: once CHILD_UNINSTRUMENTED_WARMUP uninstrumented calls took over
 #: CHILD_WARMUP_CHECK_S, the warm-up stops and the first counted callback (discarded)
 #: says how many instructions a call has. A call of CHILD_LARGE_CALL_INSTRUCTIONS or
@@ -82,7 +89,7 @@ from .valgrind_requests import START_INSTRUMENTATION, STOP_INSTRUMENTATION, clie
 #: decision rests on counted instructions, so a busy machine cannot change what is
 #: counted, only whether the check happens. Only a workload so expensive that the
 #: warm-up passes CHILD_WARMUP_MAX_S stops earlier (after one call at least).
-CHILD_MIN_WARMUP = 10
+CHILD_MIN_WARMUP = 8
 CHILD_UNINSTRUMENTED_WARMUP = 3
 CHILD_WARMUP_CHECK_S = 3.0
 CHILD_LARGE_CALL_INSTRUCTIONS = 50_000_000
@@ -348,7 +355,8 @@ def child_measure(
     """In the simulation child: measure ``call`` if it is the requested variant.
 
     The requested variant: warm-up calls through the callback, uninstrumented
-    (``max(settings.warmup, CHILD_MIN_WARMUP)``, a fixed number unless the
+    (:func:`uninstrumented_warmup`: CHILD_MIN_WARMUP calls with the discarded
+    callback's, at least ``settings.warmup``; a fixed number unless the
     warm-up passes CHILD_WARMUP_MAX_S), instrumentation on (vgdb), one callback
     repeat that is discarded (it warms the simulated caches and pays one-off
     costs), ``repeats`` callback repeats of ``calls`` calls each, one empty
@@ -389,7 +397,8 @@ def child_measure(
             wanted = max(1, settings.warmup)
             gated = options.trigger == "vgdb" and options.dumps is not None
             check_from = max(wanted, CHILD_UNINSTRUMENTED_WARMUP)
-            for index in range(max(wanted, CHILD_MIN_WARMUP)):
+            full = uninstrumented_warmup(wanted, options.calls)
+            for index in range(full):
                 if index and sum(warm) > CHILD_WARMUP_MAX_S * 1e9:
                     break
                 if gated and index >= check_from and sum(warm) > CHILD_WARMUP_CHECK_S * 1e9:
@@ -413,7 +422,7 @@ def child_measure(
             record.instrumentation = _instrumentation(options, "on")
             if record.instrumentation.ok:
                 try:
-                    short = gated and len(warm) < CHILD_MIN_WARMUP
+                    short = gated and len(warm) < full
                     last = _measure_callbacks(call, options, record, len(warm) if short else None)
                 finally:  # the rest of the child runs at uninstrumented speed
                     record.instrumentation_off = _instrumentation(options, "off")
@@ -427,6 +436,12 @@ def child_measure(
         raise
     request.send(record)
     return _child_profile(label, warm, last, {"simulate_child": True, "measured": True})
+
+
+def uninstrumented_warmup(wanted: int, calls: int) -> int:
+    """The uninstrumented warm-up calls: ``wanted`` (the settings' warm-up, at least 1)
+    and as many as CHILD_MIN_WARMUP needs beside the discarded callback's ``calls``."""
+    return max(wanted, CHILD_MIN_WARMUP - calls)
 
 
 def _watched_call(call: Callable[[], Any]) -> dict[str, int] | None:
