@@ -321,6 +321,24 @@ def test_children_are_stopped_while_the_parent_times_and_run_while_it_waits(scri
     assert _stopped(pids, False) == [False, False]
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_children_go_on_while_the_parent_works_on_a_region_inside_a_timed_body(scripted):
+    shared = scripted("answer", count=2)
+    shared.start()
+    pids = [c._proc.pid for c in shared.children]
+    with shared.running():  # not paused: nothing to resume or stop
+        assert _stopped(pids, False) == [False, False]
+    assert _stopped(pids, False) == [False, False]
+    with shared.paused():
+        assert _stopped(pids, True) == [True, True]
+        with shared.running():  # the parent builds the profile: nothing timed
+            assert _stopped(pids, False) == [False, False]
+            assert _measure(shared, "t.py::b") is not None  # nested: still going on after
+            assert _stopped(pids, False) == [False, False]
+        assert _stopped(pids, True) == [True, True]  # the body times again: stopped
+    assert _stopped(pids, False) == [False, False]
+
+
 @pytest.mark.parametrize(
     ("tests", "wanted", "count"), [(5, 2, 2), (1, 4, 1), (0, None, 1), (3, 0, None)]
 )

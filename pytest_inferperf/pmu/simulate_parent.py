@@ -254,50 +254,53 @@ def profile_via_child(
     keep = options.workdir is not None
     folder = options.workdir or Path(tempfile.mkdtemp(prefix="inferperf-simulate-"))
     folder.mkdir(parents=True, exist_ok=True)
-    try:
-        run = None
-        if shared is not None and not options.instrument_from_start:
-            run = shared.measure(
-                nodeid,
-                variant,
-                repeats=options.repeats,
-                calls=options.calls,
-                timeout=options.timeout,
+    # Nothing from here on is timed: shared children stopped for the native run go on.
+    going_on = shared.running() if shared is not None else contextlib.nullcontext()
+    with going_on:
+        try:
+            run = None
+            if shared is not None and not options.instrument_from_start:
+                run = shared.measure(
+                    nodeid,
+                    variant,
+                    repeats=options.repeats,
+                    calls=options.calls,
+                    timeout=options.timeout,
+                )
+            if run is None:
+                run = run_child(
+                    nodeid,
+                    variant,
+                    options,
+                    folder,
+                    instrument_from_start=options.instrument_from_start,
+                )
+            retried = None
+            if not run.record.instrumented:
+                retried = (run.record.instrumentation and run.record.instrumentation.detail) or ""
+                if shared is not None:
+                    shared.close(f"vgdb could not switch instrumentation on: {retried}")
+                for stale in folder.glob(f"{OUT_STEM}.*"):
+                    stale.unlink()
+                run = run_child(nodeid, variant, options, folder, instrument_from_start=True)
+            result = build_profile(label, nodeid, options, run, native_profile, session, retried)
+            if options.run_twice:
+                again = folder / "run-2"
+                again.mkdir()
+                second = run_child(nodeid, variant, options, again, instrument_from_start=False)
+                other = build_profile(label, nodeid, options, second, native_profile, session, None)
+                result = with_run_to_run(result, other, second.wall_s)
+            child_features = run.record.cpu_features
+            hidden = hidden_features(
+                seen_features(import_numpy=True) if child_features is not None else None,
+                child_features,
             )
-        if run is None:
-            run = run_child(
-                nodeid,
-                variant,
-                options,
-                folder,
-                instrument_from_start=options.instrument_from_start,
-            )
-        retried = None
-        if not run.record.instrumented:
-            retried = (run.record.instrumentation and run.record.instrumentation.detail) or ""
-            if shared is not None:
-                shared.close(f"vgdb could not switch instrumentation on: {retried}")
-            for stale in folder.glob(f"{OUT_STEM}.*"):
-                stale.unlink()
-            run = run_child(nodeid, variant, options, folder, instrument_from_start=True)
-        result = build_profile(label, nodeid, options, run, native_profile, session, retried)
-        if options.run_twice:
-            again = folder / "run-2"
-            again.mkdir()
-            second = run_child(nodeid, variant, options, again, instrument_from_start=False)
-            other = build_profile(label, nodeid, options, second, native_profile, session, None)
-            result = with_run_to_run(result, other, second.wall_s)
-        child_features = run.record.cpu_features
-        hidden = hidden_features(
-            seen_features(import_numpy=True) if child_features is not None else None,
-            child_features,
-        )
-        result = with_honesty_warning(result, native_digest, run.record.result_digest, hidden)
-        result = with_session_runs_warning(result, native_runs, run.record.session_runs)
-        return with_resolution(result)
-    finally:
-        if not keep:
-            shutil.rmtree(folder, ignore_errors=True)
+            result = with_honesty_warning(result, native_digest, run.record.result_digest, hidden)
+            result = with_session_runs_warning(result, native_runs, run.record.session_runs)
+            return with_resolution(result)
+        finally:
+            if not keep:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def check_run(nodeid: str, run: ChildRun) -> list[PlanStep]:

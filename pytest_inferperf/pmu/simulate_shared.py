@@ -311,7 +311,8 @@ class SharedChildren:
     """The session's shared children: ``count`` of them, the tests dealt round robin.
 
     Every child starts at once (:meth:`start`). :meth:`paused` stops them while the
-    parent times something; :meth:`measure` lets them run while it waits.
+    parent times something; :meth:`measure` lets them run while it waits, and
+    :meth:`running` while it works on a region (nothing timed).
     """
 
     def __init__(self, nodeids: Sequence[str], *, count: int = 1, **child: Any) -> None:
@@ -319,6 +320,7 @@ class SharedChildren:
         count = max(1, min(count, len(tests) or 1))
         self.children = [SharedChild(tests[i::count], **child) for i in range(count)]
         self._paused = False
+        self._resumed = 0  # depth of running() blocks inside a pause
 
     @property
     def served(self) -> int:
@@ -349,7 +351,7 @@ class SharedChildren:
         child = next((c for c in self.children if c.serves(nodeid)), None)
         if child is None:
             return None
-        with self._running():
+        with self.running():
             return child.measure(nodeid, variant, repeats=repeats, calls=calls, timeout=timeout)
 
     @contextlib.contextmanager
@@ -371,15 +373,21 @@ class SharedChildren:
             child.close(why)
 
     @contextlib.contextmanager
-    def _running(self) -> Iterator[None]:
+    def running(self) -> Iterator[None]:
+        """The children go on for the duration even inside :meth:`paused` (the parent
+        waits, or works on what nothing times); nested blocks resume and stop them once."""
         if not self._paused:
             yield
             return
-        self._signal(signal.SIGCONT)
+        self._resumed += 1
+        if self._resumed == 1:
+            self._signal(signal.SIGCONT)
         try:
             yield
         finally:
-            self._signal(signal.SIGSTOP)
+            self._resumed -= 1
+            if self._resumed == 0 and self._paused:
+                self._signal(signal.SIGSTOP)
 
     def _signal(self, signum: int) -> None:
         for child in self.children:
