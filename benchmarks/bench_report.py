@@ -1183,8 +1183,8 @@ def _simulate_speed_md(speed: Mapping[str, Any]) -> list[str]:
                 )
             )
         lines += [
-            "The shipped example as shipped: shared valgrind children (one per CPU, the "
-            "tests dealt round robin) start when the first test is set up and run ahead "
+            "The shipped example as shipped: shared valgrind children (one per CPU, each "
+            "taking the next test no other took) start when the first test is set up and run ahead "
             "of the parent, each paying its start-up once; per test, which child measured "
             "it, the seconds the parent then waited for its region, and the seconds the "
             "child spent in its measured repeats:",
@@ -1235,5 +1235,51 @@ def _simulate_speed_md(speed: Mapping[str, Any]) -> list[str]:
             rows,
         )
         lines.append("")
+    lines += _uneven_md(speed.get("uneven") or {})
     lines += [when, ""]
     return lines
+
+
+def _uneven_md(uneven: Mapping[str, Any]) -> list[str]:
+    """The suite of long and short simulated tests, here and at another commit."""
+    if not uneven.get("variants"):
+        return []
+    rows = []
+    for name, v in uneven["variants"].items():
+        tests = v["runs"][0]["tests"]
+        pids = list(dict.fromkeys(rec.get("child_pid") for rec in tests.values()))
+        split = ", ".join(
+            f"{t.rsplit('::', 1)[-1]}: {pids.index(rec.get('child_pid')) + 1}"
+            for t, rec in tests.items()
+            if rec.get("child_pid")
+        )
+        diffs = v.get("instructions_vs_shipped") or {}
+        rows.append(
+            (
+                name,
+                f"{v['wall_s']:.1f}",
+                _f(v.get("wall_over_shipped"), "{:.2f}x"),
+                split or "-",
+                "yes" if v.get("same_instructions_within_0.1pct") else "NO",
+                ", ".join(f"{d:+.4%}" for d in diffs.values()) or "-",
+            )
+        )
+    return [
+        "A suite of four simulated tests, long and short alternating (a Python loop, about "
+        "422 and 20 million instructions a call; two children on this machine), this "
+        "checkout against another commit (a worktree of it on `PYTHONPATH`), alternating, "
+        f"{uneven.get('rounds')} round(s) each; which child ran each test:",
+        "",
+        *_table(
+            (
+                "code",
+                "wall s (median)",
+                "/ as shipped",
+                "child per test",
+                "same within 0.1%",
+                "instructions/call vs as shipped",
+            ),
+            rows,
+        ),
+        "",
+    ]

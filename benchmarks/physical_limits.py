@@ -100,7 +100,10 @@ def simulate_section(scratch: Path, rounds: int) -> dict[str, Any]:
 
 
 def _simulate_run(
-    scratch: Path, tag: str, env_extra: dict[str, str] | None = None
+    scratch: Path,
+    tag: str,
+    env_extra: dict[str, str] | None = None,
+    target: str = "examples/test_simulated.py",
 ) -> dict[str, Any]:
     report = scratch / f"report-{tag}"
     shutil.rmtree(report, ignore_errors=True)
@@ -111,7 +114,7 @@ def _simulate_run(
         "--inferperf",
         "--inferperf-backend",
         "simulate",
-        "examples/test_simulated.py",
+        target,
         "--inferperf-flamegraphs",
         "none",
         "--inferperf-baselines",

@@ -13,7 +13,9 @@ Usage::
 
 ``--against REV`` adds a variant: the example at commit REV (a git worktree of it on
 ``PYTHONPATH``, its own examples/ with this checkout's models), timed alternately with
-this checkout's, instruction counts compared.
+this checkout's, instruction counts compared. ``--uneven-against REV`` times a suite of
+four simulated tests, long and short alternating (:data:`UNEVEN_SUITE`), the same way:
+how the shared children share tests of unequal length.
 
 Writes ``simulate-speed.json`` under ``--out`` and, where ``results.json`` lies
 there, adds it to the ``limits`` section and re-renders ``results.md``.
@@ -52,6 +54,40 @@ VARIANTS = {
     "both": "--vex-iropt-register-updates=sp-at-mem-access --smc-check=stack",
 }
 IMPORTS = "import numpy, onnxruntime"  # what the child imports before the tests
+
+#: Four simulated tests, long and short alternating (a pure-Python loop: about 422 and
+#: 20 million instructions a call). Dealt round robin to two children, both long tests
+#: land in one child; taking the next free test, each child gets one long one.
+UNEVEN_SUITE = """\
+import pytest
+
+
+def work(rounds):
+    s = 0
+    for i in range(rounds):
+        s += (i * i) % 7
+    return s
+
+
+@pytest.mark.perf(repeat=3)
+def test_1_long(pmu_profile):
+    pmu_profile(work, 400_000)
+
+
+@pytest.mark.perf(repeat=3)
+def test_2_short(pmu_profile):
+    pmu_profile(work, 20_000)
+
+
+@pytest.mark.perf(repeat=3)
+def test_3_long(pmu_profile):
+    pmu_profile(work, 400_000)
+
+
+@pytest.mark.perf(repeat=3)
+def test_4_short(pmu_profile):
+    pmu_profile(work, 20_000)
+"""
 
 
 def _wall(cmd: list[str], env: dict[str, str]) -> float:
@@ -143,20 +179,41 @@ def example(
     return _example_result(rounds, runs, variants)
 
 
+def uneven(scratch: Path, rounds: int, against: str) -> dict[str, Any]:
+    """:data:`UNEVEN_SUITE` as shipped and at commit ``against``, alternating."""
+    places: dict[str, tuple[Path, dict[str, str]]] = {}
+    tree = _worktree(against, scratch.parent / f"{scratch.name}-tree")
+    try:
+        for name, env in (("as shipped", {}), (f"at {against}", {"PYTHONPATH": str(tree)})):
+            where = scratch / name.replace(" ", "-")
+            where.mkdir(parents=True)
+            (where / "pytest.ini").write_text("[pytest]\n")
+            (where / "test_uneven.py").write_text(UNEVEN_SUITE)
+            places[name] = (where, env)
+        order = list(places)
+        runs: dict[str, list[dict[str, Any]]] = {k: [] for k in order}
+        _alternate(order, places, rounds, runs, "test_uneven.py", "uneven suite")
+    finally:
+        _drop_worktree(tree)
+    return _example_result(rounds, runs, {k: "" for k in order})
+
+
 def _alternate(
     order: list[str],
     places: dict[str, tuple[Path, dict[str, str]]],
     rounds: int,
     runs: dict[str, list[dict[str, Any]]],
+    target: str = "examples/test_simulated.py",
+    what: str = "simulate example",
 ) -> None:
     for r in range(rounds):
         for name in order if r % 2 == 0 else order[::-1]:
             load = os.getloadavg()[0]
             where, env = places[name]
-            run = _simulate_run(where, f"v{order.index(name)}-{r}", env)
+            run = _simulate_run(where, f"v{order.index(name)}-{r}", env, target)
             run["load_avg"] = [load, os.getloadavg()[0]]
             runs[name].append(run)
-            log(f"simulate example, {name}: {run['wall_s']:.1f} s, load {load:.2f}")
+            log(f"{what}, {name}: {run['wall_s']:.1f} s, load {load:.2f}")
 
 
 def _example_result(
@@ -209,6 +266,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also time the example at this git commit, alternating with this checkout",
     )
     p.add_argument(
+        "--uneven-against",
+        default=None,
+        metavar="REV",
+        help="also time a suite of long and short simulated tests here and at REV",
+    )
+    p.add_argument(
         "--start-up-instrumented",
         action="store_true",
         help="also time the start-up instrumented from the start (minutes)",
@@ -228,6 +291,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             only = [v for v in args.only.split(",") if v]
             data["example"] = example(scratch, args.rounds, only, args.against)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    if args.uneven_against:
+        scratch = Path(tempfile.mkdtemp(prefix="inferperf-simspeed-uneven-"))
+        try:
+            data["uneven"] = uneven(scratch, args.rounds, args.uneven_against)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     data["load_avg_end"] = list(os.getloadavg())

@@ -213,3 +213,40 @@ def test_simulate_speed_section_splits_start_up_from_the_repeats() -> None:
     assert "native: **1.5 s**; valgrind: **20.0 s**" in md
     assert "| t.py::test_a | 1 | 81.0 | yes | 6.5 | full |" in md
     assert "| `--smc-check=stack` | 70.0 | 0.70x | -0.0300% | yes | 11.0 |" in md
+
+
+def test_uneven_suite_section_says_which_child_ran_each_test() -> None:
+    def run(wall: float, pids: list[int]) -> dict:
+        names = ("t.py::test_1_long", "t.py::test_2_short", "t.py::test_3_long")
+        tests = {
+            n: {"instructions_per_call": 1e6, "child_pid": p}
+            for n, p in zip(names, pids, strict=True)
+        }
+        return {"wall_s": wall, "load_avg": [1.0, 1.0], "tests": tests}
+
+    uneven = {
+        "rounds": 1,
+        "variants": {
+            "as shipped": {
+                "wall_s": 13.7,
+                "wall_over_shipped": 1.0,
+                "instructions_vs_shipped": {"t.py::test_1_long": 0.0},
+                "same_instructions_within_0.1pct": True,
+                "runs": [run(13.7, [11, 12, 12])],
+            },
+            "at abc123": {
+                "wall_s": 21.7,
+                "wall_over_shipped": 1.584,
+                "instructions_vs_shipped": {"t.py::test_1_long": 0.00001},
+                "same_instructions_within_0.1pct": True,
+                "runs": [run(21.7, [21, 22, 21])],
+            },
+        },
+    }
+    md = "\n".join(bench_report._uneven_md(uneven))
+    assert (
+        "| as shipped | 13.7 | 1.00x | test_1_long: 1, test_2_short: 2, test_3_long: 2 | yes |"
+        in md
+    )
+    assert "| at abc123 | 21.7 | 1.58x | test_1_long: 1, test_2_short: 2, test_3_long: 1 |" in md
+    assert bench_report._uneven_md({}) == []

@@ -740,9 +740,14 @@ def test_start_up_work_outside_the_region_is_not_counted(runs):
     The child allocates Python objects with the C allocator (``PYTHONMALLOC=malloc``):
     with pymalloc, start-up left its pools in another state and the allocation-heavy
     loop here took another path in each free, -0.2% to -0.37% of its count.
+    ONNX Runtime's MLP (2.1 million instructions a call) still moves a little with
+    what start-up left behind: on a Xeon VM it counted 0.06-0.11% more after the
+    extra start-up (1,300-2,400 instructions, five runs, with 8 and with 11 calls
+    before the repeats alike); on a Zen 5 VM 0.0004%. Held to 0.2%: millions of
+    instructions of start-up work, counted, would be 100% and more.
     """
     base, after = instructions(runs["ort"]), instructions(runs["ort_startup"])
-    assert relative(base, after) < 0.001, (base, after)
+    assert relative(base, after) < 0.002, (base, after)
     base, after = instructions(runs["py100"]), instructions(runs["py100_startup"])
     assert relative(base, after) < 0.001, (base, after)
     assert runs["py100"].settings["simulation"]["env"]["PYTHONMALLOC"] == "malloc"

@@ -81,6 +81,34 @@ def test_child_says_when_each_test_ended(parent):
     assert parent.answer() == {"nodeid": "t.py::test_a", "variant": "", "finished": True}
 
 
+def test_a_child_runs_only_the_tests_it_claimed_first(parent, monkeypatch, tmp_path):
+    from pytest_inferperf.pmu.simulate_protocol import claim, claimed_by
+
+    monkeypatch.setenv(child_process.ENV_CLAIMS, str(tmp_path))
+    assert claim(tmp_path, "t.py::test_b", "4242")  # another child was there first
+    assert simulate_child.child_test_starting("t.py::test_a") is None
+    assert claimed_by(tmp_path, "t.py::test_a") == str(os.getpid())
+    assert simulate_child.child_test_starting("t.py::test_a") is None  # its own, again
+    assert simulate_child.child_test_starting("t.py::test_b") == (
+        "inferperf: another shared simulation child runs this test"
+    )
+    simulate_child.child_test_finished("t.py::test_b")  # not its test: nothing to say
+    assert parent.silent()
+    simulate_child.child_test_finished("t.py::test_a")
+    assert parent.answer() == {"nodeid": "t.py::test_a", "variant": "", "finished": True}
+
+
+@pytest.mark.parametrize("nodeid", ["t.py::test[a/b::c]", "t.py::" + "x" * 300])
+def test_a_claim_is_one_file_whatever_the_node_id(tmp_path, nodeid):
+    from pytest_inferperf.pmu.simulate_protocol import PARENT_CLAIM, claim, claimed_by
+
+    assert claimed_by(tmp_path, nodeid) is None
+    assert claim(tmp_path, nodeid, PARENT_CLAIM)
+    assert not claim(tmp_path, nodeid, "123")  # the first claim stands
+    assert claimed_by(tmp_path, nodeid) == PARENT_CLAIM
+    assert len(list(tmp_path.iterdir())) == 1
+
+
 def test_a_child_whose_parent_is_gone_measures_nothing(parent, monkeypatch):
     monkeypatch.setenv(ENV_SHARED, os.environ[ENV_SHARED].rsplit(",", 1)[0] + ",1")
     assert simulate_child.child_test_starting("t.py::test_a") == (
@@ -156,8 +184,15 @@ def send(answer):
     replies.write(json.dumps(answer) + "\n")
     replies.flush()
 
+claims = os.environ.get("INFERPERF_SIMULATE_CLAIMS")
+slow = json.loads(os.environ.get("FAKE_SLOW", "{}"))
 part = region = 0
 for nodeid, variants in json.loads(sys.argv[1]):
+    if claims:  # as the real child: the first to reach a test runs it
+        from pytest_inferperf.pmu.simulate_protocol import claim
+        if not claim(claims, nodeid, str(os.getpid())):
+            continue
+    time.sleep(slow.get(nodeid, 0))
     for variant in variants if mode != "missed" else ():
         region += 1
         folder = workdir / f"callgrind.out.region-{region}"
@@ -281,16 +316,41 @@ def test_tests_it_was_not_started_for_are_not_its_business(scripted):
     assert shared.children[0].served == 0
 
 
-def test_children_split_the_tests_round_robin_and_measure_in_parallel(scripted):
-    shared = scripted("answer", count=2)
-    assert [c.nodeids for c in shared.children] == [("t.py::a", "t.py::c"), ("t.py::b",)]
+def test_children_take_the_next_test_no_other_took_and_measure_in_parallel(scripted):
+    # a is slow: the child that took it is still busy when b and c come up
+    shared = scripted("answer", count=2, FAKE_SLOW=json.dumps({"t.py::a": 1.5}))
+    assert [c.nodeids for c in shared.children] == [("t.py::a", "t.py::b", "t.py::c")] * 2
     shared.start()
     runs = [_measure(shared, n) for n in ("t.py::a", "t.py::b", "t.py::c")]
     assert all(r is not None for r in runs)
     pids = [r.child["pid"] for r in runs]
-    assert pids[0] == pids[2] != pids[1]
+    assert pids[0] != pids[1] == pids[2]  # dealt round robin, c would wait behind a
     assert [r.child["region_index"] for r in runs] == [1, 1, 2]
     assert shared.served == 3
+    claims = Path(shared.claims)
+    assert len(list(claims.iterdir())) == 3
+    shared.close()
+    assert not claims.exists()
+
+
+def test_no_child_starts_a_test_the_parent_went_past(scripted):
+    from pytest_inferperf.pmu.simulate_protocol import PARENT_CLAIM, claimed_by
+
+    shared = scripted("answer", count=2)
+    run = _measure(shared, "t.py::c")  # starts the children, a and b are not needed
+    assert run is not None and run.record.variant == ""
+    assert claimed_by(shared.claims, "t.py::a") == claimed_by(shared.claims, "t.py::b")
+    assert claimed_by(shared.claims, "t.py::a") == PARENT_CLAIM
+    assert claimed_by(shared.claims, "t.py::c") == str(run.child["pid"])
+    assert _measure(shared, "t.py::a") is None  # the parent claimed it: none ran it
+
+
+def test_a_test_no_child_will_reach_is_claimed_by_the_parent(scripted):
+    from pytest_inferperf.pmu.simulate_protocol import PARENT_CLAIM, claimed_by
+
+    shared = scripted("exit", count=2)  # both children exit at once
+    assert _measure(shared, "t.py::a", timeout=20) is None
+    assert claimed_by(shared.claims, "t.py::a") == PARENT_CLAIM
 
 
 def _stopped(pids, expected: bool) -> list[bool]:
@@ -477,12 +537,15 @@ def test_two_children_serve_the_session_with_the_counts_of_a_child_per_test(pyte
     assert len(got) == len(solo) == 3, sorted(got)
     children = {key: r["profile"]["settings"]["simulation"]["child"] for key, r in got.items()}
     assert {c["mode"] for c in children.values()} == {"shared"}
-    # round robin: test_first and test_fails_before_profiling in one, test_variants in the other
-    first = next(c for k, c in children.items() if k.endswith("test_first"))
+    # every child was given every test and took the next one no other child took: both
+    # regions of test_variants come from the one that took it, each child's in order
     variants = [c for k, c in children.items() if "variants" in k]
-    assert {c["pid"] for c in variants} == {variants[0]["pid"]} != {first["pid"]}, children
-    assert first["region_index"] == 1 and first["tests"] == 2
-    assert sorted(c["region_index"] for c in variants) == [1, 2]
+    assert len({c["pid"] for c in variants}) == 1, children
+    assert {c["tests"] for c in children.values()} == {3}
+    by_child: dict[int, list[int]] = {}
+    for child in children.values():
+        by_child.setdefault(child["pid"], []).append(child["region_index"])
+    assert all(sorted(v) == list(range(1, len(v) + 1)) for v in by_child.values()), children
     for key, record in solo.items():
         assert record["profile"]["settings"]["simulation"]["child"]["mode"] == (
             "one child for this test"

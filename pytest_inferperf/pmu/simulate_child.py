@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
-from ..child_process import ENV_CHILD, ENV_SHARED, is_shared_child
+from ..child_process import ENV_CHILD, ENV_CLAIMS, ENV_SHARED, is_shared_child
 from ..profile import Profile
 from ..result_digest import result_digest
 from ..runner import (
@@ -59,6 +59,7 @@ from .simulate_protocol import (
     RegionReply,
     SimulateError,
     child_repeats,
+    claim,
 )
 from .valgrind_requests import START_INSTRUMENTATION, STOP_INSTRUMENTATION, client_requests
 
@@ -563,6 +564,18 @@ class _Link:
         self.measured: set[tuple[str, str]] = set()
         self.regions = 0
         self.gone = False
+        self.claims = os.environ.get(ENV_CLAIMS) or None  # None: every test given is ours
+        self.claimed: set[str] = set()
+
+    def ours(self, nodeid: str) -> bool:
+        """True when this child runs ``nodeid``: it claimed it now or before (the first of
+        the children to reach a test claims it), or no claims are shared."""
+        if self.claims is None or nodeid in self.claimed:
+            return True
+        if claim(self.claims, nodeid, str(os.getpid())):
+            self.claimed.add(nodeid)
+            return True
+        return False
 
     def parent_gone(self) -> bool:
         """True once the parent closed its end (it needs no more regions) or exited."""
@@ -620,13 +633,19 @@ def die_with_parent() -> None:
 
 
 def child_test_starting(nodeid: str) -> str | None:
-    """Before a test runs in the child: None to run it, or why to skip it."""
-    if _child_link().parent_gone():
+    """Before a test runs in the child: None to run it, or why to skip it (the parent
+    needs no more, or another shared child claimed the test first)."""
+    link = _child_link()
+    if link.parent_gone():
         return "inferperf: the parent needs no more simulations"
+    if not link.ours(nodeid):
+        return "inferperf: another shared simulation child runs this test"
     return None
 
 
 def child_test_finished(nodeid: str) -> None:
-    """After a test ran in the child: tell the parent, so that a region of it the child
-    did not reach is measured in a child of its own."""
-    _child_link().send(RegionReply(nodeid, finished=True))
+    """After a test of this child's ran: tell the parent, so that a region of it the child
+    did not reach is measured in a child of its own (a test another child ran: nothing)."""
+    link = _child_link()
+    if link.claims is None or nodeid in link.claimed:
+        link.send(RegionReply(nodeid, finished=True))

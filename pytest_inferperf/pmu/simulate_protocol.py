@@ -10,7 +10,8 @@ Owns: the typed records of that conversation, each with ``to_json`` / ``from_jso
   child for one test or sent in a :class:`RegionReply` by a shared child (one
   JSON line per region it measured, and one when each of its tests ended);
 * :class:`ChildRun` - what one child run left behind, as the parent reads it;
-* :func:`child_env` - the child's environment (and :data:`CHILD_ENV`).
+* :func:`child_env` - the child's environment (and :data:`CHILD_ENV`);
+* :func:`claim` / :func:`claimed_by` - which shared child runs a test (a file per test).
 
 Also the two errors every side raises (:class:`SimulateUnavailable`,
 :class:`SimulateError`) and :func:`tail` (the last lines of a child's output for
@@ -22,6 +23,7 @@ simulate backend's other modules (every one of them imports this one).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -322,6 +324,39 @@ class RegionReply:
             dumps=data.get("dumps"),
             finished=bool(data.get("finished", False)),
         )
+
+
+# -- claims: which shared child runs a test ------------------------------------------
+#: What the parent writes in the claim of a test it went past (no child may run it).
+PARENT_CLAIM = "parent"
+
+
+def claim_path(folder: str | os.PathLike[str], nodeid: str) -> Path:
+    """The file whose creation claims ``nodeid`` (one name per node id, any characters)."""
+    return Path(folder) / f"{hashlib.sha1(nodeid.encode()).hexdigest()[:24]}.claim"
+
+
+def claim(folder: str | os.PathLike[str], nodeid: str, owner: str) -> bool:
+    """Claim ``nodeid`` for ``owner`` (a child's pid, or PARENT_CLAIM); False when it was
+    claimed before. Creating the file is the claim (``O_EXCL``): of children trying at
+    once, one wins."""
+    try:
+        fd = os.open(claim_path(folder, nodeid), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as handle:
+        handle.write(owner)
+    return True
+
+
+def claimed_by(folder: str | os.PathLike[str], nodeid: str) -> str | None:
+    """Who claimed ``nodeid`` (a pid as text, or PARENT_CLAIM); None: nobody yet. A claim
+    being written reads as its owner once the file has its text."""
+    try:
+        owner = claim_path(folder, nodeid).read_text()
+    except FileNotFoundError:
+        return None
+    return owner or None
 
 
 # -- what the parent read --------------------------------------------------------

@@ -7,7 +7,9 @@ for one session, :class:`SharedChildren`; the child's side of the conversation i
 :mod:`.simulate_child`). A child's fixed cost (valgrind start-up, imports and
 collection under valgrind, ~4-7 s for an ONNX Runtime suite) is paid once per child
 instead of once per test, and where the machine has CPUs to spare, several children
-split the session's tests (round robin) and measure them in parallel.
+share the session's tests and measure them in parallel: each takes the next test no
+other child took (a claim file per test), so none waits behind a long test while
+another idles.
 
 The children run ahead of the parent: each runs its tests in order and sends, one
 JSON line each (:class:`~.simulate_protocol.RegionReply`), every region it measured
@@ -42,9 +44,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..child_process import ENV_SHARED
+from ..child_process import ENV_CLAIMS, ENV_SHARED
 from .callgrind import read_dumps
-from .simulate_protocol import ChildRun, RegionReply, SimulateError, child_env, tail
+from .simulate_protocol import (
+    PARENT_CLAIM,
+    ChildRun,
+    RegionReply,
+    SimulateError,
+    child_env,
+    claim,
+    claim_path,
+    claimed_by,
+    tail,
+)
 from .simulate_valgrind import BLOCK_PLUGINS, OUT_STEM, child_command
 
 
@@ -96,6 +108,15 @@ class SharedChild:
         """True when the child was started for ``nodeid`` and the parent has not gone past
         it (whether or not the child still serves)."""
         return nodeid in self._reachable
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def alive(self) -> bool:
+        """True while the child runs and serves (it may still claim tests)."""
+        return self.failed is None and self._proc is not None and self._proc.poll() is None
 
     def start(self) -> None:
         """Start the child now (it starts measuring its first test at once); on failure it
@@ -308,7 +329,13 @@ def child_count(tests: int, wanted: int | None = None) -> int:
 
 
 class SharedChildren:
-    """The session's shared children: ``count`` of them, the tests dealt round robin.
+    """The session's shared children: ``count`` of them, each given every test.
+
+    Each child runs the tests in the parent's order and takes the next one no other
+    child took (it claims it: a file per test in a folder they share, created with
+    ``O_EXCL``), so a child that finished its test goes on with the next free one
+    while another still runs a long one; the parent claims the tests it went past
+    without needing them, so that no child starts those. One child runs every test.
 
     Every child starts at once (:meth:`start`). :meth:`paused` stops them while the
     parent times something; :meth:`measure` lets them run while it waits, and
@@ -318,7 +345,14 @@ class SharedChildren:
     def __init__(self, nodeids: Sequence[str], *, count: int = 1, **child: Any) -> None:
         tests = list(dict.fromkeys(nodeids))
         count = max(1, min(count, len(tests) or 1))
-        self.children = [SharedChild(tests[i::count], **child) for i in range(count)]
+        self._tests = tests
+        self._order = {nodeid: index for index, nodeid in enumerate(tests)}
+        self._passed = 0  # tests before this index are claimed (the parent went past them)
+        self.claims: str | None = None
+        if count > 1:
+            self.claims = tempfile.mkdtemp(prefix="inferperf-simulate-claims-")
+            child["env"] = {**dict(child.get("env") or {}), ENV_CLAIMS: self.claims}
+        self.children = [SharedChild(tests, **child) for _ in range(count)]
         self._paused = False
         self._resumed = 0  # depth of running() blocks inside a pause
 
@@ -347,12 +381,55 @@ class SharedChildren:
     def measure(
         self, nodeid: str, variant: str, *, repeats: int, calls: int, timeout: float
     ) -> ChildRun | None:
-        """The region from the child that runs ``nodeid`` (:meth:`SharedChild.measure`)."""
-        child = next((c for c in self.children if c.serves(nodeid)), None)
-        if child is None:
-            return None
+        """The region from the child that runs ``nodeid`` (:meth:`SharedChild.measure`),
+        waiting (the children going on) until one of them claimed it; None when none will
+        (each is past it, or gone, or none took it within ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        self.start()
         with self.running():
-            return child.measure(nodeid, variant, repeats=repeats, calls=calls, timeout=timeout)
+            if self.claims is None:
+                child = next((c for c in self.children if c.serves(nodeid)), None)
+            else:
+                child = self._owner(nodeid, deadline)
+            if child is None:
+                return None
+            left = max(0.0, deadline - time.monotonic()) if self.claims else timeout
+            return child.measure(nodeid, variant, repeats=repeats, calls=calls, timeout=left)
+
+    def _owner(self, nodeid: str, deadline: float) -> SharedChild | None:
+        """The child that claimed ``nodeid``, once one has; None: the parent claimed it
+        (it went past it before), or no child will (the parent claims it now)."""
+        assert self.claims is not None
+        index = self._order.get(nodeid)
+        if index is None:
+            return None
+        for earlier in self._tests[self._passed : index]:  # went past: no child starts them
+            claim(self.claims, earlier, PARENT_CLAIM)
+        self._passed = max(self._passed, index)
+        children = {c.pid: c for c in self.children if c.pid is not None}
+        while True:
+            owner = claimed_by(self.claims, nodeid)
+            if owner is not None:
+                child = children.get(int(owner)) if owner.isdigit() else None
+                return child if child is not None and child.serves(nodeid) else None
+            past = self._claimers(self._tests[index + 1 :])  # children reach tests in order
+            waiting = [c for c in self.children if c.alive and str(c.pid) not in past]
+            if not waiting or time.monotonic() >= deadline:
+                if claim(self.claims, nodeid, PARENT_CLAIM):
+                    return None
+                continue  # a child claimed it just now
+            time.sleep(0.02)
+
+    def _claimers(self, nodeids: Sequence[str]) -> set[str]:
+        """Who claimed any of ``nodeids`` (reading only the claims that exist)."""
+        assert self.claims is not None
+        made = set(os.listdir(self.claims))
+        return {
+            owner
+            for nodeid in nodeids
+            if claim_path(self.claims, nodeid).name in made
+            and (owner := claimed_by(self.claims, nodeid)) is not None
+        }
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -371,6 +448,8 @@ class SharedChildren:
     def close(self, why: str | None = None) -> None:
         for child in self.children:
             child.close(why)
+        if self.claims is not None:
+            shutil.rmtree(self.claims, ignore_errors=True)
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
