@@ -186,6 +186,7 @@ def send(answer):
 
 claims = os.environ.get("INFERPERF_SIMULATE_CLAIMS")
 slow = json.loads(os.environ.get("FAKE_SLOW", "{}"))
+time.sleep(float(os.environ.get("FAKE_DELAY", "0")))  # its start-up
 part = region = 0
 for nodeid, variants in json.loads(sys.argv[1]):
     if claims:  # as the real child: the first to reach a test runs it
@@ -331,6 +332,13 @@ def test_children_take_the_next_test_no_other_took_and_measure_in_parallel(scrip
     assert len(list(claims.iterdir())) == 3
     shared.close()
     assert not claims.exists()
+
+
+def test_the_wait_for_a_region_counts_from_when_the_parent_asked(scripted):
+    shared = scripted("answer", count=2, FAKE_DELAY="1.0")
+    run = _measure(shared, "t.py::a")  # no child claims it before its start-up is over
+    assert run is not None and run.wall_s >= 1.0
+    assert run.child["includes_start_up"]
 
 
 def test_no_child_starts_a_test_the_parent_went_past(scripted):

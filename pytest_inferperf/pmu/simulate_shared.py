@@ -129,14 +129,22 @@ class SharedChild:
             self.close(f"the shared simulation child could not start: {exc}")
 
     def measure(
-        self, nodeid: str, variant: str, *, repeats: int, calls: int, timeout: float
+        self,
+        nodeid: str,
+        variant: str,
+        *,
+        repeats: int,
+        calls: int,
+        timeout: float,
+        since: float | None = None,
     ) -> ChildRun | None:
         """The child's run of region (``nodeid``, ``variant``); None: measure it on its own.
 
         ``repeats`` and ``calls`` are what the parent expects the child to have measured
         (a region measured otherwise is measured on its own). Raises
         :class:`SimulateError` only when the child gave nothing for ``timeout`` seconds
-        (a fresh child would not either); it is then ended.
+        (a fresh child would not either); it is then ended. ``since``: when the parent
+        began to wait (``time.monotonic()``; default now), for the run's ``wall_s``.
         """
         if not self.serves(nodeid):
             return None
@@ -145,7 +153,7 @@ class SharedChild:
             return None
         del self._reachable[: self._reachable.index(nodeid)]  # the parent went past those
         self._forget_passed()
-        begin = time.monotonic()
+        begin = time.monotonic() if since is None else since
         try:
             reply = self._wait_for(nodeid, variant, timeout)
         except OSError as exc:
@@ -384,7 +392,8 @@ class SharedChildren:
         """The region from the child that runs ``nodeid`` (:meth:`SharedChild.measure`),
         waiting (the children going on) until one of them claimed it; None when none will
         (each is past it, or gone, or none took it within ``timeout``)."""
-        deadline = time.monotonic() + timeout
+        begin = time.monotonic()
+        deadline = begin + timeout
         self.start()
         with self.running():
             if self.claims is None:
@@ -394,7 +403,9 @@ class SharedChildren:
             if child is None:
                 return None
             left = max(0.0, deadline - time.monotonic()) if self.claims else timeout
-            return child.measure(nodeid, variant, repeats=repeats, calls=calls, timeout=left)
+            return child.measure(
+                nodeid, variant, repeats=repeats, calls=calls, timeout=left, since=begin
+            )
 
     def _owner(self, nodeid: str, deadline: float) -> SharedChild | None:
         """The child that claimed ``nodeid``, once one has; None: the parent claimed it
