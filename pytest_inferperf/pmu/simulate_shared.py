@@ -418,17 +418,21 @@ class SharedChildren:
             claim(self.claims, earlier, PARENT_CLAIM)
         self._passed = max(self._passed, index)
         children = {c.pid: c for c in self.children if c.pid is not None}
+        checked = 0.0  # when the parent last looked whether a child may still claim it
         while True:
             owner = claimed_by(self.claims, nodeid)
             if owner is not None:
                 child = children.get(int(owner)) if owner.isdigit() else None
                 return child if child is not None and child.serves(nodeid) else None
-            past = self._claimers(self._tests[index + 1 :])  # children reach tests in order
-            waiting = [c for c in self.children if c.alive and str(c.pid) not in past]
-            if not waiting or time.monotonic() >= deadline:
-                if claim(self.claims, nodeid, PARENT_CLAIM):
-                    return None
-                continue  # a child claimed it just now
+            now = time.monotonic()
+            if now - checked >= 0.25 or now >= deadline:  # a scan reads every later claim
+                checked = now
+                past = self._claimers(self._tests[index + 1 :])  # tests are reached in order
+                waiting = [c for c in self.children if c.alive and str(c.pid) not in past]
+                if not waiting or now >= deadline:
+                    if claim(self.claims, nodeid, PARENT_CLAIM):
+                        return None
+                    continue  # a child claimed it just now
             time.sleep(0.02)
 
     def _claimers(self, nodeids: Sequence[str]) -> set[str]:
