@@ -353,6 +353,14 @@ def test_no_child_starts_a_test_the_parent_went_past(scripted):
     assert _measure(shared, "t.py::a") is None  # the parent claimed it: none ran it
 
 
+def test_a_claim_without_its_owner_is_no_child_s_and_ends_the_wait(scripted):
+    from pytest_inferperf.pmu.simulate_protocol import claim_path
+
+    shared = scripted("exit", count=2)
+    claim_path(shared.claims, "t.py::a").write_text("")  # as a claim cut off half-made
+    assert _measure(shared, "t.py::a", timeout=20) is None
+
+
 def test_a_test_no_child_will_reach_is_claimed_by_the_parent(scripted):
     from pytest_inferperf.pmu.simulate_protocol import PARENT_CLAIM, claimed_by
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -338,25 +339,28 @@ def claim_path(folder: str | os.PathLike[str], nodeid: str) -> Path:
 
 def claim(folder: str | os.PathLike[str], nodeid: str, owner: str) -> bool:
     """Claim ``nodeid`` for ``owner`` (a child's pid, or PARENT_CLAIM); False when it was
-    claimed before. Creating the file is the claim (``O_EXCL``): of children trying at
-    once, one wins."""
+    claimed before. The claim is a hard link to a file that already holds ``owner``
+    (``link`` fails on an existing name): of children trying at once, one wins, and a
+    claim is never seen without its owner, even from a child killed while claiming."""
+    path = claim_path(folder, nodeid)
+    fd, draft = tempfile.mkstemp(dir=folder, prefix=f".{os.getpid()}-", suffix=".draft")
     try:
-        fd = os.open(claim_path(folder, nodeid), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(owner)
+        os.link(draft, path)
     except FileExistsError:
         return False
-    with os.fdopen(fd, "w") as handle:
-        handle.write(owner)
+    finally:
+        os.unlink(draft)
     return True
 
 
 def claimed_by(folder: str | os.PathLike[str], nodeid: str) -> str | None:
-    """Who claimed ``nodeid`` (a pid as text, or PARENT_CLAIM); None: nobody yet. A claim
-    being written reads as its owner once the file has its text."""
+    """Who claimed ``nodeid`` (a pid as text, or PARENT_CLAIM); None: nobody yet."""
     try:
-        owner = claim_path(folder, nodeid).read_text()
+        return claim_path(folder, nodeid).read_text() or None
     except FileNotFoundError:
         return None
-    return owner or None
 
 
 # -- what the parent read --------------------------------------------------------

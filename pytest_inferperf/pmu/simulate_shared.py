@@ -340,8 +340,9 @@ class SharedChildren:
     """The session's shared children: ``count`` of them, each given every test.
 
     Each child runs the tests in the parent's order and takes the next one no other
-    child took (it claims it: a file per test in a folder they share, created with
-    ``O_EXCL``), so a child that finished its test goes on with the next free one
+    child took (it claims it: a file per test in a folder they share, made by a hard
+    link, which fails on an existing name), so a child that finished its test goes on
+    with the next free one
     while another still runs a long one; the parent claims the tests it went past
     without needing them, so that no child starts those. One child runs every test.
 
@@ -431,6 +432,8 @@ class SharedChildren:
                 waiting = [c for c in self.children if c.alive and str(c.pid) not in past]
                 if not waiting or now >= deadline:
                     if claim(self.claims, nodeid, PARENT_CLAIM):
+                        return None
+                    if claimed_by(self.claims, nodeid) is None:  # unreadable: none serves it
                         return None
                     continue  # a child claimed it just now
             time.sleep(0.02)
