@@ -342,9 +342,9 @@ class SharedChildren:
     Each child runs the tests in the parent's order and takes the next one no other
     child took (it claims it: a file per test in a folder they share, made by a hard
     link, which fails on an existing name), so a child that finished its test goes on
-    with the next free one
-    while another still runs a long one; the parent claims the tests it went past
-    without needing them, so that no child starts those. One child runs every test.
+    with the next free one while another still runs a long one; the parent claims the
+    tests it went past without needing them, so that no child starts those. A single
+    child runs every test, without claims.
 
     Every child starts at once (:meth:`start`). :meth:`paused` stops them while the
     parent times something; :meth:`measure` lets them run while it waits, and
