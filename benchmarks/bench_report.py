@@ -932,6 +932,14 @@ def _limits_md(limits: Mapping[str, Any] | None) -> list[str]:
             f"{sim['speed_up_instructions_over_full']:.2f}x faster. Instructions "
             "per call the same within 0.1%: "
             f"**{'yes' if sim['same_instructions_within_0.1pct'] else 'NO'}**."
+            + (
+                ""
+                if sim["same_instructions_within_0.1pct"]
+                else " Where they differ, valgrind's cache simulation counts the instruction "
+                "after an AVX masked store (`vpmaskmovd`) once per lane; the "
+                "instructions-only count is the exact one "
+                "([simulate.md](../simulate.md#resolution-tolerances-from-the-counts-own-noise))."
+            )
         )
         lines.append("")
         table = []
