@@ -571,3 +571,52 @@ def test_two_children_serve_the_session_with_the_counts_of_a_child_per_test(pyte
     small = next(v for k, v in got.items() if "small" in k)
     large = next(v for k, v in got.items() if "large" in k)
     assert 1.8 < _instructions(large) / _instructions(small) < 2.2
+
+
+PAUSE_SUITE = """
+import json, os, time
+from pathlib import Path
+import pytest
+
+def work(rounds):
+    s = 0
+    for i in range(rounds):
+        s += (i * i) % 7
+    return s
+
+def child_states(config):
+    shared = config.pluginmanager.get_plugin("inferperf-measurers").shared
+    deadline = time.monotonic() + 5  # a stop lands soon after the signal, not before
+    while True:
+        states = [
+            Path(f"/proc/{c.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            for c in shared.children
+        ]
+        if set(states) == {"T"} or time.monotonic() > deadline:
+            return states
+        time.sleep(0.01)
+
+@pytest.mark.perf(warmup=1, repeat=3)
+@pytest.mark.parametrize("n", [2000, 3000])
+def test_body(pmu_profile, request, n):
+    if not os.environ.get("INFERPERF_SIMULATE_CHILD"):  # the parent, timing this body
+        Path(f"states-{n}.json").write_text(json.dumps(child_states(request.config)))
+    pmu_profile(work, n)
+"""
+
+
+@needs_valgrind
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_shared_children_stand_still_while_a_real_test_body_runs(pytester):
+    """Through a real pytest run: the pause hook stops every shared child for the body."""
+    pytester.makepyfile(test_pause=textwrap.dedent(PAUSE_SUITE))
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0", "--inferperf",
+        "--inferperf-backend", "simulate", "--inferperf-flamegraphs", "none",
+        "-o", "inferperf_simulate_children=2",
+    )  # fmt: skip
+    result.assert_outcomes(passed=2)
+    for n in (2000, 3000):
+        states = json.loads((pytester.path / f"states-{n}.json").read_text())
+        assert states == ["T", "T"], (n, states)
