@@ -69,24 +69,13 @@ def work(rounds):
     return s
 
 
-@pytest.mark.perf(repeat=3)
-def test_1_long(pmu_profile):
-    pmu_profile(work, 400_000)
+ROUNDS = {"1_long": 400_000, "2_short": 20_000, "3_long": 400_000, "4_short": 20_000}
 
 
 @pytest.mark.perf(repeat=3)
-def test_2_short(pmu_profile):
-    pmu_profile(work, 20_000)
-
-
-@pytest.mark.perf(repeat=3)
-def test_3_long(pmu_profile):
-    pmu_profile(work, 400_000)
-
-
-@pytest.mark.perf(repeat=3)
-def test_4_short(pmu_profile):
-    pmu_profile(work, 20_000)
+@pytest.mark.parametrize("rounds", ROUNDS.values(), ids=ROUNDS.keys())
+def test_work(pmu_profile, rounds):
+    pmu_profile(work, rounds)
 """
 
 

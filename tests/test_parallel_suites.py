@@ -224,23 +224,20 @@ def test_uneven_suite_section_says_which_child_ran_each_test() -> None:
         }
         return {"wall_s": wall, "load_avg": [1.0, 1.0], "tests": tests}
 
+    def variant(wall: float, ratio: float, diff: float, pids: list[int]) -> dict:
+        return {
+            "wall_s": wall,
+            "wall_over_shipped": ratio,
+            "instructions_vs_shipped": {"t.py::test_1_long": diff},
+            "same_instructions_within_0.1pct": True,
+            "runs": [run(wall, pids)],
+        }
+
     uneven = {
         "rounds": 1,
         "variants": {
-            "as shipped": {
-                "wall_s": 13.7,
-                "wall_over_shipped": 1.0,
-                "instructions_vs_shipped": {"t.py::test_1_long": 0.0},
-                "same_instructions_within_0.1pct": True,
-                "runs": [run(13.7, [11, 12, 12])],
-            },
-            "at abc123": {
-                "wall_s": 21.7,
-                "wall_over_shipped": 1.584,
-                "instructions_vs_shipped": {"t.py::test_1_long": 0.00001},
-                "same_instructions_within_0.1pct": True,
-                "runs": [run(21.7, [21, 22, 21])],
-            },
+            "as shipped": variant(13.7, 1.0, 0.0, [11, 12, 12]),
+            "at abc123": variant(21.7, 1.584, 0.00001, [21, 22, 21]),
         },
     }
     md = "\n".join(bench_report._uneven_md(uneven))

@@ -300,7 +300,7 @@ def test_a_child_that_exits_is_no_error_here_it_stops_serving(scripted):
 
 
 def test_a_child_past_its_timeout_is_ended_with_a_clear_error(scripted):
-    shared = scripted("hang")
+    shared = scripted("answer", FAKE_SLOW=json.dumps({"t.py::a": 60}))  # took a, stuck in it
     with pytest.raises(
         SimulateError,
         match=r"t.py::a: the shared simulation child gave no "
@@ -308,6 +308,22 @@ def test_a_child_past_its_timeout_is_ended_with_a_clear_error(scripted):
     ):
         _measure(shared, "t.py::a", timeout=1)
     assert shared.failed == "no answer within timeout=1s"
+
+
+def test_children_that_never_get_to_a_test_are_ended_with_a_clear_error(scripted):
+    shared = scripted("hang")  # running, but never reaches a test
+    with pytest.raises(
+        SimulateError,
+        match=r"t.py::a: no shared simulation child got to it within timeout=1s under valgrind",
+    ):
+        _measure(shared, "t.py::a", timeout=1)
+    assert shared.failed == "no answer within timeout=1s"
+
+
+def test_a_child_found_exited_says_its_status(scripted):
+    shared = scripted("exit")
+    assert _measure(shared, "t.py::a") is None
+    assert shared.failed == "the shared simulation child exited (status 3)"
 
 
 def test_tests_it_was_not_started_for_are_not_its_business(scripted):
@@ -478,15 +494,22 @@ needs_valgrind = pytest.mark.skipif(
     simulate.available() is not None, reason=str(simulate.available())
 )
 
-SUITE = """
-import os
-import pytest
-
+WORK = """
 def work(rounds):
     s = 0
     for i in range(rounds):
         s += (i * i) % 7
     return s
+"""
+
+SUITE = (
+    """
+import os
+import pytest
+
+"""
+    + WORK
+    + """
 
 @pytest.mark.perf(warmup=1, repeat=3)
 def test_first(pmu_profile):
@@ -504,6 +527,24 @@ def test_fails_before_profiling(pmu_profile):
 def test_not_profiled():
     assert True
 """
+)
+
+
+#: A simulated pytest run of a pytester project: one process (valgrind follows no xdist
+#: workers), the project's order, no flamegraph passes.
+SIMULATE_ARGS = (
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:randomly",
+    "-n",
+    "0",
+    "--inferperf",
+    "--inferperf-backend",
+    "simulate",
+    "--inferperf-flamegraphs",
+    "none",
+)
 
 
 def _instructions(record: dict) -> float:
@@ -525,21 +566,7 @@ def test_two_children_serve_the_session_with_the_counts_of_a_child_per_test(pyte
     # The parent selects test_variants against the project's addopts; so must the child.
     # And the project distributes its tests, this run does not: nor may the child.
     pytester.makeini("[pytest]\naddopts = -k 'not variants' -n 2\n")
-    args = (
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:randomly",
-        "-k",
-        "",
-        "-n",
-        "0",
-        "--inferperf",
-        "--inferperf-backend",
-        "simulate",
-        "--inferperf-flamegraphs",
-        "none",
-    )
+    args = ("-k", "", *SIMULATE_ARGS)
     shared = pytester.runpytest_subprocess(
         *args, "--inferperf-report", "shared", "-o", "inferperf_simulate_children=2"
     )
@@ -573,16 +600,15 @@ def test_two_children_serve_the_session_with_the_counts_of_a_child_per_test(pyte
     assert 1.8 < _instructions(large) / _instructions(small) < 2.2
 
 
-PAUSE_SUITE = """
+PAUSE_SUITE = (
+    """
 import json, os, time
 from pathlib import Path
 import pytest
 
-def work(rounds):
-    s = 0
-    for i in range(rounds):
-        s += (i * i) % 7
-    return s
+"""
+    + WORK
+    + """
 
 def child_states(config):
     shared = config.pluginmanager.get_plugin("inferperf-measurers").shared
@@ -603,6 +629,7 @@ def test_body(pmu_profile, request, n):
         Path(f"states-{n}.json").write_text(json.dumps(child_states(request.config)))
     pmu_profile(work, n)
 """
+)
 
 
 @needs_valgrind
@@ -611,11 +638,7 @@ def test_body(pmu_profile, request, n):
 def test_shared_children_stand_still_while_a_real_test_body_runs(pytester):
     """Through a real pytest run: the pause hook stops every shared child for the body."""
     pytester.makepyfile(test_pause=textwrap.dedent(PAUSE_SUITE))
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0", "--inferperf",
-        "--inferperf-backend", "simulate", "--inferperf-flamegraphs", "none",
-        "-o", "inferperf_simulate_children=2",
-    )  # fmt: skip
+    result = pytester.runpytest_subprocess(*SIMULATE_ARGS, "-o", "inferperf_simulate_children=2")
     result.assert_outcomes(passed=2)
     for n in (2000, 3000):
         states = json.loads((pytester.path / f"states-{n}.json").read_text())

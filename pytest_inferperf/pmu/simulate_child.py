@@ -356,7 +356,7 @@ def child_measure(
     """In the simulation child: measure ``call`` if it is the requested variant.
 
     The requested variant: warm-up calls through the callback, uninstrumented
-    (:func:`uninstrumented_warmup`: CHILD_MIN_WARMUP calls with the discarded
+    (:func:`_uninstrumented_warmup`: CHILD_MIN_WARMUP calls with the discarded
     callback's, at least ``settings.warmup``; a fixed number unless the
     warm-up passes CHILD_WARMUP_MAX_S), instrumentation on (vgdb), one callback
     repeat that is discarded (it warms the simulated caches and pays one-off
@@ -398,7 +398,7 @@ def child_measure(
             wanted = max(1, settings.warmup)
             gated = options.trigger == "vgdb" and options.dumps is not None
             check_from = max(wanted, CHILD_UNINSTRUMENTED_WARMUP)
-            full = uninstrumented_warmup(wanted, options.calls)
+            full = _uninstrumented_warmup(wanted, options.calls)
             for index in range(full):
                 if index and sum(warm) > CHILD_WARMUP_MAX_S * 1e9:
                     break
@@ -439,7 +439,7 @@ def child_measure(
     return _child_profile(label, warm, last, {"simulate_child": True, "measured": True})
 
 
-def uninstrumented_warmup(wanted: int, calls: int) -> int:
+def _uninstrumented_warmup(wanted: int, calls: int) -> int:
     """The uninstrumented warm-up calls: ``wanted`` (the settings' warm-up, at least 1)
     and as many as CHILD_MIN_WARMUP needs beside the discarded callback's ``calls``."""
     return max(wanted, CHILD_MIN_WARMUP - calls)

@@ -104,19 +104,19 @@ class SharedChild:
             return False
         return nodeid not in self._finished or any(k[0] == nodeid for k in self._regions)
 
-    def covers(self, nodeid: str) -> bool:
-        """True when the child was started for ``nodeid`` and the parent has not gone past
-        it (whether or not the child still serves)."""
-        return nodeid in self._reachable
-
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
-    @property
     def alive(self) -> bool:
-        """True while the child runs and serves (it may still claim tests)."""
-        return self.failed is None and self._proc is not None and self._proc.poll() is None
+        """True while the child runs and serves (it may still claim tests); a child found
+        exited is closed, ``failed`` saying its exit status."""
+        if self.failed is not None or self._proc is None:
+            return False
+        if self._proc.poll() is not None:
+            self.close(f"the shared simulation child exited (status {self._proc.returncode})")
+            return False
+        return True
 
     def start(self) -> None:
         """Start the child now (it starts measuring its first test at once); on failure it
@@ -144,7 +144,8 @@ class SharedChild:
         (a region measured otherwise is measured on its own). Raises
         :class:`SimulateError` only when the child gave nothing for ``timeout`` seconds
         (a fresh child would not either); it is then ended. ``since``: when the parent
-        began to wait (``time.monotonic()``; default now), for the run's ``wall_s``.
+        began to wait (``time.monotonic()``; default now): the run's ``wall_s`` and the
+        timeout count from then.
         """
         if not self.serves(nodeid):
             return None
@@ -155,7 +156,7 @@ class SharedChild:
         self._forget_passed()
         begin = time.monotonic() if since is None else since
         try:
-            reply = self._wait_for(nodeid, variant, timeout)
+            reply = self._wait_for(nodeid, variant, begin + timeout, timeout)
         except OSError as exc:
             self.close(f"the shared simulation child stopped answering: {exc}")
             return None
@@ -260,10 +261,11 @@ class SharedChild:
         self._hang_up = hang_up_w
         self._replies = reply_r
 
-    def _wait_for(self, nodeid: str, variant: str, timeout: float) -> RegionReply | None:
+    def _wait_for(
+        self, nodeid: str, variant: str, deadline: float, timeout: float
+    ) -> RegionReply | None:
         """The region's reply, reading (and keeping) the child's lines until it arrives;
         None when the child finished that test without it, or exited."""
-        deadline = time.monotonic() + timeout
         while True:
             reply = self._regions.pop((nodeid, variant), None)
             if reply is not None:
@@ -343,8 +345,7 @@ class SharedChildren:
     child took (it claims it: a file per test in a folder they share, made by a hard
     link, which fails on an existing name), so a child that finished its test goes on
     with the next free one while another still runs a long one; the parent claims the
-    tests it went past without needing them, so that no child starts those. A single
-    child runs every test, without claims.
+    tests it went past without needing them, so that no child starts those.
 
     Every child starts at once (:meth:`start`). :meth:`paused` stops them while the
     parent times something; :meth:`measure` lets them run while it waits, and
@@ -357,10 +358,8 @@ class SharedChildren:
         self._tests = tests
         self._order = {nodeid: index for index, nodeid in enumerate(tests)}
         self._passed = 0  # tests before this index are claimed (the parent went past them)
-        self.claims: str | None = None
-        if count > 1:
-            self.claims = tempfile.mkdtemp(prefix="inferperf-simulate-claims-")
-            child["env"] = {**dict(child.get("env") or {}), ENV_CLAIMS: self.claims}
+        self.claims = tempfile.mkdtemp(prefix="inferperf-simulate-claims-")
+        child["env"] = {**dict(child.get("env") or {}), ENV_CLAIMS: self.claims}
         self.children = [SharedChild(tests, **child) for _ in range(count)]
         self._paused = False
         self._resumed = 0  # depth of running() blocks inside a pause
@@ -379,9 +378,9 @@ class SharedChildren:
         return any(child.serves(nodeid) for child in self.children)
 
     def covers(self, nodeid: str) -> bool:
-        """True when one of the children was started for ``nodeid`` and the parent has
-        not gone past it (that child may have failed since: then it serves no more)."""
-        return any(child.covers(nodeid) for child in self.children)
+        """True when the children were started for ``nodeid`` and the parent has not gone
+        past it (a child may have failed since: then it serves no more)."""
+        return self._order.get(nodeid, -1) >= self._passed
 
     def start(self) -> None:
         for child in self.children:
@@ -397,21 +396,18 @@ class SharedChildren:
         deadline = begin + timeout
         self.start()
         with self.running():
-            if self.claims is None:
-                child = next((c for c in self.children if c.serves(nodeid)), None)
-            else:
-                child = self._owner(nodeid, deadline)
+            child = self._owner(nodeid, deadline, timeout)
             if child is None:
                 return None
-            left = max(0.0, deadline - time.monotonic()) if self.claims else timeout
             return child.measure(
-                nodeid, variant, repeats=repeats, calls=calls, timeout=left, since=begin
+                nodeid, variant, repeats=repeats, calls=calls, timeout=timeout, since=begin
             )
 
-    def _owner(self, nodeid: str, deadline: float) -> SharedChild | None:
+    def _owner(self, nodeid: str, deadline: float, timeout: float) -> SharedChild | None:
         """The child that claimed ``nodeid``, once one has; None: the parent claimed it
-        (it went past it before), or no child will (the parent claims it now)."""
-        assert self.claims is not None
+        (it went past it before), or no child will (the parent claims it now). Raises
+        :class:`SimulateError` when children still running took none of it, nor any later
+        test, by ``deadline`` (``timeout`` seconds after the parent asked); they are ended."""
         index = self._order.get(nodeid)
         if index is None:
             return None
@@ -429,18 +425,26 @@ class SharedChildren:
             if now - checked >= 0.25 or now >= deadline:  # a scan reads every later claim
                 checked = now
                 past = self._claimers(self._tests[index + 1 :])  # tests are reached in order
-                waiting = [c for c in self.children if c.alive and str(c.pid) not in past]
+                waiting = [c for c in self.children if c.alive() and str(c.pid) not in past]
                 if not waiting or now >= deadline:
-                    if claim(self.claims, nodeid, PARENT_CLAIM):
-                        return None
-                    if claimed_by(self.claims, nodeid) is None:  # unreadable: none serves it
-                        return None
-                    continue  # a child claimed it just now
+                    if not claim(self.claims, nodeid, PARENT_CLAIM):
+                        if claimed_by(self.claims, nodeid) is None:  # unreadable: none serves it
+                            return None
+                        continue  # a child claimed it just now
+                    if waiting:  # stuck on earlier tests for the whole timeout
+                        tail_text = waiting[0].output_tail()
+                        for child in waiting:
+                            child.close(f"no answer within timeout={timeout:g}s")
+                        raise SimulateError(
+                            f"{nodeid}: no shared simulation child got to it within "
+                            f"timeout={timeout:g}s under valgrind. Raise the timeout or make "
+                            f"the workloads smaller.\n{tail_text}"
+                        )
+                    return None
             time.sleep(0.02)
 
     def _claimers(self, nodeids: Sequence[str]) -> set[str]:
         """Who claimed any of ``nodeids`` (reading only the claims that exist)."""
-        assert self.claims is not None
         made = set(os.listdir(self.claims))
         return {
             owner
@@ -466,8 +470,7 @@ class SharedChildren:
     def close(self, why: str | None = None) -> None:
         for child in self.children:
             child.close(why)
-        if self.claims is not None:
-            shutil.rmtree(self.claims, ignore_errors=True)
+        shutil.rmtree(self.claims, ignore_errors=True)
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
