@@ -433,7 +433,8 @@ def test_simulated_example_counts_the_same_twice(pytester, copy_examples):
     """The README's simulate example, run twice: work counts within 0.1%, misses within 1%.
 
     Instructions and data reads are the work done (conditional branches and data
-    writes moved up to 0.25% while instructions moved 0.05%). Cache and branch
+    writes moved up to 0.25% while instructions moved 0.05%; indirect branches, 11k
+    of MiniLM's 20.4M instructions a call, moved 0.11%: 12 of them). Cache and branch
     misses also depend on addresses (which cache set, which predictor entry) and
     on what other threads ran through the one simulated cache meanwhile (none,
     with ONNX Runtime's telemetry off): measured 0.01-0.2% for data and branch
@@ -480,8 +481,8 @@ def test_simulated_example_counts_the_same_twice(pytester, copy_examples):
         raw_a = profile["settings"]["simulation"]["raw"]
         raw_b = second[key]["settings"]["simulation"]["raw"]
         for events, within in (
-            (("Ir", "Dr", "Bi"), 0.001),
-            (("Bc", "Dw", "D1mr", "D1mw", "Bcm"), 0.01),
+            (("Ir", "Dr"), 0.001),
+            (("Bc", "Bi", "Dw", "D1mr", "D1mw", "Bcm"), 0.01),
             (("I1mr",), 0.10),
         ):
             for event in events:
