@@ -26,9 +26,11 @@ Callers make one ``measure()`` call and never branch on which measurer runs.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -92,7 +94,8 @@ class MeasureOptions:
     profiles pin to one CPU each. ``spec``: the marker (runner overrides; the
     metrics it needs choose the simulate mode; its timeout bounds the child).
     ``shared_child``: the session's valgrind child for many tests, asked for only
-    when a region is simulated.
+    when a region is simulated. ``timed``: a context in which this process times
+    something (the shared children stop meanwhile); None: nothing to stop.
     """
 
     nodeid: str
@@ -104,6 +107,7 @@ class MeasureOptions:
     worker_index: int | None = None
     spec: PerfSpec | None = None
     shared_child: Callable[[], SharedChildren | None] | None = None
+    timed: Callable[[], AbstractContextManager[Any]] | None = None
 
     @property
     def runner(self) -> Mapping[str, Any]:
@@ -157,15 +161,23 @@ def _quiet(progress: Progress | None) -> Any:
     return QUIET if progress is None else progress
 
 
-def _with_operator_pass(profile: Profile, call: Callable[[], Any], progress: Any) -> Profile:
-    """A counted profile as every front-end gets it: operator times and the model."""
+def _with_operator_pass(
+    profile: Profile,
+    call: Callable[[], Any],
+    progress: Any,
+    timed: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+) -> Profile:
+    """A counted profile as every front-end gets it: operator times (measured inside
+    ``timed``) and the model."""
     import sys
 
     from .operator_pass import with_model, with_operator_times
 
     if "onnxruntime" in sys.modules:
         progress.phase("operator times (ONNX Runtime profiler)")
-    return with_model(with_operator_times(profile, call), call)
+    with timed():
+        profile = with_operator_times(profile, call)
+    return with_model(profile, call)
 
 
 class SmokeMeasurer:
@@ -274,6 +286,7 @@ class SimulateMeasurer:
             run_twice=options.update,
             timeout=DEFAULT_TIMEOUT if timeout is None else float(timeout),
         )
+        timed = options.timed or contextlib.nullcontext
         line.phase("simulating: native run, then the region under valgrind")
         with ticking(line):
             result = profile_via_child(
@@ -283,8 +296,9 @@ class SimulateMeasurer:
                 native=call,
                 name=name or options.label,
                 shared=shared,
+                timed=timed,
             )
-        return _with_operator_pass(result, call, line)
+        return _with_operator_pass(result, call, line, timed)
 
 
 @dataclass

@@ -8,6 +8,7 @@ do with them: the confirmation re-measure of a simulated timing regression.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -18,7 +19,7 @@ import numpy  # noqa: F401
 import pytest
 
 import pytest_inferperf.onnx  # noqa: F401
-from pytest_inferperf import measure
+from pytest_inferperf import measure, operator_pass
 from pytest_inferperf.budgets import parse_marker
 from pytest_inferperf.measure import (
     ChildMeasurer,
@@ -146,9 +147,10 @@ def fake_parent(monkeypatch):
     """The simulate parent replaced: what it was asked, and a native profile back."""
     asked = []
 
-    def profile_via_child(nodeid, variant, options, *, native, name, shared):
+    def profile_via_child(nodeid, variant, options, *, native, name, shared, timed):
         asked.append({"nodeid": nodeid, "variant": variant, "options": options, "shared": shared})
-        return Runner(options.settings, backend="none", events=()).run(native, name=name)
+        with timed():  # as the real one times its native run
+            return Runner(options.settings, backend="none", events=()).run(native, name=name)
 
     monkeypatch.setattr(simulate_valgrind, "available", lambda: None)
     monkeypatch.setattr(simulate_parent, "profile_via_child", profile_via_child)
@@ -175,6 +177,30 @@ def test_simulate_asks_the_parent_once_per_region_and_the_shared_child_only_once
     cheap.measure(lambda: None, name=None, settings=SETTINGS)
     assert fake_parent[-1]["options"].mode == "instructions"
     assert fake_parent[-1]["options"].timeout == simulate_parent.DEFAULT_TIMEOUT
+
+
+def test_simulate_stops_the_shared_children_only_for_the_native_run_and_operator_pass(
+    fake_parent, monkeypatch
+):
+    """What the measurer times runs inside ``timed`` (the plugin's stops the shared
+    children there); the operator pass is timed too, the model identity is not."""
+    log: list[str] = []
+
+    @contextlib.contextmanager
+    def timed():
+        log.append("stop")
+        yield
+        log.append("go")
+
+    monkeypatch.setattr(
+        operator_pass, "with_operator_times", lambda p, c: log.append("operators") or p
+    )
+    monkeypatch.setattr(operator_pass, "with_model", lambda p, c: log.append("model") or p)
+    measurer = SimulateMeasurer(_options(timed=timed))
+    measurer.measure(lambda: log.append("call"), name=None, settings=SETTINGS)
+    steps = [s for i, s in enumerate(log) if s != "call" or log[i - 1] != "call"]
+    assert steps == ["stop", "call", "go", "stop", "operators", "go", "model"]
+    assert log.count("call") >= SETTINGS.warmup + SETTINGS.repeat
 
 
 def test_child_measurer_measures_the_requested_region(monkeypatch, tmp_path):

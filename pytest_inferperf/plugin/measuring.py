@@ -5,8 +5,9 @@ registers per process, as xdist registers its worker interactor only in workers:
 :class:`EngineMeasurers` everywhere but in a simulation child (the engine's
 ``measure.measurer_for``), :class:`SimulationChild` only there (the child
 measurer, and a shared child's test gating: it stops running tests once the
-parent hung up). The parent's object stops its shared children while a test body
-runs. :func:`measurer_of` builds a test's ``MeasureOptions`` and asks
+parent hung up). The parent's object stops its shared children while something is
+timed: a timed run of ``pmu_profile``, or the whole body of any other test.
+:func:`measurer_of` builds a test's ``MeasureOptions`` and asks
 the registered object.
 
 Must not: measure (the engine does), judge or render; import the engine at
@@ -15,7 +16,9 @@ module level (the plugin loads with every pytest run).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -83,6 +86,15 @@ class EngineMeasurers:
             self.config.pluginmanager.register(_PauseChildren(self), PAUSE_CHILDREN)
         return self.shared
 
+    @contextlib.contextmanager
+    def timed(self) -> Iterator[None]:
+        """Something timed runs here: the shared children, if any, stopped meanwhile."""
+        if self.shared is None:
+            yield
+            return
+        with self.shared.paused():
+            yield
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.shared is not None:
@@ -94,18 +106,19 @@ PAUSE_CHILDREN = "inferperf-simulate-pause"
 
 class _PauseChildren:
     """Registered once shared children run (a suite without them pays no hook per test):
-    the children stop while a test body runs (its timed native runs among it); they go
-    on while it waits for a region (SharedChildren.measure) and between tests."""
+    the children stop for the whole body of a test that does not use ``pmu_profile`` (it
+    may time anything). A test that does use it stops them only for its timed runs (the
+    measurer asks :meth:`EngineMeasurers.timed`), so they go on while its body builds
+    sessions and inputs, and while the parent waits for a region."""
 
     def __init__(self, measurers: EngineMeasurers) -> None:
         self.measurers = measurers
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Any:
-        shared = self.measurers.shared
-        if shared is None:
+        if "pmu_profile" in getattr(item, "fixturenames", ()):
             return (yield)
-        with shared.paused():
+        with self.measurers.timed():
             return (yield)
 
 
@@ -167,6 +180,7 @@ def measurer_of(item: pytest.Item) -> Measurer:
         worker_index=settings.worker_index,
         spec=spec_for(item),
         shared_child=functools.partial(_provider(item.config).shared_child, item),
+        timed=getattr(_provider(item.config), "timed", None),
     )
     return _provider(item.config).measurer(settings.backend, options)
 

@@ -98,7 +98,7 @@ CHILD_WARMUP_MAX_S = 10.0
 TRIGGER_TIMEOUT = 120.0  # seconds the child waits for vgdb to switch instrumentation on
 
 #: The clock of the warm-up budget and of the plan's steps: this process's CPU time, not
-#: wall time. The parent stops a shared child (SIGSTOP) while it times a test body; a
+#: wall time. The parent stops a shared child (SIGSTOP) while it times something; a
 #: wall clock would count that pause as the workload's time, cut the warm-up short
 #: (and so change the counts) depending on how long the parent's tests ran, and inflate
 #: the slowdown against native. valgrind runs one guest thread at a time, so while the

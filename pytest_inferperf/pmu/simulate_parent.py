@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -218,6 +219,7 @@ def profile_via_child(
     session: Mapping[str, Any] | None = None,
     name: str | None = None,
     shared: SharedChildren | None = None,
+    timed: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> Profile:
     """Count test ``nodeid``'s ``pmu_profile(..., name=variant)`` region under callgrind.
 
@@ -232,7 +234,8 @@ def profile_via_child(
     (found from ``native`` when it is a bound ``session.run`` or a partial of one).
     ``shared``: the session's :class:`~.simulate_shared.SharedChildren`, one of
     which runs this test among others; where they cannot serve this region, a child
-    for this test alone does.
+    for this test alone does. ``timed``: the context the native run is timed in (the
+    plugin's stops any shared children meanwhile).
 
     Raises :class:`SimulateUnavailable` without valgrind, :class:`SimulateError` when
     the child fails or its dumps do not match the plan.
@@ -246,15 +249,15 @@ def profile_via_child(
     native_profile, native_digest, native_runs = None, None, None
     if native is not None:
         native_runner = Runner(settings, backend="none", events=())
-        native_profile = native_runner.run(
-            native, name=label, session=dict(session) if session is not None else session_of(native)
-        )
+        facts = dict(session) if session is not None else session_of(native)
+        with timed():
+            native_profile = native_runner.run(native, name=label, session=facts)
         native_digest = result_digest(native_runner.last_result)
         native_runs, _ = session_runs(native)
     keep = options.workdir is not None
     folder = options.workdir or Path(tempfile.mkdtemp(prefix="inferperf-simulate-"))
     folder.mkdir(parents=True, exist_ok=True)
-    # Nothing from here on is timed: shared children stopped for the native run go on.
+    # Nothing from here on is timed: shared children go on (even inside a paused body).
     going_on = shared.running() if shared is not None else contextlib.nullcontext()
     with going_on:
         try:

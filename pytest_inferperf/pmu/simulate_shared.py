@@ -16,9 +16,10 @@ JSON line each (:class:`~.simulate_protocol.RegionReply`), every region it measu
 (its callgrind dumps already moved to a folder of their own), and a line when each
 test ended. The parent takes the region it is at and keeps the others for later;
 what the children measure does not depend on when the parent asks. While the parent
-runs a test's body (its native run is timed there) the children are stopped
-(SIGSTOP), so they never compete with a timed run for a CPU; they go on while the
-parent waits for a region, and between tests.
+times something (:meth:`SharedChildren.paused`: the plugin's native runs, operator
+passes and the bodies of tests without ``pmu_profile``) the children are stopped
+(SIGSTOP), so they never compete with a timed run for a CPU; they go on the rest of
+the time.
 
 A region a child did not reach (another test order, a test that behaves differently
 in the child) or a child that died is not an error here: :meth:`SharedChildren.measure`
@@ -361,8 +362,7 @@ class SharedChildren:
         self.claims = tempfile.mkdtemp(prefix="inferperf-simulate-claims-")
         child["env"] = {**dict(child.get("env") or {}), ENV_CLAIMS: self.claims}
         self.children = [SharedChild(tests, **child) for _ in range(count)]
-        self._paused = False
-        self._resumed = 0  # depth of running() blocks inside a pause
+        self._holds: list[bool] = []  # open paused() (True) and running() blocks, innermost last
 
     @property
     def served(self) -> int:
@@ -455,17 +455,16 @@ class SharedChildren:
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
-        """The children stopped (SIGSTOP) for the duration, resumed after."""
-        if self._paused:
+        """The children stopped (SIGSTOP) for the duration: the parent times something."""
+        with self._held(stopped=True):
             yield
-            return
-        self._paused = True
-        self._signal(signal.SIGSTOP)
-        try:
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """The children going on for the duration, even inside :meth:`paused` (the parent
+        waits, or works on what nothing times)."""
+        with self._held(stopped=False):
             yield
-        finally:
-            self._paused = False
-            self._signal(signal.SIGCONT)
 
     def close(self, why: str | None = None) -> None:
         for child in self.children:
@@ -473,21 +472,26 @@ class SharedChildren:
         shutil.rmtree(self.claims, ignore_errors=True)
 
     @contextlib.contextmanager
-    def running(self) -> Iterator[None]:
-        """The children go on for the duration even inside :meth:`paused` (the parent
-        waits, or works on what nothing times); nested blocks resume and stop them once."""
-        if not self._paused:
-            yield
-            return
-        self._resumed += 1
-        if self._resumed == 1:
-            self._signal(signal.SIGCONT)
+    def _held(self, *, stopped: bool) -> Iterator[None]:
+        """The innermost :meth:`paused` or :meth:`running` block decides; the children get
+        a signal only where that changes whether they are stopped."""
+        before = self._stopped
+        self._holds.append(stopped)
+        self._follow(before)
         try:
             yield
         finally:
-            self._resumed -= 1
-            if self._resumed == 0 and self._paused:
-                self._signal(signal.SIGSTOP)
+            before = self._stopped
+            self._holds.pop()
+            self._follow(before)
+
+    @property
+    def _stopped(self) -> bool:
+        return bool(self._holds) and self._holds[-1]
+
+    def _follow(self, before: bool) -> None:
+        if self._stopped != before:
+            self._signal(signal.SIGSTOP if self._stopped else signal.SIGCONT)
 
     def _signal(self, signum: int) -> None:
         for child in self.children:
