@@ -167,17 +167,15 @@ def _with_operator_pass(
     progress: Any,
     timed: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> Profile:
-    """A counted profile as every front-end gets it: operator times (measured inside
-    ``timed``) and the model."""
+    """A counted profile as every front-end gets it: operator times (their profiled runs
+    inside ``timed``) and the model."""
     import sys
 
     from .operator_pass import with_model, with_operator_times
 
     if "onnxruntime" in sys.modules:
         progress.phase("operator times (ONNX Runtime profiler)")
-    with timed():
-        profile = with_operator_times(profile, call)
-    return with_model(profile, call)
+    return with_model(with_operator_times(profile, call, timed), call)
 
 
 class SmokeMeasurer:

@@ -26,12 +26,14 @@ workers, simulation children) do not pay onnx's import (0.8 s, 4 s under valgrin
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import math
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -783,11 +785,14 @@ def _run_profiled(
     total_runs: int,
     workdir: Path,
     guard: Watchdog | None = None,
+    timed: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> Path:
+    """The profiled runs (inside ``timed``, the session made before it); the trace."""
     session = make_session(model, settings, profile_prefix=str(workdir / "ort_profile"))
     feeds = dict(inputs)
-    for _ in range(total_runs):
-        bounded_call(guard, lambda: session.run(None, feeds))
+    with timed():
+        for _ in range(total_runs):
+            bounded_call(guard, lambda: session.run(None, feeds))
     return Path(session.end_profiling())
 
 
@@ -1100,7 +1105,10 @@ MAX_SESSIONS = 4
 
 
 def _profile_session(
-    found: SessionCall, runs: int, guard: Watchdog | None = None
+    found: SessionCall,
+    runs: int,
+    guard: Watchdog | None = None,
+    timed: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> tuple[list[OperatorStat], list[dict]]:
     session = found.session
     model = getattr(session, "_model_path", None) or getattr(session, "_model_bytes", None)
@@ -1108,7 +1116,7 @@ def _profile_session(
         raise ModelError("the session's model can be neither re-read nor re-used")
     with tempfile.TemporaryDirectory(prefix="inferperf-ort-") as tmp:
         trace = _run_profiled(
-            model, found.feeds, _settings_of(session), PASS_WARMUP + runs, Path(tmp), guard
+            model, found.feeds, _settings_of(session), PASS_WARMUP + runs, Path(tmp), guard, timed
         )
         events = _load_trace(trace)  # read and decoded once for both tables
         return (
@@ -1139,6 +1147,7 @@ def operator_times(
     latency_ms: float | None = None,
     found: SessionCall | SessionSearch | None = None,
     timeout: float | None = PASS_TIMEOUT_S,
+    timed: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> tuple[dict[str, Any], str | None]:
     """Per-node and per-op-type times of the models a workload runs, or why not.
 
@@ -1156,11 +1165,15 @@ def operator_times(
     A session whose profile fails is named in ``operator_pass["failed"]``. The whole
     pass (the watched call of the workload and every profiled run) is bounded by
     ``timeout`` seconds (the marker's ``timeout=``; ``None``: unbounded): past it the pass
-    stops and the reason says ``operator pass stopped after N s``.
+    stops and the reason says ``operator pass stopped after N s``. ``timed``: the context
+    the profiled runs go in (the plugin's stops shared simulate children meanwhile);
+    making the second session and reading its trace stay outside it.
     """
     try:
         with pass_guard(timeout, "operator pass") as guard:
-            return _operator_times(call, latency_ms=latency_ms, found=found, guard=guard)
+            return _operator_times(
+                call, latency_ms=latency_ms, found=found, guard=guard, timed=timed
+            )
     except PassStopped as stopped:
         return {}, str(stopped)
 
@@ -1171,6 +1184,7 @@ def _operator_times(
     latency_ms: float | None,
     found: SessionCall | SessionSearch | None,
     guard: Watchdog | None,
+    timed: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> tuple[dict[str, Any], str | None]:
     """:func:`operator_times` inside its bound (``guard`` arms each call)."""
     if isinstance(found, SessionCall):
@@ -1187,7 +1201,7 @@ def _operator_times(
     profiled: list[SessionCall] = []
     for session in search.sessions[:MAX_SESSIONS]:
         try:
-            stats, op_types = _profile_session(session, runs, guard)
+            stats, op_types = _profile_session(session, runs, guard, timed)
         except Exception as exc:  # a second session can fail where the first did not
             failed[session.label] = str(exc)
             continue

@@ -10,16 +10,23 @@ Must not: measure counters, judge or render; import pytest.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .profile import Profile
 
 
-def with_operator_times(profile: Profile, call: Callable[[], Any]) -> Profile:
-    """The profile with ONNX Runtime's per-node and per-op-type times (onnx.operator_times)."""
+def with_operator_times(
+    profile: Profile,
+    call: Callable[[], Any],
+    timed: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+) -> Profile:
+    """The profile with ONNX Runtime's per-node and per-op-type times (onnx.operator_times;
+    its profiled runs inside ``timed``)."""
     if "onnxruntime" not in sys.modules:  # no session can exist: skip the import
         return profile
     if profile.partial:  # the workload already ran past its timeout: call it no more
@@ -33,7 +40,10 @@ def with_operator_times(profile: Profile, call: Callable[[], Any]) -> Profile:
     from .watchdog import pass_timeout
 
     fields, reason = operator_times(
-        call, latency_ms=profile.latency.mean_ms, timeout=pass_timeout(profile.settings)
+        call,
+        latency_ms=profile.latency.mean_ms,
+        timeout=pass_timeout(profile.settings),
+        timed=timed,
     )
     settings = {
         **profile.settings,

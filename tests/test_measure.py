@@ -183,7 +183,8 @@ def test_simulate_stops_the_shared_children_only_for_the_native_run_and_operator
     fake_parent, monkeypatch
 ):
     """What the measurer times runs inside ``timed`` (the plugin's stops the shared
-    children there); the operator pass is timed too, the model identity is not."""
+    children there): the native run, and the operator pass gets it for its profiled
+    runs; the wait for the child and the model identity are not timed."""
     log: list[str] = []
 
     @contextlib.contextmanager
@@ -192,14 +193,16 @@ def test_simulate_stops_the_shared_children_only_for_the_native_run_and_operator
         yield
         log.append("go")
 
-    monkeypatch.setattr(
-        operator_pass, "with_operator_times", lambda p, c: log.append("operators") or p
+    monkeypatch.setattr(  # onnx.operator_times runs its profiled runs inside ``timed``
+        operator_pass,
+        "with_operator_times",
+        lambda p, c, t: log.append("operators" if t is timed else "untimed operators") or p,
     )
     monkeypatch.setattr(operator_pass, "with_model", lambda p, c: log.append("model") or p)
     measurer = SimulateMeasurer(_options(timed=timed))
     measurer.measure(lambda: log.append("call"), name=None, settings=SETTINGS)
     steps = [s for i, s in enumerate(log) if s != "call" or log[i - 1] != "call"]
-    assert steps == ["stop", "call", "go", "stop", "operators", "go", "model"]
+    assert steps == ["stop", "call", "go", "operators", "model"]
     assert log.count("call") >= SETTINGS.warmup + SETTINGS.repeat
 
 

@@ -851,6 +851,59 @@ def test_a_wrapped_session_run_gets_the_same_operator_table_as_a_direct_one(tmp_
     assert {o["model"] for o in wrapped["operators"]} == {"encoder"}
 
 
+def test_only_the_profiled_runs_of_the_operator_pass_are_timed(tmp_path, monkeypatch):
+    """``timed`` holds the profiled runs of each second session, not its making (nor the
+    watched call that finds the sessions, nor reading the trace)."""
+    import contextlib
+
+    import pytest_inferperf.onnx as onnx_module
+
+    encoder = _chain_session(tmp_path, "encoder")
+    classifier = _chain_session(tmp_path, "classifier")
+    feeds = {"x": np.ones((16, 32), np.float32)}
+    log: list[str] = []
+    made = onnx_module.make_session
+
+    class Logged:  # the second session, its runs logged
+        def __init__(self, session):
+            self.session = session
+
+        def run(self, *args):
+            log.append("profiled run")
+            return self.session.run(*args)
+
+        def end_profiling(self):
+            log.append("trace")
+            return self.session.end_profiling()
+
+    def make_session(*args, **kwargs):
+        log.append("session")
+        return Logged(made(*args, **kwargs))
+
+    @contextlib.contextmanager
+    def timed():
+        log.append("stop")
+        yield
+        log.append("go")
+
+    def pipeline():
+        log.append("run")
+        classifier.run(None, feeds)
+        return encoder.run(None, feeds)
+
+    monkeypatch.setattr(onnx_module, "make_session", make_session)
+    fields, why = onnx_module.operator_times(pipeline, timed=timed)
+    assert why is None and {s["label"] for s in fields["operator_pass"]["sessions"]} == {
+        "encoder",
+        "classifier",
+    }
+    steps = [step for i, step in enumerate(log) if i == 0 or step != log[i - 1]]
+    once = ["session", "stop", "profiled run", "go", "trace"]
+    assert steps == ["run", *once, *once]
+    runs = onnx_module.PASS_WARMUP + fields["operator_pass"]["runs"]
+    assert log.count("profiled run") == 2 * runs
+
+
 def test_each_session_a_workload_runs_gets_its_own_table(tmp_path):
     from pytest_inferperf.flame.ops import operator_stacks
     from pytest_inferperf.onnx import operator_times
