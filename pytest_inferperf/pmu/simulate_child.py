@@ -420,6 +420,10 @@ def child_measure(
                 warm.append(_clock_ns() - begin)
                 if options.trigger != "vgdb":  # instrumented already: callgrind dumps these
                     record.plan.append(PlanStep("warmup", 1, warm[-1]))
+            # read before the switch: instrumented, these first-time /proc reads and
+            # their Python cost 0.1 s of callgrind's simulation, and no thread starts
+            # between here and the region (the warm-up started the pools)
+            record.threads = _thread_names()
             record.instrumentation = _instrumentation(options, "on")
             if record.instrumentation.ok:
                 try:
@@ -460,7 +464,6 @@ def _measure_callbacks(
     (``warmed``: the uninstrumented warm-up calls, fewer than CHILD_MIN_WARMUP; None:
     they were enough), measured repeats, empty callback. None when instrumentation did
     not come back on after that warm-up (``record.instrumentation`` says why)."""
-    record.threads = _thread_names()
     cpu_before = _thread_cpu_ns()
     _counted(call, options.calls, "warmup", record)
     if warmed is not None and not _top_up(call, options, record, warmed + options.calls):
