@@ -482,6 +482,7 @@ def test_the_child_runs_exactly_the_given_tests(tmp_path):
     assert pytest_args[pytest_args.index("-m") + 1] == ""
     assert pytest_args[pytest_args.index("-k") + 1] == ""
     assert "no:randomly" in pytest_args and "no:hypothesispytest" in pytest_args
+    assert "--assert=plain" in pytest_args  # after addopts: an --assert=rewrite there loses
 
 
 def test_the_child_is_never_distributed_where_xdist_is_loaded(tmp_path, monkeypatch):
@@ -516,6 +517,8 @@ import pytest
 
 @pytest.mark.perf(warmup=1, repeat=3)
 def test_first(pmu_profile):
+    # the parent imports the tests with pytest's assertion rewriting, a child without
+    assert ("@py_builtins" in globals()) != bool(os.environ.get("INFERPERF_SIMULATE_CHILD"))
     pmu_profile(work, 3000)
 
 @pytest.mark.perf(warmup=1, repeat=3)

@@ -283,6 +283,13 @@ def child_command(
         "pytest",
         "-p",
         "no:cacheprovider",
+        # no assertion rewriting: pytest rewrites every module of a plugin's
+        # distribution and the tests and conftests on import, reading the source and
+        # compiling in Python; under valgrind that is 0.5-0.9 s of the child's start-up
+        # wherever no rewritten copy is cached (PYTHONDONTWRITEBYTECODE=1, common in CI
+        # images). The parent reports the test's own assertions; a child needs none of
+        # their explanations. Code the region runs is the same but for assert statements
+        "--assert=plain",
         "-q",
         f"--rootdir={rootdir}",
         f"--basetemp={workdir / 'basetemp'}",
