@@ -420,10 +420,12 @@ def child_measure(
                 warm.append(_clock_ns() - begin)
                 if options.trigger != "vgdb":  # instrumented already: callgrind dumps these
                     record.plan.append(PlanStep("warmup", 1, warm[-1]))
-            # read before the switch: instrumented, these first-time /proc reads and
-            # their Python cost 0.1 s of callgrind's simulation, and no thread starts
-            # between here and the region (the warm-up started the pools)
+            # /proc read outside the switches: instrumented, each first read and its
+            # Python cost about 0.1 s of callgrind's simulation. No thread starts
+            # between here and the region (the warm-up started the pools), and other
+            # threads' CPU time around the switches is theirs as much as the region's
             record.threads = _thread_names()
+            cpu_before = _thread_cpu_ns()
             record.instrumentation = _instrumentation(options, "on")
             if record.instrumentation.ok:
                 try:
@@ -431,6 +433,7 @@ def child_measure(
                     last = _measure_callbacks(call, options, record, len(warm) if short else None)
                 finally:  # the rest of the child runs at uninstrumented speed
                     record.instrumentation_off = _instrumentation(options, "off")
+                record.other_threads_cpu_ns = _other_threads_cpu(cpu_before, _thread_cpu_ns())
                 record.outputs_ok = outputs_finite(last)
                 record.result_digest = result_digest(last)
             features = seen_features()
@@ -464,7 +467,6 @@ def _measure_callbacks(
     (``warmed``: the uninstrumented warm-up calls, fewer than CHILD_MIN_WARMUP; None:
     they were enough), measured repeats, empty callback. None when instrumentation did
     not come back on after that warm-up (``record.instrumentation`` says why)."""
-    cpu_before = _thread_cpu_ns()
     _counted(call, options.calls, "warmup", record)
     if warmed is not None and not _top_up(call, options, record, warmed + options.calls):
         return None
@@ -472,7 +474,6 @@ def _measure_callbacks(
     for _ in range(options.repeats):
         last = _counted(call, options.calls, "repeat", record)
     _counted(_nothing, 0, "overhead", record)
-    record.other_threads_cpu_ns = _other_threads_cpu(cpu_before, _thread_cpu_ns())
     record.region_wall_ns = sum(p.wall_ns for p in record.plan)
     return last
 
