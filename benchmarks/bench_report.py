@@ -1156,7 +1156,9 @@ def _simulate_speed_md(speed: Mapping[str, Any]) -> list[str]:
     """Where the simulate example's time goes (``benchmarks/simulate_speed.py``)."""
     a, b = (speed.get("load_avg_start") or [None])[0], (speed.get("load_avg_end") or [None])[0]
     load = f"load {a:.2f} to {b:.2f}" if isinstance(a, float) and isinstance(b, float) else "?"
-    when = f"(Measured {speed.get('started', '?')} by `{speed.get('command')}`, {load}.)"
+    machine = speed.get("machine") or {}
+    on = f" on {machine['cpu_model']}, {machine.get('cpus')} CPUs" if machine else ""
+    when = f"(Measured {speed.get('started', '?')}{on} by `{speed.get('command')}`, {load}.)"
     lines = []
     up = speed.get("start_up") or {}
     if up.get("wall_s"):
@@ -1244,8 +1246,48 @@ def _simulate_speed_md(speed: Mapping[str, Any]) -> list[str]:
         )
         lines.append("")
     lines += _uneven_md(speed.get("uneven") or {})
+    lines += _beside_md(speed.get("beside") or {})
     lines += [when, ""]
     return lines
+
+
+def _beside_md(beside: Mapping[str, Any]) -> list[str]:
+    """Native latency with a valgrind child running beside it, against it stopped."""
+    if beside.get("error"):
+        return [f"(h) A child beside a timed run: not measured: {beside['error']}.", ""]
+    if not beside.get("models"):
+        return []
+    rows = [
+        (
+            name,
+            f"{m['stopped_median_ms']:.3f} / {m['beside_median_ms']:.3f}",
+            f"{m['stopped_p99_ms']:.3f} / {m['beside_p99_ms']:.3f}",
+            f"{m['ratio_median']:.3f}x",
+            f"{m['ratio_range'][0]:.2f}-{m['ratio_range'][1]:.2f}",
+            f"{m['rounds_beside_slower']}/{beside['rounds']}",
+        )
+        for name, m in beside["models"].items()
+    ]
+    return [
+        "(h) Why the shared children stop while the parent times: native latency of the "
+        "example's models (one intra-op thread, spinning off) with one valgrind child "
+        "beside them, running a MiniLM int8 session uninstrumented as a child's warm-up "
+        f"does, against the same child stopped (SIGSTOP); {beside['rounds']} rounds "
+        f"alternating, {beside['calls']} calls per model and round:",
+        "",
+        *_table(
+            (
+                "model",
+                "median ms (stopped / beside)",
+                "p99 ms (stopped / beside)",
+                "beside / stopped (median of rounds)",
+                "range of rounds",
+                "rounds slower beside",
+            ),
+            rows,
+        ),
+        "",
+    ]
 
 
 def _uneven_md(uneven: Mapping[str, Any]) -> list[str]:

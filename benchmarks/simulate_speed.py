@@ -24,6 +24,7 @@ there, adds it to the ``limits`` section and re-renders ``results.md``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_runs import REPO, clean_env, prepare_suite
+from measurement_quality import _cpu_model
 from physical_limits import _simulate_run, log
 
 #: VALGRIND_OPTS variants. Neither changes what the guest executes, so instruction
@@ -76,6 +78,27 @@ ROUNDS = {"1_long": 400_000, "2_short": 20_000, "3_long": 400_000, "4_short": 20
 @pytest.mark.parametrize("rounds", ROUNDS.values(), ids=ROUNDS.keys())
 def test_work(pmu_profile, rounds):
     pmu_profile(work, rounds)
+"""
+
+
+#: The two example models and their inputs' dims, for :func:`beside`.
+BESIDE_MODELS = {
+    "mobilenet_v2_int8": {"batch": 1},
+    "minilm_int8": {"batch": 1, "sequence": 32},
+}
+
+#: The child of :func:`beside`: one example model's session run in a loop under valgrind,
+#: not instrumented, as a shared child runs its warm-up calls; a line once it loops.
+BESIDE_CHILD = """\
+import sys
+from pytest_inferperf.onnx import SessionSettings, make_inputs, make_session
+
+session = make_session(sys.argv[1], SessionSettings(intra_op_threads=1))
+feed = make_inputs(sys.argv[1], {"batch": 1, "sequence": 32})
+session.run(None, feed)
+print("looping", flush=True)
+while True:
+    session.run(None, feed)
 """
 
 
@@ -121,6 +144,78 @@ def start_up(rounds: int, instrumented: bool = False) -> dict[str, Any]:
         "wall_s": {k: statistics.median(v) for k, v in walls.items()},
         "runs": walls,
     }
+
+
+def beside(scratch: Path, rounds: int, calls: int = 150) -> dict[str, Any]:
+    """Native latency of the example models with a valgrind child running beside them
+    against the same child stopped (SIGSTOP), alternating, ``rounds`` rounds: what the
+    shared children would cost a timed run if they went on while it ran."""
+    import signal
+
+    import numpy as np
+
+    from pytest_inferperf.onnx import SessionSettings, make_inputs, make_session
+
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return {"error": "valgrind is not installed"}
+    models = prepare_suite(scratch) / "models"
+    work = {}
+    for name, dims in BESIDE_MODELS.items():
+        path = models / f"{name}.onnx"
+        session = make_session(path, SessionSettings(intra_op_threads=1))
+        work[name] = (session, make_inputs(path, dims))
+    child = subprocess.Popen(
+        [
+            *(valgrind, "-q", "--tool=callgrind", "--instr-atstart=no"),
+            "--callgrind-out-file=/dev/null",
+            *(sys.executable, "-c", BESIDE_CHILD, str(models / "minilm_int8.onnx")),
+        ],
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    per_round: dict[str, dict[str, list[tuple[float, float]]]] = {
+        name: {"stopped": [], "beside": []} for name in work
+    }
+    try:
+        assert child.stdout is not None
+        if child.stdout.readline().strip() != "looping":
+            return {"error": f"the valgrind child did not start (exit {child.poll()})"}
+        for r in range(rounds):
+            for state in ("beside", "stopped") if r % 2 else ("stopped", "beside"):
+                os.killpg(child.pid, signal.SIGSTOP if state == "stopped" else signal.SIGCONT)
+                time.sleep(0.3)
+                for name, (session, feed) in work.items():
+                    for _ in range(10):
+                        session.run(None, feed)
+                    took = []
+                    for _ in range(calls):
+                        t0 = time.perf_counter()
+                        session.run(None, feed)
+                        took.append(time.perf_counter() - t0)
+                    ms = np.array(took) * 1e3
+                    summary = (float(np.median(ms)), float(np.percentile(ms, 99)))
+                    per_round[name][state].append(summary)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    out: dict[str, Any] = {"rounds": rounds, "calls": calls, "models": {}}
+    for name, states in per_round.items():
+        ratios = [b[0] / s[0] for b, s in zip(states["beside"], states["stopped"], strict=True)]
+        out["models"][name] = {
+            **{
+                f"{state}_{what}_ms": statistics.median(v[i] for v in values)
+                for state, values in states.items()
+                for i, what in enumerate(("median", "p99"))
+            },
+            "ratio_median": statistics.median(ratios),
+            "ratio_range": [min(ratios), max(ratios)],
+            "rounds_beside_slower": sum(x > 1 for x in ratios),
+        }
+    return out
 
 
 def _worktree(rev: str, where: Path) -> Path:
@@ -261,6 +356,13 @@ def main(argv: list[str] | None = None) -> int:
         help="also time a suite of long and short simulated tests here and at REV",
     )
     p.add_argument(
+        "--beside-rounds",
+        type=int,
+        default=0,
+        help="rounds of native latency with a valgrind child beside it against stopped "
+        "(default 0: not measured; about 5 s a round)",
+    )
+    p.add_argument(
         "--start-up-instrumented",
         action="store_true",
         help="also time the start-up instrumented from the start (minutes)",
@@ -271,6 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": shlex.join(["python", "benchmarks/simulate_speed.py", *argv]),
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "load_avg_start": list(os.getloadavg()),
+        "machine": {"cpu_model": _cpu_model(), "cpus": os.cpu_count()},
     }
     if not args.skip_start_up:
         data["start_up"] = start_up(args.start_up_rounds, args.start_up_instrumented)
@@ -286,6 +389,13 @@ def main(argv: list[str] | None = None) -> int:
         scratch = Path(tempfile.mkdtemp(prefix="inferperf-simspeed-uneven-"))
         try:
             data["uneven"] = uneven(scratch, args.rounds, args.uneven_against)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    if args.beside_rounds:
+        scratch = Path(tempfile.mkdtemp(prefix="inferperf-simspeed-beside-"))
+        try:
+            data["beside"] = beside(scratch, args.beside_rounds)
+            log(f"beside: {data['beside'].get('models') or data['beside']}")
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     data["load_avg_end"] = list(os.getloadavg())

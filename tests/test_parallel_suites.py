@@ -247,3 +247,25 @@ def test_uneven_suite_section_says_which_child_ran_each_test() -> None:
     )
     assert "| at abc123 | 21.7 | 1.58x | test_1_long: 1, test_2_short: 2, test_3_long: 1 |" in md
     assert bench_report._uneven_md({}) == []
+
+
+def test_beside_section_gives_latency_beside_a_child_against_it_stopped() -> None:
+    model = {
+        "stopped_median_ms": 1.77,
+        "beside_median_ms": 1.8167,
+        "stopped_p99_ms": 2.3916,
+        "beside_p99_ms": 2.8944,
+        "ratio_median": 1.0305,
+        "ratio_range": [1.0093, 1.044],
+        "rounds_beside_slower": 4,
+    }
+    beside = {"rounds": 4, "calls": 150, "models": {"mobilenet_v2_int8": model}}
+    md = "\n".join(bench_report._beside_md(beside))
+    assert "4 rounds alternating, 150 calls per model and round" in md
+    assert "| mobilenet_v2_int8 | 1.770 / 1.817 | 2.392 / 2.894 | 1.030x | 1.01-1.04 | 4/4 |" in md
+    assert bench_report._beside_md({}) == []
+    assert "not measured: valgrind is not installed" in "\n".join(
+        bench_report._beside_md({"error": "valgrind is not installed"})
+    )
+    speed = {"machine": {"cpu_model": "AMD EPYC", "cpus": 2}, "beside": beside}
+    assert "on AMD EPYC, 2 CPUs by" in "\n".join(bench_report._simulate_speed_md(speed))
