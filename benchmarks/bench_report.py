@@ -1269,7 +1269,7 @@ def _beside_md(beside: Mapping[str, Any]) -> list[str]:
         for name, m in beside["models"].items()
     ]
     return [
-        "(h) Why the shared children stop while the parent times: native latency of the "
+        "(h) A shared child beside a timed run, if it did not stop: native latency of the "
         "example's models (one intra-op thread, spinning off) with one valgrind child "
         "beside them, running a MiniLM int8 session uninstrumented as a child's warm-up "
         f"does, against the same child stopped (SIGSTOP); {beside['rounds']} rounds "
