@@ -1157,7 +1157,7 @@ def _simulate_speed_md(speed: Mapping[str, Any]) -> list[str]:
     a, b = (speed.get("load_avg_start") or [None])[0], (speed.get("load_avg_end") or [None])[0]
     load = f"load {a:.2f} to {b:.2f}" if isinstance(a, float) and isinstance(b, float) else "?"
     machine = speed.get("machine") or {}
-    on = f" on {machine['cpu_model']}, {machine.get('cpus')} CPUs" if machine else ""
+    on = f" on {machine.get('cpu_model')}, {machine.get('cpus')} CPUs" if machine else ""
     when = f"(Measured {speed.get('started', '?')}{on} by `{speed.get('command')}`, {load}.)"
     lines = []
     up = speed.get("start_up") or {}

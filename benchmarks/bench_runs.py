@@ -7,8 +7,10 @@ Nothing here writes into the repository.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -20,6 +22,15 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+
+
+def cpu_model() -> str:
+    """This machine's CPU as /proc/cpuinfo names it (x86 ``model name``, Arm ``Hardware``)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "cpu model", "hardware")):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

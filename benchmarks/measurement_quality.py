@@ -52,6 +52,7 @@ from bench_runs import (
     SIM_BASELINE,
     PeerRunner,
     SimulateRunner,
+    cpu_model,
     peer_available,
     prepare_suite,
     run_suite,
@@ -79,14 +80,6 @@ def log(text: str) -> None:
 
 
 # -- the machine -------------------------------------------------------------------
-def _cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith(("model name", "cpu model", "hardware")):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
 def machine_section() -> dict[str, Any]:
     import numpy
     import onnxruntime
@@ -120,7 +113,7 @@ def machine_section() -> dict[str, Any]:
         paranoid = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
     return {
         "machine_class": cpu.machine_class,
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "cpus": os.cpu_count(),
         "cpus_usable": len(os.sched_getaffinity(0)),
         "virtualised": _virtualised(),

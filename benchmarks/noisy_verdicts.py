@@ -47,6 +47,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from bench_runs import cpu_model
+
 from pytest_inferperf import conditions
 
 SCHEMA = "pytest-inferperf/noisy-verdicts"
@@ -441,12 +443,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("pytest-benchmark is not installed: pip install -e '.[dev]'", file=sys.stderr)
         return 2
     out = Path(args.out)
-    cpu_model = platform.processor() or "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
     data: dict[str, Any] = {
         "schema": SCHEMA,
         "version": 1,
@@ -459,7 +455,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": {
-            "cpu_model": cpu_model,
+            "cpu_model": cpu_model(),
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "pytest_benchmark": peer_version,

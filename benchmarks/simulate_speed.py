@@ -38,8 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from bench_runs import REPO, clean_env, prepare_suite
-from measurement_quality import _cpu_model
+from bench_runs import REPO, clean_env, cpu_model, prepare_suite
 from physical_limits import _simulate_run, log
 
 #: VALGRIND_OPTS variants. Neither changes what the guest executes, so instruction
@@ -90,11 +89,12 @@ BESIDE_MODELS = {
 #: The child of :func:`beside`: one example model's session run in a loop under valgrind,
 #: not instrumented, as a shared child runs its warm-up calls; a line once it loops.
 BESIDE_CHILD = """\
+import json
 import sys
 from pytest_inferperf.onnx import SessionSettings, make_inputs, make_session
 
 session = make_session(sys.argv[1], SessionSettings(intra_op_threads=1))
-feed = make_inputs(sys.argv[1], {"batch": 1, "sequence": 32})
+feed = make_inputs(sys.argv[1], json.loads(sys.argv[2]))
 session.run(None, feed)
 print("looping", flush=True)
 while True:
@@ -170,6 +170,7 @@ def beside(scratch: Path, rounds: int, calls: int = 150) -> dict[str, Any]:
             *(valgrind, "-q", "--tool=callgrind", "--instr-atstart=no"),
             "--callgrind-out-file=/dev/null",
             *(sys.executable, "-c", BESIDE_CHILD, str(models / "minilm_int8.onnx")),
+            json.dumps(BESIDE_MODELS["minilm_int8"]),
         ],
         env=clean_env(),
         stdout=subprocess.PIPE,
@@ -373,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": shlex.join(["python", "benchmarks/simulate_speed.py", *argv]),
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "load_avg_start": list(os.getloadavg()),
-        "machine": {"cpu_model": _cpu_model(), "cpus": os.cpu_count()},
+        "machine": {"cpu_model": cpu_model(), "cpus": os.cpu_count()},
     }
     if not args.skip_start_up:
         data["start_up"] = start_up(args.start_up_rounds, args.start_up_instrumented)
