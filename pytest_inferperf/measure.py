@@ -96,6 +96,9 @@ class MeasureOptions:
     ``shared_child``: the session's valgrind child for many tests, asked for only
     when a region is simulated. ``timed``: a context in which this process times
     something (the shared children stop meanwhile); None: nothing to stop.
+    ``child_args``: the options of the parent's command line a simulation child repeats;
+    ``child_cwd``: where the child starts, the parent's own starting folder (None: the
+    rootdir), so that relative paths in those options and in the tests mean the same.
     """
 
     nodeid: str
@@ -108,6 +111,8 @@ class MeasureOptions:
     spec: PerfSpec | None = None
     shared_child: Callable[[], SharedChildren | None] | None = None
     timed: Callable[[], AbstractContextManager[Any]] | None = None
+    child_args: tuple[str, ...] = ()
+    child_cwd: Path | None = None
 
     @property
     def runner(self) -> Mapping[str, Any]:
@@ -283,6 +288,8 @@ class SimulateMeasurer:
             mode=mode_for(spec_metrics(options.spec)),
             run_twice=options.update,
             timeout=DEFAULT_TIMEOUT if timeout is None else float(timeout),
+            extra_args=options.child_args,
+            cwd=options.child_cwd,
         )
         timed = options.timed or contextlib.nullcontext
         line.phase("simulating: native run, then the region under valgrind")

@@ -461,19 +461,28 @@ def test_the_children_count_is_read_from_the_ini(pytester, value, count):
     assert plugin_of(config).settings.simulate_children == count
 
 
-def _child_pytest_args(tmp_path) -> list[str]:
+def _child_pytest_args(tmp_path, extra_args=()) -> list[str]:
     built = simulate.child_command(
-        ["t.py::a", "t.py::b"],
+        ["t.py::a", "t.py::b[x/../y]"],
         rootdir=tmp_path,
         python="python",
         instrument_from_start=False,
-        extra_args=(),
+        extra_args=extra_args,
         block_plugins=simulate.BLOCK_PLUGINS,
         workdir=tmp_path,
     )
     command = built.command
-    assert command[-2:] == ["t.py::a", "t.py::b"]
+    # node ids under the rootdir, whatever folder the child starts in; joined as text
+    assert command[-2:] == [f"{tmp_path}/t.py::a", f"{tmp_path}/t.py::b[x/../y]"]
     return command[command.index("pytest") :]
+
+
+def test_the_parents_options_come_before_the_childs_own(tmp_path):
+    args = _child_pytest_args(tmp_path, ("--n-iter=5", "--names", "a", "b"))
+    # first: the child's -p/-m/-k override any left, and an option of any number of
+    # values (--names) stops at the child's -p, not at a node id
+    assert args[1:5] == ["--n-iter=5", "--names", "a", "b"]
+    assert args[5] == "-p"
 
 
 def test_the_child_runs_exactly_the_given_tests(tmp_path):
@@ -692,3 +701,76 @@ def test_shared_children_stop_exactly_while_the_parent_times(pytester):
     assert states["native"] == ["T", "T"], states
     assert states["plain"] and set(states["plain"]) == {"T"}, states
     assert states["body"] and "T" not in states["body"], states
+
+
+OPTIONS_CONFTEST = """
+def pytest_addoption(parser):
+    parser.addoption("--rounds", type=int, default=1000)
+    parser.addoption("--rounds-file", default=None)
+"""
+
+OPTIONS_SUITE = (
+    """
+import json, os
+from pathlib import Path
+import pytest
+
+"""
+    + WORK
+    + """
+
+@pytest.mark.perf(warmup=1, repeat=3)
+def test_options(pmu_profile, request):
+    rounds = request.config.getoption("--rounds")
+    from_file = int(Path(request.config.getoption("--rounds-file")).read_text())
+    seen = {"rounds": rounds, "from_file": from_file, "cwd": os.getcwd()}
+    who = "child" if os.environ.get("INFERPERF_SIMULATE_CHILD") else "parent"
+    Path(os.environ["SEEN_DIR"], who + ".json").write_text(json.dumps(seen))
+    pmu_profile(work, rounds + from_file)
+"""
+)
+
+
+@needs_valgrind
+@pytest.mark.slow
+@pytest.mark.parametrize("shared", ["true", "false"])
+def test_a_child_runs_the_test_with_the_parents_options_from_the_parents_folder(
+    pytester, monkeypatch, shared
+):
+    """A conftest's options on the command line, a path relative to the folder pytest was
+    started in: the valgrind child sees the same values and the same folder (before,
+    it got the defaults and started in the rootdir: other counts, or an error)."""
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(OPTIONS_CONFTEST)
+    sub = pytester.mkpydir("sub")
+    (sub / "test_options.py").write_text(textwrap.dedent(OPTIONS_SUITE))
+    (sub / "rounds.txt").write_text("500")
+    monkeypatch.setenv("SEEN_DIR", str(pytester.path))
+    monkeypatch.chdir(sub)
+    result = pytester.runpytest_subprocess(
+        *SIMULATE_ARGS,
+        "--rounds",
+        "4000",
+        "--rounds-file=rounds.txt",
+        "--inferperf-report",
+        str(pytester.path / "report"),
+        "-o",
+        f"inferperf_simulate_shared={shared}",
+        "test_options.py",
+    )
+    result.assert_outcomes(passed=1)
+    seen = {
+        who: json.loads((pytester.path / f"{who}.json").read_text()) for who in ("parent", "child")
+    }
+    assert (
+        seen["child"]
+        == seen["parent"]
+        == {
+            "rounds": 4000,
+            "from_file": 500,
+            "cwd": str(sub),
+        }
+    )
+    assert "returned different results" not in result.stdout.str()
+    (record,) = _reports(pytester.path / "report").values()
+    assert record["outcome"] == "passed"

@@ -83,7 +83,8 @@ SWITCHED_BY = {CLIENT_REQUEST: "a valgrind client request", "vgdb": "vgdb"}
 class SimulateOptions:
     """How a region is simulated.
 
-    ``rootdir``: where the child's pytest runs. ``settings``: the runner's settings
+    ``rootdir``: the child's pytest rootdir; ``cwd``: the folder it starts in (default:
+    ``rootdir``). ``settings``: the runner's settings
     (the native run's, and the child's warm-up). ``repeat`` measured repeats (default:
     ``settings.repeat`` capped at :data:`DEFAULT_REPEATS`) of ``calls`` calls each.
     ``timeout``: seconds for the whole child run. ``python``: the child's interpreter
@@ -112,9 +113,12 @@ class SimulateOptions:
     workdir: Path | None = None
     mode: str = "full"
     run_twice: bool = False
+    cwd: Path | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rootdir", Path(self.rootdir))
+        if self.cwd is not None:
+            object.__setattr__(self, "cwd", Path(self.cwd))
         if self.workdir is not None:
             object.__setattr__(self, "workdir", Path(self.workdir))
         object.__setattr__(self, "events", tuple(check_names(self.events)))
@@ -163,7 +167,7 @@ def run_child(
     begin = time.monotonic()
     proc = subprocess.Popen(
         command,
-        cwd=options.rootdir,
+        cwd=options.cwd or options.rootdir,
         env=child_env(result, variant, request, options.env),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -79,10 +79,12 @@ class SharedChild:
         env: Mapping[str, str] | None = None,
         block_plugins: Sequence[str] = BLOCK_PLUGINS,
         mode: str = "full",
+        cwd: str | os.PathLike[str] | None = None,
     ) -> None:
         self.nodeids = tuple(dict.fromkeys(nodeids))
         self.mode = mode  # what callgrind simulates for every region it serves
         self.rootdir = Path(rootdir)
+        self.cwd = Path(cwd) if cwd is not None else self.rootdir  # where its pytest starts
         self.python = python or sys.executable
         self.extra_args = tuple(extra_args)
         self.env = dict(env or {})
@@ -248,7 +250,7 @@ class SharedChild:
             try:
                 self._proc = subprocess.Popen(
                     built.command,
-                    cwd=self.rootdir,
+                    cwd=self.cwd,
                     env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=output,

@@ -11,6 +11,7 @@ Must not: start the child, talk to it, or build Profiles.
 from __future__ import annotations
 
 import functools
+import os
 import platform
 import re
 import shutil
@@ -239,6 +240,13 @@ class ChildCommand:
         return self.request.trigger == "start"
 
 
+def _node_arg(rootdir: Path, nodeid: str) -> str:
+    """A node id as an argument that selects it from any folder: node ids are relative
+    to the rootdir, the child starts where the parent did. Joined as text (a
+    parametrised id may hold ``/`` or ``..``, which a path would normalise)."""
+    return os.path.join(str(rootdir), nodeid)
+
+
 def child_command(
     nodeids: Sequence[str],
     *,
@@ -281,6 +289,9 @@ def child_command(
         python,
         "-m",
         "pytest",
+        # the parent's own options first: the child's below override any that remain,
+        # and an option taking any number of values stops at them, not at a node id
+        *extra_args,
         "-p",
         "no:cacheprovider",
         # no assertion rewriting: pytest rewrites every module of a plugin's
@@ -306,7 +317,7 @@ def child_command(
         # the child is one process (valgrind follows no workers): neither this worker's
         # -n nor a -n in the project's addopts may distribute it
         command += ["-n", "0"]
-    command += [*extra_args, *nodeids]
+    command += [_node_arg(rootdir, nodeid) for nodeid in nodeids]
     request = ChildOptions(
         trigger="start" if from_start else "vgdb",
         vgdb=vgdb,
