@@ -213,5 +213,22 @@ def test_the_session_repeats_a_conftest_option_and_drops_its_own_run_options(pyt
         "--names",
         "a",
         "b",
+        "-n",  # pytest-xdist is loaded: the child is one process
+        "0",
     )
     assert child_args(config) is child_args(config)  # worked out once per session
+
+
+def test_the_child_is_never_distributed_where_xdist_is_loaded(pytester):
+    pytester.makeini("[pytest]\naddopts = -n 2\n")
+    config = pytester.parseconfigure("-n", "1", "-p", "no:randomly")
+    # the parent's -n is dropped, and a -n 0 on the command line beats addopts' -n 2
+    assert child_args(config) == ("-p", "no:randomly", "-n", "0")
+
+
+def test_without_xdist_the_child_gets_no_n_option_at_all(pytester):
+    # pytest imports xdist's modules for its other entry point even so: the option,
+    # not an imported module, says whether -n exists
+    config = pytester.parseconfigure("-p", "no:xdist")
+    assert not config.pluginmanager.hasplugin("xdist")
+    assert child_args(config) == ("-p", "no:xdist")

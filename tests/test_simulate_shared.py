@@ -494,14 +494,6 @@ def test_the_child_runs_exactly_the_given_tests(tmp_path):
     assert "--assert=plain" in pytest_args  # after addopts: an --assert=rewrite there loses
 
 
-def test_the_child_is_never_distributed_where_xdist_is_loaded(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "xdist.plugin", object())
-    args = _child_pytest_args(tmp_path)
-    assert args[args.index("-n") + 1] == "0"  # after any -n of addopts: the last one wins
-    monkeypatch.delitem(sys.modules, "xdist.plugin")
-    assert "-n" not in _child_pytest_args(tmp_path)  # without xdist -n is no option at all
-
-
 # -- for real, through the plugin ----------------------------------------------------
 needs_valgrind = pytest.mark.skipif(
     simulate.available() is not None, reason=str(simulate.available())

@@ -206,11 +206,17 @@ _CHILD_ARGS = pytest.StashKey[tuple[str, ...]]()
 
 def child_args(config: pytest.Config) -> tuple[str, ...]:
     """What a simulation child of this session adds to its command line: the parent's
-    options it repeats (computed once per session)."""
+    options it repeats, and ``-n 0`` where pytest-xdist is loaded (computed once per
+    session)."""
     cached = config.stash.get(_CHILD_ARGS, None)
     if cached is None:
         arities = option_arities(config)
         args = [str(arg) for arg in config.invocation_params.args]
         cached = tuple(repeated_args(args, arities)) if arities is not None else ()
+        if config.pluginmanager.hasplugin("xdist"):
+            # the child is one process (valgrind follows no workers): no -n of the
+            # project's addopts or PYTEST_ADDOPTS may distribute it (pytest puts those
+            # before the command line, whose last -n wins; the parent's own is dropped)
+            cached += ("-n", "0")
         config.stash[_CHILD_ARGS] = cached
     return cached

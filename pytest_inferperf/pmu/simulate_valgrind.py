@@ -313,10 +313,6 @@ def child_command(
     ]
     for plugin in block_plugins:
         command += ["-p", f"no:{plugin}"]
-    if "xdist.plugin" in sys.modules:  # pytest-xdist is loaded here, so in the child too
-        # the child is one process (valgrind follows no workers): neither this worker's
-        # -n nor a -n in the project's addopts may distribute it
-        command += ["-n", "0"]
     command += [_node_arg(rootdir, nodeid) for nodeid in nodeids]
     request = ChildOptions(
         trigger="start" if from_start else "vgdb",
