@@ -16,10 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_inferperf.plugin.child_args import (
+    GivenOption,
     OptionArity,
     child_args,
-    dropped,
     option_arities,
+    project_options,
+    repeated,
     repeated_args,
     split_options,
 )
@@ -51,7 +53,8 @@ def test_a_conftest_option_plugins_and_warnings_reach_the_child_and_the_runs_own
         "t.py::test_a", "--metadata", "key", "value", "--offset=-5", "-k", "", "--",
         "--model-dir", "m",
     ]  # fmt: skip
-    assert repeated_args(line, ARITIES) == [
+    project = frozenset({"--n-iter", "--model-dir", "--offset"})  # the conftest's
+    assert repeated_args(line, ARITIES, project) == [
         "--n-iter=50000",
         "-p",
         "no:xdist",
@@ -91,25 +94,27 @@ def test_negative_numbers_are_values_not_options():
 @pytest.mark.parametrize(
     ("dest", "expected"),
     [
-        ("n_iter", False),
-        ("plugins", False),
-        ("override_ini", False),
-        ("inifilename", False),
-        ("pythonwarnings", False),
-        ("importmode", False),
-        ("keyword", True),
-        ("numprocesses", True),
-        ("xmlpath", True),
-        ("inferperf_backend", True),
-        ("benchmark_autosave", True),
-        ("cov_source", True),
-        ("hypothesis_seed", True),
-        ("usepdb", True),
-        ("timeout", True),
+        ("plugins", True),
+        ("override_ini", True),
+        ("inifilename", True),
+        ("pythonwarnings", True),
+        ("importmode", True),
+        ("confcutdir", True),
+        ("log_level", True),
+        ("keyword", False),
+        ("numprocesses", False),
+        ("xmlpath", False),
+        ("verbose", False),
+        ("inferperf_backend", False),
+        ("usepdb", False),
+        ("timeout", False),  # an installed plugin's: not the project's
+        ("htmlpath", False),
     ],
 )
-def test_what_a_child_repeats_by_the_options_dest(dest, expected):
-    assert dropped(dest) is expected
+def test_which_of_pytests_and_installed_plugins_options_a_child_repeats(dest, expected):
+    option = GivenOption("--x", ("1",), OptionArity(dest, None))
+    assert repeated(option, frozenset()) is expected
+    assert repeated(option, frozenset({"--x"}))  # the project's own: always
 
 
 # -- against argparse ------------------------------------------------------------
@@ -181,7 +186,8 @@ def _command_line(draw: st.DrawFn) -> list[str]:
 def test_a_split_command_line_parses_back_to_the_same_options(line):
     parser = _argparse()
     original = vars(parser.parse_intermixed_args(line))
-    again = vars(parser.parse_intermixed_args(repeated_args(line, _arities())))
+    everything = frozenset(_OPTIONS)  # as if all were the project's: all repeated
+    again = vars(parser.parse_intermixed_args(repeated_args(line, _arities(), everything)))
     assert again.pop("paths") == []  # positional arguments are never repeated
     original.pop("paths")
     assert again == original
@@ -232,3 +238,39 @@ def test_without_xdist_the_child_gets_no_n_option_at_all(pytester):
     config = pytester.parseconfigure("-p", "no:xdist")
     assert not config.pluginmanager.hasplugin("xdist")
     assert child_args(config) == ("-p", "no:xdist")
+
+
+def test_the_projects_options_are_its_conftests_and_plugin_modules_not_installed_ones(
+    pytester,
+):
+    pytester.makeconftest(
+        """
+        pytest_plugins = ["helpers.options"]
+
+        def pytest_addoption(parser, pluginmanager):
+            parser.getgroup("models").addoption("-M", "--model", default="m.onnx")
+        """
+    )
+    pytester.mkpydir("helpers")
+    pytester.path.joinpath("helpers", "options.py").write_text(
+        "def pytest_addoption(parser):\n"
+        "    parser.addoption('--batch', type=int, default=1)\n"
+        "    parser.addini('batch_default', 'a batch size')\n"
+    )
+    sub = pytester.mkpydir("sub")
+    sub.joinpath("conftest.py").write_text(
+        "COUNT = []\n"
+        "def pytest_addoption(parser):\n"
+        "    COUNT.append(1)\n"
+        "    if len(COUNT) > 1:\n"
+        "        raise RuntimeError('only once')\n"
+        "    parser.addoption('--once', action='store_true')\n"
+    )
+    config = pytester.parseconfigure(
+        "--model", "a.onnx", "--batch=4", "--once", "--timeout=30", "-n", "2", "sub"
+    )
+    project = project_options(config)
+    assert {"-M", "--model", "--batch"} <= project
+    assert "--once" not in project  # its hook failed the second time: not repeated
+    assert "--timeout" not in project and "-n" not in project  # installed plugins'
+    assert child_args(config) == ("--model=a.onnx", "--batch=4", "-n", "0")

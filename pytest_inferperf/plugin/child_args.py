@@ -3,12 +3,15 @@
 Owns: splitting pytest's own command line (``config.invocation_params.args``) into
 options with their values, by the arity pytest's parser gave each option, and
 keeping those that shape what a test does, so that a valgrind child runs the test
-as the parent did: a conftest's ``--model-dir`` or ``--batch-size``, ``-p``, ``-c``,
-``-o``, ``-W``, ``--import-mode``. Dropped: what selects, orders, distributes, reports
-on, stops or debugs the run, what the child sets itself, this plugin's own options,
-and the options of plugins the child blocks (:data:`DROPPED_DESTS`,
-:data:`DROPPED_PREFIXES`). The ini file's ``addopts`` and ``PYTEST_ADDOPTS`` need no
-forwarding: the child reads the same ini and environment.
+as the parent did. Repeated: every option the project's own code registers (its
+conftests' and its plugin modules' under the rootdir: ``--model-dir``,
+``--batch-size``), and those of pytest's own that say which plugins, configuration
+and warnings apply and how tests are imported (:data:`REPEATED_DESTS`: ``-p``,
+``-c``, ``-o``, ``-W``, ``--import-mode``, ...). Not repeated: whatever selects,
+orders, distributes, reports on, stops or debugs the run, this plugin's own options,
+and installed plugins' options (an unknown one may select tests or write and clean
+report files; a child reads them from the ini file's ``addopts`` and from
+``PYTEST_ADDOPTS``, as any pytest run there does).
 
 Must not: measure, start children (:mod:`..pmu.simulate_shared`,
 :mod:`..pmu.simulate_parent` take the result as ``extra_args``), or import the
@@ -17,9 +20,12 @@ engine.
 
 from __future__ import annotations
 
+import inspect
 import re
+import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,52 +35,17 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-#: Options (by argparse ``dest``) a child never gets. Selection and order: the child
-#: runs the node ids it is given (cacheprovider, which owns --lf/--ff/--nf, is blocked
-#: there). Reporting and files: the parent reports, and a child writing the same
-#: JUnit XML, HTML, log file or coverage data would overwrite the parent's. Stopping
-#: and debugging: nobody answers a debugger in a child, and a child is 100-1000x
-#: slower than the run a --timeout was set for. Set by the child itself: assertion
-#: mode, verbosity, rootdir, basetemp.
-DROPPED_DESTS = _words(
-    # selection and order (core, cacheprovider, stepwise)
-    "keyword markexpr deselect ignore ignore_glob collect_in_virtualenv keepduplicates "
-    "continue_on_collection_errors doctestmodules doctestglob lf failedfirst newfirst "
-    "cacheshow cacheclear last_failed_no_failures stepwise stepwise_skip stepwise_reset "
-    "cache_dir "
-    # what the run shows instead of running tests
-    "help version markers showfixtures show_fixtures_per_test collectonly setuponly "
-    "setupplan setupshow traceconfig "
-    # reporting and the files it writes
-    "verbose reportchars tbstyle showlocals color code_highlight durations durations_min "
-    "fulltrace showcapture no_header no_summary fold_skipped force_short_summary xfail_tb "
-    "max_warnings disable_warnings xmlpath junitprefix resultlog pastebin debug log_file "
-    "log_file_level log_file_format log_file_date_format log_file_mode htmlpath "
-    "self_contained_html css metadata metadata_from_json metadata_from_json_file "
-    "reportlog no_cov "
-    # stopping and debugging
-    "maxfail exitfirst usepdb usepdb_cls trace timeout timeout_method session_timeout "
-    "timeout_disable_debugger_detection "
-    # pytest-xdist: the child is one process
-    "numprocesses dist tx maxprocesses maxschedchunk maxworkerrestart rsyncdir "
-    "rsyncignore looponfail distload px testrunuid loadscopereorder "
-    # set by the child itself
-    "assertmode rootdir basetemp"
-)
-#: Families of options dropped by their ``dest`` prefix: this plugin's own (the child
-#: neither judges, writes reports nor updates baselines), coverage, pytest-benchmark's
-#: (its saves and comparisons), JSON reports, random test order, and the plugins a
-#: child blocks (pytest-randomly, Hypothesis's pytest plugin).
-DROPPED_PREFIXES = (
-    "inferperf",
-    "cov",
-    "benchmark_",
-    "json_report",
-    "random_order",
-    "randomly_",
-    "hypothesis_",
+#: pytest's own options a child repeats, by argparse ``dest``: which plugins load and
+#: how they are configured, which warnings are errors, how tests are imported and
+#: their output captured, and the logging level (a workload's log calls are part of
+#: its work).
+REPEATED_DESTS = _words(
+    "plugins inifilename override_ini confcutdir noconftest disable_plugin_autoload "
+    "importmode pyargs pythonwarnings strict strict_config strict_markers runxfail "
+    "capture log_level log_format log_date_format log_auto_indent logger_disable"
 )
 
+OWN_PACKAGE = __name__.split(".")[0]
 _NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 
@@ -172,20 +143,75 @@ def _values(args: Sequence[str], index: int, takes: int | str) -> tuple[tuple[st
     return tuple(args[index:end]), end
 
 
-def dropped(dest: str) -> bool:
-    """True for an option a simulation child does not repeat (see the module's text)."""
-    return dest in DROPPED_DESTS or dest.startswith(DROPPED_PREFIXES)
+def repeated(option: GivenOption, project: frozenset[str]) -> bool:
+    """True for an option a simulation child repeats: one the project registers
+    (``project``: its option strings), or one of pytest's own in REPEATED_DESTS."""
+    if option.option in project:
+        return True
+    return option.arity is not None and option.arity.dest in REPEATED_DESTS
 
 
-def repeated_args(args: Sequence[str], arities: Mapping[str, OptionArity]) -> list[str]:
-    """The tokens of ``args`` a simulation child repeats, in their order. An option the
-    parser does not know (none, where pytest accepted the line) is kept as given."""
+def repeated_args(
+    args: Sequence[str], arities: Mapping[str, OptionArity], project: frozenset[str]
+) -> list[str]:
+    """The tokens of ``args`` a simulation child repeats, in their order."""
     kept: list[str] = []
     for option in split_options(args, arities):
-        if option.arity is not None and dropped(option.arity.dest):
-            continue
-        kept += option.tokens()
+        if repeated(option, project):
+            kept += option.tokens()
     return kept
+
+
+class _OptionRecorder:
+    """Stands in for pytest's parser (and its option groups) while a project's
+    ``pytest_addoption`` runs again: it records the option strings, nothing else."""
+
+    def __init__(self) -> None:
+        self.options: list[str] = []
+
+    def addoption(self, *opts: Any, **attrs: Any) -> None:
+        self.options += [opt for opt in opts if isinstance(opt, str)]
+
+    _addoption = addoption
+
+    def getgroup(self, *args: Any, **kwargs: Any) -> _OptionRecorder:
+        return self
+
+    def __getattr__(self, name: str) -> Any:  # addini and whatever else: nothing
+        return lambda *args, **kwargs: None
+
+
+def _project_module(plugin: object, rootdir: Path) -> bool:
+    """True for a module of the project's own: a conftest or a plugin module under the
+    rootdir, not an installed one (site-packages, even inside the rootdir), and not
+    this plugin."""
+    if not isinstance(plugin, types.ModuleType) or plugin.__name__.startswith(OWN_PACKAGE):
+        return False
+    file = getattr(plugin, "__file__", None)
+    if not file:
+        return False
+    path = Path(file).resolve()
+    if {"site-packages", "dist-packages"} & set(path.parts):
+        return False
+    return path.is_relative_to(rootdir.resolve())
+
+
+def project_options(config: pytest.Config) -> frozenset[str]:
+    """The option strings the project's own modules register: each one's
+    ``pytest_addoption`` run again against :class:`_OptionRecorder` (a module whose
+    hook fails there contributes none; its options are then not repeated)."""
+    recorder = _OptionRecorder()
+    for plugin in config.pluginmanager.get_plugins():
+        hook = getattr(plugin, "pytest_addoption", None)
+        if not callable(hook) or not _project_module(plugin, config.rootpath):
+            continue
+        try:
+            wanted = inspect.signature(hook).parameters
+            given = {"parser": recorder, "pluginmanager": _OptionRecorder()}
+            hook(**{name: value for name, value in given.items() if name in wanted})
+        except Exception:  # the project's code, run a second time: never fatal here
+            continue
+    return frozenset(recorder.options)
 
 
 def option_arities(config: pytest.Config) -> dict[str, OptionArity] | None:
@@ -212,7 +238,8 @@ def child_args(config: pytest.Config) -> tuple[str, ...]:
     if cached is None:
         arities = option_arities(config)
         args = [str(arg) for arg in config.invocation_params.args]
-        cached = tuple(repeated_args(args, arities)) if arities is not None else ()
+        project = project_options(config)
+        cached = tuple(repeated_args(args, arities, project)) if arities is not None else ()
         if config.pluginmanager.hasplugin("xdist"):
             # the child is one process (valgrind follows no workers): no -n of the
             # project's addopts or PYTEST_ADDOPTS may distribute it (pytest puts those
