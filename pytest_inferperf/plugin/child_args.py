@@ -45,7 +45,7 @@ REPEATED_DESTS = _words(
     "capture log_level log_format log_date_format log_auto_indent logger_disable"
 )
 
-OWN_PACKAGE = __name__.split(".")[0]
+_OWN_PACKAGE = __name__.split(".")[0]
 _NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 
@@ -185,7 +185,7 @@ def _project_module(plugin: object, rootdir: Path) -> bool:
     """True for a module of the project's own: a conftest or a plugin module under the
     rootdir, not an installed one (site-packages, even inside the rootdir), and not
     this plugin."""
-    if not isinstance(plugin, types.ModuleType) or plugin.__name__.startswith(OWN_PACKAGE):
+    if not isinstance(plugin, types.ModuleType) or plugin.__name__.startswith(_OWN_PACKAGE):
         return False
     file = getattr(plugin, "__file__", None)
     if not file:
