@@ -96,9 +96,11 @@ class MeasureOptions:
     ``shared_child``: the session's valgrind child for many tests, asked for only
     when a region is simulated. ``timed``: a context in which this process times
     something (the shared children stop meanwhile); None: nothing to stop.
-    ``child_args``: the options of the parent's command line a simulation child repeats;
-    ``child_cwd``: where the child starts, the parent's own starting folder (None: the
-    rootdir), so that relative paths in those options and in the tests mean the same.
+    ``child_args``: the options of the parent's command line a simulation child repeats,
+    asked for only when a region is simulated (working them out runs the project's
+    ``pytest_addoption`` hooks again); ``child_cwd``: where the child starts, the
+    parent's own starting folder (None: the rootdir), so that relative paths in those
+    options and in the tests mean the same.
     """
 
     nodeid: str
@@ -111,7 +113,7 @@ class MeasureOptions:
     spec: PerfSpec | None = None
     shared_child: Callable[[], SharedChildren | None] | None = None
     timed: Callable[[], AbstractContextManager[Any]] | None = None
-    child_args: tuple[str, ...] = ()
+    child_args: Callable[[], tuple[str, ...]] | None = None
     child_cwd: Path | None = None
 
     @property
@@ -288,7 +290,7 @@ class SimulateMeasurer:
             mode=mode_for(spec_metrics(options.spec)),
             run_twice=options.update,
             timeout=DEFAULT_TIMEOUT if timeout is None else float(timeout),
-            extra_args=options.child_args,
+            extra_args=options.child_args() if options.child_args is not None else (),
             cwd=options.child_cwd,
         )
         timed = options.timed or contextlib.nullcontext

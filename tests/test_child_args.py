@@ -274,3 +274,29 @@ def test_the_projects_options_are_its_conftests_and_plugin_modules_not_installed
     assert "--once" not in project  # its hook failed the second time: not repeated
     assert "--timeout" not in project and "-n" not in project  # installed plugins'
     assert child_args(config) == ("--model=a.onnx", "--batch=4", "-n", "0")
+
+
+def test_a_run_that_simulates_nothing_never_runs_the_projects_hooks_again(pytester, monkeypatch):
+    pytester.makeconftest(
+        """
+        import os
+
+        def pytest_addoption(parser):
+            with open(os.environ["CALLS_FILE"], "a") as calls:
+                calls.write("x")
+            parser.addoption("--rounds", type=int, default=10)
+        """
+    )
+    pytester.makepyfile(
+        test_x="""
+        def test_a(pmu_profile, request):
+            pmu_profile(sum, range(request.config.getoption("--rounds")))
+        """
+    )
+    calls = pytester.path / "calls.txt"
+    monkeypatch.setenv("CALLS_FILE", str(calls))
+    result = pytester.runpytest_subprocess(
+        "--inferperf", "--inferperf-backend", "none", "--rounds", "5", "-p", "no:randomly"
+    )
+    result.assert_outcomes(passed=1)
+    assert calls.read_text() == "x"  # pytest's own call only: no child, no second run

@@ -185,7 +185,7 @@ def measurer_of(item: pytest.Item) -> Measurer:
         spec=spec_for(item),
         shared_child=functools.partial(_provider(item.config).shared_child, item),
         timed=getattr(_provider(item.config), "timed", None),
-        child_args=child_args(item.config),
+        child_args=functools.partial(child_args, item.config),
         child_cwd=item.config.invocation_params.dir,
     )
     return _provider(item.config).measurer(settings.backend, options)
