@@ -474,7 +474,8 @@ def _child_pytest_args(tmp_path, extra_args=()) -> list[str]:
     command = built.command
     # node ids under the rootdir, whatever folder the child starts in; joined as text
     assert command[-2:] == [f"{tmp_path}/t.py::a", f"{tmp_path}/t.py::b[x/../y]"]
-    return command[command.index("pytest") :]
+    # pytest, once the parent's bytecode is in place (pytest_inferperf.child_bytecode)
+    return command[command.index("pytest_inferperf.child_bytecode") :]
 
 
 def test_the_parents_options_come_before_the_childs_own(tmp_path):

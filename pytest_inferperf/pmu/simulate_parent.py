@@ -33,6 +33,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..child_bytecode import handoff
+from ..child_process import ENV_BYTECODE
 from ..profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
 from ..result_digest import result_digest
 from ..runner import Runner, RunSettings, stamped_profile
@@ -164,11 +166,16 @@ def run_child(
     result = workdir / "child.json"
     request = replace(built.request, repeats=options.repeats, calls=options.calls)
     timeout = options.timeout
+    bytecode = handoff()
+    manifest = bytecode.reserve()
+    env = child_env(result, variant, request, options.env)
+    if manifest is not None:
+        env.setdefault(ENV_BYTECODE, manifest)
     begin = time.monotonic()
     proc = subprocess.Popen(
         command,
         cwd=options.cwd or options.rootdir,
-        env=child_env(result, variant, request, options.env),
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -176,6 +183,7 @@ def run_child(
         start_new_session=True,
     )
     try:
+        bytecode.publish(manifest)  # while valgrind starts Python in the child
         output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):

@@ -45,7 +45,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..child_process import ENV_CLAIMS, ENV_SHARED
+from ..child_bytecode import handoff
+from ..child_process import ENV_BYTECODE, ENV_CLAIMS, ENV_SHARED
 from .callgrind import read_dumps
 from .simulate_protocol import (
     PARENT_CLAIM,
@@ -385,8 +386,17 @@ class SharedChildren:
         return self._order.get(nodeid, -1) >= self._passed
 
     def start(self) -> None:
+        """Start every child, then compile the bytecode they will read while valgrind
+        starts Python in them (:mod:`..child_bytecode`)."""
+        if all(child.pid is not None or child.failed for child in self.children):
+            return
+        bytecode = handoff()
+        manifest = bytecode.reserve()
         for child in self.children:
+            if manifest is not None:
+                child.env.setdefault(ENV_BYTECODE, manifest)
             child.start()
+        bytecode.publish(manifest)
 
     def measure(
         self, nodeid: str, variant: str, *, repeats: int, calls: int, timeout: float

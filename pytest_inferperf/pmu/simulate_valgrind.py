@@ -288,7 +288,8 @@ def child_command(
         f"--callgrind-out-file={workdir / OUT_STEM}.%p",
         python,
         "-m",
-        "pytest",
+        # ``python -m pytest`` once the parent's bytecode is in place (child_bytecode)
+        "pytest_inferperf.child_bytecode",
         # the parent's own options first: the child's below override any that remain,
         # and an option taking any number of values stops at them, not at a node id
         *extra_args,
