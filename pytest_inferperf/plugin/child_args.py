@@ -162,19 +162,26 @@ def repeated_args(
     return kept
 
 
-class _OptionRecorder:
-    """Stands in for pytest's parser (and its option groups) while a project's
-    ``pytest_addoption`` runs again: it records the option strings, nothing else."""
+class OptionRecorder:
+    """Stands in for pytest's parser (and its option groups) while a module's
+    ``pytest_addoption`` runs again: it records the option strings and ini names,
+    nothing else (``failed``: set by a caller whose hook raised)."""
 
     def __init__(self) -> None:
         self.options: list[str] = []
+        self.ini: list[str] = []
+        self.failed = False
 
     def addoption(self, *opts: Any, **attrs: Any) -> None:
         self.options += [opt for opt in opts if isinstance(opt, str)]
 
     _addoption = addoption
 
-    def getgroup(self, *args: Any, **kwargs: Any) -> _OptionRecorder:
+    def addini(self, name: Any, *args: Any, **kwargs: Any) -> None:
+        if isinstance(name, str):
+            self.ini.append(name)
+
+    def getgroup(self, *args: Any, **kwargs: Any) -> OptionRecorder:
         return self
 
     def __getattr__(self, name: str) -> Any:  # addini and whatever else: nothing
@@ -198,16 +205,16 @@ def _project_module(plugin: object, rootdir: Path) -> bool:
 
 def project_options(config: pytest.Config) -> frozenset[str]:
     """The option strings the project's own modules register: each one's
-    ``pytest_addoption`` run again against :class:`_OptionRecorder` (a module whose
+    ``pytest_addoption`` run again against :class:`OptionRecorder` (a module whose
     hook fails there contributes none; its options are then not repeated)."""
-    recorder = _OptionRecorder()
+    recorder = OptionRecorder()
     for plugin in config.pluginmanager.get_plugins():
         hook = getattr(plugin, "pytest_addoption", None)
         if not callable(hook) or not _project_module(plugin, config.rootpath):
             continue
         try:
             wanted = inspect.signature(hook).parameters
-            given = {"parser": recorder, "pluginmanager": _OptionRecorder()}
+            given = {"parser": recorder, "pluginmanager": OptionRecorder()}
             hook(**{name: value for name, value in given.items() if name in wanted})
         except Exception:  # the project's code, run a second time: never fatal here
             continue

@@ -71,7 +71,7 @@ class EngineMeasurers:
         measured = [i for i in later if "pmu_profile" in getattr(i, "fixturenames", ())]
         from ..pmu.simulate_events import session_mode
         from ..pmu.simulate_shared import SharedChildren, child_count
-        from .child_args import child_args
+        from .child_plugins import child_line
 
         mode = session_mode(spec_for(i) for i in measured)
         nodeids = [i.nodeid for i in measured] or [item.nodeid]
@@ -81,7 +81,7 @@ class EngineMeasurers:
             count=child_count(len(nodeids), wanted),
             rootdir=self.config.rootpath,
             mode=mode,
-            extra_args=child_args(self.config),
+            extra_args=child_line(self.config, measured or [item]),
             cwd=self.config.invocation_params.dir,
         )
         self.shared.start()
@@ -168,7 +168,7 @@ def register_measurers(config: pytest.Config) -> None:
 def measurer_of(item: pytest.Item) -> Measurer:
     """The measurer of test ``item``, chosen once (the fixture calls this per test)."""
     from ..measure import MeasureOptions
-    from .child_args import child_args
+    from .child_plugins import child_line
     from .marker import spec_for
     from .session import plugin_of
 
@@ -185,7 +185,7 @@ def measurer_of(item: pytest.Item) -> Measurer:
         spec=spec_for(item),
         shared_child=functools.partial(_provider(item.config).shared_child, item),
         timed=getattr(_provider(item.config), "timed", None),
-        child_args=functools.partial(child_args, item.config),
+        child_args=functools.partial(child_line, item.config, [item]),
         child_cwd=item.config.invocation_params.dir,
     )
     return _provider(item.config).measurer(settings.backend, options)
