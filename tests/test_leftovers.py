@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import _thread
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -103,7 +103,9 @@ def test_a_simulate_child_is_killed_with_its_group_on_ctrl_c(tmp_path, monkeypat
             if marker.exists() and marker.read_text():
                 break
             time.sleep(0.05)
-        _thread.interrupt_main()
+        # a real SIGINT, as Ctrl-C sends: it wakes the parent from its wait for the
+        # child (_thread.interrupt_main only sets a flag, seen when that wait ends)
+        os.kill(os.getpid(), signal.SIGINT)
 
     threading.Thread(target=interrupt_when_started, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
