@@ -209,16 +209,24 @@ def project_options(config: pytest.Config) -> frozenset[str]:
     hook fails there contributes none; its options are then not repeated)."""
     recorder = OptionRecorder()
     for plugin in config.pluginmanager.get_plugins():
-        hook = getattr(plugin, "pytest_addoption", None)
-        if not callable(hook) or not _project_module(plugin, config.rootpath):
-            continue
-        try:
-            wanted = inspect.signature(hook).parameters
-            given = {"parser": recorder, "pluginmanager": OptionRecorder()}
-            hook(**{name: value for name, value in given.items() if name in wanted})
-        except Exception:  # the project's code, run a second time: never fatal here
-            continue
+        if _project_module(plugin, config.rootpath):
+            record_addoption(plugin, recorder)
     return frozenset(recorder.options)
+
+
+def record_addoption(plugin: object, recorder: OptionRecorder) -> bool:
+    """Run ``plugin``'s ``pytest_addoption`` again against ``recorder``; False where it
+    raised (someone else's code, run a second time: never fatal here)."""
+    hook = getattr(plugin, "pytest_addoption", None)
+    if not callable(hook):
+        return True
+    try:
+        wanted = inspect.signature(hook).parameters
+        given = {"parser": recorder, "pluginmanager": OptionRecorder()}
+        hook(**{name: value for name, value in given.items() if name in wanted})
+    except Exception:
+        return False
+    return True
 
 
 def option_arities(config: pytest.Config) -> dict[str, OptionArity] | None:

@@ -19,7 +19,6 @@ cannot show unneeded: where pytest keeps what it reads elsewhere, nothing is blo
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 import shlex
@@ -29,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from .child_args import OptionRecorder, child_args
+from .child_args import OptionRecorder, child_args, record_addoption
 
 #: Candidates, by distribution name (lower case, ``-`` for ``_``), with the markers each
 #: registers: reporting (html, metadata, json, Markdown, report logs, CI annotations,
@@ -126,14 +125,7 @@ def _registers(modules: Iterable[object]) -> OptionRecorder:
     """The options and ini names ``modules``' ``pytest_addoption`` hooks register."""
     recorder = OptionRecorder()
     for module in modules:
-        hook = getattr(module, "pytest_addoption", None)
-        if not callable(hook):
-            continue
-        try:
-            wanted = inspect.signature(hook).parameters
-            given = {"parser": recorder, "pluginmanager": OptionRecorder()}
-            hook(**{name: value for name, value in given.items() if name in wanted})
-        except Exception:  # a hook that fails a second time: its options stay unknown
+        if not record_addoption(module, recorder):  # its options stay unknown
             recorder.failed = True
     return recorder
 
