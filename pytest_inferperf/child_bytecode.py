@@ -69,13 +69,16 @@ def pyc_header(source: os.stat_result) -> bytes:
 
 def cache_is_valid(source: str) -> bool:
     """True when the bytecode Python would read for ``source`` exists and matches it (a
-    timestamp header of this interpreter's magic; a hash-based ``.pyc`` counts as valid)."""
+    timestamp header of this interpreter's magic; a hash-based ``.pyc`` counts as valid).
+    An interpreter without a cache tag caches nothing: False."""
+    if sys.implementation.cache_tag is None:
+        return False
     try:
         cached = importlib.util.cache_from_source(source)
         with open(cached, "rb") as handle:
             head = handle.read(_HEADER)
         stat = os.stat(source)
-    except (OSError, ValueError, NotImplementedError):
+    except (OSError, ValueError):  # no cached file, or a source path Python cannot map
         return False
     if head[:4] != importlib.util.MAGIC_NUMBER:
         return False

@@ -165,12 +165,11 @@ def repeated_args(
 class OptionRecorder:
     """Stands in for pytest's parser (and its option groups) while a module's
     ``pytest_addoption`` runs again: it records the option strings and ini names,
-    nothing else (``failed``: set by a caller whose hook raised)."""
+    nothing else."""
 
     def __init__(self) -> None:
         self.options: list[str] = []
         self.ini: list[str] = []
-        self.failed = False
 
     def addoption(self, *opts: Any, **attrs: Any) -> None:
         self.options += [opt for opt in opts if isinstance(opt, str)]
@@ -184,7 +183,7 @@ class OptionRecorder:
     def getgroup(self, *args: Any, **kwargs: Any) -> OptionRecorder:
         return self
 
-    def __getattr__(self, name: str) -> Any:  # addini and whatever else: nothing
+    def __getattr__(self, name: str) -> Any:  # whatever else: nothing
         return lambda *args, **kwargs: None
 
 

@@ -121,13 +121,11 @@ def _given_options(config: pytest.Config, extra_args: Sequence[str]) -> set[str]
     return {t.split("=", 1)[0] for t in tokens if t.startswith("-")}
 
 
-def _registers(modules: Iterable[object]) -> OptionRecorder:
-    """The options and ini names ``modules``' ``pytest_addoption`` hooks register."""
+def _registers(modules: Iterable[object]) -> OptionRecorder | None:
+    """The options and ini names ``modules``' ``pytest_addoption`` hooks register; None
+    where a hook fails when run again (its options stay unknown)."""
     recorder = OptionRecorder()
-    for module in modules:
-        if not record_addoption(module, recorder):  # its options stay unknown
-            recorder.failed = True
-    return recorder
+    return recorder if all(record_addoption(m, recorder) for m in modules) else None
 
 
 def unneeded_plugins(
@@ -157,19 +155,18 @@ def unneeded_plugins(
         if (
             own & packages
             or markers & set(UNNEEDED_IN_CHILD[name])
-            or recorded.failed
+            or recorded is None
             or given & set(recorded.options)
             or ini & set(recorded.ini)
         ):
             continue
         blocked.add(name)
+    needs = {name: _requires(dist) for name, dist in dists.items()}
     changed = True
     while changed:  # a plugin that loads keeps what its distribution requires
-        changed = False
-        for name, dist in dists.items():
-            if name not in blocked and _requires(dist) & blocked:
-                blocked -= _requires(dist)
-                changed = True
+        kept = set().union(*(needs[name] for name in dists if name not in blocked))
+        changed = bool(kept & blocked)
+        blocked -= kept
     return tuple(
         entry.name
         for name, dist in dists.items()
