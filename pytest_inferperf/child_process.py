@@ -15,7 +15,7 @@ import os
 ENV_CHILD = "INFERPERF_SIMULATE_CHILD"  # path of the JSON result the child writes
 ENV_SHARED = "INFERPERF_SIMULATE_SHARED"  # "<hang-up fd>,<reply fd>,<parent pid>" in a shared child
 ENV_CLAIMS = "INFERPERF_SIMULATE_CLAIMS"  # folder where shared children claim their next test
-ENV_BYTECODE = "INFERPERF_SIMULATE_BYTECODE"  # manifest of the bytecode the parent compiled
+ENV_START = "INFERPERF_SIMULATE_START"  # the start file the child waits for (child_start)
 
 
 def in_child() -> bool:

@@ -175,6 +175,11 @@ workdir = Path(os.environ["INFERPERF_SIMULATE_CHILD"]).parent
 replies = os.fdopen(reply_fd, "w")
 mode = os.environ["FAKE_MODE"]
 print("fake child started", flush=True)
+start = os.environ["INFERPERF_SIMULATE_START"]  # as the real child: its tests come later
+while not os.path.exists(start):
+    time.sleep(0.01)
+given = json.loads(Path(start).read_text())
+os.environ.update(given["env"])
 if mode == "exit":
     sys.exit(3)
 if mode == "hang":
@@ -188,7 +193,7 @@ claims = os.environ.get("INFERPERF_SIMULATE_CLAIMS")
 slow = json.loads(os.environ.get("FAKE_SLOW", "{}"))
 time.sleep(float(os.environ.get("FAKE_DELAY", "0")))  # its start-up
 part = region = 0
-for nodeid, variants in json.loads(sys.argv[1]):
+for nodeid, variants in json.loads(given["args"][0]):
     if claims:  # as the real child: the first to reach a test runs it
         from pytest_inferperf.pmu.simulate_protocol import claim
         if not claim(claims, nodeid, str(os.getpid())):
@@ -221,15 +226,11 @@ def scripted(monkeypatch, tmp_path):
     def make(mode: str, regions=REGIONS, count=1, **env) -> SharedChildren:
         def command(nodeids, **kwargs):
             return ChildCommand(
-                [
-                    sys.executable,
-                    "-c",
-                    FAKE_CHILD,
-                    json.dumps([r for r in regions if r[0] in nodeids]),
-                ],
+                [sys.executable, "-c", FAKE_CHILD],
                 ["--tool=callgrind"],
                 {},
                 ChildOptions(trigger="vgdb", vgdb="vgdb", vgdb_prefix="x"),
+                [json.dumps([r for r in regions if r[0] in nodeids])],
             )
 
         monkeypatch.setattr(simulate_shared, "child_command", command)
@@ -471,19 +472,20 @@ def _child_pytest_args(tmp_path, extra_args=()) -> list[str]:
         block_plugins=simulate.BLOCK_PLUGINS,
         workdir=tmp_path,
     )
-    command = built.command
+    # valgrind runs the child's entry, which takes pytest's arguments from its start file
+    assert built.command[-2:] == ["-m", "pytest_inferperf.child_start"]
+    args = built.pytest_args
     # node ids under the rootdir, whatever folder the child starts in; joined as text
-    assert command[-2:] == [f"{tmp_path}/t.py::a", f"{tmp_path}/t.py::b[x/../y]"]
-    # pytest, once the parent's bytecode is in place (pytest_inferperf.child_bytecode)
-    return command[command.index("pytest_inferperf.child_bytecode") :]
+    assert args[-2:] == [f"{tmp_path}/t.py::a", f"{tmp_path}/t.py::b[x/../y]"]
+    return args
 
 
 def test_the_parents_options_come_before_the_childs_own(tmp_path):
     args = _child_pytest_args(tmp_path, ("--n-iter=5", "--names", "a", "b"))
     # first: the child's -p/-m/-k override any left, and an option of any number of
     # values (--names) stops at the child's -p, not at a node id
-    assert args[1:5] == ["--n-iter=5", "--names", "a", "b"]
-    assert args[5] == "-p"
+    assert args[:4] == ["--n-iter=5", "--names", "a", "b"]
+    assert args[4] == "-p"
 
 
 def test_the_child_runs_exactly_the_given_tests(tmp_path):
@@ -767,3 +769,79 @@ def test_a_child_runs_the_test_with_the_parents_options_from_the_parents_folder(
     assert "returned different results" not in result.stdout.str()
     (record,) = _reports(pytester.path / "report").values()
     assert record["outcome"] == "passed"
+
+
+def test_children_launched_before_their_tests_are_known_are_taken_and_serve(
+    scripted, monkeypatch, tmp_path
+):
+    shared_env = {"FAKE_MODE": "answer", "FAKE_DUMP": DUMP}
+    scripted("answer")  # puts the fake child's command in place
+    early = [simulate_shared.launch(rootdir=tmp_path, env=shared_env) for _ in range(3)]
+    other = simulate_shared.launch(rootdir=tmp_path, mode="instructions", env=shared_env)
+    time.sleep(0.3)  # started, waiting for their start files: nothing measured yet
+    assert all(each.proc.poll() is None for each in early)
+    shared = SharedChildren(
+        [nodeid for nodeid, _ in REGIONS],
+        count=2,
+        rootdir=tmp_path,
+        env=shared_env,
+        launched=[other, *early],
+    )
+    try:
+        shared.start()
+        # two of the three that fit are taken; the third and the other mode's are ended
+        assert [c.pid for c in shared.children] == [early[0].proc.pid, early[1].proc.pid]
+        assert early[2].proc.poll() is not None and other.proc.poll() is not None
+        assert not early[2].workdir.exists()
+        run = _measure(shared, "t.py::a")
+        assert run is not None and run.child["pid"] in {early[0].proc.pid, early[1].proc.pid}
+        assert _measure(shared, "t.py::c", "int8") is not None
+    finally:
+        shared.close()
+    assert all(each.proc.poll() is not None for each in early)
+
+
+def _launched_by_the_plugin(pytester, monkeypatch, *args):
+    from pytest_inferperf.pmu import simulate_valgrind
+
+    started: list = []
+
+    class Fake:
+        def __init__(self, **kwargs):
+            self.kwargs, self.closed = kwargs, False
+            started.append(self)
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(simulate_shared, "launch", lambda **kwargs: Fake(**kwargs))
+    monkeypatch.setattr(simulate_valgrind, "available", lambda: None)
+    pytester.makepyfile(test_a="def test_plain(): pass\n")
+    pytester.makeini("[pytest]\ninferperf_simulate_children = 2\n")
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", *args)
+    return result, started
+
+
+def test_the_plugin_launches_children_at_session_start_and_ends_them_unused(pytester, monkeypatch):
+    result, started = _launched_by_the_plugin(
+        pytester, monkeypatch, "--inferperf", "--inferperf-backend", "simulate"
+    )
+    result.assert_outcomes(passed=1)
+    assert len(started) == 2  # inferperf_simulate_children
+    assert {str(s.kwargs["rootdir"]) for s in started} == {str(pytester.path)}
+    assert all(s.closed for s in started)  # no test uses pmu_profile: ended at collection
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--inferperf", "--inferperf-backend", "none"),
+        ("--inferperf-backend", "simulate"),  # not enabled
+        ("--inferperf", "--inferperf-backend", "simulate", "--co"),
+        ("--inferperf", "--inferperf-backend", "simulate", "-o", "inferperf_simulate_shared=0"),
+    ],
+)
+def test_the_plugin_launches_nothing_where_no_shared_child_would_run(pytester, monkeypatch, args):
+    result, started = _launched_by_the_plugin(pytester, monkeypatch, *args)
+    assert result.ret == 0
+    assert started == []

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -28,7 +28,7 @@ from .keys import MEASURERS
 
 if TYPE_CHECKING:
     from ..measure import MeasureOptions, Measurer
-    from ..pmu.simulate_shared import SharedChildren
+    from ..pmu.simulate_shared import Launch, SharedChildren
 
 
 class EngineMeasurers:
@@ -40,17 +40,68 @@ class EngineMeasurers:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.shared: SharedChildren | None = None
+        self.launched: list[Launch] = []  # started before collection, not yet given tests
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Under the simulate backend, start the shared children's valgrind processes
+        now: valgrind starting Python overlaps collection, and they wait for their tests
+        (given at the end of collection, or ended if none of them simulates anything)."""
+        if not self._shares_children() or self.config.option.collectonly:
+            return
+        from ..pmu.simulate_shared import child_count, launch
+        from ..pmu.simulate_valgrind import available
+        from .session import plugin_of
+
+        if available() is not None:
+            return  # the first simulated test says why, as without shared children
+        wanted = plugin_of(self.config).settings.simulate_children
+        for _ in range(child_count(1 << 30, wanted)):
+            try:
+                self.launched.append(
+                    launch(rootdir=self.config.rootpath, cwd=self.config.invocation_params.dir)
+                )
+            except Exception:  # the first simulated test starts them again and says why
+                break
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """The children launched at session start get their tests (the first test that
+        uses ``pmu_profile`` and every one after it), or end when there is none."""
+        launched, self.launched = self.launched, []
+        if not launched:
+            return
+        first = next((i for i in session.items if "pmu_profile" in _fixtures(i)), None)
+        if first is None:
+            for each in launched:
+                each.close()
+            return
+        self.shared_child(first, launched)
+
+    def _shares_children(self) -> bool:
+        from .session import is_worker, plugin_of
+
+        settings = plugin_of(self.config).settings
+        return (
+            settings.enabled
+            and settings.backend == "simulate"
+            and bool(self.config.getini("inferperf_simulate_shared"))
+            and not is_worker(self.config)
+            and settings.workers == 0
+        )
 
     def measurer(self, choice: str, options: MeasureOptions) -> Measurer:
         from ..measure import measurer_for
 
         return measurer_for(choice, options)
 
-    def shared_child(self, item: pytest.Item) -> SharedChildren | None:
+    def shared_child(
+        self, item: pytest.Item, launched: Sequence[Launch] = ()
+    ) -> SharedChildren | None:
         """The valgrind children that run ``item`` among the session's next tests; None:
         alone.
 
-        Started at once, for every later test that uses ``pmu_profile``, split over
+        Started at once (taking the processes ``launched`` at session start that fit),
+        for every later test that uses ``pmu_profile``, split over
         ``inferperf_simulate_children`` children. Children that failed before they
         served a region are not replaced: the rest run one child per test.
         """
@@ -58,6 +109,8 @@ class EngineMeasurers:
         from .session import is_worker, plugin_of
 
         if not self.config.getini("inferperf_simulate_shared") or is_worker(self.config):
+            for each in launched:
+                each.close()
             return None
         current = self.shared
         if current is not None and current.covers(item.nodeid):
@@ -68,7 +121,7 @@ class EngineMeasurers:
                 return None
         items = item.session.items
         later = items[items.index(item) :] if item in items else [item]
-        measured = [i for i in later if "pmu_profile" in getattr(i, "fixturenames", ())]
+        measured = [i for i in later if "pmu_profile" in _fixtures(i)]
         from ..pmu.simulate_events import session_mode
         from ..pmu.simulate_shared import SharedChildren, child_count
         from .child_plugins import child_line
@@ -83,6 +136,7 @@ class EngineMeasurers:
             mode=mode,
             extra_args=child_line(self.config, measured or [item]),
             cwd=self.config.invocation_params.dir,
+            launched=launched,
         )
         self.shared.start()
         if not self.config.pluginmanager.has_plugin(PAUSE_CHILDREN):
@@ -100,8 +154,15 @@ class EngineMeasurers:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        for each in self.launched:  # a session that never finished collecting
+            each.close()
+        self.launched = []
         if self.shared is not None:
             self.shared.close()
+
+
+def _fixtures(item: pytest.Item) -> tuple[str, ...]:
+    return tuple(getattr(item, "fixturenames", ()))
 
 
 PAUSE_CHILDREN = "inferperf-simulate-pause"
@@ -119,7 +180,7 @@ class _PauseChildren:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Any:
-        if "pmu_profile" in getattr(item, "fixturenames", ()):
+        if "pmu_profile" in _fixtures(item):
             return (yield)
         with self.measurers.timed():
             return (yield)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import shutil
 import signal
 import statistics
@@ -33,8 +32,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..child_bytecode import handoff
-from ..child_process import ENV_BYTECODE
+from ..child_process import ENV_START
+from ..child_start import ChildStart, handoff, write_start
 from ..profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
 from ..result_digest import result_digest
 from ..runner import Runner, RunSettings, stamped_profile
@@ -166,11 +165,9 @@ def run_child(
     result = workdir / "child.json"
     request = replace(built.request, repeats=options.repeats, calls=options.calls)
     timeout = options.timeout
-    bytecode = handoff()
-    manifest = bytecode.reserve()
+    start_file = workdir / "start.json"
     env = child_env(result, variant, request, options.env)
-    if manifest is not None:
-        env.setdefault(ENV_BYTECODE, manifest)
+    env[ENV_START] = str(start_file)
     begin = time.monotonic()
     proc = subprocess.Popen(
         command,
@@ -183,7 +180,8 @@ def run_child(
         start_new_session=True,
     )
     try:
-        bytecode.publish(manifest)  # while valgrind starts Python in the child
+        # compiled while valgrind starts Python in the child
+        write_start(start_file, ChildStart(tuple(built.pytest_args), bytecode=handoff().table()))
         output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
@@ -207,7 +205,7 @@ def run_child(
             f"{nodeid}: the simulation child (exit status {proc.returncode}) wrote no result: "
             f"did the test call pmu_profile{f' with name={variant!r}' if variant else ''}, "
             f"and does the plugin call child_measure in the child?\n"
-            f"command: {shlex.join(command)}\n--- child output ---\n{tail(output)}\n"
+            f"command: {built.shown()}\n--- child output ---\n{tail(output)}\n"
             f"--- valgrind log ---\n{tail(vg_log, 10)}"
         )
     return ChildRun(

@@ -1,7 +1,9 @@
 """Valgrind children for many tests: the simulate backend's shared children.
 
-Owns: starting ``valgrind ... python -m pytest <tests>`` once per child, as soon as
-the session's first simulated test is set up, and taking each region's record from
+Owns: starting ``valgrind ... python -m pytest_inferperf.child_start`` once per child
+(:func:`launch`, which the plugin calls when the session starts, before the tests are
+known; the child's pytest arguments and node ids follow in its start file, written when
+the children are given their tests), and taking each region's record from
 the child that runs it (the parent side, :class:`SharedChild`, and the pool of them
 for one session, :class:`SharedChildren`; the child's side of the conversation is in
 :mod:`.simulate_child`). A child's fixed cost (valgrind start-up, imports and
@@ -42,11 +44,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..child_bytecode import handoff
-from ..child_process import ENV_BYTECODE, ENV_CLAIMS, ENV_SHARED
+from ..child_process import ENV_CLAIMS, ENV_SHARED, ENV_START
+from ..child_start import ChildStart, handoff, write_start
 from .callgrind import read_dumps
 from .simulate_protocol import (
     PARENT_CLAIM,
@@ -63,6 +66,99 @@ from .simulate_valgrind import BLOCK_PLUGINS, OUT_STEM, child_command
 
 
 # -- the parent ------------------------------------------------------------------
+@dataclass
+class Launch:
+    """A shared child's valgrind process, started before its tests are known: valgrind
+    starts Python, which waits for its start file (:mod:`..child_start`) and only then
+    runs pytest. ``fits``: what it was started for (the simulation mode, the rootdir,
+    the folder pytest starts in, the interpreter); a child for other ones cannot use it."""
+
+    proc: subprocess.Popen[bytes]
+    workdir: Path
+    hang_up: int  # the parent's end of the pipe the child watches
+    replies: int  # the parent's end of the pipe the child answers on
+    fits: tuple[str, str, str, str]
+
+    def close(self) -> None:
+        """End it unused (nothing ran in it) and remove its files."""
+        for fd in (self.hang_up, self.replies):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=30)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _fits(mode: str, rootdir: Path, cwd: Path, python: str) -> tuple[str, str, str, str]:
+    return (mode, str(rootdir), str(cwd), python)
+
+
+def launch(
+    *,
+    rootdir: str | os.PathLike[str],
+    cwd: str | os.PathLike[str] | None = None,
+    python: str | None = None,
+    mode: str = "full",
+    env: Mapping[str, str] | None = None,
+) -> Launch:
+    """Start a shared child's valgrind process (its tests and pytest arguments come later,
+    in its start file). Raises :class:`SimulateError` without vgdb (a shared child
+    switches instrumentation per region), ``OSError`` where it cannot start."""
+    rootdir, python = Path(rootdir), python or sys.executable
+    where = Path(cwd) if cwd is not None else rootdir
+    workdir = Path(tempfile.mkdtemp(prefix="inferperf-simulate-shared-"))
+    try:
+        built = child_command(
+            (),
+            rootdir=rootdir,
+            python=python,
+            instrument_from_start=False,
+            extra_args=(),
+            block_plugins=(),
+            workdir=workdir,
+            mode=mode,
+        )
+        if built.from_start:
+            raise SimulateError(
+                "vgdb is not installed, and a shared child must switch "
+                "instrumentation on and off per region"
+            )
+        hang_up_r, hang_up_w = os.pipe()
+        reply_r, reply_w = os.pipe()
+        child = child_env(workdir / "unused.json", "", built.request, env)
+        child[ENV_SHARED] = f"{hang_up_r},{reply_w},{os.getpid()}"
+        child[ENV_START] = str(workdir / START_FILE)
+        with open(workdir / "child-output.txt", "wb") as output:
+            try:
+                proc = subprocess.Popen(
+                    built.command,
+                    cwd=where,
+                    env=child,
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=(hang_up_r, reply_w),
+                    start_new_session=True,
+                )
+            except BaseException:
+                os.close(hang_up_w)
+                os.close(reply_r)
+                raise
+            finally:
+                os.close(hang_up_r)
+                os.close(reply_w)
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    return Launch(proc, workdir, hang_up_w, reply_r, _fits(mode, rootdir, where, python))
+
+
+START_FILE = "start.json"
+
+
 class SharedChild:
     """A simulation child that runs ``nodeids`` in one valgrind process, ahead of the parent.
 
@@ -81,6 +177,7 @@ class SharedChild:
         block_plugins: Sequence[str] = BLOCK_PLUGINS,
         mode: str = "full",
         cwd: str | os.PathLike[str] | None = None,
+        launched: Launch | None = None,
     ) -> None:
         self.nodeids = tuple(dict.fromkeys(nodeids))
         self.mode = mode  # what callgrind simulates for every region it serves
@@ -99,6 +196,8 @@ class SharedChild:
         self._replies: int | None = None
         self._buffer = b""
         self._built: Any = None
+        self._launched = launched  # started early, not yet given its tests
+        self._told = False  # its start file is written
         self._regions: dict[tuple[str, str], RegionReply] = {}  # arrived, not yet taken
         self._finished: set[str] = set()  # tests the child has run to the end
 
@@ -210,6 +309,9 @@ class SharedChild:
             self.failed = why
         elif self.failed is None:
             self.failed = "closed"
+        if self._launched is not None:
+            self._launched.close()
+            self._launched = None
         for fd in (self._hang_up, self._replies):
             if fd is not None:
                 with contextlib.suppress(OSError):
@@ -226,8 +328,13 @@ class SharedChild:
 
     # -- internals -----------------------------------------------------------
     def _start(self) -> None:
-        self._workdir = Path(tempfile.mkdtemp(prefix="inferperf-simulate-shared-"))
-        built = child_command(
+        launched = self._launched or launch(
+            rootdir=self.rootdir, cwd=self.cwd, python=self.python, mode=self.mode, env=self.env
+        )
+        self._launched = None
+        self._proc, self._workdir = launched.proc, launched.workdir
+        self._hang_up, self._replies = launched.hang_up, launched.replies
+        self._built = child_command(
             self.nodeids,
             rootdir=self.rootdir,
             python=self.python,
@@ -237,33 +344,18 @@ class SharedChild:
             workdir=self._workdir,
             mode=self.mode,
         )
-        if built.from_start:
-            raise SimulateError(
-                "vgdb is not installed, and a shared child must switch "
-                "instrumentation on and off per region"
-            )
-        self._built = built
-        hang_up_r, hang_up_w = os.pipe()
-        reply_r, reply_w = os.pipe()
-        env = child_env(self._workdir / "unused.json", "", built.request, self.env)
-        env[ENV_SHARED] = f"{hang_up_r},{reply_w},{os.getpid()}"
-        with open(self._workdir / "child-output.txt", "wb") as output:
-            try:
-                self._proc = subprocess.Popen(
-                    built.command,
-                    cwd=self.cwd,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=output,
-                    stderr=subprocess.STDOUT,
-                    pass_fds=(hang_up_r, reply_w),
-                    start_new_session=True,
-                )
-            finally:
-                os.close(hang_up_r)
-                os.close(reply_w)
-        self._hang_up = hang_up_w
-        self._replies = reply_r
+
+    def tell(self, bytecode: Mapping[str, str]) -> None:
+        """Write the started child's start file: its pytest arguments, its environment
+        and the bytecode table (once; a child that failed gets none)."""
+        if self._told or self._workdir is None or self.failed is not None:
+            return
+        self._told = True
+        start = ChildStart(tuple(self._built.pytest_args), env=self.env, bytecode=bytecode)
+        try:
+            write_start(self._workdir / START_FILE, start)
+        except OSError as exc:
+            self.close(f"the shared simulation child could not be told its tests: {exc}")
 
     def _wait_for(
         self, nodeid: str, variant: str, deadline: float, timeout: float
@@ -356,7 +448,14 @@ class SharedChildren:
     :meth:`running` while it works on a region (nothing timed).
     """
 
-    def __init__(self, nodeids: Sequence[str], *, count: int = 1, **child: Any) -> None:
+    def __init__(
+        self,
+        nodeids: Sequence[str],
+        *,
+        count: int = 1,
+        launched: Sequence[Launch] = (),
+        **child: Any,
+    ) -> None:
         tests = list(dict.fromkeys(nodeids))
         count = max(1, min(count, len(tests) or 1))
         self._tests = tests
@@ -364,7 +463,22 @@ class SharedChildren:
         self._passed = 0  # tests before this index are claimed (the parent went past them)
         self.claims = tempfile.mkdtemp(prefix="inferperf-simulate-claims-")
         child["env"] = {**dict(child.get("env") or {}), ENV_CLAIMS: self.claims}
-        self.children = [SharedChild(tests, **child) for _ in range(count)]
+        rootdir = Path(child["rootdir"])
+        fits = _fits(
+            child.get("mode", "full"),
+            rootdir,
+            Path(child["cwd"]) if child.get("cwd") is not None else rootdir,
+            child.get("python") or sys.executable,
+        )
+        usable = [each for each in launched if each.fits == fits and each.proc.poll() is None]
+        usable = usable[:count]
+        for each in launched:  # started for another mode or place, or more than needed
+            if each not in usable:
+                each.close()
+        self.children = [
+            SharedChild(tests, launched=usable[i] if i < len(usable) else None, **child)
+            for i in range(count)
+        ]
         self._holds: list[bool] = []  # open paused() (True) and running() blocks, innermost last
 
     @property
@@ -386,17 +500,15 @@ class SharedChildren:
         return self._order.get(nodeid, -1) >= self._passed
 
     def start(self) -> None:
-        """Start every child, then compile the bytecode they will read while valgrind
-        starts Python in them (:mod:`..child_bytecode`)."""
+        """Start every child (or take the one launched for it), then write their start
+        files, with bytecode compiled while valgrind starts Python (:mod:`..child_start`)."""
         if all(child.pid is not None or child.failed for child in self.children):
             return
-        bytecode = handoff()
-        manifest = bytecode.reserve()
         for child in self.children:
-            if manifest is not None:
-                child.env.setdefault(ENV_BYTECODE, manifest)
             child.start()
-        bytecode.publish(manifest)
+        bytecode = handoff().table()
+        for child in self.children:
+            child.tell(bytecode)
 
     def measure(
         self, nodeid: str, variant: str, *, repeats: int, calls: int, timeout: float

@@ -14,11 +14,12 @@ import functools
 import os
 import platform
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cpu import SystemPaths
@@ -228,16 +229,23 @@ def cache_options(config: Mapping[str, CacheGeometry]) -> list[str]:
 
 @dataclass(frozen=True)
 class ChildCommand:
-    """The valgrind command line that runs ``pytest <nodeids>`` as a simulation child."""
+    """The valgrind command line of a simulation child (``command``: valgrind running
+    ``python -m pytest_inferperf.child_start``) and the pytest arguments it reads from its
+    start file (``pytest_args``: options, then the node ids)."""
 
     command: list[str]
     valgrind_options: list[str]
     cache_notes: dict[str, str]
     request: ChildOptions  # how the child switches instrumentation (repeats, calls: default)
+    pytest_args: list[str] = field(default_factory=list)
 
     @property
     def from_start(self) -> bool:
         return self.request.trigger == "start"
+
+    def shown(self) -> str:
+        """The whole command as a shell would run it, the start file's arguments last."""
+        return shlex.join([*self.command, *self.pytest_args])
 
 
 def _node_arg(rootdir: Path, nodeid: str) -> str:
@@ -258,7 +266,8 @@ def child_command(
     workdir: Path,
     mode: str = "full",
 ) -> ChildCommand:
-    """``[setarch -R] valgrind --tool=callgrind ... python -m pytest ... <nodeids>``."""
+    """``[setarch -R] valgrind --tool=callgrind ... python -m pytest_inferperf.child_start``,
+    and the ``pytest ... <nodeids>`` arguments of its start file."""
     valgrind = shutil.which("valgrind") or "valgrind"
     vgdb = shutil.which("vgdb")
     from_start = instrument_from_start or vgdb is None
@@ -288,8 +297,10 @@ def child_command(
         f"--callgrind-out-file={workdir / OUT_STEM}.%p",
         python,
         "-m",
-        # ``python -m pytest`` once the parent's bytecode is in place (child_bytecode)
-        "pytest_inferperf.child_bytecode",
+        # ``python -m pytest`` with the arguments below, from the start file (child_start)
+        "pytest_inferperf.child_start",
+    ]
+    pytest_args = [
         # the parent's own options first: the child's below override any that remain,
         # and an option taking any number of values stops at them, not at a node id
         *extra_args,
@@ -313,12 +324,12 @@ def child_command(
         "",
     ]
     for plugin in block_plugins:
-        command += ["-p", f"no:{plugin}"]
-    command += [_node_arg(rootdir, nodeid) for nodeid in nodeids]
+        pytest_args += ["-p", f"no:{plugin}"]
+    pytest_args += [_node_arg(rootdir, nodeid) for nodeid in nodeids]
     request = ChildOptions(
         trigger="start" if from_start else "vgdb",
         vgdb=vgdb,
         vgdb_prefix=str(prefix),
         dumps=str(workdir / OUT_STEM),
     )
-    return ChildCommand(command, options, notes, request)
+    return ChildCommand(command, options, notes, request, pytest_args)

@@ -1,29 +1,32 @@
-"""Bytecode the test process hands to its simulation children, so that they do not compile.
+"""What a simulation child reads before pytest runs in it, and the child's entry point.
 
-Owns: both ends of one hand-over, and the simulation child's entry point
-(``python -m pytest_inferperf.child_bytecode <pytest arguments>``, which then runs pytest
-as ``python -m pytest`` would). Under valgrind, compiling Python source is CPython's
-compiler running on valgrind's emulated CPU: importing this package's modules from source
-took the child 3.77 s against 3.43 s from bytecode (the plugin, the child's modules and the
-ONNX Runtime helpers, with numpy and ONNX Runtime; two runs each, alike). Python compiles
-wherever no valid cached bytecode lies beside a source file: under
-``PYTHONDONTWRITEBYTECODE=1`` (many CI images), in an editable install or a fresh checkout
-that nothing has imported with bytecode writing on.
+Owns: both ends of the start file, and the child's entry point
+(``python -m pytest_inferperf.child_start``: it waits for its start file, then runs
+pytest as ``python -m pytest`` would, with the start file's arguments). The start file
+(:class:`ChildStart`, JSON, written atomically) carries
 
-* The parent (:class:`BytecodeHandoff`): for every module it has loaded from a ``.py``
-  file (:data:`CHILD_MODULES` imported first) whose cached bytecode is missing or stale,
-  it compiles the source natively into a folder of its own and then writes a manifest
-  (source path -> file), once per child start.
-* The child (:func:`main`): waits for its manifest (the parent writes it while valgrind
-  starts Python: the child reads it after its first 0.5 s), makes ``SourceFileLoader`` take
-  a handed-over file whose header matches the source's current size and modification time,
-  and runs pytest. The same manifest every run, so the child imports the same way every
-  run (what it counts does not depend on how fast the parent compiled).
+* the pytest arguments and the environment the child learns only once its tests are
+  known: a shared child is started while the parent still collects
+  (:mod:`.pmu.simulate_shared`), so valgrind starting Python overlaps collection;
+* a table of bytecode the parent compiled for it. Under valgrind, compiling Python
+  source is CPython's compiler running on valgrind's emulated CPU: importing this
+  package's modules from source took the child 3.77 s against 3.43 s from bytecode
+  (the plugin, the child's modules and the ONNX Runtime helpers, with numpy and ONNX
+  Runtime; two runs each, alike). Python compiles wherever no valid cached bytecode
+  lies beside a source file: under ``PYTHONDONTWRITEBYTECODE=1`` (many CI images), in
+  an editable install or a fresh checkout that nothing has imported with bytecode
+  writing on. The parent (:class:`BytecodeHandoff`) compiles, natively, every module
+  it has loaded from a ``.py`` file (:data:`CHILD_MODULES` imported first) whose
+  cached bytecode is missing or stale, into a folder of its own; the child makes
+  ``SourceFileLoader`` take a handed-over file whose header matches the source's
+  current size and modification time. The same table every run, so the child imports
+  the same way every run (what it counts does not depend on how fast the parent was).
 
-Must not: write beside anyone's sources (nothing in ``__pycache__``); change what a module
-contains: a file whose header does not match its source, or that cannot be read, is
-ignored, and the child compiles that module itself as before. Stdlib only: it runs before
-anything else is imported in the child.
+Must not: write beside anyone's sources (nothing in ``__pycache__``); change what a
+module contains: a file whose header does not match its source, or that cannot be
+read, is ignored, and the child compiles that module itself; run pytest without its
+start file (a child whose parent is gone, or that waited :data:`START_WAIT_S`, exits).
+Stdlib only: it runs before anything else is imported in the child.
 """
 
 from __future__ import annotations
@@ -41,15 +44,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .child_process import ENV_BYTECODE
+from .child_process import ENV_START
 
-#: How long a child waits for its manifest before it compiles for itself (the parent
-#: writes it within a second of the start, natively; it stopped or died otherwise).
-MANIFEST_WAIT_S = 60.0
+#: How long a child waits for its start file: the parent writes it once its tests are
+#: known (a shared child is started before collection ends); a parent that did not
+#: within this time, or that is gone, gets no run (the child exits, status 3).
+START_WAIT_S = 600.0
 #: What a child imports to measure that the parent may not have imported yet when the
 #: first child starts (it does once it measures): the child's side and what it needs.
 CHILD_MODULES = ("pytest_inferperf.pmu.simulate_child", "pytest_inferperf.measure")
@@ -117,37 +122,24 @@ def compiled(source: str) -> bytes | None:
 
 
 class BytecodeHandoff:
-    """The parent's folder of handed-over bytecode; one per process, removed at exit.
-
-    :meth:`reserve` names a manifest for children about to start (put it in their
-    environment as :data:`ENV_BYTECODE`); :meth:`publish` compiles what they will need
-    and writes that manifest (call it once they are started: the compiling overlaps
-    valgrind starting Python).
-    """
+    """The parent's folder of bytecode for its children; one per process, removed at
+    exit. :meth:`table` compiles what a child will import (natively: call it once the
+    children are started, so that it overlaps valgrind starting Python)."""
 
     def __init__(self) -> None:
         self.folder: Path | None = None
         self._files: dict[str, str] = {}  # source path -> file in the folder
-        self._manifests = 0
 
-    def reserve(self) -> str | None:
-        """The path of the next manifest; None when bytecode cannot be handed over (an
-        optimised interpreter: the child compiles at its own level)."""
+    def table(self, sources: Iterable[str] | None = None) -> dict[str, str]:
+        """Source path -> compiled file, for the sources a child will import that lack
+        valid cached bytecode (default: this process's modules, :data:`CHILD_MODULES`
+        imported first). Empty for an optimised interpreter (the child compiles at its
+        own level)."""
         if sys.flags.optimize:
-            return None
+            return {}
         if self.folder is None:
             self.folder = Path(tempfile.mkdtemp(prefix="inferperf-bytecode-"))
             atexit.register(self.close)
-        self._manifests += 1
-        return str(self.folder / f"manifest-{self._manifests}.json")
-
-    def publish(self, manifest: str | None, sources: Iterable[str] | None = None) -> int:
-        """Compile the sources a child will import that lack valid cached bytecode
-        (default: this process's modules, :data:`CHILD_MODULES` imported first), then
-        write ``manifest``
-        (atomically: a child never reads half of one). Returns how many files it lists."""
-        if manifest is None or self.folder is None:
-            return 0
         if sources is None:
             for name in CHILD_MODULES:  # the parent imports them soon anyway
                 importlib.import_module(name)
@@ -160,11 +152,8 @@ class BytecodeHandoff:
                 continue
             target = self.folder / f"{len(self._files)}.pyc"
             target.write_bytes(data)
-            self._files[source] = target.name
-        partial = Path(f"{manifest}.partial")
-        partial.write_text(json.dumps(self._files), encoding="utf-8")
-        os.replace(partial, manifest)
-        return len(self._files)
+            self._files[source] = str(target)
+        return dict(self._files)
 
     def close(self) -> None:
         if self.folder is not None:
@@ -183,24 +172,56 @@ def handoff() -> BytecodeHandoff:
     return _handoff
 
 
+# -- the start file -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class ChildStart:
+    """What a child reads before pytest runs: pytest arguments (after any on its command
+    line), environment variables to set, and the bytecode table (source -> file)."""
+
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    bytecode: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"args": list(self.args), "env": dict(self.env), "bytecode": dict(self.bytecode)}
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> ChildStart:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("a start file holds a JSON object")
+        return cls(
+            args=tuple(str(a) for a in data.get("args") or ()),
+            env={str(k): str(v) for k, v in (data.get("env") or {}).items()},
+            bytecode={str(k): str(v) for k, v in (data.get("bytecode") or {}).items()},
+        )
+
+
+def write_start(path: str | os.PathLike[str], start: ChildStart) -> None:
+    """Write ``start`` at ``path`` atomically: a child never reads half of one."""
+    partial = Path(f"{os.fspath(path)}.partial")
+    partial.write_text(start.to_json(), encoding="utf-8")
+    os.replace(partial, path)
+
+
 # -- the child ----------------------------------------------------------------------------
-def read_manifest(manifest: str, wait_s: float = MANIFEST_WAIT_S) -> dict[str, str]:
-    """The manifest's table (source path -> absolute file), waiting for the parent to write
-    it; empty when it does not come within ``wait_s`` or cannot be read."""
-    deadline = time.monotonic() + wait_s
-    while not os.path.exists(manifest):
-        if time.monotonic() >= deadline:
-            return {}
+def read_start(path: str, wait_s: float | None = None) -> ChildStart | None:
+    """The start file at ``path``, waiting for the parent to write it; None when the
+    parent is gone (this process was handed to another parent) or ``wait_s`` (default
+    :data:`START_WAIT_S`) passed first, or the file cannot be read."""
+    parent = os.getppid()
+    deadline = time.monotonic() + (START_WAIT_S if wait_s is None else wait_s)
+    while not os.path.exists(path):
+        if time.monotonic() >= deadline or os.getppid() != parent or parent == 1:
+            return None
         time.sleep(0.01)
     try:
-        with open(manifest, encoding="utf-8") as handle:
-            table = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    folder = os.path.dirname(manifest)
-    if not isinstance(table, dict):
-        return {}
-    return {str(k): os.path.join(folder, str(v)) for k, v in table.items()}
+        with open(path, encoding="utf-8") as handle:
+            return ChildStart.from_json(handle.read())
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def handed_code(pyc: str, source: str) -> Any:
@@ -233,10 +254,21 @@ def use_handed_bytecode(table: Mapping[str, str]) -> None:
 
 
 def main() -> None:
-    """The child's entry: the parent's bytecode, then pytest with this command line."""
-    manifest = os.environ.get(ENV_BYTECODE)
-    if manifest:
-        use_handed_bytecode(read_manifest(manifest))
+    """The child's entry: its start file, then pytest with its command line and the
+    start file's arguments (as ``python -m pytest`` runs it)."""
+    path = os.environ.get(ENV_START)
+    if path:
+        start = read_start(path)
+        if start is None:
+            sys.stderr.write(
+                f"inferperf: no start file at {path} from the test process (it ended, or "
+                f"did not write one within {START_WAIT_S:g} s): this simulation child "
+                "runs nothing\n"
+            )
+            raise SystemExit(3)
+        os.environ.update(start.env)
+        sys.argv.extend(start.args)
+        use_handed_bytecode(start.bytecode)
     runpy.run_module("pytest", run_name="__main__", alter_sys=True)
 
 
