@@ -1195,7 +1195,8 @@ def _simulate_speed_md(speed: Mapping[str, Any]) -> list[str]:
         lines += [
             "The shipped example as shipped: shared valgrind children (one per CPU, each "
             "taking the next test no other took) start with the session, get their tests "
-            "at the end of collection and run ahead of the parent, each paying its start-up once; per test, which child measured "
+            "at the end of collection and run ahead of the parent, each paying its start-up "
+            "once; per test, which child measured "
             "it, the seconds the parent then waited for its region, and the seconds the "
             "child spent in its measured repeats:",
             "",
