@@ -13,6 +13,7 @@ import pickle
 import struct
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -212,13 +213,17 @@ def test_a_sample_is_decoded_when_first_looked_at_and_equals_the_eager_decode(co
     counters.start()
     hash_work(5)
     sample = counters.stop()
-    assert isinstance(sample.counts, perf_backend._LazyMapping)
+    assert isinstance(sample, perf_backend.DeferredSample)
+    assert not hasattr(sample, "_decoded")  # nothing decoded inside the region
     begin, end = counters.snapshot(), counters.snapshot()
     eager = perf_backend.decode(counters._layout, begin, end)
     assert isinstance(eager.counts, dict)
     assert sample.counts["task_clock"].value > 0
     assert set(sample.counts) == set(SOFTWARE)
-    assert sample == CounterSample(dict(sample.counts), dict(sample.per_thread))
+    plain = CounterSample(dict(sample.counts), dict(sample.per_thread))
+    assert sample == plain and plain == sample and repr(sample) == repr(plain)
+    assert sample.decoded() is sample.decoded()  # decoded once, then kept
+    assert replace(sample, counts={}) == CounterSample({}, plain.per_thread)
     # Pickled (xdist, simulate's child) and serialised, it is a plain sample.
     again = pickle.loads(pickle.dumps(sample))
     assert type(again.counts) is dict and again == sample
