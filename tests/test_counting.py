@@ -223,6 +223,7 @@ def test_a_sample_is_decoded_when_first_looked_at_and_equals_the_eager_decode(co
     plain = CounterSample(dict(sample.counts), dict(sample.per_thread))
     assert sample == plain and plain == sample and repr(sample) == repr(plain)
     assert sample.decoded() is sample.decoded()  # decoded once, then kept
+    assert not hasattr(sample, "_snapshots")  # the snapshots are let go once decoded
     assert replace(sample, counts={}) == CounterSample({}, plain.per_thread)
     # Pickled (xdist, simulate's child) and serialised, it is a plain sample.
     again = pickle.loads(pickle.dumps(sample))

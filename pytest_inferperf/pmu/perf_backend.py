@@ -220,6 +220,7 @@ class DeferredSample(CounterSample):
         except AttributeError:
             sample = decode(*self._snapshots)
             _set_decoded(self, sample)
+            del self._snapshots  # kept no longer than needed
         return sample
 
     def __eq__(self, other: object) -> bool:
