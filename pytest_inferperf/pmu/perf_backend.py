@@ -201,9 +201,11 @@ class DeferredSample(CounterSample):
     _snapshots: tuple[tuple[_Layout, ...], bytes | None, bytes]
 
     def __init__(
-        self, counts: Mapping[str, Count], per_thread: Mapping[int, Mapping[str, float]] = {}
+        self,
+        counts: Mapping[str, Count],
+        per_thread: Mapping[int, Mapping[str, float]] | None = None,
     ) -> None:
-        _set_decoded(self, CounterSample(counts, dict(per_thread)))
+        _set_decoded(self, CounterSample(counts, dict(per_thread or {})))
 
     @property
     def counts(self) -> Mapping[str, Count]:

@@ -80,7 +80,7 @@ class Launch:
     fits: tuple[str, str, str, str]
 
     def close(self) -> None:
-        """End it unused (nothing ran in it) and remove its files."""
+        """End it (unused, or its work done) and remove its files."""
         for fd in (self.hang_up, self.replies):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -92,8 +92,16 @@ class Launch:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def _fits(mode: str, rootdir: Path, cwd: Path, python: str) -> tuple[str, str, str, str]:
-    return (mode, str(rootdir), str(cwd), python)
+def _fits(
+    mode: str,
+    rootdir: str | os.PathLike[str],
+    cwd: str | os.PathLike[str] | None,
+    python: str | None,
+) -> tuple[str, str, str, str]:
+    """What a child is started for; pytest starts in ``rootdir`` and the interpreter is
+    this one unless said otherwise."""
+    where = cwd if cwd is not None else rootdir
+    return (mode, str(Path(rootdir)), str(Path(where)), python or sys.executable)
 
 
 def launch(
@@ -153,7 +161,7 @@ def launch(
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
-    return Launch(proc, workdir, hang_up_w, reply_r, _fits(mode, rootdir, where, python))
+    return Launch(proc, workdir, hang_up_w, reply_r, _fits(mode, rootdir, cwd, python))
 
 
 START_FILE = "start.json"
@@ -196,7 +204,7 @@ class SharedChild:
         self._replies: int | None = None
         self._buffer = b""
         self._built: Any = None
-        self._launched = launched  # started early, not yet given its tests
+        self._launch = launched  # its process (launched early, or once it starts)
         self._told = False  # its start file is written
         self._regions: dict[tuple[str, str], RegionReply] = {}  # arrived, not yet taken
         self._finished: set[str] = set()  # tests the child has run to the end
@@ -309,29 +317,19 @@ class SharedChild:
             self.failed = why
         elif self.failed is None:
             self.failed = "closed"
-        if self._launched is not None:
-            self._launched.close()
-            self._launched = None
-        for fd in (self._hang_up, self._replies):
-            if fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+        if self._launch is not None:  # its pipes, valgrind and any vgdb, its files
+            self._launch.close()
+            self._launch = None
         self._hang_up = self._replies = None
-        if self._proc is not None and self._proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self._proc.pid, signal.SIGKILL)  # valgrind and any vgdb
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(timeout=30)
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-            self._workdir = None
+        self._workdir = None
 
     # -- internals -----------------------------------------------------------
     def _start(self) -> None:
-        launched = self._launched or launch(
-            rootdir=self.rootdir, cwd=self.cwd, python=self.python, mode=self.mode, env=self.env
-        )
-        self._launched = None
+        if self._launch is None:
+            self._launch = launch(
+                rootdir=self.rootdir, cwd=self.cwd, python=self.python, mode=self.mode, env=self.env
+            )
+        launched = self._launch
         self._proc, self._workdir = launched.proc, launched.workdir
         self._hang_up, self._replies = launched.hang_up, launched.replies
         self._built = child_command(
@@ -463,12 +461,8 @@ class SharedChildren:
         self._passed = 0  # tests before this index are claimed (the parent went past them)
         self.claims = tempfile.mkdtemp(prefix="inferperf-simulate-claims-")
         child["env"] = {**dict(child.get("env") or {}), ENV_CLAIMS: self.claims}
-        rootdir = Path(child["rootdir"])
         fits = _fits(
-            child.get("mode", "full"),
-            rootdir,
-            Path(child["cwd"]) if child.get("cwd") is not None else rootdir,
-            child.get("python") or sys.executable,
+            child.get("mode", "full"), child["rootdir"], child.get("cwd"), child.get("python")
         )
         usable = [each for each in launched if each.fits == fits and each.proc.poll() is None]
         usable = usable[:count]
