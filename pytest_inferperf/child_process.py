@@ -1,9 +1,10 @@
-"""Which role this process plays in a simulation: the environment that marks a child.
+"""Which role this process plays: the environment that marks a child.
 
 Owns: the names of the environment variables the simulate backend sets in the
-valgrind child it starts, and the two checks for them. Kept apart (stdlib only)
-so the pytest plugin can ask "am I a simulation child?" without importing the
-simulate backend.
+valgrind child it starts, the one that marks a fresh-process child (a test measured
+again in a new process for the between-process noise, plugin.fresh_processes), and
+the checks for them. Kept apart (stdlib only) so the pytest plugin can ask "am I a
+child?" without importing the engine.
 
 Must not: start, talk to or measure anything.
 """
@@ -16,6 +17,7 @@ ENV_CHILD = "INFERPERF_SIMULATE_CHILD"  # path of the JSON result the child writ
 ENV_SHARED = "INFERPERF_SIMULATE_SHARED"  # "<hang-up fd>,<reply fd>,<parent pid>" in a shared child
 ENV_CLAIMS = "INFERPERF_SIMULATE_CLAIMS"  # folder where shared children claim their next test
 ENV_START = "INFERPERF_SIMULATE_START"  # the start file the child waits for (child_start)
+ENV_PROCESS = "INFERPERF_PROCESS_CHILD"  # path of the profiles a fresh-process child writes
 
 
 def in_child() -> bool:
@@ -26,3 +28,8 @@ def in_child() -> bool:
 def is_shared_child() -> bool:
     """True in a shared simulation child."""
     return bool(os.environ.get(ENV_SHARED))
+
+
+def in_process_child() -> bool:
+    """True in a fresh-process child: it measures its test for the parent, judges nothing."""
+    return bool(os.environ.get(ENV_PROCESS))

@@ -204,6 +204,10 @@ class Profile:
     conditions: Mapping[str, Any] | None = None
     # What was measured: {"sha256", "path", "inputs": [{"name", "shape", "dtype"}]}.
     model: Mapping[str, Any] | None = None
+    # Timing metrics measured in several processes (a baseline recorded with
+    # inferperf_processes > 1): {"cpu_ms_per_call": [value in each process], ...}, this
+    # process's first. Empty: measured in this one process only (between_processes).
+    processes: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     # -- derived views --------------------------------------------------
@@ -268,6 +272,7 @@ class Profile:
             "outputs_ok": self.outputs_ok,
             "conditions": None if self.conditions is None else dict(self.conditions),
             "model": None if self.model is None else dict(self.model),
+            "processes": {k: list(v) for k, v in self.processes.items()},
         }
 
     def to_json(self) -> str:
@@ -365,6 +370,7 @@ def _from_dict(data: Any, source: str) -> Profile:
             created=str(data.get("created", "")),
             conditions=None if data.get("conditions") is None else _mapping(data["conditions"]),
             model=None if data.get("model") is None else _mapping(data["model"]),
+            processes=_processes(data.get("processes") or {}),
             schema_version=version,
         )
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
@@ -378,6 +384,19 @@ def _mapping(value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise TypeError(f"expected an object, got {type(value).__name__}")
     return dict(value)
+
+
+def _processes(value: Any) -> dict[str, tuple[float, ...]]:
+    """``processes``: each metric's values, finite and > 0 (a time or a count per call)."""
+    out = {}
+    for name, values in _mapping(value).items():
+        if not isinstance(values, list) or not values:
+            raise TypeError(f"processes[{name!r}] must be a non-empty list of numbers")
+        row = tuple(float(v) for v in values)
+        if any(not math.isfinite(v) or v <= 0 for v in row):
+            raise ValueError(f"processes[{name!r}] holds a value that is not finite and > 0")
+        out[str(name)] = row
+    return out
 
 
 def _op_type(value: Any) -> dict[str, Any]:

@@ -220,6 +220,11 @@ def register_measurers(config: pytest.Config) -> None:
     """Register this process's measurer provider (pytest_configure calls it once)."""
     provider = SimulationChild() if child_process.in_child() else EngineMeasurers(config)
     config.pluginmanager.register(provider, MEASURERS)
+    if child_process.in_process_child():
+        from .fresh_processes import ProcessChild
+
+        provider.judges = False  # the parent judges what this fresh process measured
+        config.pluginmanager.register(ProcessChild(), "inferperf-process-child")
     if child_process.is_shared_child():
         from ..pmu.simulate_child import die_with_parent
 

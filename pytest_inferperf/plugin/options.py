@@ -155,6 +155,50 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(the machine's state now and at baseline time) cannot tell apart from the "
         "machine (for dedicated runners)",
     )
+    option(
+        "--inferperf-processes",
+        "inferperf_processes",
+        metavar="N",
+        default=None,
+        help="fresh processes a suspected timing regression is measured in before it "
+        "fails (each process has its own memory layout and hash seed, which repeats "
+        "inside one process cannot vary); 0: measure it again in this process only; "
+        f"default {DEFAULT_PROCESSES}",
+    )
+    option(
+        "--inferperf-baseline-processes",
+        "inferperf_baseline_processes",
+        metavar="N",
+        default=None,
+        help="processes a new baseline's timings are recorded over with "
+        "--inferperf-update-baselines (this one and N-1 fresh ones), so later runs are "
+        f"judged against the spread between processes; default {DEFAULT_BASELINE_PROCESSES}",
+    )
+
+
+#: Fresh processes a suspected timing regression is measured in (between_processes:
+#: 4 fresh against 3 baseline processes leave 5 degrees of freedom).
+DEFAULT_PROCESSES = 4
+#: Processes a new baseline is recorded over.
+DEFAULT_BASELINE_PROCESSES = 3
+
+
+def _count(config: pytest.Config, name: str, default: int, least: int) -> int:
+    """A process count option: a whole number >= ``least``."""
+    value = _get(config, name)
+    if value is None or str(value).strip() == "":
+        return default
+    try:
+        count = int(str(value).strip())
+    except ValueError:
+        count = least - 1
+    if count < least:
+        flag = "--" + name.replace("_", "-")
+        raise pytest.UsageError(
+            f"{flag} / {name} = {value!r}: give a whole number of processes, {least} or "
+            f"more (default {default})"
+        )
+    return count
 
 
 def _get(config: pytest.Config, name: str) -> Any:
@@ -207,6 +251,8 @@ class Settings:
     worker_index: int | None
     workers: int
     simulate_children: int | None = None  # None: one per CPU
+    processes: int = DEFAULT_PROCESSES  # fresh processes that confirm a timing regression
+    baseline_processes: int = DEFAULT_BASELINE_PROCESSES  # processes a new baseline spans
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -240,4 +286,8 @@ class Settings:
             worker_index=worker_index,
             workers=workers,
             simulate_children=_children(config.getini("inferperf_simulate_children")),
+            processes=_count(config, "inferperf_processes", DEFAULT_PROCESSES, 0),
+            baseline_processes=_count(
+                config, "inferperf_baseline_processes", DEFAULT_BASELINE_PROCESSES, 1
+            ),
         )

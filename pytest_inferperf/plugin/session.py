@@ -132,8 +132,10 @@ class InferperfPlugin:
             return result
         verdicts = []
         for name, profile, call in profiles:
+            if self.settings.update:
+                profile = self._over_processes(item, name, profile)
             verdict, baseline = self._judge(item, name, profile)
-            verdict = self._confirm(item, name, verdict, call)
+            verdict = self._confirm(item, name, verdict, call, baseline)
             if self._wants_flamegraphs(verdict):
                 verdict = self._attach_flamegraphs(verdict, baseline, call, item)
             verdicts.append(verdict)
@@ -172,12 +174,36 @@ class InferperfPlugin:
         return result
 
     def _confirm(
-        self, item: pytest.Item, name: str, verdict: Verdict, call: Callable[[], Any]
+        self,
+        item: pytest.Item,
+        name: str,
+        verdict: Verdict,
+        call: Callable[[], Any],
+        baseline: Profile | None = None,
     ) -> Verdict:
-        """A timing regression that alone would fail the test, measured again first."""
+        """A timing regression that alone would fail the test, measured again first: in
+        fresh processes (``--inferperf-processes``), else in this one after a pause."""
         remeasure = item.stash.get(REMEASURE, {}).get(name)
         if remeasure is None or not verdict.needs_confirmation:
             return verdict
+        failed = None
+        if self.settings.processes > 0 and baseline is not None:
+            from ..assessment import with_process_confirmation
+            from .fresh_processes import measure_in_fresh_processes
+
+            processes, failed = measure_in_fresh_processes(
+                item,
+                verdict.profile.backend,
+                self.settings.processes,
+                timeout=_child_timeout(verdict.profile),
+            )
+            fresh = [
+                self._judge(item, name, p[name].with_(model=verdict.profile.model))[0]
+                for p in processes
+                if name in p
+            ]
+            if len(fresh) >= 2:  # a spread needs two; fewer: measured again here instead
+                return with_process_confirmation(verdict, fresh, baseline, failed=failed)
         import time
 
         from ..assessment import with_confirmation
@@ -197,7 +223,40 @@ class InferperfPlugin:
                 },
             )
         again, _ = self._judge(item, name, profile.with_(model=verdict.profile.model))
-        return with_confirmation(verdict, again, pause_s=CONFIRM_PAUSE_S)
+        confirmed = with_confirmation(verdict, again, pause_s=CONFIRM_PAUSE_S)
+        if failed and confirmed.confirmation is not None:
+            text = f"{confirmed.confirmation['text']} (not in fresh processes: {failed})"
+            return replace_confirmation(confirmed, text)
+        return confirmed
+
+    def _over_processes(self, item: pytest.Item, name: str, profile: Profile) -> Profile:
+        """A new baseline's timings over ``--inferperf-baseline-processes`` processes:
+        this one's and those of fresh ones (where they measure; else this one alone)."""
+        count = self.settings.baseline_processes - 1
+        if count < 1 or profile.backend == "simulate" or profile.partial:
+            return profile
+        from ..metrics import profile_metrics
+        from ..noise import TIMING_CLOCK
+        from .fresh_processes import measure_in_fresh_processes
+
+        processes, failed = measure_in_fresh_processes(
+            item, profile.backend, count, timeout=_child_timeout(profile)
+        )
+        others = [profile_metrics(p[name]) for p in processes if name in p]
+        if failed:
+            self.warnings.append(
+                f"{item.nodeid}: the baseline's timings are from {1 + len(others)} "
+                f"process(es), not {count + 1}: {failed}"
+            )
+        if not others:
+            return profile
+        mine = profile_metrics(profile)
+        values = {
+            metric: (mine[metric], *(o[metric] for o in others if o.get(metric, 0) > 0))
+            for metric in TIMING_CLOCK
+            if mine.get(metric, 0) > 0
+        }
+        return profile.with_(processes=values)
 
     def _wants_flamegraphs(self, verdict: Verdict) -> bool:
         mode = self.settings.flamegraphs
@@ -544,6 +603,22 @@ class InferperfPlugin:
         if text:
             terminalreporter.section("inferperf")
             terminalreporter.write_line(text)
+
+
+def _child_timeout(profile: Profile) -> float | None:
+    """How long one fresh process of this profile may take: three times the marker's
+    ``timeout=`` (start-up and fixtures come on top of the measurement), else the default."""
+    timeout = profile.settings.get("timeout")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        return None
+    return 3.0 * float(timeout) + 30.0
+
+
+def replace_confirmation(verdict: Verdict, text: str) -> Verdict:
+    """``verdict`` with its confirmation's text replaced."""
+    from dataclasses import replace
+
+    return replace(verdict, confirmation={**(verdict.confirmation or {}), "text": text})
 
 
 def _add_property(item: pytest.Item, name: str, value: object) -> None:
