@@ -32,6 +32,21 @@ How a category is judged:
   each charged at a miss to DRAM, they could take less than a fifth of the cycles.
 * IPC near the core's width (or top-down retiring) is its own finding, ``retiring``:
   the core is busy with useful work and the fix is less work.
+* A cause that is a count of events must be material. Where every key signal that
+  fired is a count with a per-event cost in :data:`thresholds.CHANGE_COSTS` (page
+  faults, migrations, cache and TLB refills, mispredicted branches), the finding
+  carries an :class:`EstimatedCost`: the events x that cost, over the call's time
+  (per call: the shorter of its CPU and wall time, so threads do not dilute it; per
+  CPU-second: the rate itself; per 1000 instructions: the cycles of 1000 instructions
+  at the measured IPC). L1 refills with nothing below L1 counted are charged at a miss
+  to DRAM, as the IPC-collapse gate charges them. The costs are upper bounds, so the
+  share is too: a finding whose share stays below :data:`change.MATERIAL_SHARE` (a
+  fifth, the same as for a change) cannot explain the call and goes to
+  :attr:`Diagnosis.small` ("present but small"), not to the findings; it then neither
+  halves a parent nor explains low IPC. A finding that also rests on a ratio, a
+  fraction or a session setting (IPC, miss ratios, stall fractions, spinning) keeps
+  its logic and carries no estimate, and so does one whose cost cannot be estimated
+  (a count with no cost on record, no clock, or no IPC).
 * The primary finding is the most confident one. A category none of whose key
   signals could be evaluated goes to ``not_judged`` with the reason (missing events,
   unknown core width, no session settings). A core not on record is judged with every
@@ -47,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 
 from .change import (  # the explanation of a change lives there; re-exported here
     CHANGE_MIN_RELATIVE,
+    MATERIAL_SHARE,
     ChangeExplanation,
     MetricChange,
     explain_change,
@@ -67,6 +83,7 @@ from .thresholds import (
     MEMORY_CATEGORIES,
     MEMORY_EVIDENCE,
     THRESHOLDS,
+    ChangeCost,
     CoreFacts,
     Threshold,
     core_facts,
@@ -76,6 +93,7 @@ __all__ = [
     "CHANGE_MIN_RELATIVE",
     "ChangeExplanation",
     "Diagnosis",
+    "EstimatedCost",
     "Evidence",
     "Finding",
     "MetricChange",
@@ -112,6 +130,41 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class EstimatedCost:
+    """What the counted events of a finding can cost, at most, as a share of the call.
+
+    ``share`` is an upper bound (the per-event costs of :data:`thresholds.CHANGE_COSTS`
+    are); ``formula`` is how it was computed, in numbers the reader can check
+    (``42 page faults x <=10 µs / 1.2 ms CPU time per call``); ``source`` is the
+    per-event cost's source; ``metric`` the signal it was computed from.
+    """
+
+    metric: str
+    share: float
+    formula: str
+    source: str = ""
+
+    @property
+    def material(self) -> bool:
+        """Whether it can account for :data:`change.MATERIAL_SHARE` of the call."""
+        return self.share >= MATERIAL_SHARE
+
+    @property
+    def text(self) -> str:
+        """``up to 35% of the call: 42 page faults x <=10 µs / 1.2 ms CPU time per call``."""
+        return f"up to {share_text(self.share)}: {self.formula}"
+
+
+def share_text(share: float) -> str:
+    """``35% of the call``, ``0.043% of the call``; an upper bound past the whole call
+    (the per-event costs are bounds, not measurements) is ``the whole call``."""
+    if share >= 1.0:
+        return "the whole call"
+    percent = share * 100.0
+    return f"{percent:.0f}% of the call" if percent >= 10 else f"{percent:.2g}% of the call"
+
+
+@dataclass(frozen=True)
 class Finding:
     """One category that fired, how sure we are, why, and what to try."""
 
@@ -121,11 +174,17 @@ class Finding:
     evidence: tuple[Evidence, ...] = ()
     recommendations: tuple[str, ...] = ()
     explanation: str = ""
+    cost: EstimatedCost | None = None  # None: not a count of events, or not estimable
 
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """The verdict: the primary finding, the others, what could not be judged."""
+    """The verdict: the primary finding, the others, what could not be judged.
+
+    ``small`` holds the findings that crossed their thresholds but whose estimated
+    cost is below :data:`change.MATERIAL_SHARE` of the call ("present but small"):
+    never the primary finding, shown in the full reasoning only.
+    """
 
     primary: Finding | None
     secondary: tuple[Finding, ...] = ()
@@ -133,6 +192,7 @@ class Diagnosis:
     change: ChangeExplanation | None = None
     core: str = ""
     notes: tuple[str, ...] = ()  # what the reader must know about how it was judged
+    small: tuple[Finding, ...] = ()  # fired, but can cost less than MATERIAL_SHARE
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -324,6 +384,107 @@ def _signal(row: Threshold, metrics: Mapping[str, float], ctx: RuleContext) -> _
     )
 
 
+# -- what a finding's events cost -------------------------------------------------------
+
+# Metrics below L1: with one of them counted, an L1 refill is charged as an L2 hit (a
+# deeper miss is the L2/LLC finding's); without, it may be a miss to DRAM.
+_BELOW_L1 = ("l2_mpki", "llc_mpki")
+_L1_REFILLS = ("l1d_mpki", "l1i_mpki")
+_PER_SECOND = "_per_sec"
+
+
+def _cost_row(metric: str) -> ChangeCost | None:
+    """The per-event cost of a count metric; None for ratios, fractions and settings.
+
+    A rate per CPU-second (``page_faults_per_sec``) is the same event as its per-call
+    metric (``page_faults_per_call``) and costs the same."""
+    if metric.endswith(_PER_SECOND):
+        metric = metric[: -len(_PER_SECOND)] + "_per_call"
+    row = CHANGE_COSTS.get(metric)
+    return row if row is not None and row.kind in ("event_us", "mpki_cycles") else None
+
+
+def _events(metric: str) -> str:
+    """``page faults`` from "page faults per call": what the metric counts."""
+    spec = METRICS.get(metric)
+    return spec.description.split(" per ", 1)[0] if spec else metric
+
+
+def _call_clock(metrics: Mapping[str, float]) -> tuple[float, str] | None:
+    """The call's time in ms: the shorter of its CPU time (all threads) and wall time,
+    so a cause on the critical path is not diluted by other threads' CPU time."""
+    clocks = [
+        (float(metrics[name]), what)
+        for name, what in (("cpu_ms_per_call", "CPU"), ("latency_mean_ms", "wall"))
+        if metrics.get(name) is not None and float(metrics[name]) > 0
+    ]
+    return min(clocks) if clocks else None
+
+
+def estimate_cost(metric: str, value: float, metrics: Mapping[str, float]) -> EstimatedCost | None:
+    """What ``value`` of the count ``metric`` can cost, as a share of the call.
+
+    None when ``metric`` is not a count with a per-event cost on record, or the clock
+    it is measured against (the call's time, or the IPC) was not measured.
+    """
+    row = _cost_row(metric)
+    if row is None:
+        return None
+    events = _events(metric)
+    if row.kind == "event_us":
+        if metric.endswith(_PER_SECOND):
+            per_call = metric[: -len(_PER_SECOND)] + "_per_call"
+            if metrics.get(per_call) is not None:  # the same events, read per call
+                estimate = estimate_cost(per_call, float(metrics[per_call]), metrics)
+                if estimate is not None:
+                    return estimate
+            # per CPU-second (perf stat without --calls): the rate is the share
+            share = value * row.cost * 1e-6
+            formula = f"{fmt(value)} {events} per CPU-second x <={fmt(row.cost)} µs"
+            return EstimatedCost(metric, share, formula, row.source)
+        clock = _call_clock(metrics)
+        if clock is None:
+            return None
+        ms, what = clock
+        share = value * row.cost / 1000.0 / ms
+        formula = (
+            f"{fmt(value)} {events} x <={fmt(row.cost)} µs / {fmt(ms)} ms {what} time per call"
+        )
+        return EstimatedCost(metric, share, formula, row.source)
+    ipc = metrics.get("ipc")
+    if ipc is None or not ipc > 0:
+        return None
+    cost, charged, source = row.cost, "", row.source
+    if metric in _L1_REFILLS and not any(m in metrics for m in _BELOW_L1):
+        dram = CHANGE_COSTS["llc_mpki"]
+        cost, source = dram.cost, dram.source
+        charged = " (charged as a miss to DRAM: nothing below L1 was counted)"
+    share = value * cost * float(ipc) / 1000.0
+    formula = (
+        f"{fmt(value)} {events} per 1000 instructions x <={fmt(cost)} cycles{charged} / "
+        f"{fmt(1000.0 / float(ipc))} cycles (1000 instructions at IPC {fmt(float(ipc))})"
+    )
+    return EstimatedCost(metric, share, formula, source)
+
+
+def _finding_cost(signals: Iterable[_Signal], metrics: Mapping[str, float]) -> EstimatedCost | None:
+    """The largest estimate over the key signals that fired, when each of them is a
+    count whose cost could be estimated; else None (the finding keeps its logic).
+
+    The largest, not the sum: the keys of one category count the same events two ways
+    (faults per call and per CPU-second) or nested events (L2 refills and LLC misses).
+    """
+    estimates: list[EstimatedCost] = []
+    for sig in signals:
+        if sig.row.role != "key" or not sig.crossed or sig.evidence is None:
+            continue
+        estimate = estimate_cost(sig.row.metric, sig.evidence.value, metrics)
+        if estimate is None:
+            return None
+        estimates.append(estimate)
+    return max(estimates, key=lambda e: e.share) if estimates else None
+
+
 # -- explanations and recommendations ------------------------------------------------
 
 _EXPLAIN: dict[str, str] = {
@@ -512,6 +673,12 @@ class _Judged:
     confidence: float = 0.0
     fired: bool = False
     evaluable: bool = False
+    cost: EstimatedCost | None = None  # of a count finding that fired; None: not estimated
+
+    @property
+    def material(self) -> bool:
+        """Fired, and not shown by its estimated cost to be too small to matter."""
+        return self.fired and (self.cost is None or self.cost.material)
 
 
 def _judge(category: str, metrics: Mapping[str, float], ctx: RuleContext) -> _Judged:
@@ -542,6 +709,7 @@ def _judge(category: str, metrics: Mapping[str, float], ctx: RuleContext) -> _Ju
             for s in signals
             if s.crossed and s.evidence is not None
         )
+        judged.cost = _finding_cost(signals, metrics)
     return judged
 
 
@@ -578,6 +746,7 @@ def diagnose_in(
     """:func:`diagnose` for a context already built (the one the rules hook was given)."""
     judged = {c: _judge(c, metrics, ctx) for c in CATEGORIES if c != "extra_work"}
     findings: list[Finding] = []
+    small: list[Finding] = []
     not_judged: dict[str, str] = {}
     ipc_gate = _ipc_collapse_gate(judged, metrics)
     if ipc_gate is not None:
@@ -595,7 +764,8 @@ def diagnose_in(
             continue
         if not j.fired:
             continue
-        children = [c for c in CHILDREN.get(category, ()) if judged.get(c) and judged[c].fired]
+        # A child too small to matter explains nothing about its parent.
+        children = [c for c in CHILDREN.get(category, ()) if c in judged and judged[c].material]
         confidence = j.confidence * (CHILD_DISCOUNT if children else 1.0)
         # each crossed signal with its evidence (never None there), key signals first,
         # then the strongest
@@ -616,7 +786,10 @@ def diagnose_in(
                 "execution units both look like this; count L1D/L2/LL refills "
                 "to tell them apart."
             )
-        findings.append(
+        if j.cost is not None:
+            small_note = "" if j.cost.material else "present but small, "
+            explanation += f" Estimated cost: {small_note}{j.cost.text} [{j.cost.source}]."
+        (findings if j.material else small).append(
             Finding(
                 category=category,
                 title=CATEGORIES[category],
@@ -624,6 +797,7 @@ def diagnose_in(
                 evidence=evidence,
                 recommendations=tuple(_recommend(category, evidence, ctx)),
                 explanation=explanation,
+                cost=j.cost,
             )
         )
     findings.extend(extra_findings)
@@ -638,6 +812,7 @@ def diagnose_in(
         change=change,
         core=ctx.core,
         notes=_notes(ctx),
+        small=tuple(sorted(small, key=lambda f: (-(f.cost.share if f.cost else 0.0), f.category))),
     )
 
 
@@ -647,7 +822,7 @@ def _ipc_collapse_gate(judged: Mapping[str, _Judged], metrics: Mapping[str, floa
     j = judged.get("ipc_collapse")
     if j is None or not j.fired:
         return None
-    if any(judged[c].fired for c in MEMORY_CATEGORIES if c in judged):
+    if any(judged[c].material for c in MEMORY_CATEGORIES if c in judged):
         return ""  # the memory/backend finding is the explanation
     if any(m in metrics for m in MEMORY_EVIDENCE):
         return None  # memory was measured and is fine: ILP-limited compute
@@ -708,6 +883,14 @@ def _finding_as_dict(finding: Finding) -> dict[str, Any]:
         ],
         "recommendations": list(finding.recommendations),
         "explanation": finding.explanation,
+        "cost": None
+        if finding.cost is None
+        else {
+            "metric": finding.cost.metric,
+            "share": finding.cost.share,
+            "formula": finding.cost.formula,
+            "source": finding.cost.source,
+        },
     }
 
 
@@ -719,6 +902,7 @@ def diagnosis_as_dict(diagnosis: Diagnosis) -> dict[str, Any]:
         "secondary": [_finding_as_dict(f) for f in diagnosis.secondary],
         "not_judged": dict(diagnosis.not_judged),
         "notes": list(diagnosis.notes),
+        "small": [_finding_as_dict(f) for f in diagnosis.small],
     }
     if diagnosis.change is not None:
         out["change"] = {"summary": diagnosis.change.summary}
@@ -726,7 +910,20 @@ def diagnosis_as_dict(diagnosis: Diagnosis) -> dict[str, Any]:
 
 
 def diagnosis_from_dict(data: Mapping[str, Any]) -> Diagnosis:
-    """The Diagnosis back from :func:`diagnosis_as_dict` (the change is not carried)."""
+    """The Diagnosis back from :func:`diagnosis_as_dict` (the change is not carried).
+
+    A diagnosis written before costs were estimated (no ``cost``, no ``small``) loads
+    with none."""
+
+    def cost(row: Mapping[str, Any] | None) -> EstimatedCost | None:
+        if not row:
+            return None
+        return EstimatedCost(
+            str(row["metric"]),
+            float(row["share"]),
+            str(row.get("formula") or ""),
+            str(row.get("source") or ""),
+        )
 
     def finding(row: Mapping[str, Any]) -> Finding:
         return Finding(
@@ -745,6 +942,7 @@ def diagnosis_from_dict(data: Mapping[str, Any]) -> Diagnosis:
             ),
             recommendations=tuple(row.get("recommendations") or ()),
             explanation=str(row.get("explanation") or ""),
+            cost=cost(row.get("cost")),
         )
 
     primary = data.get("primary")
@@ -754,6 +952,7 @@ def diagnosis_from_dict(data: Mapping[str, Any]) -> Diagnosis:
         not_judged=dict(data.get("not_judged") or {}),
         core=str(data.get("core") or ""),
         notes=tuple(data.get("notes") or ()),
+        small=tuple(finding(f) for f in data.get("small") or ()),
     )
 
 

@@ -7,7 +7,8 @@ implement), the core slugs a user may name (:func:`check_core`), the evidence th
 separates memory stalls from ILP-limited compute (:data:`MEMORY_EVIDENCE`), the
 category names and titles, which category a moving metric points to
 (:data:`METRIC_CATEGORY`), and what one more unit of a moved metric can cost at
-most, with its source (:data:`CHANGE_COSTS`).
+most, with its source (:data:`CHANGE_COSTS`: the one table of per-event costs, read
+both to explain a change and to weigh a diagnosis's counted events against the call).
 
 Must not: compute metrics (``metrics``) or judge (``classify``). Changing a number
 here changes every diagnosis; a number that is engineering judgement says so
@@ -752,6 +753,10 @@ METRIC_CATEGORY: dict[str, str] = {
 # meaningful share of the slowdown (:mod:`change`). These rows say what one more event
 # costs at most, and where the figure comes from. They are upper bounds on purpose: a
 # move they cannot make material is not the cause; one they can is only a candidate.
+# The diagnosis of one run reads the same rows (``classify.estimate_cost``): a finding
+# whose keys are counts ("event_us", "mpki_cycles") names its cause only when the
+# events, at these costs, can take a material share of the call; a rate per CPU-second
+# (``page_faults_per_sec``) costs what its per-call event does.
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,9 @@
 
 Owns: :func:`render` (moved here from ``classify``), the text of one
 :class:`~pytest_inferperf.classify.Diagnosis`: the primary finding with its evidence
-and first recommendations, the change against the baseline, notes, what else fired
-and what could not be judged; with ``verbose`` every finding's reasoning and the
-largest metric moves.
+and first recommendations, the change against the baseline, notes, what else fired,
+what fired but is too small to matter and what could not be judged; with ``verbose``
+every finding's reasoning and the largest metric moves.
 
 Must not: diagnose (``classify`` does, once, inside the Assessment) or compute metrics.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..change import metric_lines, part_lines
+from ..change import MATERIAL_SHARE, metric_lines, part_lines
 
 if TYPE_CHECKING:
     from ..classify import Diagnosis, Finding
@@ -34,12 +34,19 @@ def render(diagnosis: Diagnosis, verbose: bool = False) -> str:
     head = f"Diagnosis ({diagnosis.core or 'unknown core'})"
     primary = diagnosis.primary
     if primary is None:
-        lines.append(f"{head}: no threshold of concern crossed.")
+        nothing = (
+            f"no cause that can take {MATERIAL_SHARE:.0%} of the call"
+            if diagnosis.small
+            else "no threshold of concern crossed"
+        )
+        lines.append(f"{head}: {nothing}.")
     else:
         lines.append(
             f"{head}: {primary.title} [{primary.category}], confidence {primary.confidence:.2f}"
         )
         lines.append(f"  evidence: {_evidence_line(primary)}")
+        if primary.cost is not None:
+            lines.append(f"  cost: {primary.cost.text}")
         recs = primary.recommendations if verbose else primary.recommendations[:2]
         for i, rec in enumerate(recs, 1):
             lines.append(f"  {'try' if i == 1 else '   '} {i}. {rec}")
@@ -51,6 +58,9 @@ def render(diagnosis: Diagnosis, verbose: bool = False) -> str:
         if diagnosis.secondary:
             others = ", ".join(f"{f.category} {f.confidence:.2f}" for f in diagnosis.secondary)
             lines.append(f"  also: {others}")
+        if diagnosis.small:
+            small = ", ".join(f.category for f in diagnosis.small)
+            lines.append(f"  present but small: {small} (-v for why)")
         if diagnosis.not_judged:
             lines.append(f"  not judged: {', '.join(diagnosis.not_judged)} (-v for why)")
         return "\n".join(lines)
@@ -68,6 +78,15 @@ def render(diagnosis: Diagnosis, verbose: bool = False) -> str:
             lines.extend(f"  {ev.line()}  ({ev.source})" for ev in finding.evidence)
         for i, rec in enumerate(finding.recommendations, 1):
             lines.append(f"  {i}. {rec}")
+    if diagnosis.small:
+        lines.append("")
+        lines.append(
+            f"Present but small (their events can cost less than {MATERIAL_SHARE:.0%} of the call):"
+        )
+        for finding in diagnosis.small:
+            cost = finding.cost.text if finding.cost is not None else ""
+            lines.append(f"  {finding.title} [{finding.category}]: {cost}")
+            lines.append(f"    {_evidence_line(finding)}")
     if diagnosis.not_judged:
         lines.append("")
         lines.append("Not judged:")

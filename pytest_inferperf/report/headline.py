@@ -5,14 +5,21 @@ its column title, its scale in the summary table and the views it appears in: th
 run's terminal / HTML table (``table``; ``optional`` columns only where some test has
 a value), the Markdown summary (``summary``), the one-cell change against the baseline
 (``mover``: the largest move among these is named), the "updated <baseline>" line
-(``update``) and the columns added to pytest-html's table (``pytest-html``).
+(``update``) and the columns added to pytest-html's table (``pytest-html``); and the
+diagnosis in a few words (:func:`diagnosis_headline`, the "diagnosis" cell): the primary
+finding, how sure, and what its events can cost where that was estimated.
 
-Must not: compute metrics or format numbers (:mod:`..numbers` does).
+Must not: compute metrics, judge (``classify`` estimated the cost) or format numbers
+(:mod:`..numbers` does).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..classify import Diagnosis, Finding
 
 
 @dataclass(frozen=True)
@@ -53,3 +60,26 @@ def headline(view: str) -> tuple[Headline, ...]:
 
 def names(view: str) -> tuple[str, ...]:
     return tuple(h.metric for h in headline(view))
+
+
+def finding_headline(finding: Finding) -> str:
+    """``page-fault / allocator overhead, up to 35% of the call: 42 page faults x <=10 µs
+    / 1.2 ms CPU time per call``: the title, and the estimated cost where there is one."""
+    if finding.cost is None:
+        return finding.title
+    return f"{finding.title}, {finding.cost.text}"
+
+
+def diagnosis_headline(diagnosis: Diagnosis | None) -> str:
+    """The diagnosis cell: ``L1D residency (working set spills L1 data cache) (72%)``,
+    with the primary finding's estimated share of the call after its confidence
+    (``page-fault / allocator overhead (98%), up to the whole call``; "" for none).
+
+    Only material findings can be primary; those too small to matter are in the
+    full reasoning (``Diagnosis.small``), never here."""
+    if diagnosis is None or diagnosis.primary is None:
+        return ""
+    primary = diagnosis.primary
+    head = f"{primary.title} ({primary.confidence:.0%})"
+    # the share alone fits a table cell; the formula is in the failure block and -v
+    return head if primary.cost is None else f"{head}, {primary.cost.text.split(':')[0]}"
