@@ -1,15 +1,21 @@
 """What changed against a baseline, and what the change can be blamed on.
 
 Owns: :func:`explain_change` (two sets of metrics) and :func:`explain_profiles` (two
-Profiles: their metrics, ``region()`` stages and ONNX Runtime op types), the records
-they return (:class:`ChangeExplanation`, :class:`MetricChange`, :class:`PartChange`,
-:class:`Cause`, :class:`Slowdown`), and rendering them as text lines and plain data.
+Profiles: their metrics, ``region()`` stages, ONNX Runtime op types, and the settings
+and inputs they ran with), the records they return (:class:`ChangeExplanation`,
+:class:`MetricChange`, :class:`PartChange`, :class:`Cause`, :class:`Slowdown`), and
+rendering them as text lines and plain data.
 
 Must not: measure, read files, print, or import pytest. Pure functions of mappings and
 Profiles; ``classify`` re-exports the names its callers know.
 
 How a change is explained
 -------------------------
+0. **How it ran**, named first whatever follows: the session's settings, the inputs,
+   the CPUs, the runner's pinning and the software versions that differ from the
+   baseline's (:mod:`settings_change`). They are no share of anything: a setting is
+   named because it changed, even where the rest is "unexplained", and a passing
+   comparison still carries them.
 1. **The slowdown**: ``latency_mean_ms`` (wall time per call), ``cpu_ms_per_call`` and
    ``cycles_per_call``, baseline against now. There is a slowdown to explain when one
    of them got worse credibly: the Mann-Whitney U test of :mod:`compare` over per-repeat
@@ -43,11 +49,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .metrics import METRICS
 from .numbers import reading as fmt  # the engine's sentences and the reports read alike
+from .settings_change import SettingChange, settings_changes, settings_text
 from .stages import REST_STAGE
 from .thresholds import CATEGORIES, CHANGE_COSTS, METRIC_CATEGORY
 
@@ -157,7 +164,7 @@ class Cause:
 class Slowdown:
     """How much slower a call got, in each unit that was measured on both sides."""
 
-    metric: str  # the headline metric (SLOWDOWN_METRICS order)
+    metric: str  # the headline: the first of SLOWDOWN_METRICS that got credibly worse
     baseline: float
     current: float
     wall_ms: float | None = None  # extra wall ms per call
@@ -212,6 +219,15 @@ class ChangeExplanation:
     op_types: tuple[PartChange, ...] = ()
     slowdown: Slowdown | None = None
     unexplained: bool = False  # a credible slowdown that nothing credible and material explains
+    settings: tuple[SettingChange, ...] = ()  # how the run was set up differently
+
+    @property
+    def settings_brief(self) -> str:
+        """``intra-op threads 2 -> 1`` (``, 2 more``): the settings in a few words, or ""."""
+        if not self.settings:
+            return ""
+        more = f", {len(self.settings) - 1} more" if len(self.settings) > 1 else ""
+        return f"{self.settings[0].text}{more}"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types (a relative move from 0 is the string "inf")."""
@@ -219,6 +235,8 @@ class ChangeExplanation:
             "summary": self.summary,
             "points_to": self.points_to,
             "unexplained": self.unexplained,
+            "settings": [c.to_dict() for c in self.settings],
+            "settings_text": settings_text(self.settings, limit=len(self.settings)) or None,
             "slowdown": None if self.slowdown is None else self.slowdown.to_dict(),
             "causes": [
                 {
@@ -352,12 +370,15 @@ def slowdown_of(
     def extra(name: str) -> float | None:
         return float(metrics[name]) - float(baseline[name]) if name in present else None
 
-    got_worse = any(
-        float(metrics[m]) > float(baseline[m])
-        and _credible_metric(m, float(baseline[m]), float(metrics[m]), credible)
+    worse = [
+        m
         for m in present
-    )
-    head = present[0]
+        if float(metrics[m]) > float(baseline[m])
+        and _credible_metric(m, float(baseline[m]), float(metrics[m]), credible)
+    ]
+    # the headline is a unit that got credibly worse: a latency that improved while CPU
+    # time grew (a pool spinning more) never heads a slowdown
+    head = worse[0] if worse else present[0]
     return Slowdown(
         head,
         float(baseline[head]),
@@ -365,7 +386,7 @@ def slowdown_of(
         wall_ms=extra("latency_mean_ms"),
         cpu_ms=extra("cpu_ms_per_call"),
         cycles=extra("cycles_per_call"),
-        credible=got_worse,
+        credible=bool(worse),
     )
 
 
@@ -701,6 +722,10 @@ def _what_moved(moved: Sequence[MetricChange], parts: Sequence[PartChange], limi
     return ", ".join(t[2] for t in items[:limit]) or "nothing beyond 10%"
 
 
+#: Settings and inputs the summary names one by one; the rest are counted.
+SETTINGS_IN_SUMMARY = 4
+
+
 def explain_change(
     metrics: Mapping[str, float],
     baseline: Mapping[str, float],
@@ -708,14 +733,31 @@ def explain_change(
     credible: Mapping[str, bool] | None = None,
     stages: Sequence[PartChange] = (),
     op_types: Sequence[PartChange] = (),
+    settings: Sequence[SettingChange] = (),
 ) -> ChangeExplanation:
     """Explain the change from ``baseline`` to ``metrics`` (see the module doc).
 
     ``credible`` maps a metric to whether its move is beyond its noise (the rank test of
     :func:`compare.compare_profiles`); metrics it does not name are judged on their point
     values against their tolerance. ``stages`` and ``op_types`` are
-    :func:`stage_changes` / :func:`op_type_changes` of the same two runs.
+    :func:`stage_changes` / :func:`op_type_changes` of the same two runs, ``settings``
+    their :func:`settings_change.settings_changes`: the summary names those first.
     """
+    change = _explain(metrics, baseline, credible, stages, op_types)
+    if not settings:
+        return change
+    head = settings_text(settings, limit=SETTINGS_IN_SUMMARY)
+    return replace(change, settings=tuple(settings), summary=f"{head}. {change.summary}")
+
+
+def _explain(
+    metrics: Mapping[str, float],
+    baseline: Mapping[str, float],
+    credible: Mapping[str, bool] | None,
+    stages: Sequence[PartChange],
+    op_types: Sequence[PartChange],
+) -> ChangeExplanation:
+    """:func:`explain_change` without the settings."""
     slowdown = slowdown_of(metrics, baseline, credible)
     moved = metric_changes(metrics, baseline, credible=credible, slowdown=slowdown)
     if not moved and not any(abs(p.relative) >= CHANGE_MIN_RELATIVE for p in (*stages, *op_types)):
@@ -794,7 +836,8 @@ def explain_profiles(
     baseline_metrics: Mapping[str, float] | None = None,
     comparison: Comparison | None = None,
 ) -> ChangeExplanation:
-    """:func:`explain_change` of two Profiles, with their stages and op types.
+    """:func:`explain_change` of two Profiles, with their stages, op types and the
+    settings and inputs they ran with (:func:`settings_change.settings_changes`).
 
     ``comparison`` (:func:`compare.compare_profiles` of the same two) supplies the rank
     test's judgement of each metric.
@@ -813,6 +856,7 @@ def explain_profiles(
         credible=credible,
         stages=stage_changes(current, baseline, slowdown),
         op_types=op_type_changes(current, baseline, slowdown),
+        settings=settings_changes(current, baseline),
     )
 
 
@@ -820,8 +864,13 @@ def explain_profiles(
 
 
 def part_lines(change: ChangeExplanation, limit: int = 5) -> list[str]:
-    """The stage and op-type tables of a change, one line each (largest moves first)."""
+    """The settings and inputs that differ (all of them), then the stage and op-type
+    tables of a change, one line each (largest moves first)."""
     lines = []
+    if change.settings:
+        lines.append(
+            "settings and inputs (baseline -> now): " + "; ".join(c.text for c in change.settings)
+        )
     for kind, parts, unit in (
         ("stages", change.stages, "ms per call"),
         ("op types", change.op_types, "ms per run, ONNX Runtime profiler"),

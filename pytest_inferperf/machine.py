@@ -1,8 +1,9 @@
 """Facts about this machine and software stack, gathered once per process.
 
 Owns: the ``machine`` mapping stored in every Profile (CPU facts from
-``pmu.cpu``, Python, ONNX Runtime and numpy versions, kernel, and the
-version of pytest-inferperf that measured) and the machine class.
+``pmu.cpu``, the CPUs this process may run on, Python, ONNX Runtime and numpy
+versions, kernel, and the version of pytest-inferperf that measured) and the
+machine class.
 Gathered explicitly and stored with results so that a comparison can
 refuse apples against oranges.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import platform
 import sys
 from typing import Any
@@ -36,6 +38,8 @@ def machine_facts(cpu: CpuInfo | None = None) -> dict[str, Any]:
         "platform": platform.platform(),
         "inferperf": version(),  # which release wrote a baseline, read from package metadata
     }
+    if hasattr(os, "sched_getaffinity"):  # ONNX Runtime's default pool size follows it
+        facts["cpus_available"] = len(os.sched_getaffinity(0))
     for module in ("onnxruntime", "numpy"):
         mod = sys.modules.get(module)
         if mod is not None:

@@ -14,9 +14,10 @@ This module owns everything pytest-inferperf does with ONNX Runtime itself:
   :func:`op_type_runs` - per-op-type time in each profiled run.
 * :func:`find_session_calls` and :func:`operator_times` - the operator pass of a measured
   workload: every session it runs (``session.run`` itself, or found by watching
-  ``InferenceSession.run`` during one more call, whatever wraps it), each profiled again
-  in a second session and labelled by its model; :func:`with_operator_times` puts the
-  result in a Profile.
+  ``InferenceSession.run`` during one more call, whatever wraps it) with every feed it
+  got in that call, each profiled again in a second session made with the first one's
+  own options and providers (:func:`replica_session`) and labelled by its model;
+  :func:`with_operator_times` puts the result in a Profile.
 
 It never imports pytest, nor ``onnx``: :func:`make_inputs` and :func:`default_dims`
 read the graph with :mod:`pytest_inferperf.onnx_graph`, so a suite's processes (xdist
@@ -891,18 +892,25 @@ PASS_WARMUP = 2
 
 
 def op_type_runs(
-    trace: str | os.PathLike[str] | Sequence[Mapping[str, Any]], *, skip_runs: int = 0
+    trace: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
+    *,
+    skip_runs: int = 0,
+    runs_per_call: int = 1,
 ) -> list[dict[str, Any]]:
     """Per op type: nodes, mean µs per run and the µs of each kept run, slowest first.
 
     Runs are the ``model_run`` windows of :func:`parse_ort_profile`; the first
-    ``skip_runs`` are warm-up. A trace without ``model_run`` events is one run.
+    ``skip_runs`` are warm-up. A trace without ``model_run`` events is one run. With
+    ``runs_per_call`` > 1 each ``runs_per_call`` consecutive kept runs (one replayed
+    workload call) count as one.
     """
+    if isinstance(runs_per_call, bool) or not isinstance(runs_per_call, int) or runs_per_call < 1:
+        raise ValueError(f"runs_per_call must be a positive int; got {runs_per_call!r}.")
     events = _load_trace(trace)
     kernels = _kernel_events(events)
     windows = _run_windows(events)
     starts = [w[0] for w in windows]
-    kept = max(1, len(windows) - skip_runs) if windows else 1
+    kept = -(-max(1, len(windows) - skip_runs) // runs_per_call) if windows else 1
     runs: dict[str, list[float]] = {}
     nodes: dict[str, set[str]] = {}
     for event in kernels:
@@ -911,7 +919,7 @@ def op_type_runs(
             run = _run_of(float(event["ts"]), windows, starts)
             if run is None or run < skip_runs:
                 continue
-            index = run - skip_runs
+            index = (run - skip_runs) // runs_per_call
         node, op_type = _node_key(event)
         runs.setdefault(op_type or "?", [0.0] * kept)[index] += float(event["dur"])
         nodes.setdefault(op_type or "?", set()).add(node)
@@ -940,6 +948,9 @@ class SessionCall:
 
     ``runs`` is how often one call of the workload ran it, ``seconds`` how long those runs
     took, ``label`` names it for a reader (the model file's name, or ``session 2``).
+    ``feeds`` is what its last run got; ``feed_runs`` what each run of that call got, in
+    order (an OCR recogniser run on three crops: three feeds), () where only ``feeds``
+    is known.
     """
 
     session: Any
@@ -948,6 +959,12 @@ class SessionCall:
     runs: int = 1
     seconds: float = 0.0
     label: str = "model"
+    feed_runs: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def replayed(self) -> tuple[dict[str, Any], ...]:
+        """The feeds one profiled call replays, in order."""
+        return self.feed_runs or (self.feeds,)
 
 
 def session_label(session: Any, index: int = 1) -> str:
@@ -988,8 +1005,8 @@ def find_session_calls(call: Any, guard: Watchdog | None = None) -> SessionSearc
     ``session.run`` itself (a bound method, or a ``functools.partial`` of it) is used as
     it is. Any other callable is called once more while ``InferenceSession.run`` (and
     ``run_with_iobinding`` / ``run_with_ort_values``, which cannot be replayed) are
-    watched: each session seen, with the feeds of its last run, how often it ran and how
-    long. Sessions created during that call are found too. ``guard`` (a
+    watched: each session seen, with the feeds of every run in order, how often it ran
+    and how long. Sessions created during that call are found too. ``guard`` (a
     :func:`~pytest_inferperf.watchdog.pass_guard`) bounds that call.
     """
     direct = direct_call(call)
@@ -997,7 +1014,7 @@ def find_session_calls(call: Any, guard: Watchdog | None = None) -> SessionSearc
         return SessionSearch((direct,))
     if not callable(call):
         return SessionSearch((), "not available: the workload is not callable")
-    seen: dict[int, list[Any]] = {}  # id(session) -> [session, feeds, runs, ns]
+    seen: dict[int, list[Any]] = {}  # id(session) -> [session, [feeds of each run], runs, ns]
     unreplayable: list[str] = []
     cls = ort.InferenceSession
     originals = {
@@ -1011,8 +1028,9 @@ def find_session_calls(call: Any, guard: Watchdog | None = None) -> SessionSearc
         try:
             return originals["run"][1](self, output_names, input_feed, *args, **kw)
         finally:
-            entry = seen.setdefault(id(self), [self, input_feed, 0, 0])
-            entry[1] = input_feed
+            entry = seen.setdefault(id(self), [self, [], 0, 0])
+            # the dict as it was now: a workload may refill one dict for every run
+            entry[1].append(dict(input_feed) if isinstance(input_feed, Mapping) else input_feed)
             entry[2] += 1
             entry[3] += time.perf_counter_ns() - begin
 
@@ -1036,18 +1054,22 @@ def find_session_calls(call: Any, guard: Watchdog | None = None) -> SessionSearc
             else:
                 delattr(cls, name)
     entries = sorted(seen.values(), key=lambda e: -e[3])
-    found = tuple(
-        SessionCall(
-            session,
-            dict(feeds),
-            "found",
-            runs=runs,
-            seconds=ns / 1e9,
-            label=session_label(session, index),
-        )
-        for index, (session, feeds, runs, ns) in enumerate(entries, start=1)
-        if isinstance(feeds, Mapping)
-    )
+    calls = []
+    for index, (session, feeds, runs, ns) in enumerate(entries, start=1):
+        feed_runs = tuple(dict(f) for f in feeds if isinstance(f, Mapping))
+        if feed_runs:
+            calls.append(
+                SessionCall(
+                    session,
+                    feed_runs[-1],
+                    "found",
+                    runs=runs,
+                    seconds=ns / 1e9,
+                    label=session_label(session, index),
+                    feed_runs=feed_runs,
+                )
+            )
+    found = tuple(calls)
     found = _unique_labels(found)
     if found:
         return SessionSearch(found)
@@ -1088,20 +1110,155 @@ def find_session_call(call: Any) -> SessionCall | None:
     return search.sessions[0] if search.sessions else None
 
 
-def _settings_of(session: Any) -> SessionSettings:
-    facts = describe_session(session)
+#: ``SessionOptions`` attributes a replica copies from the session it stands for: every
+#: one that changes how the model runs. Not copied: the profiler's own (set for the
+#: replica), ``optimized_model_filepath`` (it would write the model again) and the
+#: logger's id.
+REPLICA_ATTRIBUTES = (
+    "intra_op_num_threads",
+    "inter_op_num_threads",
+    "execution_mode",
+    "execution_order",
+    "graph_optimization_level",
+    "enable_cpu_mem_arena",
+    "enable_mem_pattern",
+    "enable_mem_reuse",
+    "use_deterministic_compute",
+    "use_per_session_threads",
+    "log_severity_level",
+)
+#: Session config entries a replica copies where the session has them: those of
+#: ``onnxruntime_session_options_config_keys.h`` (ONNX Runtime's C API headers) that
+#: change how kernels or the thread pools run. ``SessionOptions`` cannot list its
+#: entries, so the keys are named; an entry not named here is not copied.
+REPLICA_CONFIG_KEYS = (
+    INTRA_SPINNING_KEY,
+    INTER_SPINNING_KEY,
+    "session.dynamic_block_base",
+    "session.intra_op_thread_affinities",
+    "session.set_denormal_as_zero",
+    "session.disable_prepacking",
+    "session.use_env_allocators",
+    "session.x64quantprecision",
+    "session.qdqisint8allowed",
+    "session.disable_quant_qdq",
+    "session.disable_double_qdq_remover",
+    "session.enable_quant_qdq_cleanup",
+    "session.disable_aot_function_inlining",
+    "optimization.disable_specified_optimizers",
+    "optimization.minimal_build_optimizations",
+    "mlas.enable_gemm_fastmath_arm64_bfloat16",
+)
+
+
+def _config_entry(options: Any, key: str) -> str | None:
+    try:
+        value = options.get_session_config_entry(key)
+    except Exception:  # ORT raises when the key is unset
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+def replica_options(session: Any, *, profile_prefix: str | None = None) -> ort.SessionOptions:
+    """New ``SessionOptions`` as ``session``'s own (:data:`REPLICA_ATTRIBUTES`,
+    :data:`REPLICA_CONFIG_KEYS`), with ONNX Runtime's profiler on where ``profile_prefix``
+    is given. The session's options object is read, never changed."""
+    source = session.get_session_options()
+    options = ort.SessionOptions()
+    for name in REPLICA_ATTRIBUTES:
+        if hasattr(source, name):
+            with contextlib.suppress(Exception):  # an attribute this ORT cannot set back
+                setattr(options, name, getattr(source, name))
+    for key in REPLICA_CONFIG_KEYS:
+        value = _config_entry(source, key)
+        if value is not None:
+            options.add_session_config_entry(key, value)
+    if profile_prefix is not None:
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
+    return options
+
+
+def _thread_settings(facts: Mapping[str, Any]) -> SessionSettings:
+    """The threads a session of these facts starts, as settings :func:`check_session_threads`
+    reads (nothing else of them is used)."""
+    mode = facts.get("execution_mode")
     return SessionSettings(
-        intra_op_threads=facts["intra_op_threads"] or 1,
-        inter_op_threads=facts["inter_op_threads"] or 1,
-        execution_mode=facts["execution_mode"],
-        allow_spinning=facts["allow_spinning"],
-        enable_mem_arena=facts["enable_mem_arena"],
-        graph_optimization_level=facts["graph_optimization_level"],
+        intra_op_threads=int(facts.get("intra_op_threads") or 0),
+        inter_op_threads=int(facts.get("inter_op_threads") or 0),
+        execution_mode=mode if mode in EXECUTION_MODES else "sequential",
     )
+
+
+def replica_session(session: Any, *, profile_prefix: str | None = None) -> Any:
+    """A second session of ``session``'s model made as the first one was: its own options
+    (:func:`replica_options`: threads, spinning, optimisation level, ...), its providers
+    and their options (``get_providers()``, ``get_provider_options()``).
+
+    Raises :class:`ModelError` when the model can be neither re-read nor re-used, and
+    :class:`SessionSettingsError` when its threads do not fit in this process again.
+    """
+    model = getattr(session, "_model_path", None) or getattr(session, "_model_bytes", None)
+    if not model:
+        raise ModelError("the session's model can be neither re-read nor re-used")
+    check_session_threads(_thread_settings(describe_session(session)))
+    options = replica_options(session, profile_prefix=profile_prefix)
+    providers = list(session.get_providers())
+    try:
+        provider_options = session.get_provider_options() or {}
+    except Exception:  # a provider that cannot report its options runs with its defaults
+        provider_options = {}
+    return ort.InferenceSession(
+        model,
+        options,
+        providers=providers,
+        provider_options=[dict(provider_options.get(p) or {}) for p in providers],
+    )
+
+
+def feed_description(feeds: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each fed input's name, shape and dtype (the rows ``identity.describe_model`` stores)."""
+    return [
+        {
+            "name": str(name),
+            "shape": [int(d) for d in getattr(value, "shape", ())],
+            "dtype": str(getattr(value, "dtype", type(value).__name__)),
+        }
+        for name, value in feeds.items()
+    ]
+
+
+#: Runs of one session per call whose inputs the operator pass stores (all of them are
+#: replayed): enough for an OCR pipeline's crops or a decoder's first steps, while a
+#: committed baseline stays small (engineering judgement).
+STORED_INPUT_RUNS = 16
 
 
 #: At most this many sessions of one workload get an operator table (largest first).
 MAX_SESSIONS = 4
+
+
+def _run_replayed(
+    found: SessionCall,
+    calls: int,
+    workdir: Path,
+    guard: Watchdog | None = None,
+    timed: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+) -> Path:
+    """``calls`` replayed calls of ``found`` in a profiled replica (inside ``timed``, the
+    replica made before it), each running every feed of one workload call in order; the
+    trace."""
+    session = replica_session(found.session, profile_prefix=str(workdir / "ort_profile"))
+    feeds = [dict(f) for f in found.replayed]
+
+    def one_call() -> None:
+        for feed in feeds:
+            session.run(None, feed)
+
+    with timed():
+        for _ in range(calls):
+            bounded_call(guard, one_call)
+    return Path(session.end_profiling())
 
 
 def _profile_session(
@@ -1110,19 +1267,35 @@ def _profile_session(
     guard: Watchdog | None = None,
     timed: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> tuple[list[OperatorStat], list[dict]]:
+    """Per-node stats (per session run) and per-op-type times (per replayed call)."""
     session = found.session
     model = getattr(session, "_model_path", None) or getattr(session, "_model_bytes", None)
     if not model:
         raise ModelError("the session's model can be neither re-read nor re-used")
+    per_call = len(found.replayed)
     with tempfile.TemporaryDirectory(prefix="inferperf-ort-") as tmp:
-        trace = _run_profiled(
-            model, found.feeds, _settings_of(session), PASS_WARMUP + runs, Path(tmp), guard, timed
-        )
+        trace = _run_replayed(found, PASS_WARMUP + runs, Path(tmp), guard, timed)
         events = _load_trace(trace)  # read and decoded once for both tables
+        skip = PASS_WARMUP * per_call
         return (
-            with_weight_types(parse_ort_profile(events, skip_runs=PASS_WARMUP), model),
-            op_type_runs(events, skip_runs=PASS_WARMUP),
+            with_weight_types(parse_ort_profile(events, skip_runs=skip), model),
+            op_type_runs(events, skip_runs=skip, runs_per_call=per_call),
         )
+
+
+def _session_record(found: SessionCall) -> dict[str, Any]:
+    """What the operator pass stores of one session it profiled: how it was found and
+    run, its own options (:func:`describe_session`) and the inputs of each run."""
+    record: dict[str, Any] = {
+        "label": found.label,
+        "how": found.how,
+        "runs_per_call": found.runs,
+        "seconds_per_call": round(found.seconds, 6),
+    }
+    with contextlib.suppress(Exception):  # a session that cannot describe itself
+        record["options"] = describe_session(found.session)
+    record["inputs"] = [feed_description(f) for f in found.replayed[:STORED_INPUT_RUNS]]
+    return record
 
 
 def _merge_op_types(tables: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
@@ -1152,15 +1325,21 @@ def operator_times(
     """Per-node and per-op-type times of the models a workload runs, or why not.
 
     For each session the workload runs (:func:`find_session_calls`; at most
-    :data:`MAX_SESSIONS`, largest first) a second session of the same model and settings
-    runs its feeds under ONNX Runtime's profiler: :data:`PASS_WARMUP` + :func:`pass_runs`
-    runs. Returns the Profile fields to set and None, or ``({}, reason)``:
+    :data:`MAX_SESSIONS`, largest first) a second session of the same model, made with
+    the first one's own options and providers (:func:`replica_session`), replays the
+    feeds of one workload call, every run in order, under ONNX Runtime's profiler:
+    :data:`PASS_WARMUP` + :func:`pass_runs` replayed calls. Returns the Profile fields
+    to set and None, or ``({}, reason)``:
 
-    * ``operators`` - every node of every session, each with ``model`` (the session's
-      label, :func:`session_label`) and ``session_runs_per_call``;
-    * ``op_types`` - per op type, summed over the sessions run by run;
-    * ``operator_pass`` - runs, warm-up, the pass's wall time, ``session`` ("direct" or
-      "found") and ``sessions``: label, how, runs per call and seconds in one call.
+    * ``operators`` - every node of every session (its ``calls``, ``mean_us`` per
+      session run), each with ``model`` (the session's label, :func:`session_label`)
+      and ``session_runs_per_call``;
+    * ``op_types`` - per op type, µs per replayed call, summed over the sessions call by
+      call;
+    * ``operator_pass`` - runs (replayed calls), warm-up, the pass's wall time,
+      ``session`` ("direct" or "found") and ``sessions``: label, how, runs per call,
+      seconds in one call, ``options`` (:func:`describe_session`) and ``inputs`` (each
+      run's inputs: name, shape, dtype; the first :data:`STORED_INPUT_RUNS` runs).
 
     A session whose profile fails is named in ``operator_pass["failed"]``. The whole
     pass (the watched call of the workload and every profiled run) is bounded by
@@ -1227,15 +1406,7 @@ def _operator_times(
         "warmup": PASS_WARMUP,
         "wall_ms": round(wall_ms, 1),
         "session": profiled[0].how,
-        "sessions": [
-            {
-                "label": s.label,
-                "how": s.how,
-                "runs_per_call": s.runs,
-                "seconds_per_call": round(s.seconds, 6),
-            }
-            for s in profiled
-        ],
+        "sessions": [_session_record(s) for s in profiled],
     }
     if failed:
         record["failed"] = failed
@@ -1278,12 +1449,8 @@ def operator_table(
 
 
 def profiled_replica(found: SessionCall, workdir: str | os.PathLike[str]) -> Any:
-    """A second session of ``found``'s model and settings with ONNX Runtime's profiler on,
-    its trace under ``workdir`` (``end_profiling()`` returns the path; its node events'
-    ``ts`` count µs from ``get_profiling_start_time_ns()``, on the wall clock)."""
-    session = found.session
-    model = getattr(session, "_model_path", None) or getattr(session, "_model_bytes", None)
-    if not model:
-        raise ModelError("the session's model can be neither re-read nor re-used")
-    prefix = str(Path(workdir) / "ort_profile")
-    return make_session(model, _settings_of(session), profile_prefix=prefix)
+    """A second session of ``found``'s model made as the first (:func:`replica_session`)
+    with ONNX Runtime's profiler on, its trace under ``workdir`` (``end_profiling()``
+    returns the path; its node events' ``ts`` count µs from
+    ``get_profiling_start_time_ns()``, on the wall clock)."""
+    return replica_session(found.session, profile_prefix=str(Path(workdir) / "ort_profile"))

@@ -1,9 +1,11 @@
 """The ONNX Runtime operator pass around a measured profile, and the model it ran.
 
 Owns: asking the ONNX helpers for per-operator times of a workload already
-measured (:func:`with_operator_times`) and the model identity of the call
-(:func:`with_model`). Imports ONNX Runtime only where a session can exist (it is
-already imported).
+measured (:func:`with_operator_times`: each session run as the workload ran it, every
+feed of one call and the session's own options; ``settings["operator_pass"]`` keeps,
+per session, those options and the inputs of each run, which ``settings_change``
+compares with a baseline's) and the model identity of the call (:func:`with_model`).
+Imports ONNX Runtime only where a session can exist (it is already imported).
 
 Must not: measure counters, judge or render; import pytest.
 """

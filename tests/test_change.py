@@ -416,7 +416,10 @@ def test_terminal_summary_says_why_each_slower_test_is_slower():
 
     change = _stage_change().to_dict()
     records = [
-        {"key": "t.py::test_slow", "change_explanation": change},
+        {"key": "t.py::test_slow", "change_explanation": change, "verdict": "regressed"},
+        {"key": "t.py::test_flaky", "change_explanation": change, "verdict": "inconclusive"},
+        # a passed test is never listed as slower, whatever its explanation says
+        {"key": "t.py::test_fine", "change_explanation": change, "verdict": "passed"},
         {
             "key": "t.py::test_same",
             "change_explanation": {"summary": "no metric moved", "slowdown": {"credible": False}},
@@ -425,6 +428,7 @@ def test_terminal_summary_says_why_each_slower_test_is_slower():
     ]
     assert change_lines(records) == [
         "Slower than the baseline, and why:",
+        f"  t.py::test_flaky (inconclusive): {change['summary']}",
         f"  t.py::test_slow: {change['summary']}",
     ]
 

@@ -821,7 +821,7 @@ def _table(fields: dict) -> list[tuple[str, str, str]]:
 def test_a_wrapped_session_run_gets_the_same_operator_table_as_a_direct_one(tmp_path):
     import functools
 
-    from pytest_inferperf.onnx import operator_times
+    from pytest_inferperf.onnx import describe_session, operator_times
 
     session = _chain_session(tmp_path, "encoder")
     feeds = {"x": np.ones((16, 32), np.float32)}
@@ -846,6 +846,8 @@ def test_a_wrapped_session_run_gets_the_same_operator_table_as_a_direct_one(tmp_
             "how": "found",
             "runs_per_call": 1,
             "seconds_per_call": wrapped["operator_pass"]["sessions"][0]["seconds_per_call"],
+            "options": describe_session(session),
+            "inputs": [[{"name": "x", "shape": [16, 32], "dtype": "float32"}]],
         }
     ]
     assert {o["model"] for o in wrapped["operators"]} == {"encoder"}
@@ -862,7 +864,7 @@ def test_only_the_profiled_runs_of_the_operator_pass_are_timed(tmp_path, monkeyp
     classifier = _chain_session(tmp_path, "classifier")
     feeds = {"x": np.ones((16, 32), np.float32)}
     log: list[str] = []
-    made = onnx_module.make_session
+    made = onnx_module.replica_session
 
     class Logged:  # the second session, its runs logged
         def __init__(self, session):
@@ -876,7 +878,7 @@ def test_only_the_profiled_runs_of_the_operator_pass_are_timed(tmp_path, monkeyp
             log.append("trace")
             return self.session.end_profiling()
 
-    def make_session(*args, **kwargs):
+    def replica_session(*args, **kwargs):
         log.append("session")
         return Logged(made(*args, **kwargs))
 
@@ -891,7 +893,7 @@ def test_only_the_profiled_runs_of_the_operator_pass_are_timed(tmp_path, monkeyp
         classifier.run(None, feeds)
         return encoder.run(None, feeds)
 
-    monkeypatch.setattr(onnx_module, "make_session", make_session)
+    monkeypatch.setattr(onnx_module, "replica_session", replica_session)
     fields, why = onnx_module.operator_times(pipeline, timed=timed)
     assert why is None and {s["label"] for s in fields["operator_pass"]["sessions"]} == {
         "encoder",

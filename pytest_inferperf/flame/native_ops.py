@@ -298,7 +298,8 @@ def native_operator_view(
 
         def run_all() -> None:
             for found_call, session in replicas:
-                session.run(None, found_call.feeds)
+                for feed in found_call.replayed:  # every feed of one call, in order
+                    session.run(None, feed)
 
         run_all()  # warm-up outside the window
         result = sample_native(
