@@ -20,6 +20,7 @@ baseline, or the error loading it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -27,22 +28,62 @@ from typing import Any
 from .budgets import BudgetResult, PerfSpec, check_budgets
 from .change import ChangeExplanation, explain_profiles
 from .classify import Diagnosis, diagnose_in, rule_context
-from .compare import Comparison, IncomparableError, compare_profiles
+from .compare import Comparison, IncomparableError, MetricChange, compare_profiles
 from .conditions import busy_reasons
 from .metrics import METRICS, profile_metrics
-from .noise import TIMING_CLOCK, NoiseFloor, TimingJudgement, floor_of, judge_timing
+from .noise import NoiseFloor, TimingJudgement, clock_of, floor_of, judge_timing, pooled
 from .pmu.events import SOFTWARE_EVENTS
 from .pmu.trust import unjudgeable_metrics
 from .profile import Profile
+from .stages import StageTime, metric_label, stage_metric, stage_times
 
 # Metrics whose change against the baseline fails a test by default. They are
 # judged on per-repeat distributions (a rank test), so noise alone rarely trips
 # them. Percentiles, tail ratios, OS event rates and memory vary run to run on
 # shared machines: they are reported, and gate only when a test names them in
-# ``tolerance={...}`` (or sets a budget on them).
+# ``tolerance={...}`` (or sets a budget on them). Every ``region()`` stage compared
+# (``stage:<name>``) gates too: a stage is judged on its per-repeat times as well, and
+# a slower stage is what its test was written to catch (``assess``).
 GATED_METRICS = frozenset(
     name for name, m in METRICS.items() if any(e not in SOFTWARE_EVENTS for e in m.inputs)
 ) | {"cpu_ms_per_call", "latency_mean_ms"}
+
+
+@dataclass(frozen=True)
+class StageRow:
+    """One ``region()`` stage as judged: its time now, and against the baseline."""
+
+    time: StageTime
+    baseline_ms: float | None  # ms per call in the baseline; None: no baseline has it
+    delta: float | None  # relative to the baseline
+    change: MetricChange | None  # the stage's comparison row (None: not compared)
+    # "regressed" (fails the test) | "inconclusive" | "ok" | "improved" | "noise" |
+    # "accepted" (a regression, under --update-baselines); None:
+    # not judged (no baseline, or the time outside the regions, which the whole call's
+    # metrics judge)
+    verdict: str | None
+    budget_ms: float | None  # the marker's stage_ms_max for it
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types (a move from a zero baseline is ``"inf"``)."""
+        t, c = self.time, self.change
+        return {
+            "name": t.name,
+            "region": t.named,
+            "entered": t.entered,
+            "ms_per_call": t.ms_per_call,
+            "share": t.share,
+            "baseline_ms_per_call": self.baseline_ms,
+            "delta": None if self.delta is None else _json_float(self.delta),
+            "tolerance": None if c is None else c.tolerance,
+            "verdict": self.verdict,
+            "detail": None if c is None else c.detail,
+            "budget_ms_max": self.budget_ms,
+        }
+
+
+def _json_float(value: float) -> float | str:
+    return value if math.isfinite(value) else ("inf" if value > 0 else "-inf")
 
 
 @dataclass(frozen=True)
@@ -92,7 +133,7 @@ class Assessment:
     @property
     def counted_regressions(self) -> tuple:
         """Regressions in counted work (instructions, misses, ...): no noise floor applies."""
-        return tuple(c for c in self.suspected if c.metric not in TIMING_CLOCK)
+        return tuple(c for c in self.suspected if clock_of(c.metric) is None)
 
     @property
     def timing_judgements(self) -> tuple[TimingJudgement, ...]:
@@ -106,7 +147,7 @@ class Assessment:
         return tuple(
             judge_timing(c.metric, c.delta, c.tolerance, floor, cpu_time_judged=cpu_judged)
             for c in self.suspected
-            if c.metric in TIMING_CLOCK
+            if clock_of(c.metric) is not None
         )
 
     @property
@@ -120,9 +161,9 @@ class Assessment:
         beyond = {j.metric for j in self.timing_judgements if j.outcome == "regressed"}
         if self.unconfirmed:
             beyond = set()
-        return tuple(
-            c for c in self.suspected if c.metric not in TIMING_CLOCK or c.metric in beyond
-        )
+        elif self.confirmation is not None and "held_metrics" in self.confirmation:
+            beyond &= set(self.confirmation["held_metrics"])  # fresh processes decided
+        return tuple(c for c in self.suspected if clock_of(c.metric) is None or c.metric in beyond)
 
     @property
     def inconclusive(self) -> tuple[str, ...]:
@@ -166,7 +207,7 @@ class Assessment:
         if self.regressions:
             cpu = [c for c in self.regressions if c.metric == "cpu_ms_per_call"]
             worst = cpu[0] if cpu else max(self.regressions, key=lambda c: abs(c.delta))
-            return f"{worst.metric} (timing, beyond the noise floor)"
+            return f"{metric_label(worst.metric)} (timing, beyond the noise floor)"
         work = self.comparison.get("instructions_per_call")
         if work is not None:
             return (
@@ -193,6 +234,42 @@ class Assessment:
         if self.comparison is None:
             return ()
         return tuple(c for c in self.comparison.improvements if c.metric in self.gated)
+
+    @property
+    def stages(self) -> tuple[StageRow, ...]:
+        """Each ``region()`` stage (the time outside them last): its time per call, its
+        share of the call, and against the baseline where there is one."""
+        judged = {c.metric for c in self.regressions}
+        doubtful = {c.metric for c in self.suspected} - judged
+        moves = {p.name: p for p in self.change.stages} if self.change is not None else {}
+        limits = {b.budget.metric: b.budget.limit for b in self.budgets}
+        rows = []
+        for time in stage_times(self.profile):
+            metric = stage_metric(time.name)
+            change = self.comparison.get(metric) if self.comparison is not None else None
+            verdict = None
+            if change is not None and not self.compare_fails:  # --update-baselines
+                verdict = "accepted" if change.status == "regressed" else change.status
+            elif change is not None:
+                verdict = (
+                    "regressed"
+                    if metric in judged
+                    else "inconclusive"
+                    if metric in doubtful
+                    else change.status
+                )
+            part = None if time.named else moves.get(time.name)  # outside: not judged
+            rows.append(
+                StageRow(
+                    time,
+                    change.baseline if change is not None else part.baseline_ms if part else None,
+                    change.delta if change is not None else part.relative if part else None,
+                    change,
+                    verdict,
+                    limits.get(metric),
+                )
+            )
+        return tuple(rows)
 
     @property
     def failed(self) -> bool:
@@ -257,6 +334,7 @@ def assess(
         metrics,
         profile.unavailable,
         not_judged=unjudgeable_metrics(profile.machine, profile.unavailable),
+        stages={t.name: t.ms_per_call for t in stage_times(profile) if t.named},
     )
     comparison = None
     if baseline is not None:
@@ -265,6 +343,8 @@ def assess(
         except IncomparableError as exc:
             baseline_note = f"not compared: {exc}"
     gated = GATED_METRICS | frozenset(spec.tolerance if isinstance(spec.tolerance, Mapping) else ())
+    if comparison is not None:
+        gated |= frozenset(c.metric for c in comparison.stages)
     diagnosis = diagnose_profile(profile, metrics, extra_findings)
     if comparison is not None and baseline is not None:
         change = explain_profiles(
@@ -290,7 +370,13 @@ def assess(
         stale_fails=stale_fails,
         noise=None
         if comparison is None or baseline is None
-        else floor_of(profile.conditions, baseline.conditions),
+        else floor_of(
+            profile.conditions,
+            baseline.conditions,
+            pooled=pooled(
+                metrics.get("cpu_utilisation"), profile_metrics(baseline).get("cpu_utilisation")
+            ),
+        ),
         strict=strict,
     )
 
@@ -302,8 +388,8 @@ def with_confirmation(first: Assessment, again: Assessment, *, pause_s: float) -
     then the second measurement's verdict stands, marked confirmed. Otherwise the
     first verdict stands with its timing regressions turned inconclusive.
     """
-    suspects = {c.metric: c for c in first.regressions if c.metric in TIMING_CLOCK}
-    repeated = {c.metric: c for c in again.regressions if c.metric in TIMING_CLOCK}
+    suspects = {c.metric: c for c in first.regressions if clock_of(c.metric) is not None}
+    repeated = {c.metric: c for c in again.regressions if clock_of(c.metric) is not None}
     held = [m for m in suspects if m in repeated]
     shown = held or list(suspects)
     compared = {m: again.comparison.get(m) if again.comparison is not None else None for m in shown}
@@ -326,6 +412,71 @@ def with_confirmation(first: Assessment, again: Assessment, *, pause_s: float) -
         "text": text,
     }
     return replace(base, confirmation=record)
+
+
+def with_process_confirmation(
+    first: Assessment,
+    fresh: Sequence[Assessment],
+    baseline: Profile,
+    *,
+    failed: str | None = None,
+) -> Assessment:
+    """The verdict once a suspected timing regression was measured in fresh processes.
+
+    Each suspected timing metric is judged over processes
+    (:func:`between_processes.judge_processes`): the fresh processes' values, each
+    against its own noise floor, against the baseline's process values (its one value
+    where it was recorded in one process). The test fails on the metrics that hold;
+    when none does, the first verdict stands with its timing regressions inconclusive.
+    ``failed``: why fewer processes than asked for measured (they still count, if any).
+    """
+    from .between_processes import judge_processes
+
+    suspects = {c.metric: c for c in first.regressions if clock_of(c.metric) is not None}
+    judged = []
+    for metric, change in suspects.items():
+        values = {id(a): _compared_value(a, metric) for a in fresh}
+        runs = [a for a in fresh if (values[id(a)] or 0) > 0]
+        if not runs:
+            continue
+        factors = [
+            (a.noise or NoiseFloor(None, None, (), ())).allowed_ratio(metric, 0.0) for a in runs
+        ]
+        judged.append(
+            judge_processes(
+                metric,
+                [float(values[id(a)] or 0) for a in runs],
+                factors,
+                baseline.processes.get(metric) or (change.baseline,),
+                change.tolerance,
+            )
+        )
+    held = [j.metric for j in judged if j.held]
+    parts = "; ".join(f"{j.metric} {j.reason}" for j in judged) or (
+        "no fresh process measured the suspected metrics"
+    )
+    if failed:
+        parts += f" ({failed})"
+    text = f"confirmed: {parts}" if held else f"not confirmed: {parts}"
+    record = {
+        "held": bool(held),
+        "held_metrics": held,
+        "processes": len(fresh),
+        "first": {m: c.delta for m, c in suspects.items()},
+        "second": {j.metric: j.change for j in judged},
+        "judgements": [j.to_dict() for j in judged],
+        "text": text,
+    }
+    return replace(first, confirmation=record)
+
+
+def _compared_value(verdict: Assessment, metric: str) -> float | None:
+    """``metric``'s value in ``verdict`` as its comparison saw it (stages included)."""
+    change = verdict.comparison.get(metric) if verdict.comparison is not None else None
+    if change is not None:
+        return float(change.current)
+    value = verdict.metrics.get(metric)
+    return None if value is None else float(value)
 
 
 def _pct(delta: float | None) -> str:

@@ -1,10 +1,11 @@
 """Perf budgets: the ``@pytest.mark.perf(...)`` keywords, validated and checked.
 
 Owns: which keywords the marker accepts (``<metric>_min`` / ``<metric>_max``
-for every metric in ``metrics.METRICS``, ``tolerance``, and the runner
-overrides), turning them into a :class:`PerfSpec` with clear errors (and a
-did-you-mean) for anything wrong, and checking budgets against a Profile's
-metrics. Pure: no pytest, no files.
+for every metric in ``metrics.METRICS``, ``stage_ms_max`` for ``region()``
+stages, ``tolerance``, and the runner overrides), turning them into a
+:class:`PerfSpec` with clear errors (and a did-you-mean) for anything wrong, and
+checking budgets against a Profile's metrics and stage times. Pure: no pytest, no
+files.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from .errors import InferperfError
 from .metrics import METRICS, missing_inputs
 from .numbers import number
+from .stages import EVERY_STAGE, metric_label, stage_metric, stage_of
 
 RUNNER_KEYWORDS = {
     "warmup": "int",
@@ -29,7 +31,11 @@ RUNNER_KEYWORDS = {
     "pin": "cpus",
     "threads": "int",
 }
-OTHER_KEYWORDS = ("tolerance",)
+#: ``stage_ms_max={"preprocess": 5}``: a ``region()`` stage's wall ms per measured call.
+STAGE_BUDGET = "stage_ms_max"
+OTHER_KEYWORDS = ("tolerance", STAGE_BUDGET)
+#: Where a stage budget's wall time cannot be judged (an emulator's clock), latency cannot.
+_STAGE_CLOCK = "latency_mean_ms"
 
 
 class MarkerError(InferperfError, ValueError):
@@ -44,7 +50,16 @@ class Budget:
 
     @property
     def keyword(self) -> str:
+        stage = stage_of(self.metric)
+        if stage is not None:
+            return f"{STAGE_BUDGET}[{stage!r}]"
         return f"{self.metric}_{self.kind}"
+
+    @property
+    def label(self) -> str:
+        """What the budget limits, as output shows it: ``stage preprocess ms/call``."""
+        stage = stage_of(self.metric)
+        return self.metric if stage is None else f"{metric_label(self.metric)} ms/call"
 
 
 @dataclass(frozen=True)
@@ -61,7 +76,7 @@ class PerfSpec:
             return None
         if isinstance(self.tolerance, Mapping):
             return dict(self.tolerance)
-        return {name: float(self.tolerance) for name in METRICS}
+        return {name: float(self.tolerance) for name in (*METRICS, EVERY_STAGE)}
 
 
 def budget_keywords() -> list[str]:
@@ -96,6 +111,8 @@ def parse_marker(
     for key, value in kwargs.items():
         if key == "tolerance":
             tolerance = _parse_tolerance(value, marker)
+        elif key == STAGE_BUDGET:
+            budgets.extend(_parse_stage_budgets(value, marker))
         elif key in RUNNER_KEYWORDS:
             runner[key] = _parse_runner_value(key, value, marker)
         elif (target := budget_target(key)) is not None:
@@ -141,6 +158,31 @@ def _unknown_keyword(key: str, marker: str) -> str:
     )
 
 
+def _parse_stage_budgets(value: Any, marker: str) -> list[Budget]:
+    example = f'{STAGE_BUDGET}={{"preprocess": 5}}'
+    if not isinstance(value, Mapping):
+        raise MarkerError(
+            f"@pytest.mark.{marker}({STAGE_BUDGET}={value!r}): stage budgets are a mapping "
+            "from the name given to region() to the most wall milliseconds per call that "
+            f"stage may take, e.g. {example}"
+        )
+    out = []
+    for name, limit in value.items():
+        if not isinstance(name, str) or not name:
+            raise MarkerError(
+                f"@pytest.mark.{marker}({STAGE_BUDGET}={{{name!r}: ...}}): a stage is named by "
+                f"the string given to region(), e.g. {example}"
+            )
+        if not _is_number(limit) or limit < 0:
+            raise MarkerError(
+                f"@pytest.mark.{marker}({STAGE_BUDGET}={{{name!r}: {limit!r}}}): a stage "
+                "budget is the most wall milliseconds per call the stage may take, a finite "
+                f"number >= 0, e.g. {STAGE_BUDGET}={{{name!r}: 5}}"
+            )
+        out.append(Budget(stage_metric(name), "max", float(limit)))
+    return out
+
+
 def _parse_tolerance(value: Any, marker: str) -> float | dict[str, float]:
     def check(name: str, v: Any) -> float:
         if not _is_number(v) or v < 0:
@@ -153,9 +195,17 @@ def _parse_tolerance(value: Any, marker: str) -> float | dict[str, float]:
     if isinstance(value, Mapping):
         out = {}
         for metric, v in value.items():
+            if isinstance(metric, str) and stage_of(metric):
+                out[metric] = check(f"[{metric!r}]", v)
+                continue
             if metric not in METRICS:
                 guesses = difflib.get_close_matches(str(metric), METRICS, n=2)
-                hint = f" Did you mean {' or '.join(guesses)}?" if guesses else ""
+                hint = (
+                    f" Did you mean {' or '.join(guesses)}?"
+                    if guesses
+                    else f" A region() stage is named {stage_metric(str(metric))!r} (every "
+                    f"stage: {EVERY_STAGE!r})."
+                )
                 raise MarkerError(
                     f"@pytest.mark.{marker}(tolerance=...): unknown metric {metric!r}.{hint}"
                 )
@@ -202,13 +252,15 @@ class BudgetResult:
 
     def describe(self) -> str:
         b = self.budget
+        op = ">=" if b.kind == "min" else "<="
+        if self.value is None and self.status == "fail":
+            return f"{b.label}, budget {op} {b.limit:g}: FAILED: {self.reason}"
         if self.value is None:
             return f"{b.keyword}={b.limit:g}: not checked: {self.reason}"
-        op = ">=" if b.kind == "min" else "<="
         delta = (self.value - b.limit) / b.limit * 100 if b.limit else math.inf
         verdict = "ok" if self.status == "pass" else "FAILED"
         return (
-            f"{b.metric} = {number(self.value)}, budget {op} {b.limit:g} "
+            f"{b.label} = {number(self.value)}, budget {op} {b.limit:g} "
             f"({delta:+.1f}% from the limit): {verdict}"
         )
 
@@ -219,13 +271,21 @@ def check_budgets(
     unavailable: Mapping[str, str],
     *,
     not_judged: Mapping[str, str] | None = None,
+    stages: Mapping[str, float] | None = None,
 ) -> tuple[BudgetResult, ...]:
     """Each budget against the measured metrics; unmeasurable ones carry the reason.
 
     ``not_judged`` maps metrics this machine cannot judge (an emulator's clock) to why.
+    ``stages`` maps each ``region()`` the workload entered to its wall ms per call: a
+    stage budget naming a region never entered fails, listing those entered (a typo in
+    the name must not pass).
     """
     results = []
     for budget in budgets:
+        stage = stage_of(budget.metric)
+        if stage is not None:
+            results.append(_check_stage(budget, stage, stages or {}, not_judged or {}))
+            continue
         if not_judged and budget.metric in not_judged:
             results.append(BudgetResult(budget, None, "unavailable", not_judged[budget.metric]))
             continue
@@ -246,3 +306,24 @@ def check_budgets(
         ok = value >= budget.limit if budget.kind == "min" else value <= budget.limit
         results.append(BudgetResult(budget, value, "pass" if ok else "fail"))
     return tuple(results)
+
+
+def _check_stage(
+    budget: Budget, stage: str, stages: Mapping[str, float], not_judged: Mapping[str, str]
+) -> BudgetResult:
+    if _STAGE_CLOCK in not_judged:
+        return BudgetResult(budget, None, "unavailable", not_judged[_STAGE_CLOCK])
+    value = stages.get(stage)
+    if value is None:
+        entered = ", ".join(repr(name) for name in stages) or "no region() at all"
+        guesses = difflib.get_close_matches(stage, list(stages), n=1)
+        hint = f" (did you mean {guesses[0]!r}?)" if guesses else ""
+        return BudgetResult(
+            budget,
+            None,
+            "fail",
+            f"the workload never entered region({stage!r}) while measured{hint}; it "
+            f"entered {entered}",
+        )
+    ok = value >= budget.limit if budget.kind == "min" else value <= budget.limit
+    return BudgetResult(budget, value, "pass" if ok else "fail")

@@ -1,9 +1,10 @@
 """Comparing a Profile with its baseline: which metrics moved, and is the move real.
 
-Owns: the relative tolerance of every metric (:data:`DEFAULT_TOLERANCES`),
-the direction-aware judgement of each metric (ok / regressed / improved /
-noise), the two-sided Mann-Whitney U test that decides whether a change
-beyond tolerance is statistically credible, and :class:`Comparison`.
+Owns: the relative tolerance of every metric (:data:`DEFAULT_TOLERANCES`) and of
+every ``region()`` stage (:data:`STAGE_TOLERANCE`), the direction-aware judgement
+of each metric and stage (ok / regressed / improved / noise), the two-sided
+Mann-Whitney U test that decides whether a change beyond tolerance is
+statistically credible, and :class:`Comparison`.
 
 Must not: read or write files (that is ``baseline``), measure, print, or
 import pytest. Pure functions of two Profiles.
@@ -29,6 +30,16 @@ regression, nor is a cache that almost never misses missing a few more times
 LLC misses per 1000 instructions in the baseline, 0.0040 the next run, +41%).
 Beyond the floor, a zero baseline gives ``+inf``/``-inf``, so "no page faults"
 becoming "one fault every few calls" is a change.
+
+Stages
+------
+Each ``region()`` stage the workload entered in both Profiles is one more row,
+named ``stage:<name>`` (:func:`stages.stage_metric`): its wall ms per measured call,
+judged as a metric is, on the per-repeat values (the stage's wall time in a repeat
+over that repeat's calls), lower is better, with :data:`STAGE_TOLERANCE` unless the
+test names ``stage:<name>`` (or ``stage:*``, every stage) in its tolerances, and
+:data:`STAGE_FLOOR_MS` as its absolute floor. A stage entered on one side only, and
+the time outside every region, are not rows: the whole call's metrics judge that time.
 """
 
 from __future__ import annotations
@@ -42,6 +53,7 @@ from . import metrics as metrics_mod
 from .errors import InferperfError
 from .pmu.simulate_noise import noise_tolerances
 from .profile import Profile
+from .stages import EVERY_STAGE, stage_metric, stage_of, stage_times
 
 if TYPE_CHECKING:  # numpy is imported where the rank test runs: importing the plugin stays light
     import numpy as np
@@ -119,6 +131,24 @@ DEFAULT_TOLERANCES: dict[str, float] = {
     "rss_growth_mb": 0.10,
 }
 
+#: Relative tolerance of a ``region()`` stage's wall ms per call. A stage is a part of
+#: the call, so noisier than the whole call's latency (10%): the same disturbance (an
+#: interrupt, a page fault, a context switch, the region's own counter reads on entry
+#: and exit) is a larger fraction of a shorter interval, and a stage shares its caches
+#: with the stages around it. Engineering judgement: 25%, the tolerance the change
+#: explanation already gives a part of the call (``change.PART_TOLERANCE``: the 10-30% a
+#: shared 2-CPU machine moves timings by) and above the 20% of the noisiest latency
+#: metric here (``latency_p99_ms``); it still catches a stage 1.5 times slower. A stage
+#: fails a test only when the change is also credible (the rank test), beyond the noise
+#: floor (``noise``: wall time) and holds when measured again.
+STAGE_TOLERANCE = 0.25
+#: A stage that moved by at most this much (ms per call) did not move. A region's own
+#: bookkeeping is a read of every counter group on entry and on exit, as a repeat's: 1.5
+#: µs with one thread, 3.7 µs with four on a 2-vCPU Xeon VM (docs/counting.md), and an
+#: interrupt or a context switch costs µs too. Engineering judgement: 10 µs, a few times
+#: that, so a stage of a few µs is not failed for a few µs more.
+STAGE_FLOOR_MS = 0.01
+
 #: Absolute change a metric may make and still count as unchanged (from any baseline,
 #: zero included): below these the change is too small to cost anything.
 ABSOLUTE_FLOORS: dict[str, float] = {
@@ -194,6 +224,11 @@ class Comparison:
     def get(self, metric: str) -> MetricChange | None:
         return next((c for c in self.changes if c.metric == metric), None)
 
+    @property
+    def stages(self) -> tuple[MetricChange, ...]:
+        """The ``region()`` stages' rows (``stage:<name>``), in the order first entered."""
+        return tuple(c for c in self.changes if stage_of(c.metric) is not None)
+
 
 # -- comparing ---------------------------------------------------------------
 def compare_profiles(
@@ -203,7 +238,8 @@ def compare_profiles(
     tolerances: Mapping[str, float] | None = None,
     metrics: Iterable[str] | None = None,
 ) -> Comparison:
-    """Judge every metric present in both Profiles (or only ``metrics``)."""
+    """Judge every metric and ``region()`` stage present in both Profiles (or only
+    ``metrics``: metric names, and ``stage:<name>`` for a stage)."""
     check_comparable(current, baseline)
     # Simulated counts bring their own measured noise (pmu/simulate_noise.py); the
     # user's tolerances still win.
@@ -229,7 +265,40 @@ def compare_profiles(
                 current_repeats=[r[name] for r in cur_rep if name in r],
             )
         )
+    changes.extend(
+        c for c in compare_stages(current, baseline, tols) if wanted is None or c.metric in wanted
+    )
     return Comparison(tuple(changes))
+
+
+def compare_stages(
+    current: Profile, baseline: Profile, tolerances: Mapping[str, float] | None = None
+) -> tuple[MetricChange, ...]:
+    """Each ``region()`` stage entered in both Profiles: its wall ms per call, judged.
+
+    ``tolerances`` may name ``stage:<name>`` or ``stage:*`` (every stage); otherwise
+    :data:`STAGE_TOLERANCE`.
+    """
+    tols = tolerances or {}
+    before = {t.name: t for t in stage_times(baseline) if t.named}
+    out = []
+    for now in stage_times(current):
+        then = before.get(now.name)
+        if not now.named or then is None:
+            continue
+        name = stage_metric(now.name)
+        out.append(
+            judge_metric(
+                name,
+                then.ms_per_call,
+                now.ms_per_call,
+                tolerance=tols.get(name, tols.get(EVERY_STAGE, STAGE_TOLERANCE)),
+                baseline_repeats=then.repeat_ms,
+                current_repeats=now.repeat_ms,
+                floor=STAGE_FLOOR_MS,
+            )
+        )
+    return tuple(out)
 
 
 def check_comparable(current: Profile, baseline: Profile) -> None:
@@ -252,10 +321,16 @@ def judge_metric(
     tolerance: float,
     baseline_repeats: Sequence[float] = (),
     current_repeats: Sequence[float] = (),
+    floor: float | None = None,
 ) -> MetricChange:
-    """One metric's :class:`MetricChange` from its point values and per-repeat values."""
+    """One metric's :class:`MetricChange` from its point values and per-repeat values.
+
+    ``floor``: the absolute change that is no change (default: :data:`ABSOLUTE_FLOORS`).
+    """
     better = metrics_mod.METRICS[name].better if name in metrics_mod.METRICS else "lower"
-    delta = relative_delta(baseline, current, ABSOLUTE_FLOORS.get(name, 0.0))
+    if floor is None:
+        floor = ABSOLUTE_FLOORS.get(name, 0.0)
+    delta = relative_delta(baseline, current, floor)
     beyond = abs(delta) > tolerance
     worse = delta > 0 if better == "lower" else delta < 0
     p_value: float | None = None
@@ -382,7 +457,7 @@ def _wanted(names: Iterable[str] | None) -> set[str] | None:
     if names is None:
         return None
     wanted = set(names)
-    unknown = sorted(wanted - set(metrics_mod.METRICS))
+    unknown = sorted(n for n in wanted - set(metrics_mod.METRICS) if stage_of(n) is None)
     if unknown:
         raise ValueError(
             f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(metrics_mod.METRICS)}"

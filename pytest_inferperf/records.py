@@ -55,6 +55,8 @@ class ProfileRecord:
     noise_floor: dict[str, Any] | None = None
     busy: list[str] = field(default_factory=list)  # why the machine was busy now
     baseline_busy: list[str] = field(default_factory=list)
+    # each region() stage: ms per call, share of the call, against the baseline
+    stages: list[dict[str, Any]] = field(default_factory=list)
     failure: str | None = None  # the failure text, for a failed profile
     nodeid: str = ""  # set on the controller, from the report
     outcome: str = ""  # the test's outcome (passed / failed / skipped), from the report
@@ -140,4 +142,5 @@ _TYPES: dict[str, type] = {
     "inconclusive": list,
     "busy": list,
     "baseline_busy": list,
+    "stages": list,
 }

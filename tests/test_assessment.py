@@ -188,7 +188,7 @@ def test_the_record_keeps_every_field_and_carries_the_whole_diagnosis():
         extra_findings=[HOOK_FINDING],
     )
     record = record_of(a)
-    assert set(record) == OLD_RECORD_FIELDS | {"diagnosis_detail"}
+    assert set(record) == OLD_RECORD_FIELDS | {"diagnosis_detail", "stages"}
     assert record == record_of(a)
     assert record["verdict"] == "regressed" and record["failed"] is True
     json.dumps(record, allow_nan=False)

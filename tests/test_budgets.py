@@ -118,7 +118,7 @@ def test_one_tolerance_applies_to_every_metric():
     assert spec.tolerance == 0.05
     tolerances = spec.tolerances()
     assert tolerances is not None
-    assert set(tolerances) == set(METRICS)
+    assert set(tolerances) == {*METRICS, "stage:*"}  # and every region() stage
     assert set(tolerances.values()) == {0.05}
 
 

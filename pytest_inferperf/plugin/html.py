@@ -1,4 +1,4 @@
-"""pytest-html integration: the inferperf columns and embedded flamegraphs.
+"""pytest-html integration: the inferperf columns, the stage tables and embedded flamegraphs.
 
 Owns: pytest-html's hooks' cells and extras. Must not: judge or measure.
 """
@@ -20,10 +20,12 @@ if TYPE_CHECKING:
 
 
 def html_extras(item: pytest.Item, report: pytest.TestReport, verdicts: list[Verdict]) -> None:
-    """Flamegraphs in pytest-html's report: embedded, and linked relative to the report.
+    """The ``region()`` stages and the flamegraphs in pytest-html's report.
 
-    Embedded SVG survives an upload of the report alone as a CI artifact; the link is
-    relative to the report's folder, so it works wherever report and flamegraphs travel
+    Each profile's stages are a table (ms per call, share of the call, against the
+    baseline), for passing tests too. Flamegraphs are embedded, and linked relative to the
+    report: embedded SVG survives an upload of the report alone as a CI artifact; the link
+    is relative to the report's folder, so it works wherever report and flamegraphs travel
     together. Nothing when pytest-html is not active.
     """
     config = item.config
@@ -36,10 +38,20 @@ def html_extras(item: pytest.Item, report: pytest.TestReport, verdicts: list[Ver
     except ImportError:
         return
     import base64
+    import html as escape
+
+    from ..report.html import stages_html
 
     folder = Path(config.invocation_params.dir, htmlpath).parent
     extras = getattr(report, "extras", [])
     for verdict in verdicts:
+        stages = [row.to_dict() for row in verdict.stages]
+        if stages:
+            extras.append(
+                pytest_html.extras.html(
+                    f"<p><b>{escape.escape(verdict.key)}: stages</b></p>{stages_html(stages)}"
+                )
+            )
         for kind, path in verdict.artifacts.items():
             target = Path(config.rootpath, path)
             extras.append(

@@ -1,7 +1,9 @@
 """The HTML report of ``inferperf analyse`` and ``inferperf compare``: one self-contained page.
 
 Owns: :func:`render_html` - for each assessed Profile a summary, what was counted and what was
-not (with the reasons), the metrics, latency and peak memory, the per-operator table, the
+not (with the reasons), the metrics, latency and peak memory, the ``region()`` stages (ms
+per call, share of the call, against the baseline: :func:`stages_html`), the per-operator
+table, the
 roofline plot, the diagnosis with its evidence, energy and the flamegraphs; with several
 Profiles, first the side-by-side comparison (metrics, operator types, Pareto front,
 differential operator flamegraphs); :func:`render_run_html`, the same sections for a
@@ -179,6 +181,58 @@ def _latency(profile: Profile) -> str:
     )
 
 
+def stages_html(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The ``region()`` stages, from :meth:`assessment.StageRow.to_dict` rows (a record's
+    ``stages``): ms per call, share of the call, and against the baseline where there is one."""
+    if not rows:
+        return (
+            '<p class="muted">No stages: the workload entered no <code>region()</code> '
+            "while measured.</p>"
+        )
+    compared = any(r.get("baseline_ms_per_call") is not None for r in rows)
+    budgets = any(r.get("budget_ms_max") is not None for r in rows)
+    out = []
+    for r in rows:
+        share = r.get("share")
+        row: list[Any] = [
+            r.get("name") if r.get("region", True) else "outside the region() stages",
+            r.get("entered"),
+            shared.fmt(r.get("ms_per_call")),
+            "" if share is None else f"{share:.1%}",
+        ]
+        if compared:
+            raw = r.get("delta")  # "inf" / "-inf": a move from a zero baseline
+            delta = None if raw is None else float(raw)
+            verdict = r.get("verdict")
+            cls = {"regressed": "bad", "improved": "good"}.get(str(verdict), "muted")
+            tolerance = r.get("tolerance")
+            row += [
+                shared.fmt(r.get("baseline_ms_per_call")),
+                shared.pct(delta),
+                "" if tolerance is None else f"{tolerance:.0%}",
+                _Raw(
+                    f'<span class="{cls}">{esc(verdict or "not judged (the whole call is)")}</span>'
+                )
+                if r.get("baseline_ms_per_call") is not None
+                else "",
+            ]
+        if budgets:
+            limit = r.get("budget_ms_max")
+            row.append("" if limit is None else f"<= {limit:g}")
+        out.append(row)
+    headers = ["stage", "entered", "ms per call", "share of the call"]
+    if compared:
+        headers += ["baseline (ms per call)", "change", "tolerance", "verdict"]
+    if budgets:
+        headers.append("budget (ms per call)")
+    numeric = (1, 2, 3, *((4, 5, 6) if compared else ()))
+    return (
+        "<p>Wall time per measured call of the workload, in each <code>region()</code> and "
+        "outside them; a stage is judged against its baseline as a metric is.</p>"
+        + _table(headers, out, numeric=numeric)
+    )
+
+
 def _operators(profile: Profile) -> str:
     ops = sorted(profile.operators, key=lambda o: -float(o.get("total_us") or 0.0))
     if not ops:
@@ -338,10 +392,21 @@ def _flamegraphs(profile: Profile, svgs: Mapping[str, str]) -> str:
 
 
 def _profile_section(
-    assessment: Assessment, svgs: Mapping[str, str], heading: str, *, show_change: bool = True
+    assessment: Assessment,
+    svgs: Mapping[str, str],
+    heading: str,
+    *,
+    show_change: bool = True,
+    stages: Sequence[Mapping[str, Any]] | None = None,
 ) -> str:
-    """One profile's section, read from its Assessment (never diagnosed again here)."""
+    """One profile's section, read from its Assessment (never diagnosed again here).
+
+    ``stages``: the stage rows as a worker's record carries them (default: the
+    Assessment's own).
+    """
     profile, metrics, diagnosis = assessment.profile, assessment.metrics, assessment.diagnosis
+    if stages is None:
+        stages = [row.to_dict() for row in assessment.stages]
     if diagnosis is not None and not show_change:  # the comparison above shows the change
         diagnosis = replace(diagnosis, change=None)
     parts = [
@@ -353,6 +418,8 @@ def _profile_section(
         _metrics({n: v for n, v in metrics.items() if n in METRICS}),
         "<h3>Latency and memory</h3>",
         _latency(profile),
+        "<h3>Stages</h3>",
+        stages_html(stages),
         "<h3>Operators</h3>",
         _operators(profile),
         "<h3>Roofline</h3>",
@@ -535,7 +602,14 @@ def render_run_html(
     for record in ordered:
         if record.get("failure"):
             body.append(f"<pre class='bad'>{esc(record['failure'])}</pre>")
-        body.append(_profile_section(assessment_of_record(record), svgs, record["key"]))
+        body.append(
+            _profile_section(
+                assessment_of_record(record),
+                svgs,
+                record["key"],
+                stages=record.get("stages") or [],
+            )
+        )
     return _page(title, body)
 
 

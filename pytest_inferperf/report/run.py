@@ -1,7 +1,7 @@
 """A whole ``pytest --inferperf`` run for CI: one JSON document and one Markdown summary.
 
 Owns: :func:`run_document` (schema-versioned: the commit, the machine, every test's
-verdict and metrics, and a ``benchmarks`` list in github-action-benchmark's
+verdict, metrics and ``region()`` stages, and a ``benchmarks`` list in github-action-benchmark's
 ``customSmallerIsBetter`` / ``customBiggerIsBetter`` shape) and :func:`run_markdown` (the
 table, each failure with its diagnosis, the flamegraph links) for
 ``$GITHUB_STEP_SUMMARY``. Both work on the plain records that reach the controller, so
@@ -86,6 +86,8 @@ def run_document(
             "conditions": (r.get("profile") or {}).get("conditions"),
             "busy": list(r.get("busy") or ()),
             "baseline_busy": list(r.get("baseline_busy") or ()),
+            # each region() stage: ms per call, share of the call, against the baseline
+            "stages": [dict(s) for s in r.get("stages") or ()],
         }
         for r in ordered
     ]
@@ -100,6 +102,16 @@ def run_document(
                         "unit": unit,
                         "value": value,
                         "smaller_is_better": smaller,
+                    }
+                )
+        for stage in test["stages"]:
+            if stage.get("region") and stage.get("ms_per_call") is not None:
+                benchmarks.append(
+                    {
+                        "name": f"{test['key']} stage {stage['name']}",
+                        "unit": "ms",
+                        "value": stage["ms_per_call"],
+                        "smaller_is_better": True,
                     }
                 )
     return {

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..classify import diagnosis_as_dict
 from ..metrics import METRICS
-from ..noise import TIMING_CLOCK
+from ..noise import clock_of
 from ..numbers import number
+from ..stages import metric_label
 from .diagnosis import render
-from .headline import names
+from .headline import diagnosis_headline, names
 
 if TYPE_CHECKING:
     from ..assessment import Assessment
@@ -58,14 +59,13 @@ def record_of(verdict: Assessment) -> dict[str, Any]:
         "noise_floor": None if verdict.noise is None else verdict.noise.to_dict(),
         "busy": list(verdict.busy),
         "baseline_busy": list(verdict.baseline_busy),
+        "stages": [row.to_dict() for row in verdict.stages],
     }
 
 
 def headline(diagnosis: Diagnosis | None) -> str:
     """``"Memory-bound: L1D (72%)"``: the primary finding in a few words ("" for none)."""
-    if diagnosis is None or diagnosis.primary is None:
-        return ""
-    return f"{diagnosis.primary.title} ({diagnosis.primary.confidence:.0%})"
+    return diagnosis_headline(diagnosis)
 
 
 def change_summary(verdict: Assessment) -> str:
@@ -76,6 +76,9 @@ def change_summary(verdict: Assessment) -> str:
     if comparison is None:
         return verdict.baseline_note
     busy = " [baseline recorded on a busy machine]" if verdict.baseline_busy else ""
+    if verdict.regressions and not verdict.compare_fails:  # --update-baselines: accepted
+        worst = max(verdict.regressions, key=lambda c: abs(c.delta))
+        return f"accepted: {metric_label(worst.metric)} {worst.delta:+.1%} (new baseline)"
     if verdict.regressions:
         worst = max(verdict.regressions, key=lambda c: abs(c.delta))
         held = (
@@ -84,39 +87,57 @@ def change_summary(verdict: Assessment) -> str:
             else ""
         )
         return (
-            f"REGRESSED {worst.metric} {worst.delta:+.1%}{_blamed_on(verdict.change)}{held}{busy}"
+            f"REGRESSED {metric_label(worst.metric)} {worst.delta:+.1%}"
+            f"{_blamed_on(verdict.change)}{held}{busy}"
         )
     if verdict.inconclusive and verdict.compare_fails:
         worst = max(
-            (c for c in verdict.suspected if c.metric in TIMING_CLOCK), key=lambda c: abs(c.delta)
+            (c for c in verdict.suspected if clock_of(c.metric) is not None),
+            key=lambda c: abs(c.delta),
         )
         why = (
             "not confirmed"
             if verdict.unconfirmed
+            else "thread pool: latency carries it"
+            if verdict.noise is not None
+            and verdict.noise.pooled
+            and clock_of(worst.metric) == "cpu"
             else f"machine {verdict.noise.factor(worst.metric):.2g}x slower"
             if verdict.noise is not None and verdict.noise.factor(worst.metric) > 1
             else "busy machine"
         )
-        return f"inconclusive: {worst.metric} {worst.delta:+.1%} ({why}){busy}"
+        settings = _settings_note(verdict.change)
+        return (
+            f"inconclusive: {metric_label(worst.metric)} {worst.delta:+.1%} ({why}){settings}{busy}"
+        )
     if verdict.stale:
         best = max(verdict.stale, key=lambda c: abs(c.delta))
-        return f"stale: {best.metric} {best.delta:+.1%}{busy}"
+        return f"stale: {best.metric} {best.delta:+.1%}{_settings_note(verdict.change)}{busy}"
     key = [c for c in comparison.changes if c.metric in names("mover")]
     movers = sorted(key, key=lambda c: -abs(c.delta))[:1] or list(comparison.movers(1))
     if not movers:
         return "nothing to compare"
-    return f"ok ({movers[0].metric} {movers[0].delta:+.1%}){busy}"
+    return f"ok ({movers[0].metric} {movers[0].delta:+.1%}){_settings_note(verdict.change)}{busy}"
 
 
 def _blamed_on(change: ChangeExplanation | None) -> str:
-    """`` (stage preprocess)``: the first named cause, in a few words."""
+    """`` (stage preprocess)``: the first named cause, in a few words; a setting or
+    input that differs from the baseline's comes first (`` (settings changed: intra-op
+    threads 2 -> 1; stage preprocess)``)."""
     if change is None or change.slowdown is None or not change.slowdown.credible:
-        return ""
+        return _settings_note(change)
+    settings = f"settings changed: {change.settings_brief}" if change.settings else ""
     if change.unexplained:
-        return " (unexplained)"
+        return f" ({settings})" if settings else " (unexplained)"
     cause = change.causes[0]
     what = {"stage": "stage ", "op_type": "op type "}.get(cause.kind, "")
-    return f" ({what}{cause.category or cause.name})"
+    named = f"{what}{cause.category or cause.name}"
+    return f" ({settings}; {named})" if settings else f" ({named})"
+
+
+def _settings_note(change: ChangeExplanation | None) -> str:
+    """`` [settings changed: intra-op threads 2 -> 1]``, or "" when none differs."""
+    return f" [settings changed: {change.settings_brief}]" if change and change.settings else ""
 
 
 def failure_text(verdict: Assessment) -> str:
@@ -129,9 +150,10 @@ def failure_text(verdict: Assessment) -> str:
         lines.append(f"  baseline {verdict.baseline_error}")
     if verdict.compare_fails:
         for change in verdict.regressions:
-            unit = METRICS[change.metric].unit
+            unit = METRICS[change.metric].unit if change.metric in METRICS else "ms"  # a stage
             lines.append(
-                f"  baseline {change.metric}: {number(change.baseline)} -> {number(change.current)}"
+                f"  baseline {metric_label(change.metric)}: {number(change.baseline)} -> "
+                f"{number(change.current)}"
                 f"{' ' + unit if unit else ''} ({change.delta:+.1%}, tolerance "
                 f"{change.tolerance:.0%}; {change.detail})"
             )
