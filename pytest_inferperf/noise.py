@@ -1,6 +1,7 @@
 """The noise floor: can a timing change be told apart from the machine's own state?
 
-Owns: which metrics are timings (and whether they follow wall or CPU time),
+Owns: which metrics are timings (and whether they follow wall or CPU time:
+:func:`clock_of`; a ``region()`` stage is wall time),
 :class:`NoiseFloor` - how much slower the machine ran now than when the baseline was
 recorded (the calibration workload measured next to both), and whether either run was
 contended (``conditions.busy_reasons``) - and :func:`judge_timing`, which turns a
@@ -39,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .conditions import CALIBRATION_VERSION, busy_reasons
+from .stages import metric_label, stage_of
 
 #: Timing metrics and which of the calibration's clocks they follow.
 TIMING_CLOCK: dict[str, str] = {
@@ -50,6 +52,18 @@ TIMING_CLOCK: dict[str, str] = {
     "latency_p99_ms": "wall",
     "latency_tail_ratio": "wall",
 }
+
+
+def clock_of(metric: str) -> str | None:
+    """Which clock a timing follows ("wall" | "cpu"); None for a metric that is no timing.
+
+    A ``region()`` stage (``stage:<name>``) is wall time, as latency is.
+    """
+    if stage_of(metric) is not None:
+        return "wall"
+    return TIMING_CLOCK.get(metric)
+
+
 #: Extra headroom of wall-time metrics when this run was measured on a contended machine.
 CONTENDED_MARGIN = 0.5
 #: Which of a run's calibration rounds stands for the machine: ``"fastest"`` (the
@@ -60,6 +74,19 @@ CALIBRATION_STATISTIC = "fastest"
 #: A calibration slowdown below this is the calibration's own run-to-run noise (a few %
 #: on a quiet 2-vCPU VM): the machine counts as no slower.
 CALIBRATION_NOISE = 1.10
+#: A region is run by a thread pool when more than this many CPUs were busy per call on
+#: average (``cpu_utilisation``, task-clock / wall) now or at baseline time: work ran on
+#: other threads beside the caller. One thread alone reads at most 1.0; the margin
+#: leaves room for a helper thread's bookkeeping (engineering judgement).
+POOLED_UTILISATION = 1.15
+
+
+def pooled(utilisation_now: float | None, utilisation_baseline: float | None) -> bool:
+    """Whether a region ran on a thread pool, now or at baseline time."""
+    return any(
+        isinstance(u, int | float) and u > POOLED_UTILISATION
+        for u in (utilisation_now, utilisation_baseline)
+    )
 
 
 @dataclass(frozen=True)
@@ -71,20 +98,27 @@ class NoiseFloor:
     busy_now: tuple[str, ...]
     busy_baseline: tuple[str, ...]
     note: str | None = None  # why there is no slowdown (calibration missing or changed)
+    # the parallel calibration's slowest thread now / at baseline (conditions.parallel_round)
+    slowdown_parallel: float | None = None
+    pooled: bool = False  # the region ran on a thread pool (:func:`pooled`)
 
     @property
     def contended(self) -> bool:
         return bool(self.busy_now or self.busy_baseline)
 
     def factor(self, metric: str) -> float:
-        """How much slower the machine ran for this metric's clock (at least 1)."""
-        clock = TIMING_CLOCK.get(metric, "cpu")
+        """How much slower the machine ran for this metric's clock (at least 1). A pooled
+        region's wall time waits for its slowest thread: the parallel calibration's
+        slowdown counts for it where it is the larger."""
+        clock = clock_of(metric) or "cpu"
         value = self.slowdown_wall if clock == "wall" else self.slowdown_cpu
+        if clock == "wall" and self.pooled and self.slowdown_parallel is not None:
+            value = max(value or 0.0, self.slowdown_parallel)
         return value if value is not None and value > CALIBRATION_NOISE else 1.0
 
     def allowed_ratio(self, metric: str, tolerance: float) -> float:
         """The largest current/baseline ratio the machine's state can explain."""
-        wall = TIMING_CLOCK.get(metric, "cpu") == "wall"
+        wall = clock_of(metric) == "wall"
         margin = 1.0 + CONTENDED_MARGIN if self.busy_now and wall else 1.0
         return self.factor(metric) * (1.0 + tolerance) * margin
 
@@ -96,14 +130,22 @@ class NoiseFloor:
             "busy_baseline": list(self.busy_baseline),
             "contended": self.contended,
             "note": self.note,
+            "slowdown_parallel": self.slowdown_parallel,
+            "pooled": self.pooled,
         }
 
 
-def floor_of(current: Mapping[str, Any] | None, baseline: Mapping[str, Any] | None) -> NoiseFloor:
-    """The noise floor between two Profiles' ``conditions`` (either may be missing)."""
+def floor_of(
+    current: Mapping[str, Any] | None,
+    baseline: Mapping[str, Any] | None,
+    *,
+    pooled: bool = False,
+) -> NoiseFloor:
+    """The noise floor between two Profiles' ``conditions`` (either may be missing);
+    ``pooled``: the region ran on a thread pool (:func:`pooled`)."""
     cur_cal = _calibration(current)
     base_cal = _calibration(baseline)
-    wall = cpu = None
+    wall = cpu = parallel = None
     note = None
     if cur_cal is None or base_cal is None:
         which = "the baseline" if base_cal is None else "this run"
@@ -116,7 +158,19 @@ def floor_of(current: Mapping[str, Any] | None, baseline: Mapping[str, Any] | No
     else:
         wall = _ratio(_clock(cur_cal, "wall"), _clock(base_cal, "wall"))
         cpu = _ratio(_clock(cur_cal, "cpu"), _clock(base_cal, "cpu"))
-    return NoiseFloor(wall, cpu, tuple(busy_reasons(current)), tuple(busy_reasons(baseline)), note)
+        if cur_cal.get("parallel_threads") == base_cal.get("parallel_threads"):
+            parallel = _ratio(
+                _fastest(cur_cal, "parallel_wall"), _fastest(base_cal, "parallel_wall")
+            )
+    return NoiseFloor(
+        wall,
+        cpu,
+        tuple(busy_reasons(current)),
+        tuple(busy_reasons(baseline)),
+        note,
+        slowdown_parallel=parallel,
+        pooled=pooled,
+    )
 
 
 def _calibration(conditions: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -134,16 +188,24 @@ def _clock(cal: Mapping[str, Any], clock: str, statistic: str | None = None) -> 
     """A run's calibration time on ``clock`` ("wall" | "cpu") by :data:`CALIBRATION_STATISTIC`:
     its fastest round, else (no usable rounds, or ``"median"``) the stored median."""
     if (statistic or CALIBRATION_STATISTIC) == "fastest":
-        rounds = cal.get(f"rounds_{clock}_ms")
-        if isinstance(rounds, list | tuple):
-            usable = [
-                float(v)
-                for v in rounds
-                if isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < 1e12
-            ]
-            if usable and len(usable) == len(rounds):
-                return min(usable)
+        fastest = _fastest(cal, clock)
+        if fastest is not None:
+            return fastest
     return cal.get(f"{clock}_ms")
+
+
+def _fastest(cal: Mapping[str, Any], name: str) -> float | None:
+    """The fastest of ``rounds_<name>_ms`` (None: none recorded, or one is not a time)."""
+    rounds = cal.get(f"rounds_{name}_ms")
+    if isinstance(rounds, list | tuple):
+        usable = [
+            float(v)
+            for v in rounds
+            if isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < 1e12
+        ]
+        if usable and len(usable) == len(rounds):
+            return min(usable)
+    return None
 
 
 def _ratio(now: Any, then: Any) -> float | None:
@@ -170,7 +232,7 @@ def judge_timing(
     """
     ratio = 1.0 + delta
     allowed = floor.allowed_ratio(metric, tolerance)
-    clock = TIMING_CLOCK.get(metric, "cpu")
+    clock = clock_of(metric) or "cpu"
     what = _what(metric)
     factor = floor.factor(metric)
     machine = (
@@ -183,7 +245,17 @@ def judge_timing(
         ([f"now {', '.join(floor.busy_now)}"] if floor.busy_now else [])
         + ([f"at baseline time {', '.join(floor.busy_baseline)}"] if floor.busy_baseline else [])
     )
-    if clock == "wall" and floor.busy_now and cpu_time_judged:
+    if clock == "cpu" and floor.pooled:
+        return TimingJudgement(
+            metric,
+            "inconclusive",
+            (
+                f"{what} {delta:+.0%} of a region run by a thread pool: its CPU time grows "
+                "with how long the pool's threads spin and wait, not only with the work, "
+                "so latency carries the verdict"
+            ),
+        )
+    if clock == "wall" and floor.busy_now and cpu_time_judged and not floor.pooled:
         return TimingJudgement(
             metric,
             "inconclusive",
@@ -220,4 +292,4 @@ def _what(metric: str) -> str:
         "latency_p95_ms": "p95 latency",
         "latency_p99_ms": "p99 latency",
         "latency_tail_ratio": "the latency tail",
-    }.get(metric, metric)
+    }.get(metric, metric_label(metric))

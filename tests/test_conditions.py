@@ -8,7 +8,7 @@ import pytest
 
 from pytest_inferperf import conditions
 from pytest_inferperf.conditions import Snapshot, between, busy_reasons, parse_proc_stat
-from pytest_inferperf.noise import NoiseFloor, floor_of, judge_timing
+from pytest_inferperf.noise import NoiseFloor, floor_of, judge_timing, pooled
 
 STAT = """cpu  40276 0 6325 73934 223 0 125 120 0 0
 cpu0 17109 0 2682 40526 55 0 25 61 0 0
@@ -165,7 +165,73 @@ def test_floor_serialises():
         "busy_baseline": [],
         "contended": True,
         "note": None,
+        "slowdown_parallel": None,
+        "pooled": False,
     }
+
+
+def _pooled_cond(wall_ms: float, parallel_ms: list, threads: int = 2, others: float = 0.0) -> dict:
+    cond = _cond(wall_ms, wall_ms, others=others)
+    cond["calibration"]["parallel_threads"] = threads
+    cond["calibration"]["rounds_parallel_wall_ms"] = parallel_ms
+    return cond
+
+
+def test_a_pooled_regions_wall_time_follows_the_parallel_calibration():
+    # one CPU of two was taken away: the single-threaded calibration reads the same,
+    # the slowest of two threads doing it at once took 2.7x as long
+    now, then = _pooled_cond(10.0, [27.0, 30.0]), _pooled_cond(10.0, [10.0, 11.0])
+    floor = floor_of(now, then, pooled=True)
+    assert floor.slowdown_wall == pytest.approx(1.0)
+    assert floor.slowdown_parallel == pytest.approx(2.7)  # fastest round against fastest
+    assert floor.factor("latency_mean_ms") == pytest.approx(2.7)
+    assert floor.factor("cpu_ms_per_call") == 1.0  # CPU time does not follow it
+    assert judge_timing("latency_mean_ms", 1.5, 0.10, floor).outcome == "inconclusive"
+    assert judge_timing("latency_mean_ms", 2.5, 0.10, floor).outcome == "regressed"
+    # a single-threaded region ignores the parallel rounds
+    alone = floor_of(now, then)
+    assert alone.factor("latency_mean_ms") == 1.0
+    assert judge_timing("latency_mean_ms", 1.5, 0.10, alone).outcome == "regressed"
+    # rounds of another thread count are not compared
+    assert floor_of(_pooled_cond(10, [27.0], 4), then, pooled=True).slowdown_parallel is None
+
+
+def test_a_pooled_regions_cpu_time_never_carries_the_verdict():
+    floor = floor_of(_pooled_cond(10.0, [10.0]), _pooled_cond(10.0, [10.0]), pooled=True)
+    judged = judge_timing("cpu_ms_per_call", 0.8, 0.10, floor)
+    assert judged.outcome == "inconclusive"
+    assert judged.reason == (
+        "CPU time +80% of a region run by a thread pool: its CPU time grows with how long "
+        "the pool's threads spin and wait, not only with the work, so latency carries the "
+        "verdict"
+    )
+    # and its latency is judged on a busy machine, not waved through to CPU time
+    busy = floor_of(_pooled_cond(10.0, [10.0], others=1.8), _pooled_cond(10.0, [10.0]), pooled=True)
+    assert judge_timing("latency_mean_ms", 2.0, 0.10, busy, cpu_time_judged=True).outcome == (
+        "regressed"
+    )  # 3x against the 1.65x a contended machine may explain
+
+
+def test_pooled_is_more_than_one_cpu_busy_now_or_then():
+    assert pooled(1.8, None) and pooled(None, 1.5) and pooled(1.0, 1.2)
+    assert not pooled(1.0, 1.1) and not pooled(None, None)
+
+
+def test_the_parallel_round_runs_the_calibration_in_every_thread_at_once():
+    wall = conditions.parallel_round(2)
+    single, _ = conditions.calibration_round()
+    assert wall >= 0.5 * single  # each thread did the whole work
+    assert 1 <= conditions.parallel_threads() <= conditions.PARALLEL_THREADS_MAX
+    out: dict = {}
+    with conditions.recorded(out):
+        pass
+    cal = out["calibration"]
+    if conditions.parallel_threads() > 1:
+        assert cal["parallel_threads"] == conditions.parallel_threads()
+        assert len(cal["rounds_parallel_wall_ms"]) == conditions.CALIBRATION_ROUNDS
+        assert all(v > 0 for v in cal["rounds_parallel_wall_ms"])
+    else:
+        assert "rounds_parallel_wall_ms" not in cal
 
 
 def test_time_slicing_excuses_latency_but_not_cpu_time():

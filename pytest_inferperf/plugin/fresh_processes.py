@@ -44,7 +44,8 @@ CHILD_FLAGS = ("-q", "--no-header", "-p", "no:cacheprovider", "--inferperf")
 
 
 class ProcessChild:
-    """Registered only in a fresh-process child: its test's profiles go to the parent."""
+    """Registered only in a fresh-process child: each test's profiles go to the parent,
+    one JSON line per test (``{"nodeid", "profiles": {variant: Profile.to_dict()}}``)."""
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Any:
@@ -54,56 +55,66 @@ class ProcessChild:
             profiles = item.stash.get(PROFILES, [])
             path = os.environ.get(child_process.ENV_PROCESS, "")
             if profiles and path:
-                data = {variant: profile.to_dict() for variant, profile, _ in profiles}
-                tmp = Path(path + ".tmp")
-                tmp.write_text(json.dumps(data), encoding="utf-8")
-                os.replace(tmp, path)
+                line = {
+                    "nodeid": item.nodeid,
+                    "profiles": {variant: profile.to_dict() for variant, profile, _ in profiles},
+                }
+                with open(path, "a", encoding="utf-8") as out:
+                    out.write(json.dumps(line) + "\n")
 
 
-def child_command(item: pytest.Item, backend: str) -> list[str]:
-    """The command line of a fresh process that measures test ``item`` again."""
-    from .child_plugins import child_line
+def child_command(config: pytest.Config, nodeids: Sequence[str], backend: str) -> list[str]:
+    """The command line of a fresh process that measures the tests ``nodeids`` again.
 
-    nodeid = item.nodeid
-    path = getattr(item, "path", None)
-    sep = nodeid.find("::")
-    # the file by its absolute path: the child starts where pytest was started, which
-    # need not be the rootdir that node ids are relative to
-    target = str(path) + nodeid[sep:] if path is not None and sep >= 0 else nodeid
+    Each test by its file's absolute path (node ids are relative to the rootdir; the
+    child starts where pytest was started, which need not be the rootdir)."""
+    from .child_args import child_args
+
+    targets = []
+    for nodeid in nodeids:
+        path, sep, rest = nodeid.partition("::")
+        targets.append(str(Path(config.rootpath, path)) + sep + rest)
     return [
         sys.executable,
         "-m",
         "pytest",
-        *child_line(item.config, [item]),
+        *child_args(config),
         *CHILD_FLAGS,
         f"--inferperf-backend={backend}",
         "--inferperf-flamegraphs=none",
-        target,
+        *targets,
     ]
 
 
 def measure_in_fresh_processes(
-    item: pytest.Item, backend: str, count: int, timeout: float | None = None
-) -> tuple[list[dict[str, Profile]], str | None]:
-    """Test ``item`` measured in ``count`` new processes, one after another.
+    config: pytest.Config,
+    nodeids: Sequence[str],
+    backend: str,
+    count: int,
+    timeout: float | None = None,
+) -> tuple[list[dict[str, dict[str, Profile]]], str | None]:
+    """The tests ``nodeids`` measured in ``count`` new processes, one after another (each
+    process runs them all, in order).
 
-    Returns each process's profiles by variant (``""`` for an unnamed ``pmu_profile``
-    call) and None, or what was measured before a process failed and why it failed.
+    Returns, per process, each test's profiles by variant (``""`` for an unnamed
+    ``pmu_profile`` call) and None; or what was measured before a process failed, and
+    why it failed. ``timeout``: seconds one process may take (default
+    :data:`DEFAULT_CHILD_TIMEOUT_S` per test).
     """
     from ..profile import Profile
 
-    limit = timeout if timeout is not None else DEFAULT_CHILD_TIMEOUT_S
-    command = child_command(item, backend)
-    measured: list[dict[str, Profile]] = []
+    limit = timeout if timeout is not None else DEFAULT_CHILD_TIMEOUT_S * max(1, len(nodeids))
+    command = child_command(config, nodeids, backend)
+    measured: list[dict[str, dict[str, Profile]]] = []
     with tempfile.TemporaryDirectory(prefix="inferperf-process-") as folder:
         for index in range(count):
-            out = Path(folder, f"process-{index}.json")
+            out = Path(folder, f"process-{index}.jsonl")
             env = {**os.environ, child_process.ENV_PROCESS: str(out)}
             env.pop("GITHUB_STEP_SUMMARY", None)  # a child writes no run outputs
             try:
                 proc = subprocess.run(
                     command,
-                    cwd=item.config.invocation_params.dir,
+                    cwd=config.invocation_params.dir,
                     env=env,
                     stdin=subprocess.DEVNULL,
                     capture_output=True,
@@ -116,10 +127,15 @@ def measure_in_fresh_processes(
             if not out.exists():
                 return measured, _why_nothing(proc.returncode, proc.stdout, proc.stderr)
             try:
-                data = json.loads(out.read_text(encoding="utf-8"))
-                measured.append({str(k): Profile.from_dict(v) for k, v in data.items()})
-            except (OSError, ValueError) as exc:
+                tests = {}
+                for line in out.read_text(encoding="utf-8").splitlines():
+                    data = json.loads(line)
+                    tests[str(data["nodeid"])] = {
+                        str(k): Profile.from_dict(v) for k, v in data["profiles"].items()
+                    }
+            except (OSError, ValueError, KeyError, TypeError) as exc:
                 return measured, f"a fresh process wrote an unreadable profile ({exc})"
+            measured.append(tests)
     return measured, None
 
 
@@ -129,8 +145,16 @@ def _why_nothing(status: int, stdout: str, stderr: str) -> str:
     return f"a fresh process (exit status {status}) measured nothing: {tail}"
 
 
-def metric_values(
-    processes: Sequence[dict[str, Profile]], variant: str
-) -> list[Profile]:
-    """The profiles of ``variant`` in each process that measured it."""
-    return [p[variant] for p in processes if variant in p]
+def timing_values(profile: Profile) -> dict[str, float]:
+    """What one process contributes to a baseline's process values: each timing metric
+    and each ``region()`` stage's ms per call (``stage:<name>``), where above 0."""
+    from ..metrics import profile_metrics
+    from ..noise import TIMING_CLOCK
+    from ..stages import stage_metric, stage_times
+
+    metrics = profile_metrics(profile)
+    values = {m: float(metrics[m]) for m in TIMING_CLOCK if metrics.get(m, 0) > 0}
+    for stage in stage_times(profile):
+        if stage.named and stage.ms_per_call > 0:
+            values[stage_metric(stage.name)] = stage.ms_per_call
+    return values

@@ -132,8 +132,6 @@ class InferperfPlugin:
             return result
         verdicts = []
         for name, profile, call in profiles:
-            if self.settings.update:
-                profile = self._over_processes(item, name, profile)
             verdict, baseline = self._judge(item, name, profile)
             verdict = self._confirm(item, name, verdict, call, baseline)
             if self._wants_flamegraphs(verdict):
@@ -187,20 +185,25 @@ class InferperfPlugin:
         if remeasure is None or not verdict.needs_confirmation:
             return verdict
         failed = None
-        if self.settings.processes > 0 and baseline is not None:
+        # simulated counts repeat to 0.1% whatever the process: its timings are measured
+        # again here, never by starting valgrind in fresh processes
+        native = "simulate" not in (verdict.profile.backend, self.settings.backend)
+        if self.settings.processes > 0 and baseline is not None and native:
             from ..assessment import with_process_confirmation
             from .fresh_processes import measure_in_fresh_processes
 
             processes, failed = measure_in_fresh_processes(
-                item,
+                self.config,
+                [item.nodeid],
                 verdict.profile.backend,
                 self.settings.processes,
                 timeout=_child_timeout(verdict.profile),
             )
+            measured = [p.get(item.nodeid, {}).get(name) for p in processes]
             fresh = [
-                self._judge(item, name, p[name].with_(model=verdict.profile.model))[0]
-                for p in processes
-                if name in p
+                self._judge(item, name, p.with_(model=verdict.profile.model))[0]
+                for p in measured
+                if p is not None
             ]
             if len(fresh) >= 2:  # a spread needs two; fewer: measured again here instead
                 return with_process_confirmation(verdict, fresh, baseline, failed=failed)
@@ -228,35 +231,6 @@ class InferperfPlugin:
             text = f"{confirmed.confirmation['text']} (not in fresh processes: {failed})"
             return replace_confirmation(confirmed, text)
         return confirmed
-
-    def _over_processes(self, item: pytest.Item, name: str, profile: Profile) -> Profile:
-        """A new baseline's timings over ``--inferperf-baseline-processes`` processes:
-        this one's and those of fresh ones (where they measure; else this one alone)."""
-        count = self.settings.baseline_processes - 1
-        if count < 1 or profile.backend == "simulate" or profile.partial:
-            return profile
-        from ..metrics import profile_metrics
-        from ..noise import TIMING_CLOCK
-        from .fresh_processes import measure_in_fresh_processes
-
-        processes, failed = measure_in_fresh_processes(
-            item, profile.backend, count, timeout=_child_timeout(profile)
-        )
-        others = [profile_metrics(p[name]) for p in processes if name in p]
-        if failed:
-            self.warnings.append(
-                f"{item.nodeid}: the baseline's timings are from {1 + len(others)} "
-                f"process(es), not {count + 1}: {failed}"
-            )
-        if not others:
-            return profile
-        mine = profile_metrics(profile)
-        values = {
-            metric: (mine[metric], *(o[metric] for o in others if o.get(metric, 0) > 0))
-            for metric in TIMING_CLOCK
-            if mine.get(metric, 0) > 0
-        }
-        return profile.with_(processes=values)
 
     def _wants_flamegraphs(self, verdict: Verdict) -> bool:
         mode = self.settings.flamegraphs
@@ -419,6 +393,7 @@ class InferperfPlugin:
         # Baselines first: no report output may decide whether a passing run is kept.
         if self.settings.update:
             try:
+                self._baselines_over_processes()
                 self._update_baselines()
             except KeyboardInterrupt:
                 self._say_written_on_interrupt()
@@ -426,6 +401,59 @@ class InferperfPlugin:
         self._write_outputs(session)
         if self.write_errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _baselines_over_processes(self) -> None:
+        """The new baselines' timings over ``--inferperf-baseline-processes`` processes:
+        this one's and those of fresh processes, each running every test to be written
+        (one start-up per process, not per test); where they fail, this one's alone."""
+        count = self.settings.baseline_processes - 1
+        if self.settings.backend == "simulate":
+            return  # simulated counts repeat to 0.1% whatever the process
+        wanted = [
+            r
+            for r in self.records
+            if r.ran_clean and r.backend != "simulate" and not r.profile.get("partial")
+        ]
+        if count < 1 or not wanted:
+            return
+        from ..profile import Profile
+        from .fresh_processes import measure_in_fresh_processes, timing_values
+
+        nodeids = list(dict.fromkeys(r.nodeid for r in wanted))
+        by_backend = {r.backend for r in wanted}
+        processes: list[dict[str, dict[str, Profile]]] = []
+        failed = None
+        for backend in sorted(by_backend):
+            got, failed = measure_in_fresh_processes(self.config, nodeids, backend, count)
+            processes += got
+        if failed:
+            self.warnings.append(
+                f"the new baselines' timings are from fewer processes than {count + 1}: {failed}"
+            )
+        updated = {}
+        for record in wanted:
+            # the key is the test's path and name, then "@<variant>" for a named call
+            name = record.nodeid.partition("::")[2]
+            variant = record.key.partition("::")[2][len(name) + 1 :]
+            others = [
+                timing_values(p[record.nodeid][variant])
+                for p in processes
+                if variant in p.get(record.nodeid, {})
+            ]
+            if not others:
+                continue
+            mine = timing_values(Profile.from_dict(record.profile))
+            values = {
+                metric: [value, *(o[metric] for o in others if o.get(metric, 0) > 0)]
+                for metric, value in mine.items()
+            }
+            updated[id(record)] = {**record.profile, "processes": values}
+        if updated:
+            from dataclasses import replace
+
+            self.records = [
+                replace(r, profile=updated[id(r)]) if id(r) in updated else r for r in self.records
+            ]
 
     def _say_written_on_interrupt(self) -> None:
         """Ctrl-C in the write pass: what was written, before the interrupt goes on."""

@@ -161,7 +161,10 @@ def change_lines(records: Sequence[dict]) -> list[str]:
         change = record.get("change_explanation") or {}
         if not (change.get("slowdown") or {}).get("credible"):
             continue
-        lines.append(f"  {record['key']}: {change['summary']}")
+        if record.get("verdict") not in ("regressed", "inconclusive"):
+            continue  # a passed test's move was within its tolerance or not confirmed
+        note = " (inconclusive)" if record.get("verdict") == "inconclusive" else ""
+        lines.append(f"  {record['key']}{note}: {change['summary']}")
     if lines:
         lines.insert(0, "Slower than the baseline, and why:")
     return lines
@@ -171,6 +174,8 @@ def inconclusive_lines(records: Sequence[dict]) -> list[str]:
     """Each inconclusive test with the reason; confirmed regressions; busy baselines."""
     lines = []
     for record in sorted(records, key=lambda r: r["key"]):
+        if record.get("verdict", "inconclusive") != "inconclusive":
+            continue  # a failed test's other metrics are in its failure block, not here
         for reason in record.get("inconclusive") or ():
             lines.append(f"  {record['key']}: {reason}")
     if lines:
@@ -185,7 +190,7 @@ def inconclusive_lines(records: Sequence[dict]) -> list[str]:
         if (r.get("confirmation") or {}).get("held")
     ]
     if confirmed:
-        lines += ["Regressions measured twice:", *confirmed]
+        lines += ["Regressions confirmed before failing:", *confirmed]
     busy = [
         f"  {r['key']}: {'; '.join(r['baseline_busy'])}"
         for r in sorted(records, key=lambda r: r["key"])
