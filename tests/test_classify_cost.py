@@ -87,7 +87,8 @@ def test_a_0_1_ms_call_with_40_faults_is_headlined_with_its_cost():
     )
     assert diagnosis.small == ()
     assert diagnosis_headline(diagnosis) == (
-        f"page-fault / allocator overhead ({diagnosis.primary.confidence:.0%}), up to the whole call"
+        f"page-fault / allocator overhead ({diagnosis.primary.confidence:.0%}), "
+        "up to the whole call"
     )
 
 
