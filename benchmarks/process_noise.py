@@ -12,7 +12,8 @@ unchanged, in three phases:
   arrays back and forth, as a data loader or a second model would);
 * ``copy``: a second copy of the same suite running beside it, over and over.
 
-and with one test slowed down (its work multiplied: 3x beside the neighbour, 1.2x on a
+and with one test slowed down (its call repeated, then a fraction of it: at least that
+much more time, fixed costs included; 3x beside the neighbour, 1.2x on a
 1 ms loop quiet, 1.5x on a 25 µs call quiet). Counted per run: any failed test
 (a false alarm when nothing changed), inconclusive tests (allowed: a warning), and
 whether the slowed test failed (a detection). The hash seed is *not* fixed: a fresh
@@ -66,6 +67,18 @@ def factor(name):
         else 1.0
 
 
+def slowed(fn, i, times):
+    """``fn`` for ``times`` the time: whole calls, then one at the fraction left. Each call
+    pays its fixed cost again, so the time grows by at least ``times``, never less."""
+    whole, rest = int(times), times - int(times)
+    out = None
+    for _ in range(whole):
+        out = fn(i, 1.0)
+    if rest > 1e-9:
+        out = fn(i, rest)
+    return out
+
+
 # 20 tiny pure-Python calls, 20-30 µs each on the 2-vCPU VM
 def tiny(i, scale):
     kind = i % 5
@@ -109,45 +122,45 @@ def loop(i, scale):
 
 OURS = """
 import pytest
-from workloads import factor, loop, small_numpy, tiny
+from workloads import factor, loop, slowed, small_numpy, tiny
 
 
 @pytest.mark.perf
 @pytest.mark.parametrize("i", range(20))
 def test_tiny(pmu_profile, i):
-    pmu_profile(tiny, i, factor(f"tiny{i}"))
+    pmu_profile(slowed, tiny, i, factor(f"tiny{i}"))
 
 
 @pytest.mark.perf
 @pytest.mark.parametrize("i", range(10))
 def test_numpy(pmu_profile, i):
-    pmu_profile(small_numpy, i, factor(f"numpy{i}"))
+    pmu_profile(slowed, small_numpy, i, factor(f"numpy{i}"))
 
 
 @pytest.mark.perf
 @pytest.mark.parametrize("i", range(10))
 def test_loop(pmu_profile, i):
-    pmu_profile(loop, i, factor(f"loop{i}"))
+    pmu_profile(slowed, loop, i, factor(f"loop{i}"))
 """
 
 PEER = """
 import pytest
-from workloads import factor, loop, small_numpy, tiny
+from workloads import factor, loop, slowed, small_numpy, tiny
 
 
 @pytest.mark.parametrize("i", range(20))
 def test_tiny(benchmark, i):
-    benchmark(tiny, i, factor(f"tiny{i}"))
+    benchmark(slowed, tiny, i, factor(f"tiny{i}"))
 
 
 @pytest.mark.parametrize("i", range(10))
 def test_numpy(benchmark, i):
-    benchmark(small_numpy, i, factor(f"numpy{i}"))
+    benchmark(slowed, small_numpy, i, factor(f"numpy{i}"))
 
 
 @pytest.mark.parametrize("i", range(10))
 def test_loop(benchmark, i):
-    benchmark(loop, i, factor(f"loop{i}"))
+    benchmark(slowed, loop, i, factor(f"loop{i}"))
 """
 
 ONNX_WORKLOADS = """

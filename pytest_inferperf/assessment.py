@@ -31,7 +31,15 @@ from .classify import Diagnosis, diagnose_in, rule_context
 from .compare import Comparison, IncomparableError, MetricChange, compare_profiles
 from .conditions import busy_reasons
 from .metrics import METRICS, profile_metrics
-from .noise import NoiseFloor, TimingJudgement, clock_of, floor_of, judge_timing, pooled
+from .noise import (
+    NoiseFloor,
+    TimingJudgement,
+    clock_of,
+    floor_of,
+    judge_timing,
+    pooled,
+    saturated,
+)
 from .pmu.events import SOFTWARE_EVENTS
 from .pmu.trust import unjudgeable_metrics
 from .profile import Profile
@@ -376,9 +384,26 @@ def assess(
             pooled=pooled(
                 metrics.get("cpu_utilisation"), profile_metrics(baseline).get("cpu_utilisation")
             ),
+            saturated=saturated(_busy_threads(profile, baseline), _cpus(profile)),
         ),
         strict=strict,
     )
+
+
+def _busy_threads(profile: Profile, baseline: Profile) -> int | None:
+    """The larger count of busy threads, now or at baseline time (None: not counted)."""
+    counts = [n for n in (profile.busy_threads(), baseline.busy_threads()) if n is not None]
+    return max(counts) if counts else None
+
+
+def _cpus(profile: Profile) -> int | None:
+    """The CPUs the process could run on (its affinity), else the CPUs online."""
+    machine = profile.machine
+    cpu = machine.get("cpu")
+    value = machine.get("cpus_available") or (
+        cpu.get("cpu_count") if isinstance(cpu, Mapping) else None
+    )
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def with_confirmation(first: Assessment, again: Assessment, *, pause_s: float) -> Assessment:

@@ -81,6 +81,26 @@ CALIBRATION_NOISE = 1.10
 POOLED_UTILISATION = 1.15
 
 
+def saturated(busy_threads: int | None, cpus: int | None) -> str | None:
+    """Why a pool's latency cannot be judged here, or None: ``busy_threads`` (now or at
+    baseline time, the larger) took a share of every CPU the process may run on.
+
+    Such a pool waits at every operator for its slowest thread, so its wall time
+    follows whichever other thread becomes runnable on any of those CPUs, for
+    microseconds at a time, which no calibration of a few milliseconds samples.
+    ONNX Runtime's default is exactly this: one intra-op thread per physical core,
+    with its threads pinned ("Leaving at default also enables some affinitization",
+    onnxruntime.ai, Performance > Thread management). Measured on the 2-vCPU VM
+    (docs/benchmarks/process-noise.md): the MiniLM-L3 export under default threads
+    ran 35-85% slower for tens of seconds at a time with nothing else running, and
+    all four fresh processes with it.
+    """
+    if busy_threads is None or cpus is None or cpus < 1 or busy_threads < cpus:
+        return None
+    threads = f"{busy_threads} busy thread{'s' if busy_threads != 1 else ''}"
+    return f"{threads} on {cpus} CPU{'s' if cpus != 1 else ''}"
+
+
 def pooled(utilisation_now: float | None, utilisation_baseline: float | None) -> bool:
     """Whether a region ran on a thread pool, now or at baseline time."""
     return any(
@@ -101,6 +121,9 @@ class NoiseFloor:
     # the parallel calibration's slowest thread now / at baseline (conditions.parallel_round)
     slowdown_parallel: float | None = None
     pooled: bool = False  # the region ran on a thread pool (:func:`pooled`)
+    # the pool kept every CPU the process may use busy ("2 busy threads on 2 CPUs");
+    # None: it did not, or it is not known (:func:`saturated`)
+    saturated: str | None = None
 
     @property
     def contended(self) -> bool:
@@ -132,6 +155,7 @@ class NoiseFloor:
             "note": self.note,
             "slowdown_parallel": self.slowdown_parallel,
             "pooled": self.pooled,
+            "saturated": self.saturated,
         }
 
 
@@ -140,9 +164,11 @@ def floor_of(
     baseline: Mapping[str, Any] | None,
     *,
     pooled: bool = False,
+    saturated: str | None = None,
 ) -> NoiseFloor:
     """The noise floor between two Profiles' ``conditions`` (either may be missing);
-    ``pooled``: the region ran on a thread pool (:func:`pooled`)."""
+    ``pooled``: the region ran on a thread pool (:func:`pooled`); ``saturated``: on
+    every CPU it may use (:func:`saturated`)."""
     cur_cal = _calibration(current)
     base_cal = _calibration(baseline)
     wall = cpu = parallel = None
@@ -170,6 +196,7 @@ def floor_of(
         note,
         slowdown_parallel=parallel,
         pooled=pooled,
+        saturated=saturated if pooled else None,
     )
 
 
@@ -253,6 +280,17 @@ def judge_timing(
                 f"{what} {delta:+.0%} of a region run by a thread pool: its CPU time grows "
                 "with how long the pool's threads spin and wait, not only with the work, "
                 "so latency carries the verdict"
+            ),
+        )
+    if clock == "wall" and floor.saturated:
+        return TimingJudgement(
+            metric,
+            "inconclusive",
+            (
+                f"{what} {delta:+.0%} of a thread pool on every CPU this process may use "
+                f"({floor.saturated}): its latency follows whatever else becomes runnable "
+                "on any of them, which nothing measured here can bound; give the session "
+                "fewer intra-op threads than CPUs (or 1) for a latency that can be judged"
             ),
         )
     if clock == "wall" and floor.busy_now and cpu_time_judged and not floor.pooled:

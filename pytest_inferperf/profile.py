@@ -27,6 +27,10 @@ from .safe_read import UnreadableFile, read_limited
 from .samples import CounterSample, EventStatus
 
 SCHEMA_VERSION = 1
+#: A thread counts as busy in a region when it ran for a tenth of its wall time or more
+#: (engineering judgement: an ONNX Runtime pool thread that only woke for bookkeeping
+#: stays below it, one that took a share of every operator is far above).
+BUSY_THREAD_SHARE = 0.10
 SCHEMA_NAME = "pytest-inferperf/profile"
 MAX_PROFILE_BYTES = 64 << 20  # a profile is tens of KiB; refuse to parse anything huge
 
@@ -231,6 +235,19 @@ class Profile:
             for rep in self.repeats
             if event in rep.sample.counts and rep.calls
         ]
+
+    def busy_threads(self, share: float = BUSY_THREAD_SHARE) -> int | None:
+        """Threads that ran for at least ``share`` of the measured wall time (their
+        ``task_clock`` summed over the repeats); None where no thread's was counted."""
+        wall = sum(rep.wall_ns for rep in self.repeats)
+        per_tid: dict[int, float] = {}
+        for rep in self.repeats:
+            for tid, counts in rep.sample.per_thread.items():
+                if "task_clock" in counts:
+                    per_tid[tid] = per_tid.get(tid, 0.0) + float(counts["task_clock"])
+        if not per_tid or wall <= 0:
+            return None
+        return sum(1 for busy in per_tid.values() if busy >= share * wall)
 
     def status(self, event: str) -> EventStatus | None:
         return next((e for e in self.events if e.name == event), None)

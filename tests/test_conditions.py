@@ -8,7 +8,7 @@ import pytest
 
 from pytest_inferperf import conditions
 from pytest_inferperf.conditions import Snapshot, between, busy_reasons, parse_proc_stat
-from pytest_inferperf.noise import NoiseFloor, floor_of, judge_timing, pooled
+from pytest_inferperf.noise import NoiseFloor, floor_of, judge_timing, pooled, saturated
 
 STAT = """cpu  40276 0 6325 73934 223 0 125 120 0 0
 cpu0 17109 0 2682 40526 55 0 25 61 0 0
@@ -167,7 +167,27 @@ def test_floor_serialises():
         "note": None,
         "slowdown_parallel": None,
         "pooled": False,
+        "saturated": None,
     }
+
+
+def test_a_pool_on_every_cpu_is_never_judged_on_its_latency():
+    assert saturated(2, 2) == "2 busy threads on 2 CPUs"
+    assert saturated(4, 2) == "4 busy threads on 2 CPUs"
+    assert saturated(1, 1) == "1 busy thread on 1 CPU"
+    assert saturated(2, 4) is None and saturated(None, 2) is None and saturated(2, None) is None
+    now = _pooled_cond(10.0, [10.0])
+    floor = floor_of(now, now, pooled=True, saturated=saturated(2, 2))
+    judged = judge_timing("latency_mean_ms", 2.0, 0.10, floor)  # 3x: still the machine's
+    assert judged.outcome == "inconclusive"
+    assert judged.reason.startswith(
+        "mean latency +200% of a thread pool on every CPU this process may use (2 busy "
+        "threads on 2 CPUs): its latency follows whatever else becomes runnable"
+    )
+    # a single-threaded region is never saturated, whatever it is told
+    alone = floor_of(now, now, saturated=saturated(2, 2))
+    assert alone.saturated is None
+    assert judge_timing("latency_mean_ms", 2.0, 0.10, alone).outcome == "regressed"
 
 
 def _pooled_cond(wall_ms: float, parallel_ms: list, threads: int = 2, others: float = 0.0) -> dict:
@@ -287,3 +307,28 @@ def test_unusable_rounds_fall_back_to_the_stored_median(rounds):
     cal["calibration"]["rounds_cpu_ms"] = rounds
     floor = floor_of(cal, _rounds([10.0, 10.0], [10.0, 10.0]))
     assert floor.slowdown_cpu == pytest.approx(1.2)
+
+
+def test_busy_threads_are_those_that_ran_a_tenth_of_the_wall_time_or_more(profile_factory):
+    from dataclasses import replace
+
+    profile = profile_factory({"task_clock": 8e5}, repeats=2, calls=10)  # 8 ms a repeat
+    assert profile.busy_threads() is None  # no thread's own clock was counted
+    repeats = tuple(
+        replace(
+            rep,
+            sample=replace(
+                rep.sample,
+                per_thread={
+                    1: {"task_clock": 7.9e6},
+                    2: {"task_clock": 4e6},
+                    3: {"task_clock": 3e5},
+                },
+            ),
+        )
+        for rep in profile.repeats
+    )
+    pooled_profile = profile.with_(repeats=repeats)
+    # the caller and a worker that took half the wall time; a thread at 4% is not busy
+    assert pooled_profile.busy_threads() == 2
+    assert pooled_profile.busy_threads(share=0.6) == 1

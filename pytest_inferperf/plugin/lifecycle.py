@@ -80,7 +80,8 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in MARKERS:
         config.addinivalue_line(
             "markers",
-            f"{name}(**budgets): inferperf budgets (<metric>_min / <metric>_max), tolerance= "
+            f"{name}(**budgets): inferperf budgets (<metric>_min / <metric>_max, "
+            "stage_ms_max={<region>: ms}), tolerance= "
             "for the baseline comparison, and runner overrides (warmup, repeat, timeout, "
             "threads, pin) for tests that use the pmu_profile fixture",
         )
