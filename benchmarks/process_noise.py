@@ -68,8 +68,8 @@ def factor(name):
 
 
 def slowed(fn, i, times):
-    """``fn`` for ``times`` the time: whole calls, then one at the fraction left. Each call
-    pays its fixed cost again, so the time grows by at least ``times``, never less."""
+    # fn for `times` the time: whole calls, then one at the fraction left. Each call pays
+    # its fixed cost again, so the time grows by at least `times`, never less.
     whole, rest = int(times), times - int(times)
     out = None
     for _ in range(whole):
