@@ -354,12 +354,13 @@ def assess(
     if comparison is not None:
         gated |= frozenset(c.metric for c in comparison.stages)
     diagnosis = diagnose_profile(profile, metrics, extra_findings)
+    baseline_metrics = profile_metrics(baseline) if baseline is not None else {}
     if comparison is not None and baseline is not None:
         change = explain_profiles(
             profile,
             baseline,
             metrics=metrics,
-            baseline_metrics=profile_metrics(baseline),
+            baseline_metrics=baseline_metrics,
             comparison=comparison,
         )
         diagnosis = replace(diagnosis, change=change)
@@ -381,9 +382,7 @@ def assess(
         else floor_of(
             profile.conditions,
             baseline.conditions,
-            pooled=pooled(
-                metrics.get("cpu_utilisation"), profile_metrics(baseline).get("cpu_utilisation")
-            ),
+            pooled=pooled(metrics.get("cpu_utilisation"), baseline_metrics.get("cpu_utilisation")),
             saturated=saturated(_busy_threads(profile, baseline), _cpus(profile)),
         ),
         strict=strict,
