@@ -405,6 +405,12 @@ def _cpus(profile: Profile) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+#: Seconds between a suspected timing regression and its measurement again in the same
+#: process (where no fresh process can measure it): long enough for a burst on the machine
+#: that raised the suspicion to end, short beside a test's own time.
+CONFIRM_PAUSE_S = 0.5
+
+
 def with_confirmation(first: Assessment, again: Assessment, *, pause_s: float) -> Assessment:
     """The verdict once a suspected timing regression was measured again.
 
@@ -436,6 +442,11 @@ def with_confirmation(first: Assessment, again: Assessment, *, pause_s: float) -
         "text": text,
     }
     return replace(base, confirmation=record)
+
+
+def replace_confirmation(verdict: Assessment, text: str) -> Assessment:
+    """``verdict`` with its confirmation's text replaced."""
+    return replace(verdict, confirmation={**(verdict.confirmation or {}), "text": text})
 
 
 def with_process_confirmation(

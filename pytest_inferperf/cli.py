@@ -221,6 +221,7 @@ SPELLING = {
     "out": "--out",
     "baseline": "--baseline",
     "any_model": "--any-model",
+    "processes": "--processes",
     "timeout": "the timeout (--timeout)",
 }
 
@@ -313,6 +314,7 @@ def _validate_cmd(args: argparse.Namespace) -> int:
             any_model=args.any_model,
             strict=args.strict,
             progress=progress.for_target(os.path.basename(args.target)),
+            processes=args.processes,
         )
     except (UsageError, TimeoutError) as exc:
         return _usage("validate", exc)
@@ -522,6 +524,15 @@ def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="fail an inconclusive change (one within the noise floor of "
         "the machine's state) instead of warning",
+    )
+    validate.add_argument(
+        "--processes",
+        type=int,
+        default=4,
+        metavar="N",
+        help="a timing regression that alone would fail is measured again in N fresh "
+        "processes and fails only if it holds across them (default 4; 0: judge the one "
+        "measurement), as the plugin's --inferperf-processes",
     )
     _measure_options(validate, defaults=False)
     _verbose(validate)

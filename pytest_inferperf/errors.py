@@ -88,6 +88,7 @@ SETTINGS = {
     "out": "the output folder setting",
     "baseline": "the baseline",
     "any_model": "the any-model option",
+    "processes": "the number of fresh processes",
     # The plugin does not reword a timeout raised inside a test: its default names both.
     "timeout": "the timeout (marker keyword `timeout=` or the runner's `timeout`)",
 }

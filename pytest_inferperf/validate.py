@@ -25,14 +25,13 @@ from typing import Any
 from .analyse import (
     Options,
     Progress,
-    analyse_callable,
-    analyse_model,
     is_callable_target,
     load_profile,
     resolve_shapes,
 )
 from .compare import IncomparableError, check_comparable
 from .errors import UsageError
+from .fresh_measure import measure_in_fresh_processes, measure_target
 from .identity import different_models, identity_of, model_sha256
 from .machine import this_cpu
 from .profile import Profile
@@ -77,6 +76,7 @@ def validate_target(
     any_model: bool = False,
     strict: bool = False,
     plugins: Any = None,
+    processes: int = 4,
 ) -> Validation:
     """Measure ``target`` again (or load it, a ``.json``) and judge it against the baseline.
 
@@ -89,6 +89,9 @@ def validate_target(
     ``any_model``. ``strict``: an inconclusive change fails. ``plugins``: the plugin
     manager whose ``pytest_inferperf_*`` hooks add metrics and findings, as they do in the
     plugin (default: :func:`hooks.plugin_manager` with the registry's plugins).
+    ``processes``: a timing regression that alone would fail is measured again in that
+    many fresh processes first and holds only across them (0: judged on the one
+    measurement), as the plugin's ``--inferperf-processes``.
     """
     from .assessment import assess as judge
     from .budgets import PerfSpec
@@ -99,7 +102,14 @@ def validate_target(
             setting="tolerance",
             value=tolerance,
         )
+    if processes < 0:
+        raise UsageError(
+            "a number of fresh processes must be 0 or more (0: judge the one measurement).",
+            setting="processes",
+            value=processes,
+        )
     baseline = load_profile(baseline_file, "baseline")
+    measured: tuple[Options, dict[str, int]] | None = None  # how to measure it again
     if target.endswith(".json"):
         profile = load_profile(target, "report")
         label = target
@@ -123,17 +133,7 @@ def validate_target(
         options, dims = options_like(baseline, overrides or {})
         if shapes:
             options = replace(options, shapes=tuple(shapes))
-        if is_callable_target(target):
-            profile = analyse_callable(
-                target,
-                warmup=options.warmup,
-                repeat=options.repeat,
-                timeout=options.timeout,
-                backend=options.backend,
-                details=False,
-                progress=progress,
-            )
-        else:
+        if not is_callable_target(target):
             model = Path(target)
             known = identity_of(baseline) or {}
             digest = model_sha256(model)
@@ -148,17 +148,8 @@ def validate_target(
                     )
                 )
             dims = {**dims, **resolve_shapes(model, options.shapes)}
-            profile = analyse_model(
-                model,
-                dims=dims,
-                settings=options.session_settings(),
-                warmup=options.warmup,
-                repeat=options.repeat,
-                timeout=options.timeout,
-                backend=options.backend,
-                details=False,
-                progress=progress,
-            )
+        profile = measure_target(target, options, dims, progress)
+        measured = (options, dims)
         label = target
     try:
         check_comparable(profile, baseline)
@@ -182,19 +173,58 @@ def validate_target(
         pm = plugins if plugins is not None else plugin_manager(load_entrypoints=True)
     except PluginLoadError as exc:
         raise UsageError(str(exc)) from None
-    added_metrics, added_findings = hook_results(pm, profile)
     spec = PerfSpec(tolerance=tolerance)
-    verdict = judge(
-        label,
-        profile,
-        spec,
-        baseline=baseline,
-        baseline_note=f"baseline {baseline_file}" + (f" (another model: {why})" if why else ""),
-        extra_metrics=added_metrics,
-        extra_findings=added_findings,
-        strict=strict,
-    )
+    note = f"baseline {baseline_file}" + (f" (another model: {why})" if why else "")
+
+    def judged(measured_profile: Profile) -> Any:
+        metrics, findings = hook_results(pm, measured_profile)
+        return judge(
+            label,
+            measured_profile,
+            spec,
+            baseline=baseline,
+            baseline_note=note,
+            extra_metrics=metrics,
+            extra_findings=findings,
+            strict=strict,
+        )
+
+    verdict = judged(profile)
+    if measured is not None and processes > 0 and verdict.needs_confirmation:
+        verdict = _confirmed(verdict, judged, target, *measured, baseline, processes, progress)
     return Validation(label, os.fspath(baseline_file), verdict)
+
+
+def _confirmed(
+    verdict: Any,
+    judged: Any,
+    target: str,
+    options: Options,
+    dims: Mapping[str, int],
+    baseline: Profile,
+    processes: int,
+    progress: Progress | None,
+) -> Any:
+    """A timing regression that alone would fail, measured again in fresh processes
+    first, as the plugin does (:func:`assessment.with_process_confirmation`)."""
+    from .assessment import with_process_confirmation
+
+    if progress is not None:
+        progress(f"a timing regression: measuring again in {processes} fresh processes")
+    profiles, failed = measure_in_fresh_processes(target, options, dims, processes)
+    fresh = [judged(p.with_(model=verdict.profile.model)) for p in profiles]
+    if len(fresh) < 2:  # a spread needs two: measured again in this process instead
+        import time
+
+        from .assessment import CONFIRM_PAUSE_S, replace_confirmation, with_confirmation
+
+        time.sleep(CONFIRM_PAUSE_S)
+        again = judged(measure_target(target, options, dims, progress))
+        confirmed = with_confirmation(verdict, again, pause_s=CONFIRM_PAUSE_S)
+        why = failed or "fewer than two fresh processes measured"
+        text = f"{(confirmed.confirmation or {}).get('text')} (not in fresh processes: {why})"
+        return replace_confirmation(confirmed, text)
+    return with_process_confirmation(verdict, fresh, baseline, failed=failed)
 
 
 class ModelMismatch(UsageError):

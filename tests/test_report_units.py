@@ -17,7 +17,7 @@ from test_assessment import make
 
 from pytest_inferperf.assessment import assess, assess_profile
 from pytest_inferperf.budgets import PerfSpec
-from pytest_inferperf.classify import Diagnosis, Evidence, Finding
+from pytest_inferperf.classify import Diagnosis, EstimatedCost, Evidence, Finding
 from pytest_inferperf.numbers import number, reading
 from pytest_inferperf.report import headline, html, markdown, terminal, text
 from pytest_inferperf.report.verdict import record_of
@@ -130,6 +130,22 @@ def test_the_html_page_shows_the_assessments_metrics_and_diagnosis():
     assert "9.876" in page
     assert "Planted: L1D misses" in page and "planted advice" in page
     assert "l1d_mpki = 31.5 &gt; 20" in page
+
+
+def test_the_html_page_shows_what_is_present_but_small_with_its_cost():
+    small = Finding(
+        "page_faults",
+        "Planted: page faults",
+        0.5,
+        (Evidence("page_faults_per_call", 12.0, 10.0, ">", "planted source"),),
+        cost=EstimatedCost("page_faults_per_call", 12 * 10e-6 / 0.280, "12 x <=10 µs / 280 ms"),
+    )
+    a = replace(_planted(), diagnosis=replace(PLANTED, small=(small,)))
+    page = html.render_html(a, title="t")
+    assert "Present but small" in page
+    assert "Planted: page faults [page_faults]" in page
+    assert "up to 0.043% of the call: 12 x &lt;=10 µs / 280 ms" in page
+    assert "page_faults_per_call = 12 &gt; 10" in page
 
 
 def test_the_run_page_shows_the_workers_diagnosis_not_a_new_one():

@@ -24,7 +24,6 @@ PROFILES = pytest.StashKey[list[tuple[str, "Profile", Callable[[], Any]]]]()
 VERDICTS = pytest.StashKey[list["Verdict"]]()
 # variant name -> the same measurement again (a suspected timing regression is confirmed)
 REMEASURE = pytest.StashKey[dict[str, Callable[[], "Profile"]]]()
-CONFIRM_PAUSE_S = 0.5
 EARLY_WARNINGS = pytest.StashKey[list[str]]()  # found before pytest_configure
 SHORT_UPDATE_TAKEN = pytest.StashKey[bool]()  # another plugin owns --update-baselines
 FLAME_PROBLEM = "flamegraphs not written"  # an artifact note: the folder could not be written

@@ -25,7 +25,6 @@ import pytest
 
 from .html import html_extras, html_table_header, html_table_row
 from .keys import (
-    CONFIRM_PAUSE_S,
     FLAME_PROBLEM,
     MEASURERS,
     PROFILES,
@@ -209,7 +208,7 @@ class InferperfPlugin:
                 return with_process_confirmation(verdict, fresh, baseline, failed=failed)
         import time
 
-        from ..assessment import with_confirmation
+        from ..assessment import CONFIRM_PAUSE_S, with_confirmation
 
         time.sleep(CONFIRM_PAUSE_S)
         try:
@@ -229,6 +228,8 @@ class InferperfPlugin:
         confirmed = with_confirmation(verdict, again, pause_s=CONFIRM_PAUSE_S)
         if failed and confirmed.confirmation is not None:
             text = f"{confirmed.confirmation['text']} (not in fresh processes: {failed})"
+            from ..assessment import replace_confirmation
+
             return replace_confirmation(confirmed, text)
         return confirmed
 
@@ -640,13 +641,6 @@ def _child_timeout(profile: Profile) -> float | None:
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         return None
     return 3.0 * float(timeout) + 30.0
-
-
-def replace_confirmation(verdict: Verdict, text: str) -> Verdict:
-    """``verdict`` with its confirmation's text replaced."""
-    from dataclasses import replace
-
-    return replace(verdict, confirmation={**(verdict.confirmation or {}), "text": text})
 
 
 def _add_property(item: pytest.Item, name: str, value: object) -> None:

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ..change import MATERIAL_SHARE
 from ..metrics import METRICS
 from . import text as shared
 
@@ -325,6 +326,8 @@ def _diagnosis(diagnosis: Any) -> str:
         )
         if finding.explanation:
             out.append(f"<p>{esc(finding.explanation)}</p>")
+        if finding.cost is not None:
+            out.append(f"<p>Estimated cost: {esc(finding.cost.text)}</p>")
         if finding.evidence:
             out.append(
                 _table(("evidence", "source"), [(ev.line(), ev.source) for ev in finding.evidence])
@@ -333,6 +336,24 @@ def _diagnosis(diagnosis: Any) -> str:
             out.append(
                 "<ol>" + "".join(f"<li>{esc(r)}</li>" for r in finding.recommendations) + "</ol>"
             )
+    if diagnosis.small:
+        out.append(
+            f"<h3>Present but small <span class='muted'>(their events can cost less than "
+            f"{MATERIAL_SHARE:.0%} of the call)</span></h3>"
+        )
+        out.append(
+            _table(
+                ("finding", "estimated cost", "evidence"),
+                [
+                    (
+                        f"{f.title} [{f.category}]",
+                        f.cost.text if f.cost is not None else "",
+                        "; ".join(ev.line() for ev in f.evidence),
+                    )
+                    for f in diagnosis.small
+                ],
+            )
+        )
     if diagnosis.change is not None:
         out.append(change_html(diagnosis.change, "Change against the reference"))
     if diagnosis.not_judged:
