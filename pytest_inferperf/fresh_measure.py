@@ -1,10 +1,12 @@
 """``inferperf validate``'s target measured again in fresh processes, both ends.
 
-Owns: :func:`measure_in_fresh_processes` (the parent: starts ``count`` new Python
-processes one after another, each measuring the same target with the same options, and
-reads their Profiles back) and :func:`main`, the child's entry point
-(``python -m pytest_inferperf.fresh_measure SPEC``: measure once, write the Profile to
-the path in :data:`child_process.ENV_PROCESS`, judge nothing).
+Owns: :func:`run_in_fresh_processes` (start a command in ``count`` new processes one
+after another and read back what each wrote: the plugin's fresh processes use it too),
+:func:`measure_in_fresh_processes` (the parent: each new Python process measures the
+same target with the same options, and their Profiles are read back) and :func:`main`,
+the child's entry point (``python -m pytest_inferperf.fresh_measure SPEC``: measure
+once, write the Profile to the path in :data:`child_process.ENV_PROCESS`, judge
+nothing).
 
 Why: a suspected timing regression is an offset of one process as often as a change of
 the code (address layout, hash seed, allocator state: :mod:`between_processes`); the
@@ -22,14 +24,16 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from . import child_process
-from .analyse import Options, analyse_callable, analyse_model, is_callable_target
+from .analyse import Options, is_callable_target
 from .profile import Profile
+
+T = TypeVar("T")
 
 #: Seconds a child may take beyond the measurement's own timeout: starting Python,
 #: importing ONNX Runtime and numpy, building the session, the warm-up.
@@ -40,27 +44,67 @@ def measure_target(
     target: str, options: Options, dims: Mapping[str, int], progress: Any = None
 ) -> Profile:
     """``target`` (a model file or ``MODULE:CALLABLE``) measured once with ``options``."""
+    from .analyse import analyse_callable, analyse_model
+
+    common = {
+        "warmup": options.warmup,
+        "repeat": options.repeat,
+        "timeout": options.timeout,
+        "backend": options.backend,
+        "details": False,
+        "progress": progress,
+    }
     if is_callable_target(target):
-        return analyse_callable(
-            target,
-            warmup=options.warmup,
-            repeat=options.repeat,
-            timeout=options.timeout,
-            backend=options.backend,
-            details=False,
-            progress=progress,
-        )
+        return analyse_callable(target, **common)
     return analyse_model(
-        Path(target),
-        dims=dict(dims),
-        settings=options.session_settings(),
-        warmup=options.warmup,
-        repeat=options.repeat,
-        timeout=options.timeout,
-        backend=options.backend,
-        details=False,
-        progress=progress,
+        Path(target), dims=dict(dims), settings=options.session_settings(), **common
     )
+
+
+def run_in_fresh_processes(
+    command: Sequence[str],
+    count: int,
+    read: Callable[[Path], T],
+    *,
+    limit: float,
+    cwd: str | os.PathLike[str] | None = None,
+) -> tuple[list[T], str | None]:
+    """``command`` run ``count`` times, one process after another, each told by
+    :data:`child_process.ENV_PROCESS` where to write what it measured; ``read`` reads
+    that file back.
+
+    Returns what each process wrote and None; or what was read before a process failed
+    (ran past ``limit`` seconds, wrote nothing, wrote something unreadable) and why."""
+    results: list[T] = []
+    with tempfile.TemporaryDirectory(prefix="inferperf-process-") as folder:
+        for index in range(count):
+            out = Path(folder, f"process-{index}.out")
+            env = {**os.environ, child_process.ENV_PROCESS: str(out)}
+            env.pop("GITHUB_STEP_SUMMARY", None)  # a child writes no run outputs
+            try:
+                proc = subprocess.run(
+                    list(command),
+                    cwd=cwd,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    text=True,
+                    timeout=limit,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                return results, f"a fresh process ran past {limit:g} s"
+            if not out.exists():
+                lines = [ln for ln in (proc.stdout + "\n" + proc.stderr).splitlines() if ln.strip()]
+                tail = " | ".join(lines[-3:]) if lines else "no output"
+                return results, (
+                    f"a fresh process (exit status {proc.returncode}) measured nothing: {tail}"
+                )
+            try:
+                results.append(read(out))
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                return results, f"a fresh process wrote an unreadable profile ({exc})"
+    return results, None
 
 
 def measure_in_fresh_processes(
@@ -75,39 +119,13 @@ def measure_in_fresh_processes(
         "options": asdict(options),
         "dims": dict(dims),
     }
-    limit = options.timeout + START_ALLOWANCE_S
-    measured: list[Profile] = []
-    with tempfile.TemporaryDirectory(prefix="inferperf-process-") as folder:
+    with tempfile.TemporaryDirectory(prefix="inferperf-spec-") as folder:
         spec_path = Path(folder, "spec.json")
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
-        for index in range(count):
-            out = Path(folder, f"process-{index}.json")
-            env = {**os.environ, child_process.ENV_PROCESS: str(out)}
-            env.pop("GITHUB_STEP_SUMMARY", None)  # a child writes no run outputs
-            command = [sys.executable, "-m", "pytest_inferperf.fresh_measure", str(spec_path)]
-            try:
-                proc = subprocess.run(
-                    command,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    text=True,
-                    timeout=limit,
-                    check=False,
-                )
-            except subprocess.TimeoutExpired:
-                return measured, f"a fresh process ran past {limit:g} s"
-            if not out.exists():
-                lines = [ln for ln in (proc.stdout + "\n" + proc.stderr).splitlines() if ln.strip()]
-                tail = " | ".join(lines[-3:]) if lines else "no output"
-                return measured, (
-                    f"a fresh process (exit status {proc.returncode}) measured nothing: {tail}"
-                )
-            try:
-                measured.append(Profile.load(out))
-            except (OSError, ValueError) as exc:
-                return measured, f"a fresh process wrote an unreadable profile ({exc})"
-    return measured, None
+        command = [sys.executable, "-m", "pytest_inferperf.fresh_measure", str(spec_path)]
+        return run_in_fresh_processes(
+            command, count, Profile.load, limit=options.timeout + START_ALLOWANCE_S
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

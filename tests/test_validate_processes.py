@@ -19,12 +19,12 @@ from pytest_inferperf.cli import main
 WORKLOAD = f"""\
 import os
 
-# Four times the work in the process that validates (not in its fresh processes), or
+# Ten times the work in the process that validates (not in its fresh processes), or
 # in every process.
 SLOW = os.environ.get("SLOW_EVERYWHERE") or (
     os.environ.get("SLOW_PARENT") and not os.environ.get("{ENV_PROCESS}")
 )
-N = 160_000 if SLOW else 40_000
+N = 400_000 if SLOW else 40_000
 
 
 def run():
@@ -34,6 +34,9 @@ def run():
     return total
 """
 MEASURE = ["--repeat", "12", "--warmup", "2", "--backend", "none"]
+# With one baseline value the fresh processes' own spread stands for the baseline's
+# (between_processes): five processes (4 degrees of freedom) and a tenfold slowdown keep
+# the confirmed case confirmed on a machine whose other work moves a process 2x.
 
 
 @pytest.fixture
@@ -58,7 +61,9 @@ def test_a_slowdown_of_one_process_only_is_not_failed(
     out = capsys.readouterr().out
     assert rc == 0, out
     assert out.startswith("inconclusive:"), out
-    assert "not confirmed" in out and "fresh processes" in out
+    # "does not hold" (within the tolerance) or "not separated from process-to-process
+    # variation" (the t test), as the fresh processes' spread has it
+    assert "not confirmed: latency_mean_ms " in out and " in 3 fresh processes" in out
 
 
 def test_a_slowdown_in_every_process_fails_confirmed(
@@ -67,11 +72,11 @@ def test_a_slowdown_in_every_process_fails_confirmed(
     target, baseline = recorded
     capsys.readouterr()
     monkeypatch.setenv("SLOW_EVERYWHERE", "1")
-    rc = main(["validate", target, "--baseline", str(baseline), "--processes", "3", *MEASURE])
+    rc = main(["validate", target, "--baseline", str(baseline), "--processes", "5", *MEASURE])
     out = capsys.readouterr().out
     assert rc == 1, out
-    assert "confirmed: " in out and "not confirmed" not in out
-    assert "3 fresh processes" in out or "processes" in out
+    assert "confirmed: latency_mean_ms holds in 5 fresh processes" in out
+    assert "not confirmed" not in out
 
 
 def test_processes_zero_judges_the_one_measurement(

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,48 +99,26 @@ def measure_in_fresh_processes(
     why it failed. ``timeout``: seconds one process may take (default
     :data:`DEFAULT_CHILD_TIMEOUT_S` per test).
     """
+    from ..fresh_measure import run_in_fresh_processes
     from ..profile import Profile
 
+    def read(out: Path) -> dict[str, dict[str, Profile]]:
+        tests = {}
+        for line in out.read_text(encoding="utf-8").splitlines():
+            data = json.loads(line)
+            tests[str(data["nodeid"])] = {
+                str(k): Profile.from_dict(v) for k, v in data["profiles"].items()
+            }
+        return tests
+
     limit = timeout if timeout is not None else DEFAULT_CHILD_TIMEOUT_S * max(1, len(nodeids))
-    command = child_command(config, nodeids, backend)
-    measured: list[dict[str, dict[str, Profile]]] = []
-    with tempfile.TemporaryDirectory(prefix="inferperf-process-") as folder:
-        for index in range(count):
-            out = Path(folder, f"process-{index}.jsonl")
-            env = {**os.environ, child_process.ENV_PROCESS: str(out)}
-            env.pop("GITHUB_STEP_SUMMARY", None)  # a child writes no run outputs
-            try:
-                proc = subprocess.run(
-                    command,
-                    cwd=config.invocation_params.dir,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    text=True,
-                    timeout=limit,
-                    check=False,
-                )
-            except subprocess.TimeoutExpired:
-                return measured, f"a fresh process ran past {limit:g} s"
-            if not out.exists():
-                return measured, _why_nothing(proc.returncode, proc.stdout, proc.stderr)
-            try:
-                tests = {}
-                for line in out.read_text(encoding="utf-8").splitlines():
-                    data = json.loads(line)
-                    tests[str(data["nodeid"])] = {
-                        str(k): Profile.from_dict(v) for k, v in data["profiles"].items()
-                    }
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                return measured, f"a fresh process wrote an unreadable profile ({exc})"
-            measured.append(tests)
-    return measured, None
-
-
-def _why_nothing(status: int, stdout: str, stderr: str) -> str:
-    lines = [line for line in (stdout + "\n" + stderr).splitlines() if line.strip()]
-    tail = " | ".join(lines[-3:]) if lines else "no output"
-    return f"a fresh process (exit status {status}) measured nothing: {tail}"
+    return run_in_fresh_processes(
+        child_command(config, nodeids, backend),
+        count,
+        read,
+        limit=limit,
+        cwd=config.invocation_params.dir,
+    )
 
 
 def timing_values(profile: Profile) -> dict[str, float]:
