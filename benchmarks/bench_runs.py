@@ -52,6 +52,33 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def pytest_command(*args: str, off: Sequence[str] = ("cacheprovider", "randomly")) -> list[str]:
+    """``python -m pytest -q ARGS`` with the plugins ``off`` switched off: the cache
+    (it writes between runs) and pytest-randomly (it reorders tests and reseeds) by
+    default; a caller adds ``xdist`` or ``benchmark`` where they would change the run."""
+    command = [sys.executable, "-m", "pytest", "-q"]
+    for plugin in off:
+        command += ["-p", f"no:{plugin}"]
+    return [*command, *args]
+
+
+def run_timed(
+    command: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float
+) -> tuple[int, str, float]:
+    """``command`` run to its end: exit status, stdout and stderr together, wall seconds."""
+    begin = time.perf_counter()
+    proc = subprocess.run(
+        list(command),
+        cwd=cwd,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return proc.returncode, proc.stdout + proc.stderr, time.perf_counter() - begin
+
+
 def tail(text: str, scratch: Path, lines: int = 15) -> str:
     """The last lines of a child's output, with the scratch path hidden."""
     out = "\n".join(text.strip().splitlines()[-lines:])
@@ -140,31 +167,17 @@ class PeerRunner:
         )
 
     def _run(self, mode: str, storage: Path, args: Sequence[str]) -> tuple[str, float, int]:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pytest",
+        cmd = pytest_command(
             "test_peer.py",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:inferperf",
-            "-p",
-            "no:xdist",
-            "-p",
-            "no:randomly",
             f"--benchmark-storage=file://{storage}",
             *args,
-        ]
+            off=("cacheprovider", "inferperf", "xdist", "randomly"),
+        )
         if self.quick:
             cmd += ["--benchmark-max-time=0.1", "--benchmark-min-rounds=5"]
         env = clean_env({"MQ_BENCH_DIR": str(HERE), "MQ_CONFIG": str(self.config), "MQ_MODE": mode})
-        begin = time.perf_counter()
-        proc = subprocess.run(
-            cmd, cwd=self.scratch, env=env, capture_output=True, text=True, timeout=600, check=False
-        )
-        return proc.stdout + proc.stderr, time.perf_counter() - begin, proc.returncode
+        rc, output, wall = run_timed(cmd, cwd=self.scratch, env=env, timeout=600)
+        return output, wall, rc
 
     def trial(self, index: int) -> dict[str, Any]:
         storage = self.scratch / f"storage-{index}"
@@ -359,20 +372,8 @@ class SimulateRunner:
         report = self.scratch / f"report-{index}"
         shutil.rmtree(report, ignore_errors=True)
         selected = [f"test_simulate.py::test_workload[{self.ids[label]}]" for label in labels]
-        cmd = [
-            sys.executable,
-            "-m",
-            "pytest",
+        cmd = pytest_command(
             *selected,
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:benchmark",
-            "-p",
-            "no:xdist",
-            "-p",
-            "no:randomly",
             "--inferperf",
             "--inferperf-backend",
             "simulate",
@@ -383,19 +384,10 @@ class SimulateRunner:
             "--inferperf-report",
             str(report),
             f"--basetemp={self.scratch / f'basetemp-{index}'}",
-        ]
-        env = clean_env({"MQ_BENCH_DIR": str(HERE), "MQ_CONFIG": str(self.config)})
-        begin = time.perf_counter()
-        proc = subprocess.run(
-            cmd,
-            cwd=self.scratch,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=3600,
-            check=False,
+            off=("cacheprovider", "benchmark", "xdist", "randomly"),
         )
-        wall = time.perf_counter() - begin
+        env = clean_env({"MQ_BENCH_DIR": str(HERE), "MQ_CONFIG": str(self.config)})
+        rc, output, wall = run_timed(cmd, cwd=self.scratch, env=env, timeout=3600)
         profiles: dict[str, dict] = {}
         by_id = {pid: label for label, pid in self.ids.items()}
         for path in sorted(report.glob("*.json")) if report.is_dir() else []:
@@ -408,8 +400,7 @@ class SimulateRunner:
         if set(profiles) != set(labels):
             raise RuntimeError(
                 f"simulate run gave profiles for {sorted(profiles)}, wanted "
-                f"{sorted(labels)} (rc {proc.returncode}):\n"
-                f"{tail(proc.stdout + proc.stderr, self.scratch)}"
+                f"{sorted(labels)} (rc {rc}):\n{tail(output, self.scratch)}"
             )
         return profiles, wall
 
@@ -443,10 +434,7 @@ def run_suite(scratch: Path, workers: int, tag: str) -> dict[str, Any]:
     """``pytest --inferperf examples -n <workers>``: wall time and every verdict."""
     report = scratch / f"report-{tag}"
     shutil.rmtree(report, ignore_errors=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
+    cmd = pytest_command(
         "--inferperf",
         "examples",
         "-n",
@@ -457,17 +445,8 @@ def run_suite(scratch: Path, workers: int, tag: str) -> dict[str, Any]:
         "no-baselines",
         "--inferperf-report",
         str(report),
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:randomly",
-    ]
-    begin = time.perf_counter()
-    proc = subprocess.run(
-        cmd, cwd=scratch, env=clean_env(), capture_output=True, text=True, timeout=900, check=False
     )
-    wall = time.perf_counter() - begin
+    rc, output, wall = run_timed(cmd, cwd=scratch, env=clean_env(), timeout=900)
     verdicts: dict[str, dict[str, Any]] = {}
     for path in sorted(report.glob("*.json")) if report.is_dir() else []:
         record = json.loads(path.read_text())
@@ -481,7 +460,7 @@ def run_suite(scratch: Path, workers: int, tag: str) -> dict[str, Any]:
     summary = next(
         (
             ln.strip("= ").strip()
-            for ln in reversed(proc.stdout.splitlines())
+            for ln in reversed(output.splitlines())
             if " in " in ln and ("passed" in ln or "failed" in ln or "error" in ln)
         ),
         "",
@@ -489,10 +468,10 @@ def run_suite(scratch: Path, workers: int, tag: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "workers": workers,
         "wall_s": wall,
-        "exit_code": proc.returncode,
+        "exit_code": rc,
         "summary": summary,
         "verdicts": verdicts,
     }
-    if proc.returncode not in (0, 1) or not verdicts:
-        out["output_tail"] = tail(proc.stdout + proc.stderr, scratch)
+    if rc not in (0, 1) or not verdicts:
+        out["output_tail"] = tail(output, scratch)
     return out

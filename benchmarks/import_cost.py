@@ -28,8 +28,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from bench_runs import pytest_command, run_timed
 
 PLUGINS = {
     "pytest-inferperf": "pytest_inferperf.plugin",
@@ -88,26 +89,11 @@ def loaded_modules(statement: str, prefixes: tuple[str, ...]) -> list[str]:
 
 
 def pytest_run_s(folder: Path, *extra: str) -> float:
-    begin = time.perf_counter()
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:randomly",
-            *extra,
-            str(folder),
-        ],
-        capture_output=True,
-        check=True,
-        cwd=folder,
-        env=ENV,
-    )
-    return time.perf_counter() - begin
+    command = pytest_command(*extra, str(folder))
+    rc, output, wall = run_timed(command, cwd=folder, env=ENV, timeout=600)
+    if rc != 0:
+        raise RuntimeError(f"pytest in {folder} exited {rc}:\n{output[-2000:]}")
+    return wall
 
 
 def measure(rounds: int) -> dict:

@@ -47,7 +47,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from bench_runs import cpu_model
+from bench_runs import cpu_model, pytest_command, run_timed
 
 from pytest_inferperf import conditions
 
@@ -203,30 +203,8 @@ def competing(n: int) -> Iterator[list[int]]:
 
 
 def _pytest(scratch: Path, args: Sequence[str], env: Mapping[str, str]) -> tuple[int, str, float]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:xdist",
-        *args,
-    ]
-    begin = time.perf_counter()
-    proc = subprocess.run(
-        cmd,
-        cwd=scratch,
-        env=clean_env(env),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    return proc.returncode, proc.stdout + proc.stderr, time.perf_counter() - begin
+    command = pytest_command(*args, off=("cacheprovider", "randomly", "xdist"))
+    return run_timed(command, cwd=scratch, env=clean_env(env), timeout=900)
 
 
 def ours_run(

@@ -41,7 +41,6 @@ import re
 import shlex
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,7 +50,7 @@ from typing import Any
 
 import counting_cost
 import parallel_suites
-from bench_runs import clean_env, prepare_suite
+from bench_runs import clean_env, prepare_suite, pytest_command, run_timed
 
 SECTIONS = ("counting", "simulate", "suite", "suite40", "peers", "resolution")
 CACHE_BUDGETS = re.compile(r"(l1_miss_max|branch_miss_max)=[0-9.]+,\s*")
@@ -107,10 +106,7 @@ def _simulate_run(
 ) -> dict[str, Any]:
     report = scratch / f"report-{tag}"
     shutil.rmtree(report, ignore_errors=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
+    cmd = pytest_command(
         "--inferperf",
         "--inferperf-backend",
         "simulate",
@@ -121,25 +117,9 @@ def _simulate_run(
         "no-baselines",
         "--inferperf-report",
         str(report),
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:xdist",
-    ]
-    begin = time.perf_counter()
-    proc = subprocess.run(
-        cmd,
-        cwd=scratch,
-        env=clean_env(env_extra),
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
+        off=("cacheprovider", "randomly", "xdist"),
     )
-    wall = time.perf_counter() - begin
+    rc, output, wall = run_timed(cmd, cwd=scratch, env=clean_env(env_extra), timeout=1800)
     tests: dict[str, dict[str, Any]] = {}
     for path in sorted(report.glob("*.json")) if report.is_dir() else []:
         record = json.loads(path.read_text())
@@ -156,7 +136,7 @@ def _simulate_run(
             "child_pid": (sim.get("child") or {}).get("pid"),
             "region_repeats_s": sum(sim.get("valgrind_repeat_wall_ns") or ()) / 1e9,
         }
-    lines = proc.stdout.splitlines()
+    lines = output.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.startswith("Simulated under")), None)
     summary = []
     if start is not None:
@@ -164,9 +144,9 @@ def _simulate_run(
             if not line.strip():
                 break
             summary.append(line)
-    out = {"wall_s": wall, "exit_code": proc.returncode, "tests": tests, "summary": summary}
-    if proc.returncode != 0 or not tests:
-        out["output_tail"] = (proc.stdout + proc.stderr)[-3000:]
+    out = {"wall_s": wall, "exit_code": rc, "tests": tests, "summary": summary}
+    if rc != 0 or not tests:
+        out["output_tail"] = output[-3000:]
     return out
 
 

@@ -51,7 +51,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from bench_runs import REPO, cpu_model
+from bench_runs import REPO, cpu_model, pytest_command, run_timed
 
 SCHEMA = "pytest-inferperf/process-noise"
 PEER_FAIL = "mean:10%"
@@ -237,33 +237,11 @@ def clean_env(extra: Mapping[str, str]) -> dict[str, str]:
 
 
 def pytest_cmd(args: Sequence[str]) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:xdist",
-        *args,
-    ]
+    return pytest_command(*args, off=("cacheprovider", "randomly", "xdist"))
 
 
 def run_pytest(folder: Path, args: Sequence[str], env: Mapping[str, str]) -> tuple[int, str, float]:
-    begin = time.perf_counter()
-    proc = subprocess.run(
-        pytest_cmd(args),
-        cwd=folder,
-        env=clean_env(env),
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        check=False,
-    )
-    return proc.returncode, proc.stdout + proc.stderr, time.perf_counter() - begin
+    return run_timed(pytest_cmd(args), cwd=folder, env=clean_env(env), timeout=3600)
 
 
 @contextlib.contextmanager
