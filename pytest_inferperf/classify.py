@@ -1,10 +1,11 @@
 """Why is it slow: from metrics to a diagnosis with evidence and recommendations.
 
 Owns: the judging rules (which thresholds of :mod:`thresholds` crossed, how confident
-that makes us, which category wins), what could not be judged and why, the
-recommendations for CPU inference with ONNX Runtime, and a :class:`Diagnosis` as
-plain data (its text is :mod:`report.diagnosis`'s). The explanation of a change against a
-baseline is :mod:`change`'s (re-exported here: ``explain_change``, ``ChangeExplanation``).
+that makes us, what share of the cycles each cause explains and so which one wins),
+what could not be judged and why, the recommendations for CPU inference with ONNX
+Runtime, and a :class:`Diagnosis` as plain data (its text is :mod:`report.diagnosis`'s).
+The explanation of a change against a baseline is :mod:`change`'s (re-exported here:
+``explain_change``, ``ChangeExplanation``).
 
 Must not: read counters or files, compute metrics (``metrics`` does), render text, or
 import pytest.
@@ -47,7 +48,21 @@ How a category is judged:
   fraction or a session setting (IPC, miss ratios, stall fractions, spinning) keeps
   its logic and carries no estimate, and so does one whose cost cannot be estimated
   (a count with no cost on record, no clock, or no IPC).
-* The primary finding is the most confident one. A category none of whose key
+* Findings are ranked by the share of the cycles they explain (:class:`CycleShare`,
+  :func:`cycle_share`, :func:`rank`): counted events x the core's typical penalty per
+  event (:mod:`cycle_costs`) over the cycles of 1000 instructions, or a measured
+  top-down / stall fraction, capped by what else was measured. Material shares first,
+  then findings without a share by confidence, then small shares; a top-down parent
+  measured as a fraction ranks right after its material child. Confidence breaks
+  ties. Mispredicted branches, whose penalty is paid in series, name the cause by a
+  material share alone; cache and TLB misses, which an out-of-order core overlaps,
+  only through their thresholds.
+* IPC below 0.75 x the width with no cause explaining a material share: the issue
+  slots left unused less what the specific counted causes explain is the remainder; a
+  material remainder is ILP-limited compute (``ipc_collapse``), under the same memory
+  gate as the IPC-collapse rule, else ``not_judged`` says what to count. "Nothing
+  crossed" is left for IPC near the width (or unmeasured).
+* The primary finding is the first in rank. A category none of whose key
   signals could be evaluated goes to ``not_judged`` with the reason (missing events,
   unknown core width, no session settings). A core not on record is judged with every
   row (the generic fallback) and the diagnosis says so in ``notes``.
@@ -68,6 +83,8 @@ from .change import (  # the explanation of a change lives there; re-exported he
     explain_change,
     fmt,
 )
+from .cycle_costs import KINDS
+from .cycle_costs import penalties as cycle_penalties
 from .metrics import METRICS
 from .pmu.events import CATALOGUE
 
@@ -79,6 +96,7 @@ from .thresholds import (
     CHANGE_COSTS,
     CHILD_DISCOUNT,
     CHILDREN,
+    JUDGEMENT,
     L1_ONLY_EXONERATES_BELOW,
     MEMORY_CATEGORIES,
     MEMORY_EVIDENCE,
@@ -92,12 +110,14 @@ from .thresholds import (
 __all__ = [
     "CHANGE_MIN_RELATIVE",
     "ChangeExplanation",
+    "CycleShare",
     "Diagnosis",
     "EstimatedCost",
     "Evidence",
     "Finding",
     "MetricChange",
     "RuleContext",
+    "cycle_share",
     "diagnose",
     "explain_change",
 ]
@@ -155,6 +175,45 @@ class EstimatedCost:
         return f"up to {share_text(self.share)}: {self.formula}"
 
 
+@dataclass(frozen=True)
+class CycleShare:
+    """The estimated share of the cycles one cause explains: what ranks the findings.
+
+    From counts: events per 1000 instructions x the core's penalty per event
+    (:mod:`cycle_costs`) over the cycles of 1000 instructions (1000 / IPC); from a
+    top-down or stall fraction: the fraction itself (it is a share of slots or
+    cycles). A typical estimate, not a bound: an out-of-order core overlaps misses, so
+    shares of different causes can overlap and add up to more than the whole; each is
+    capped at 1. ``formula`` shows the numbers (``718 LLC read misses/KI x 200 cycles
+    (Neoverse N1: AnandTech) / 2000 cycles/KI``); ``source`` the penalties' sources.
+    """
+
+    share: float
+    formula: str
+    source: str = ""
+    metric: str = ""  # the metric (or metrics, comma-separated) it was computed from
+
+    @property
+    def material(self) -> bool:
+        """Whether it explains :data:`change.MATERIAL_SHARE` of the cycles or more."""
+        return self.share >= MATERIAL_SHARE
+
+    @property
+    def short(self) -> str:
+        """``~62% of cycles``."""
+        return f"~{_percent(self.share)} of cycles"
+
+    @property
+    def text(self) -> str:
+        """``~62% of cycles: 718 LLC read misses/KI x 200 cycles (...) / 2000 cycles/KI``."""
+        return f"{self.short}: {self.formula}"
+
+
+def _percent(share: float) -> str:
+    percent = share * 100.0
+    return f"{percent:.0f}%" if percent >= 10 or percent == 0 else f"{percent:.2g}%"
+
+
 def share_text(share: float) -> str:
     """``35% of the call``, ``0.043% of the call``; an upper bound past the whole call
     (the per-event costs are bounds, not measurements) is ``the whole call``."""
@@ -175,6 +234,7 @@ class Finding:
     recommendations: tuple[str, ...] = ()
     explanation: str = ""
     cost: EstimatedCost | None = None  # None: not a count of events, or not estimable
+    share: CycleShare | None = None  # None: no share of cycles can be estimated
 
 
 @dataclass(frozen=True)
@@ -485,6 +545,198 @@ def _finding_cost(signals: Iterable[_Signal], metrics: Mapping[str, float]) -> E
     return max(estimates, key=lambda e: e.share) if estimates else None
 
 
+# -- what share of the cycles a cause explains (the ranking) ---------------------------
+
+# A fraction that is itself a share of slots (top-down level 1) or of cycles (stalls),
+# per category, most specific first. Where the output has one, it is the share.
+_FRACTIONS: dict[str, tuple[str, ...]] = {
+    "retiring": ("retiring",),
+    "branch_misprediction": ("bad_speculation",),
+    "frontend_bound": ("frontend_bound", "frontend_stalled"),
+    "backend_bound": ("backend_bound", "backend_stalled"),
+    "l2_llc_residency": ("backend_mem_stalled",),
+}
+# Counted events, per category: (metric, penalty kind); the nested cache levels are
+# split so that each miss is charged once, at the level that served it.
+_COUNTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "l1d_residency": (("l1d_mpki", "l2_hit"),),
+    "l2_llc_residency": (("l2_mpki", "llc_hit"), ("llc_mpki", "dram")),
+    "tlb_churn": (("dtlb_mpki", "walk"),),
+    "branch_misprediction": (("branch_mpki", "mispredict"),),
+    "frontend_bound": (("l1i_mpki", "l2_hit"), ("itlb_mpki", "walk")),
+}
+# Causes whose counted cycles are not ILP-limited compute: subtracted from the issue
+# slots an IPC below the width leaves unused before the rest is called ILP-limited.
+# Backend stalls are not: a core waiting on a dependency chain stalls its backend too.
+_SPECIFIC_CAUSES = (
+    "l1d_residency",
+    "l2_llc_residency",
+    "tlb_churn",
+    "branch_misprediction",
+    "frontend_bound",
+)
+
+
+def _value(metrics: Mapping[str, float], name: str) -> float | None:
+    value = metrics.get(name)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return float(value)
+
+
+def _served(metrics: Mapping[str, float], metric: str) -> tuple[float, str] | None:
+    """Events per 1000 instructions of ``metric`` served at its own level: L1D refills
+    less the L2 refills (or LLC misses) counted below them, L2 refills less the LLC
+    misses; with ``what`` it counts, for the formula."""
+    value = _value(metrics, metric)
+    if value is None:
+        return None
+    below = {"l1d_mpki": ("l2_mpki", "llc_mpki"), "l2_mpki": ("llc_mpki",)}.get(metric, ())
+    deeper = next((m for m in below if _value(metrics, m) is not None), None)
+    what = _events(metric)
+    if deeper is None:
+        return value, f"{fmt(value)} {what}"
+    served = max(0.0, value - float(metrics[deeper]))
+    return served, f"({fmt(value)} - {fmt(float(metrics[deeper]))} {_events(deeper)}) {what}"
+
+
+def cycle_share(category: str, metrics: Mapping[str, float], ctx: RuleContext) -> CycleShare | None:
+    """The estimated share of the cycles ``category`` explains here, or None.
+
+    A top-down or stall fraction of :data:`_FRACTIONS` is the share itself; else the
+    counts of :data:`_COUNTS` x the core's penalties (:func:`cycle_costs.penalties`)
+    over 1000 / IPC cycles per 1000 instructions; ``retiring`` without a top-down
+    fraction is IPC / the core's width; ``thread_spinning`` the CPU time beyond the
+    threads configured to work. None when nothing it needs was measured."""
+    for name in _FRACTIONS.get(category, ()):
+        value = _value(metrics, name)
+        if value is not None:
+            of = "issue slots (top-down level 1)" if name in _LEVEL1 else "cycles"
+            return CycleShare(
+                min(max(value, 0.0), 1.0),
+                f"{name} {fmt(value)} (a fraction of {of}: the share itself)",
+                METRICS[name].source if name in METRICS else "",
+                name,
+            )
+    if category == "thread_spinning":
+        return _spinning_share(metrics, ctx)
+    ipc = _value(metrics, "ipc")
+    if category == "retiring":
+        width = ctx.facts.width
+        if ipc is None or not width:
+            return None
+        return CycleShare(
+            min(ipc / width, 1.0),
+            f"IPC {fmt(ipc)} / width {fmt(width)}",
+            f"width: {ctx.facts.width_source}",
+            "ipc",
+        )
+    if ipc is None or not ipc > 0:
+        return None
+    table = cycle_penalties(ctx.core)
+    terms: list[str] = []
+    sources: list[str] = []
+    used: list[str] = []
+    cycles = 0.0
+    for metric, kind in _COUNTS.get(category, ()):
+        served = _served(metrics, metric)
+        if served is None:
+            continue
+        count, what = served
+        penalty = table.of(kind)
+        cycles += count * penalty.cycles
+        label = f"{penalty.fallback}: {penalty.label}" if penalty.fallback else penalty.label
+        terms.append(f"{what}/KI x {fmt(penalty.cycles)} cycles ({label})")
+        sources.append(f"{KINDS[kind]}: {penalty.source}")
+        used.append(metric)
+    if not terms:
+        return None
+    per_ki = 1000.0 / ipc
+    share, formula = cycles / per_ki, f"{' + '.join(terms)} / {fmt(per_ki)} cycles/KI"
+    cap = _stall_cap(category, ipc, metrics, ctx)
+    if cap is not None and share > cap[0]:
+        share, formula = cap[0], f"{formula} = {_percent(share)}, capped at {cap[1]}"
+    return CycleShare(min(share, 1.0), formula, "; ".join(dict.fromkeys(sources)), ",".join(used))
+
+
+def _spinning_share(metrics: Mapping[str, float], ctx: RuleContext) -> CycleShare | None:
+    """The CPU time beyond the threads configured to do the work: busy CPUs less the
+    useful threads, over the busy CPUs (the cycles of every thread, as the counters
+    count them). None without the CPU utilisation or the session's threads."""
+    busy, useful = _value(metrics, "cpu_utilisation"), ctx.useful_threads
+    if busy is None or not busy > 0 or useful is None:
+        return None
+    return CycleShare(
+        min(max(0.0, (busy - useful) / busy), 1.0),
+        f"({fmt(busy)} CPUs busy - {useful} threads configured) / {fmt(busy)} CPUs busy",
+        "task-clock / wall time, against the session's intra-op (+ inter-op) threads",
+        "cpu_utilisation",
+    )
+
+
+def _stall_cap(
+    category: str, ipc: float, metrics: Mapping[str, float], ctx: RuleContext
+) -> tuple[float, str] | None:
+    """What bounds a counted share where more was measured: a cycle in which a miss
+    stalls the core retires nothing, so stalls take at most the issue slots IPC leaves
+    unused (1 - IPC / width); and data-side misses stall the backend, so they take at
+    most the measured backend stall (or top-down backend) fraction. Events x latency
+    alone over-states what an out-of-order core, which overlaps misses, loses."""
+    caps: list[tuple[float, str]] = []
+    width = ctx.facts.width
+    if width:
+        lost = max(0.0, 1.0 - ipc / width)
+        caps.append((lost, f"1 - IPC {fmt(ipc)} / width {fmt(width)} = {_percent(lost)}"))
+    if category in MEMORY_CATEGORIES:
+        for name in ("backend_bound", "backend_stalled"):
+            value = _value(metrics, name)
+            if value is not None:
+                caps.append((max(0.0, value), f"{name} {fmt(value)}"))
+                break
+    return min(caps) if caps else None
+
+
+_LEVEL1 = ("frontend_bound", "backend_bound", "retiring", "bad_speculation")
+
+
+# Causes whose penalty is paid in series, one event after the other: a mispredicted
+# branch flushes the pipeline, and refilling it cannot overlap with the work it
+# replaces (Agner Fog, 'The microarchitecture of Intel, AMD and VIA CPUs', on the
+# misprediction penalty: the time to refill the pipeline). Their count x penalty is a
+# share of the cycles, and a material one names the cause even below the threshold on
+# its rate. Cache and TLB misses are not: an out-of-order core overlaps them with each
+# other and with independent work (memory-level parallelism, prefetching), so count x
+# latency over-states them; they name a cause through their thresholds only.
+_SERIAL = ("branch_misprediction",)
+
+
+def _share_fired(
+    category: str, share: CycleShare | None, metrics: Mapping[str, float]
+) -> Evidence | None:
+    """Evidence that a counted cause with a serial penalty (:data:`_SERIAL`) explains a
+    material share though no threshold of its own crossed: its count against the
+    count at which it would take a fifth of the cycles (:data:`change.MATERIAL_SHARE`).
+    None unless the share is material and rests on counts (fractions keep their
+    thresholds)."""
+    if share is None or not share.material or category not in _SERIAL:
+        return None
+    metric = share.metric.split(",")[0]
+    if metric not in dict(_COUNTS[category]):
+        return None
+    value = _value(metrics, metric)
+    if value is None or value <= 0:
+        return None
+    at_fifth = value * MATERIAL_SHARE / share.share
+    return Evidence(
+        metric,
+        value,
+        at_fifth,
+        ">",
+        f"estimated share of cycles: {share.text}; {MATERIAL_SHARE:.0%} of the cycles "
+        f"at {fmt(at_fifth)} (change.MATERIAL_SHARE)",
+    )
+
+
 # -- explanations and recommendations ------------------------------------------------
 
 _EXPLAIN: dict[str, str] = {
@@ -674,6 +926,7 @@ class _Judged:
     fired: bool = False
     evaluable: bool = False
     cost: EstimatedCost | None = None  # of a count finding that fired; None: not estimated
+    share: CycleShare | None = None  # the share of cycles it explains; None: not estimable
 
     @property
     def material(self) -> bool:
@@ -698,8 +951,18 @@ def _judge(category: str, metrics: Mapping[str, float], ctx: RuleContext) -> _Ju
             seen.add(row.metric)
             signals.append(_Signal(row, None, why_missing(row.metric, ctx)))
     judged = _Judged(category, signals)
+    if category != "ipc_collapse":  # its share is the remainder (diagnose_in)
+        judged.share = cycle_share(category, metrics, ctx)
     judged.evaluable = any(s.evidence is not None for s in keys)
     judged.fired = any(s.crossed for s in keys)
+    if not judged.fired:
+        # A counted cause that explains a material share of the cycles is a cause,
+        # whether or not the rule-of-thumb threshold on its rate crossed.
+        by_share = _share_fired(category, judged.share, metrics)
+        if by_share is not None:
+            row = Threshold(by_share.metric, ">", by_share.threshold, category, "key", "")
+            signals.append(_Signal(row, by_share, None))
+            judged.evaluable = judged.fired = True
     if judged.fired:
         judged.confidence = combine(
             (
@@ -789,6 +1052,13 @@ def diagnose_in(
         if j.cost is not None:
             small_note = "" if j.cost.material else "present but small, "
             explanation += f" Estimated cost: {small_note}{j.cost.text} [{j.cost.source}]."
+        share = j.share
+        if category == "ipc_collapse":
+            share = _remainder(judged, metrics, ctx)
+            if share is not None:
+                explanation += f" {_counted_text(metrics)}"
+        if share is not None:
+            explanation += f" Estimated share: {share.text} [{share.source}]."
         (findings if j.material else small).append(
             Finding(
                 category=category,
@@ -798,10 +1068,15 @@ def diagnose_in(
                 recommendations=tuple(_recommend(category, evidence, ctx)),
                 explanation=explanation,
                 cost=j.cost,
+                share=share,
             )
         )
+    if not any(f.share is not None and f.share.material for f in findings):
+        ilp = _ilp_limited(judged, metrics, ctx, findings, not_judged)
+        if ilp is not None:
+            findings.append(ilp)
     findings.extend(extra_findings)
-    findings.sort(key=lambda f: (-f.confidence, f.category))
+    findings = rank(findings)
     change = None
     if baseline_metrics is not None:
         change = explain_change(metrics, baseline_metrics)
@@ -816,18 +1091,169 @@ def diagnose_in(
     )
 
 
+def rank(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings, the largest share of cycles first.
+
+    Three groups: findings that explain a material share of the cycles
+    (:data:`change.MATERIAL_SHARE`), largest first; then those with no share (a ratio,
+    a setting, an OS count, a hook's finding), most confident first; then those whose
+    share is below material, largest first. A parent of the top-down tree
+    (:data:`thresholds.CHILDREN`) whose share is a measured fraction (backend stalls,
+    top-down slots) and whose child explains a material share ranks by that child's
+    share and right after it: the child's cycles are part of the parent's, and the
+    child is the more specific cause. IPC collapse is every cause's parent: its
+    share is the remainder no counted cause explains, which is no evidence of its own,
+    so a counted cause with a material share always ranks above it. Ties go to the
+    more confident finding."""
+    findings = list(findings)
+    shares = {f.category: f.share.share for f in findings if f.share is not None}
+    ranked_by: dict[str, float] = {}
+    fractions = {name for names in _FRACTIONS.values() for name in names} | {"ipc"}
+    for f in findings:
+        # Only a measured fraction (or the remainder) contains its children's cycles; a
+        # share counted from the parent's own events (L1I refills) does not.
+        if f.share is None or f.share.metric not in fractions:
+            continue
+        children = [
+            shares[c] for c in CHILDREN.get(f.category, ()) if shares.get(c, 0.0) >= MATERIAL_SHARE
+        ]
+        if children:
+            ranked_by[f.category] = min(f.share.share, max(children))
+
+    def key(f: Finding) -> tuple[int, float, bool, float, str]:
+        share = ranked_by.get(f.category, shares.get(f.category))
+        if share is None:
+            return (1, 0.0, False, -f.confidence, f.category)
+        group = 0 if share >= MATERIAL_SHARE else 2
+        return (group, -share, f.category in ranked_by, -f.confidence, f.category)
+
+    return sorted(findings, key=key)
+
+
+def _near_width() -> float:
+    """The fraction of the width at which IPC is "near the width" (the retiring row)."""
+    return next(
+        r.value
+        for r in THRESHOLDS
+        if r.category == "retiring" and r.metric == "ipc" and r.relative_to == "width"
+    )
+
+
+def _remainder(
+    judged: Mapping[str, _Judged], metrics: Mapping[str, float], ctx: RuleContext
+) -> CycleShare | None:
+    """The issue slots an IPC below the width leaves unused (1 - IPC / width), less the
+    shares the specific counted causes explain (:data:`_SPECIFIC_CAUSES`): what is left
+    for ILP-limited compute. None without IPC or a width."""
+    ipc, width = _value(metrics, "ipc"), ctx.facts.width
+    if ipc is None or not width:
+        return None
+    lost = max(0.0, 1.0 - ipc / width)
+    explained = {
+        c: judged[c].share.share  # type: ignore[union-attr]
+        for c in _SPECIFIC_CAUSES
+        if c in judged and judged[c].share is not None
+    }
+    total = min(sum(explained.values()), 1.0)
+    less = (
+        ", ".join(f"{c} {_percent(v)}" for c, v in explained.items())
+        if explained
+        else "none counted"
+    )
+    return CycleShare(
+        max(0.0, lost - total),
+        f"1 - IPC {fmt(ipc)} / width {fmt(width)} = {_percent(lost)} of issue slots "
+        f"unused, less {_percent(total)} explained by counted causes ({less})",
+        f"width: {ctx.facts.width_source}",
+        "ipc",
+    )
+
+
+def _counted_text(metrics: Mapping[str, float]) -> str:
+    """Which counted causes were weighed against the remainder, and which were not
+    counted (so the reader knows what the ILP verdict rests on)."""
+    counted = [m for c in _SPECIFIC_CAUSES for m, _ in _COUNTS.get(c, ()) if m in metrics]
+    counted += [m for c in _SPECIFIC_CAUSES for m in _FRACTIONS.get(c, ()) if m in metrics]
+    missing = [m for c in _SPECIFIC_CAUSES for m, _ in _COUNTS.get(c, ()) if m not in metrics]
+    text = f"Weighed: {', '.join(dict.fromkeys(counted)) or 'nothing'}"
+    if missing:
+        text += f"; not counted: {', '.join(dict.fromkeys(missing))}"
+    return text + "."
+
+
+def _ilp_limited(
+    judged: Mapping[str, _Judged],
+    metrics: Mapping[str, float],
+    ctx: RuleContext,
+    findings: list[Finding],
+    not_judged: dict[str, str],
+) -> Finding | None:
+    """IPC below "near the width" with no cause explaining a material share: the
+    remainder is ILP-limited compute (``ipc_collapse``), when memory was measured and
+    is fine (:func:`_memory_gate`); else the reason goes to ``not_judged``. None when
+    the threshold rule already named it, IPC is near the width, or the remainder is
+    not material either."""
+    if any(f.category == "ipc_collapse" for f in findings) or "ipc_collapse" in not_judged:
+        return None
+    ipc, width = _value(metrics, "ipc"), ctx.facts.width
+    if ipc is None or not width:
+        return None
+    limit = _near_width() * width
+    if ipc >= limit:
+        return None
+    share = _remainder(judged, metrics, ctx)
+    if share is None or not share.material:
+        return None
+    evidence = Evidence(
+        "ipc",
+        ipc,
+        limit,
+        "<",
+        f"{JUDGEMENT}: below {fmt(_near_width())} x the width, where the retiring "
+        f"row calls IPC near it, and no counted cause explains "
+        f"{MATERIAL_SHARE:.0%} of the cycles (width {fmt(width)}: {ctx.facts.width_source})",
+    )
+    gate = _memory_gate(judged, metrics, f"IPC {evidence.line()}")
+    if gate is not None:
+        if gate:
+            not_judged["ipc_collapse"] = gate
+        return None
+    confidence = combine([(KEY_WEIGHT, strength(ipc, limit, "<"))])
+    explanation = (
+        f"{_EXPLAIN['ipc_collapse']} {evidence.line()} [key; {evidence.source}]. "
+        f"{_counted_text(metrics)} Estimated share: {share.text} [{share.source}]."
+    )
+    return Finding(
+        category="ipc_collapse",
+        title=CATEGORIES["ipc_collapse"],
+        confidence=round(confidence, 3),
+        evidence=(evidence,),
+        recommendations=tuple(_recommend("ipc_collapse", (evidence,), ctx)),
+        explanation=explanation,
+        share=share,
+    )
+
+
 def _ipc_collapse_gate(judged: Mapping[str, _Judged], metrics: Mapping[str, float]) -> str | None:
     """Why IPC collapse may not be named here: None when it may, "" when a memory or
     backend category explains the low IPC, else the not-judged reason."""
     j = judged.get("ipc_collapse")
     if j is None or not j.fired:
         return None
+    ipc = next((s.evidence for s in j.signals if s.crossed and s.evidence), None)
+    return _memory_gate(judged, metrics, f"IPC {ipc.line()}" if ipc else "low IPC")
+
+
+def _memory_gate(
+    judged: Mapping[str, _Judged], metrics: Mapping[str, float], low: str
+) -> str | None:
+    """Whether an IPC below the width (``low`` says how) may be called ILP-limited
+    compute: None when it may, "" when a memory or backend category explains it, else
+    why it cannot be judged (nothing counted that bounds what memory costs)."""
     if any(judged[c].material for c in MEMORY_CATEGORIES if c in judged):
         return ""  # the memory/backend finding is the explanation
     if any(m in metrics for m in MEMORY_EVIDENCE):
         return None  # memory was measured and is fine: ILP-limited compute
-    ipc = next((s.evidence for s in j.signals if s.crossed and s.evidence), None)
-    low = f"IPC {ipc.line()}" if ipc else "low IPC"
     l1d, rate = metrics.get("l1d_mpki"), metrics.get("ipc")
     if l1d is not None and rate:
         cost = CHANGE_COSTS["llc_mpki"].cost
@@ -838,14 +1264,19 @@ def _ipc_collapse_gate(judged: Mapping[str, _Judged], metrics: Mapping[str, floa
             f"{low}, and the only memory count is L1D refills: {l1d:.3g} MPKI; "
             f"were each a {cost:.0f}-cycle miss to DRAM or to another core's cache, "
             f"they would take {min(share, 1.0):.0%} of the cycles, so memory stalls "
-            "are not ruled out (low IPC alone is not enough): count stall_backend "
+            f"are not ruled out ({LOW_IPC_ALONE}): count stall_backend "
             "(stalled-cycles-backend), L2/LLC refills or top-down slots too"
         )
     return (
         f"{low}, but nothing was counted that tells memory stalls from ILP-limited "
-        "compute (low IPC alone is not enough): count stall_backend "
+        f"compute ({LOW_IPC_ALONE}): count stall_backend "
         "(stalled-cycles-backend), L1D/L2/LLC refills or top-down slots too"
     )
+
+
+# Words every reason that keeps IPC collapse from being named (memory not ruled out)
+# carries: report.diagnosis tells that case from "nothing crossed" by them.
+LOW_IPC_ALONE = "low IPC alone is not enough"
 
 
 def _notes(ctx: RuleContext) -> tuple[str, ...]:
@@ -891,6 +1322,15 @@ def _finding_as_dict(finding: Finding) -> dict[str, Any]:
             "formula": finding.cost.formula,
             "source": finding.cost.source,
         },
+        "share": None
+        if finding.share is None
+        else {
+            "metric": finding.share.metric,
+            "share": finding.share.share,
+            "formula": finding.share.formula,
+            "text": finding.share.text,
+            "source": finding.share.source,
+        },
     }
 
 
@@ -912,8 +1352,8 @@ def diagnosis_as_dict(diagnosis: Diagnosis) -> dict[str, Any]:
 def diagnosis_from_dict(data: Mapping[str, Any]) -> Diagnosis:
     """The Diagnosis back from :func:`diagnosis_as_dict` (the change is not carried).
 
-    A diagnosis written before costs were estimated (no ``cost``, no ``small``) loads
-    with none."""
+    A diagnosis written before costs or shares were estimated (no ``cost``, ``share``
+    or ``small``) loads with none."""
 
     def cost(row: Mapping[str, Any] | None) -> EstimatedCost | None:
         if not row:
@@ -923,6 +1363,16 @@ def diagnosis_from_dict(data: Mapping[str, Any]) -> Diagnosis:
             float(row["share"]),
             str(row.get("formula") or ""),
             str(row.get("source") or ""),
+        )
+
+    def share(row: Mapping[str, Any] | None) -> CycleShare | None:
+        if not row:
+            return None
+        return CycleShare(
+            float(row["share"]),
+            str(row.get("formula") or ""),
+            str(row.get("source") or ""),
+            str(row.get("metric") or ""),
         )
 
     def finding(row: Mapping[str, Any]) -> Finding:
@@ -943,6 +1393,7 @@ def diagnosis_from_dict(data: Mapping[str, Any]) -> Diagnosis:
             recommendations=tuple(row.get("recommendations") or ()),
             explanation=str(row.get("explanation") or ""),
             cost=cost(row.get("cost")),
+            share=share(row.get("share")),
         )
 
     primary = data.get("primary")

@@ -54,22 +54,25 @@ def _explain(args: argparse.Namespace) -> int:
     from .classify import diagnose
     from .perfstat import PerfStatError, load_report
     from .report.explain import explain_json, explain_text
-    from .thresholds import check_core, core_facts
+    from .thresholds import check_core, core_facts, resolve_core
 
     arch = None
+    cpu = ""
     if args.cpu:
         problem = check_core(args.cpu)
         if problem:
             print(f"inferperf explain: {problem}", file=sys.stderr)
             return EXIT_USAGE
-        family = core_facts(args.cpu).family
+        cpu = resolve_core(args.cpu) or args.cpu  # what users type -> the core's slug
+        family = core_facts(cpu).family
         arch = "x86" if family == "x86" else ("arm" if family.startswith("arm") else None)
     try:
         report = load_report(args.file, arch=arch)
     except PerfStatError as exc:
         print(f"inferperf explain: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    core = args.cpu or report.core_hint or ""
+    hint = report.core_hint or ""
+    core = cpu or resolve_core(hint) or hint  # a file's name for its core, as --cpu's
     metrics = report.metrics(core, calls=args.calls or 1)
     if not args.calls:  # a perf stat run does not know its calls: per-call values are totals
         metrics = {k: v for k, v in metrics.items() if not k.endswith("_per_call")}
@@ -611,10 +614,13 @@ def build_parser() -> argparse.ArgumentParser:
         "unreadable or not perf stat output, or an unknown --cpu.",
     )
     explain.add_argument("file", metavar="FILE", help="perf stat output (text, -x, CSV, -j)")
+    from .thresholds import CORE_NAME_EXAMPLES
+
     explain.add_argument(
         "--cpu",
         metavar="CORE",
-        help="core slug when the file does not name it, e.g. cortex-a72, neoverse-n1, neoverse-v2",
+        help="the core when the file does not name it: a slug or a name as users type it, "
+        f"e.g. {', '.join(CORE_NAME_EXAMPLES)} (every name: docs/diagnosis.md, 'Naming a core')",
     )
     explain.add_argument(
         "--calls", type=int, metavar="N", help="inference calls in the run, for per-call metrics"

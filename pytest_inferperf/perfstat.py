@@ -11,9 +11,13 @@ top-down fractions perf prints itself (``--topdown`` tables, ``-M TopdownL1`` an
 perf 6.x ``TopdownL1`` shadow comments, Intel ``topdown-*``/``slots`` events); handing
 Arm topdown-tool output to :mod:`topdown_tool` and its runs' metrics on; keeping
 several runs of one file apart (one :class:`PerfStat` per ``Performance counter stats
-for`` block, never summed); and turning a run into counts, unavailable reasons, a
-:class:`metrics.MetricContext` and its metrics, and several runs into one set of
-metrics (each metric derived within a run, then the median over the runs that have it).
+for`` block, never summed); combining runs of one command whose events were split
+between them (:func:`combine_runs`: same target, instructions agreeing within
+:data:`BORROW_TOLERANCE`, a run lending the counts it has to the others); and turning a
+run into counts, unavailable reasons, a :class:`metrics.MetricContext` and its metrics,
+and several runs into one set of metrics (each metric derived within a run or a combined
+group, then the median over them), with what the counts cannot support in words
+(:meth:`PerfStatReport.limits`).
 
 Must not: run perf, or judge anything.
 
@@ -38,12 +42,12 @@ import itertools
 import json
 import re
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import InferperfError
-from .metrics import MetricContext, compute
+from .metrics import METRICS, MetricContext, compute
 from .pmu.events import CATALOGUE
 
 NOT_SUPPORTED = "<not supported>"
@@ -187,9 +191,10 @@ class EventName:
 
     @property
     def arch_hint(self) -> str | None:
-        if self.pmu and (self.pmu.startswith(("armv8_", "armv9_", "arm_", "apple_"))):
+        pmu = (self.pmu or "").lower()
+        if pmu.startswith(("armv8_", "armv9_", "arm_", "apple_")):
             return "arm"
-        if self.pmu in _X86_PMUS:
+        if pmu in _X86_PMUS:
             return "x86"
         if self.pmu is None and self.base in _ARM_NAMES:
             return "arm"
@@ -199,7 +204,7 @@ class EventName:
 
     @property
     def core_hint(self) -> str | None:
-        match = _ARM_PMU.match(self.pmu or "")
+        match = _ARM_PMU.match((self.pmu or "").lower())
         return match.group("core").replace("_", "-") if match else None
 
 
@@ -383,16 +388,22 @@ class PerfStat:
         """The MetricContext of this run (a perf stat run knows no latency)."""
         return MetricContext(calls=calls, wall_ns=self.wall_ns, core=core or self.core_hint or "")
 
-    def metrics(self, core: str = "", calls: int = 1) -> dict[str, float]:
+    def metrics(
+        self, core: str = "", calls: int = 1, borrowed: Mapping[str, float] | None = None
+    ) -> dict[str, float]:
         """Every metric of this run; perf's own top-down fractions fill what the counts
         cannot give (our formulas from the counts win where both exist).
+
+        ``borrowed``: counts this run lacks, taken from other runs of the same command
+        (:func:`combine_runs`); the run's own counts always win.
 
         A level-1 fraction of slots the counts put outside 0..1 is impossible: one of its
         events miscounts (Neoverse N2 r0p0 counts one STALL_SLOT per cycle too many, Arm
         erratum notice SDEN1982442, which perf corrects from the MIDR a saved file does
         not carry). It is dropped, and perf's own value, when printed, stands instead.
         """
-        out = compute(self.counts, self.context(core, calls))
+        counts = {**borrowed, **self.counts} if borrowed else self.counts
+        out = compute(counts, self.context(core, calls))
         for name in _LEVEL1:
             value = out.get(name)
             if value is not None and not -_FRACTION_SLACK <= value <= 1 + _FRACTION_SLACK:
@@ -917,17 +928,221 @@ def parse_text(text: str, *, arch: str | None = None) -> PerfStat:
 
 # -- several runs ------------------------------------------------------------------------
 
+# Runs of one command are combined when their counts can share normalisers: people split
+# their events over several ``perf stat`` runs of one program because the PMU has few
+# counters (Cortex-A72: 6 + the cycle counter).
+#
+# A borrowed normaliser (run 2's L1I refills over run 1's instructions) moves a metric by
+# the ratio of the two runs' true counts, so runs that counted a normaliser twice must
+# agree on it. Retired instructions are architectural: a re-run of one program on one
+# input retires the same instructions, give or take an overcount of about one per
+# hardware interrupt and per first-touch page fault (Weaver, Terpstra, Moore,
+# "Non-determinism and overcount on modern hardware performance counter
+# implementations", ISPASS 2013, doi:10.1109/ISPASS.2013.6557172): thousands on a run of
+# billions. A gap past BORROW_TOLERANCE is therefore other work (another input, another
+# thread count, ONNX Runtime's pool threads spinning a different time), and the runs stay
+# apart. 2% is the error accepted in a metric divided by a borrowed count, far above that
+# overcount. Cycles, cache, stall and software counts legitimately differ between runs of
+# one program (frequency, cache state, scheduling), so their differences prove nothing:
+# each run keeps its own where it has one.
+#
+# Where no command is named ('system wide', 'CPU(s) 0-3', a process id) the runs are the
+# same only when they cover time windows of the same length: elapsed times must agree
+# within the same tolerance, as a per-second rate would otherwise move by their ratio.
+#
+# perf prints the header as " Performance counter stats for '<argv>'" with " (N runs)"
+# after -r, or for 'system wide', 'CPU(s) <list>', process id '<pid>', thread id '<tid>'
+# (tools/perf/util/stat-display.c, print_header()).
+
+#: Largest relative gap between two runs' instructions (or elapsed times, where no command
+#: is named) for the runs to share normalisers (reasoning above).
+BORROW_TOLERANCE = 0.02
+# Counts fixed by the program and its input (architectural), checked where runs overlap.
+_DETERMINISTIC = ("instructions",)
+_TARGET = re.compile(r"Performance counter stats for\s+(?P<target>.*?)(?:\s*\(\d+ runs\))?\s*$")
+_NO_COMMAND = re.compile(r"^(?:'system wide'|'CPU\(s\) [^']*'|process id '|thread id ')")
+# Modifiers that change what is counted (user, kernel, hypervisor, guest, host); others
+# (p, P, S, D, W, e, I ...) change how.
+_PRIVILEGE = frozenset("ukhGH")
+_SOFTWARE = frozenset(n for n, spec in CATALOGUE.items() if spec.is_software)
+
+
+@dataclass(frozen=True)
+class RunTarget:
+    """What a run measured, from its header: a command, or a target with no command."""
+
+    text: str  # "'./stride'", "'system wide'", "process id '8113'"
+    command: bool  # a command line was named
+
+    @property
+    def label(self) -> str:
+        return self.text if self.command else f"no command ({self.text})"
+
+
+def run_target(run: PerfStat) -> RunTarget | None:
+    """The target of a run's ``Performance counter stats for`` header (``(N runs)`` of
+    ``-r`` removed), or None where the run has no header (CSV, JSON, topdown-tool)."""
+    if run.format == "topdown-tool":
+        return None
+    match = _TARGET.search(run.title)
+    if match is None or not match.group("target"):
+        return None
+    target = match.group("target").strip()
+    return RunTarget(target, not _NO_COMMAND.match(target))
+
+
+def _privilege(run: PerfStat) -> frozenset[str]:
+    """The privilege filters of a run's counted hardware events ("u" for ``:u``, "" for
+    none): runs that count different privilege levels count different things."""
+    out = set()
+    for entry in run.entries:
+        logical = logical_name(entry.event, run.arch)
+        if entry.status != "counted" or logical is None or logical in _SOFTWARE:
+            continue
+        out.add("".join(sorted(set(entry.event.modifiers) & _PRIVILEGE)))
+    return frozenset(out)
+
+
+def _gap(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(a), abs(b)) if max(abs(a), abs(b)) > 0 else 0.0
+
+
+def _conflict(a: PerfStat, b: PerfStat, target: RunTarget) -> str | None:
+    """Why two runs of one target cannot share normalisers, or None when they can."""
+    if not target.command:
+        if a.elapsed_s is None or b.elapsed_s is None:
+            return "no elapsed time to compare their windows"
+        gap = _gap(a.elapsed_s, b.elapsed_s)
+        if gap > BORROW_TOLERANCE:
+            return (
+                f"elapsed {a.elapsed_s:g} s and {b.elapsed_s:g} s differ "
+                f"by {gap:.1%} (> {BORROW_TOLERANCE:.0%})"
+            )
+    pa, pb = _privilege(a), _privilege(b)
+    if pa and pb and pa != pb:
+        shown = ", ".join(":" + p if p else "all levels" for p in sorted(pa))
+        other = ", ".join(":" + p if p else "all levels" for p in sorted(pb))
+        return f"different privilege levels counted ({shown} vs {other})"
+    for name in _DETERMINISTIC:
+        if name in a.counts and name in b.counts:
+            gap = _gap(a.counts[name], b.counts[name])
+            if gap > BORROW_TOLERANCE:
+                return (
+                    f"{name} {a.counts[name]:,.0f} and {b.counts[name]:,.0f} differ by "
+                    f"{gap:.1%} (> {BORROW_TOLERANCE:.0%}): not the same work"
+                )
+    return None
+
+
+@dataclass(frozen=True)
+class Combination:
+    """How the runs of one file were put together.
+
+    ``groups``: the runs (indices into the report's runs) whose counts are combined into
+    one result; every run is in exactly one group, a run kept alone in its own.
+    ``apart``: why runs were not combined, in words, one line each.
+    """
+
+    groups: tuple[tuple[int, ...], ...]
+    apart: tuple[str, ...] = ()
+
+
+def combine_runs(runs: Sequence[PerfStat]) -> Combination:
+    """Which runs of a file are runs of one command with events split between them.
+
+    Runs are combined when they have the same target (the command line of the header;
+    with no command, time windows of one length), count the same privilege levels, agree
+    on instructions where both counted them (:data:`BORROW_TOLERANCE`), and do not all
+    count the same events (runs with one event set are repeats: kept apart, the metrics
+    their median). A target whose runs conflict anywhere keeps all of them apart, so the
+    result never depends on the order of the runs.
+    """
+    by_target: dict[RunTarget | None, list[int]] = {}
+    for index, run in enumerate(runs):
+        by_target.setdefault(run_target(run), []).append(index)
+    groups: list[tuple[int, ...]] = []
+    apart: list[str] = []
+    for target, members in by_target.items():
+        if target is None or len(members) < 2:
+            groups.extend((i,) for i in members)
+            continue
+        conflicts = [
+            f"runs {i + 1} and {j + 1} of {target.label}: {why}"
+            for i, j in itertools.combinations(members, 2)
+            if (why := _conflict(runs[i], runs[j], target)) is not None
+        ]
+        if conflicts or len({frozenset(runs[i].counts) for i in members}) == 1:
+            groups.extend((i,) for i in members)
+            apart.extend(conflicts)
+        else:
+            groups.append(tuple(members))
+    if len(by_target) > 1 and any(len(g) > 1 for g in groups):
+        names = ", ".join(
+            f"run{'s' if len(m) > 1 else ''} {'+'.join(str(i + 1) for i in m)}: "
+            f"{t.label if t else 'no header'}"
+            for t, m in by_target.items()
+        )
+        apart.append(f"different targets ({names})")
+    return Combination(tuple(sorted(groups)), tuple(apart))
+
+
+def _own_inputs(run: PerfStat, metric: str) -> int:
+    """How many of a metric's inputs the run counted itself (perf's own metric: all)."""
+    spec = METRICS.get(metric)
+    if spec is None:
+        return 1
+    own = sum(1 for name in spec.inputs if name in run.counts)
+    if own == 0 and metric in run.perf_metrics:
+        return len(spec.inputs)
+    return own
+
 
 @dataclass(frozen=True)
 class PerfStatReport:
-    """Every run of one perf stat file, kept apart.
+    """Every run of one perf stat file.
 
-    Counts are never added across runs: each run's metrics are derived from its own
-    counts, and :meth:`metrics` combines them as the median over the runs that have the
-    metric (for two runs, their mean).
+    Counts are never added across runs. Runs of one command with their events split
+    between them (:func:`combine_runs`) are combined: a metric comes from the run(s) that
+    counted the most of its inputs, each run lending the counts it has to the others
+    (L1I refills of run 2 over the instructions of run 1). Every other run is kept apart:
+    each derives its metrics from its own counts, and :meth:`metrics` takes the median
+    over the results that have the metric (for two, their mean).
     """
 
     runs: tuple[PerfStat, ...]
+    combination: Combination | None = None  # None: each run alone
+
+    @property
+    def groups(self) -> tuple[tuple[int, ...], ...]:
+        if self.combination is None:
+            return tuple((i,) for i in range(len(self.runs)))
+        return self.combination.groups
+
+    @property
+    def combined(self) -> tuple[tuple[int, ...], ...]:
+        """The groups of two runs or more that were combined."""
+        return tuple(g for g in self.groups if len(g) > 1)
+
+    @property
+    def apart(self) -> tuple[str, ...]:
+        """Why runs of the file were not combined (empty where there was nothing to say)."""
+        return () if self.combination is None else self.combination.apart
+
+    @property
+    def runs_note(self) -> str:
+        """How the runs were used, for a report's header ("" for one run)."""
+        runs, combined = len(self.runs), self.combined
+        if runs < 2:
+            return ""
+        if not combined:
+            return f"{runs} runs kept apart: metrics are the median over the runs"
+        if len(self.groups) == 1:
+            return f"combined {runs} runs of the same command"
+        parts = ", ".join("+".join(str(i + 1) for i in g) for g in combined)
+        return (
+            f"combined runs {parts} of the same command; {len(self.groups)} results kept "
+            "apart: metrics are the median over them"
+        )
 
     @property
     def format(self) -> str:
@@ -974,17 +1189,92 @@ class PerfStatReport:
     def unmapped(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(u for r in self.runs for u in r.unmapped))
 
+    def borrowed(self) -> dict[int, dict[str, tuple[int, ...]]]:
+        """Per run (index) of a combined group: each count it lacks -> the runs lending it."""
+        out: dict[int, dict[str, tuple[int, ...]]] = {}
+        for group in self.combined:
+            for i in group:
+                lent: dict[str, tuple[int, ...]] = {}
+                for j in group:
+                    for name in self.runs[j].counts:
+                        if j != i and name not in self.runs[i].counts:
+                            lent[name] = (*lent.get(name, ()), j)
+                if lent:
+                    out[i] = lent
+        return out
+
     def per_run_metrics(self, core: str = "", calls: int = 1) -> list[dict[str, float]]:
         return [run.metrics(core, calls) for run in self.runs]
 
+    def _group_metrics(self, group: tuple[int, ...], core: str, calls: int) -> dict[str, float]:
+        if len(group) == 1:
+            return self.runs[group[0]].metrics(core, calls)
+        runs = [self.runs[i] for i in group]
+        # A count several runs have: their median (they agree on instructions within
+        # BORROW_TOLERANCE; the median keeps the result independent of the run order).
+        shared = {
+            name: float(statistics.median(r.counts[name] for r in runs if name in r.counts))
+            for name in {n for r in runs for n in r.counts}
+        }
+        results = [
+            (r, r.metrics(core, calls, {k: v for k, v in shared.items() if k not in r.counts}))
+            for r in runs
+        ]
+        names = {n for _, m in results for n in m}
+        out: dict[str, float] = {}
+        for name in sorted(names, key=_metric_order):
+            scored = [(_own_inputs(r, name), m[name]) for r, m in results if name in m]
+            best = max(s for s, _ in scored)
+            out[name] = float(statistics.median(v for s, v in scored if s == best))
+        return out
+
     def metrics(self, core: str = "", calls: int = 1) -> dict[str, float]:
-        """Each metric derived within each run, then the median over the runs that have it.
+        """Each metric derived within each result (a run, or runs combined), then the
+        median over the results that have it.
 
         ``calls`` is the calls of each run.
         """
-        per_run = self.per_run_metrics(core, calls)
-        names = dict.fromkeys(n for m in per_run for n in m)
-        return {n: float(statistics.median(m[n] for m in per_run if n in m)) for n in names}
+        per_result = [self._group_metrics(g, core, calls) for g in self.groups]
+        names = dict.fromkeys(n for m in per_result for n in m)
+        return {n: float(statistics.median(m[n] for m in per_result if n in m)) for n in names}
+
+    def limits(self) -> tuple[str, ...]:
+        """What the counts cannot support, in words: the normalisers no run counted, and
+        a system-wide scope. Only facts about the file; judging is the classifier's."""
+        counted = {n for r in self.runs for n in r.counts}
+        hardware = counted - _SOFTWARE
+        out: list[str] = []
+        if hardware and "instructions" not in counted:
+            out.append(
+                "no instructions counted: no rate per 1,000 instructions (MPKI) and no IPC "
+                f"can be formed from {', '.join(sorted(hardware))}, so the causes judged on "
+                "MPKI or IPC (caches, TLBs, branches, front end, IPC collapse) are not judged"
+            )
+        if hardware and "cycles" not in counted:
+            out.append("no cycles counted: no IPC and no share of cycles stalled")
+        targets = {t.text for r in self.runs if (t := run_target(r)) and not t.command}
+        for target in sorted(targets):
+            out.append(
+                f"{target}: the counts are every task's on the counted CPUs, not one program's"
+            )
+        return tuple(out)
+
+    def rates(self) -> dict[str, float]:
+        """Every hardware count per second of elapsed time (the median over the runs that
+        have it and their elapsed time): what a run without instructions still gives."""
+        per: dict[str, list[float]] = {}
+        for run in self.runs:
+            if not run.elapsed_s:
+                continue
+            for name, value in run.counts.items():
+                if name not in _SOFTWARE:
+                    per.setdefault(name, []).append(value / run.elapsed_s)
+        return {n: float(statistics.median(v)) for n, v in per.items()}
+
+
+def _metric_order(name: str) -> tuple[int, str]:
+    order = list(METRICS)
+    return (order.index(name), "") if name in METRICS else (len(order), name)
 
 
 def _single(runs: Sequence[PerfStat]) -> PerfStat:
@@ -1051,7 +1341,8 @@ def parse_report(text: str, *, arch: str | None = None) -> PerfStatReport:
         return PerfStatReport((parse_json_lines(text, arch=arch),))
     if fmt == "csv":
         return PerfStatReport((parse_csv(text, arch=arch),))
-    return PerfStatReport(tuple(_text_runs(text, arch)))
+    runs = tuple(_text_runs(text, arch))
+    return PerfStatReport(runs, combine_runs(runs) if len(runs) > 1 else None)
 
 
 def parse(text: str, *, arch: str | None = None) -> PerfStat:

@@ -3,7 +3,9 @@
 Owns: :data:`THRESHOLDS` (which metric, which way, how far, for which category, for
 which core families, and where the number comes from), :data:`CORES` (per-core facts
 the rules need: issue width and its source, the logical events the core does not
-implement), the core slugs a user may name (:func:`check_core`), the evidence that
+implement; a family fallback row where no source gives a core's width, which says it
+is one), the names a user may type for a core and the core each means
+(:data:`CORE_ALIASES`, :func:`resolve_core`, :func:`check_core`), the evidence that
 separates memory stalls from ILP-limited compute (:data:`MEMORY_EVIDENCE`), the
 category names and titles, which category a moving metric points to
 (:data:`METRIC_CATEGORY`), and what one more unit of a moved metric can cost at
@@ -41,7 +43,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # -- categories -------------------------------------------------------------
 
@@ -497,6 +499,15 @@ def thresholds_for(category: str, family: str) -> tuple[Threshold, ...]:
 
 
 # -- cores ------------------------------------------------------------------------
+#
+# One row per core (:data:`CORES`): the Arm cores detection names from their MIDR
+# (``pmu.cpu.ARM_PARTS``) and the x86 cores behind the micro-architectures it names
+# (``pmu.cpu.x86_core_name``), each with its issue width and where the number comes
+# from. A core whose width no source gives is a *family fallback* row: it borrows the
+# narrowest width of its family on record and says so (``fallback``). Names as users
+# type them (products, short forms, other spellings) resolve to a row through
+# :data:`CORE_ALIASES` (:func:`resolve_core`); tests/test_core_names.py checks that the
+# tables agree.
 
 _NO_BASIC = (
     "llc_read",
@@ -523,10 +534,19 @@ _NO_SLOTS = (
     "op_spec",
 )
 
+#: Families of threshold rows, from the core that can count least to the one that can
+#: count most (a family fallback takes the least capable family of its members).
+CORE_FAMILIES: tuple[str, ...] = ("arm-basic", "arm-cycles", "arm-topdown", "x86", "unknown")
+
 
 @dataclass(frozen=True)
 class CoreFacts:
-    """What the rules need to know about one core."""
+    """What the rules need to know about one core.
+
+    ``fallback`` is empty for a core on record; for a family fallback it names the
+    family whose narrowest width on record stands in (``"Neoverse N"``), and
+    ``width_source`` says so.
+    """
 
     slug: str
     name: str
@@ -536,6 +556,7 @@ class CoreFacts:
     lacks: tuple[str, ...] = ()  # logical events the core does not implement
     lacks_source: str = ""
     notes: Mapping[str, str] = field(default_factory=dict)
+    fallback: str = ""
 
 
 def _arm(
@@ -549,7 +570,33 @@ def _arm(
     return CoreFacts(slug, name, family, width, width_source, lacks, source if lacks else "")
 
 
+def _x86(slug: str, name: str, width: float, width_source: str) -> CoreFacts:
+    return CoreFacts(slug, name, "x86", width, width_source)
+
+
 _TS = "telemetry-solution neoverse-{}.json product_configuration.num_slots"
+_AT_A73 = (
+    "AnandTech, 'ARM Cortex-A73 Artemis Unveiled', p. 2 (anandtech.com/show/10347/2): "
+    "'ARM's current Austin family of 3-wide decode microarchitectures'"
+)
+_AT_A75 = (
+    "AnandTech, 'Exploring DynamIQ and ARM's New CPUs: Cortex-A75, Cortex-A55', p. 3 "
+    "(anandtech.com/show/11441/3)"
+)
+_AT_A77 = (
+    "AnandTech, 'Arm's New Cortex-A77 CPU Micro-architecture', p. 2 "
+    "(anandtech.com/show/14384/2), 'Going For A 6-Wide* Front-End'"
+)
+_AT_V9 = (
+    "AnandTech, 'Arm Announces Mobile Armv9 CPU Microarchitectures: Cortex-X2, "
+    "Cortex-A710 & Cortex-A510' (anandtech.com/show/16693)"
+)
+_PERF_BOOK_SLOTS = (
+    "Bakhvalov, 'Performance Analysis and Tuning on Modern CPUs' (2nd ed.), "
+    "'Pipeline Slot': 'Intel's Skylake and AMD Zen3 cores have a 4-wide "
+    "allocation ... Golden Cove and Zen4 architectures both have a 6-wide "
+    "allocation'"
+)
 
 CORES: dict[str, CoreFacts] = {
     c.slug: c
@@ -580,12 +627,38 @@ CORES: dict[str, CoreFacts] = {
             _NO_SLOTS,
         ),
         _arm(
+            "cortex-a57",
+            "Cortex-A57",
+            "arm-basic",
+            3,
+            f"{_AT_A73}, the A57 and A72 ({_AT_A75}: 'the A72 and A57 ... belong to "
+            "the Austin CPU family')",
+            _NO_BASIC,
+        ),
+        _arm(
             "cortex-a72",
             "Cortex-A72",
             "arm-basic",
             3,
             "Cortex-A72 software optimisation guide: 3-wide decode",
             _NO_BASIC,
+        ),
+        _arm(
+            "cortex-a73",
+            "Cortex-A73",
+            "arm-basic",
+            2,
+            f"{_AT_A75}: 'moving to 3-wide decode makes the A75 ... a wider machine than "
+            "A73' (A73: 2 instructions decoded per cycle)",
+            _NO_BASIC,
+        ),
+        _arm(
+            "cortex-a75",
+            "Cortex-A75",
+            "arm-cycles",
+            3,
+            f"{_AT_A75}: 'The ability to decode up to 3 instructions/cycle'",
+            _NO_SLOTS,
         ),
         _arm(
             "cortex-a76",
@@ -595,7 +668,33 @@ CORES: dict[str, CoreFacts] = {
             "Cortex-A76 software optimisation guide: 4-wide decode",
             _NO_SLOTS,
         ),
-        # X1 implements the slot events, but no level-1 formula for it is in metrics.
+        _arm(
+            "cortex-a77",
+            "Cortex-A77",
+            "arm-cycles",
+            4,
+            f"{_AT_A77}: the A76 is its baseline; 6 macro-ops per cycle come only from "
+            "the new macro-op cache, instructions are decoded 4 per cycle as on the A76",
+            _NO_SLOTS,
+        ),
+        # A78, A710 and X1 implement the slot events, but no level-1 formula for them is
+        # in metrics: cycle accounting only.
+        _arm(
+            "cortex-a78",
+            "Cortex-A78",
+            "arm-cycles",
+            4,
+            "WikiChip, 'Cortex-A78 - Microarchitectures - ARM' "
+            "(en.wikichip.org/wiki/arm_holdings/microarchitectures/cortex-a78): Decode 4-way",
+        ),
+        _arm(
+            "cortex-a710",
+            "Cortex-A710",
+            "arm-cycles",
+            5,
+            f"{_AT_V9}, p. 3: 'Arm has reduced the macro-OP cache and dispatch stage "
+            "throughputs from 6-wide to 5-wide'",
+        ),
         _arm(
             "cortex-x1",
             "Cortex-X1",
@@ -616,94 +715,449 @@ CORES: dict[str, CoreFacts] = {
         _arm("neoverse-v2", "Neoverse V2", "arm-topdown", 8, _TS.format("v2")),
         # V3's level-1 formulas are not in metrics yet: cycle accounting only.
         _arm("neoverse-v3", "Neoverse V3", "arm-cycles", 10, _TS.format("v3")),
+        # Arm publishes no event list for these two (not in ARM-software/data): nothing
+        # is known to be missing, and an event that was not counted is simply not judged.
+        CoreFacts(
+            "ampereone",
+            "AmpereOne",
+            "arm-cycles",
+            4,
+            "Chips and Cheese, 'LLVM's Ampere1B Commit' (chipsandcheese.com/p/"
+            "llvms-ampere1b-commit): 'Ampere One is a four-wide armv8.6-a core'",
+        ),
+        CoreFacts(
+            "hisilicon-tsv110",
+            "HiSilicon TSV110 (Kunpeng 920)",
+            "arm-cycles",
+            4,
+            "Linux tools/perf/pmu-events/arch/arm64/hisilicon/hip08/metrics.json: "
+            "retiring = INST_RETIRED / (CPU_CYCLES * 4), frontend_bound = FETCH_BUBBLE "
+            "/ (4 * CPU_CYCLES); WikiChip 'TaiShan v110': Decode 4-way",
+        ),
+        # x86, one row per core micro-architecture (pmu.cpu.x86_core_name names the
+        # product line and micro-architecture; _X86_DETECTED maps them here).
+        _x86("intel-skylake", "Intel Skylake", 4, _PERF_BOOK_SLOTS),
+        _x86(
+            "intel-sunnycove",
+            "Intel Sunny Cove (Ice Lake)",
+            5,
+            "WikiChip Fuse, 'Intel Sunny Cove Core To Deliver A Major Improvement In "
+            "Single-Thread Performance' (fuse.wikichip.org/news/2371): 'Sunny Cove can "
+            "now allocate up to five µOPs each cycle'",
+        ),
+        _x86(
+            "intel-goldencove",
+            "Intel Golden Cove (Sapphire Rapids, Alder Lake P-core)",
+            6,
+            _PERF_BOOK_SLOTS,
+        ),
+        # Zen and Zen 2 are no wider than Zen 3 (4 instructions decoded per cycle).
+        _x86("amd-zen", "AMD Zen", 4, f"{_PERF_BOOK_SLOTS}; Zen / Zen+ are no wider than Zen 3"),
+        _x86("amd-zen+", "AMD Zen+", 4, f"{_PERF_BOOK_SLOTS}; Zen / Zen+ are no wider than Zen 3"),
+        _x86("amd-zen2", "AMD Zen 2", 4, f"{_PERF_BOOK_SLOTS}; Zen 2 is no wider than Zen 3"),
+        _x86("amd-zen3", "AMD Zen 3", 4, _PERF_BOOK_SLOTS),
+        _x86(
+            "amd-zen4",
+            "AMD Zen 4",
+            6,
+            f"{_PERF_BOOK_SLOTS}; AMD Zen 4: 6 dispatch slots per cycle (slots = 6 x cycles)",
+        ),
+        _x86(
+            "amd-zen5",
+            "AMD Zen 5",
+            8,
+            "AMD's Zen 5 architecture disclosure, as reported by PCMag, \"'Zen 5' "
+            "Microarchitecture Explained\" (uk.pcmag.com/processors/153288): 'The number "
+            "of dispatch and execution engines was also increased to an 8-wide design'",
+        ),
     )
 }
 
-# x86 slugs are "intel-<line>-<uarch>" / "amd-<line>-<uarch>" (pmu.cpu.x86_core_name).
-_X86_WIDTH = {
-    "amd": (6.0, "AMD Zen 4: 6 dispatch slots per cycle (slots = 6 x cycles)"),
-    "intel": (
-        4.0,
-        f"{JUDGEMENT}: 4-wide allocation of Skylake-class cores (later cores are "
-        "wider, so this flags less)",
+
+@dataclass(frozen=True)
+class CoreFamily:
+    """A family of cores whose narrowest width on record stands in for a member that
+    has none (``members``: the slugs it takes the width from; ``covers``: the names it
+    stands in for; both full-match regular expressions)."""
+
+    slug: str  # the family's own name, which --cpu accepts ("neoverse")
+    label: str  # "Neoverse"
+    covers: str
+    members: str
+    members_label: str = ""  # "Neoverse N" where the members are a part of the family
+
+
+CORE_FAMILY_FALLBACKS: tuple[CoreFamily, ...] = (
+    CoreFamily("neoverse-n", "Neoverse N", r"neoverse-n[0-9a-z]*", r"neoverse-n\d+"),
+    CoreFamily("neoverse-v", "Neoverse V", r"neoverse-v[0-9a-z]*", r"neoverse-v\d+"),
+    # Any other Neoverse (an unnamed Neoverse server): the N line, the narrower one.
+    CoreFamily("neoverse", "Neoverse", r"neoverse(-[0-9a-z]+)?", r"neoverse-n\d+", "Neoverse N"),
+    CoreFamily("cortex-x", "Cortex-X", r"cortex-x[0-9a-z]*", r"cortex-x\d+"),
+    # Armv9 little (A5xx) and big (A7xx) lines, then any Cortex-A.
+    CoreFamily(
+        "cortex-a5xx",
+        "Cortex-A5xx",
+        r"cortex-a5\d\d[a-z]*",
+        r"cortex-a5([35]|\d\d)",
+        "in-order little Cortex-A",
     ),
-}
-_PERF_BOOK_SLOTS = (
-    "Bakhvalov, 'Performance Analysis and Tuning on Modern CPUs' (2nd ed.), "
-    "'Pipeline Slot': 'Intel's Skylake and AMD Zen3 cores have a 4-wide "
-    "allocation ... Golden Cove and Zen4 architectures both have a 6-wide "
-    "allocation'"
+    CoreFamily("cortex-a7xx", "Cortex-A7xx", r"cortex-a7\d\d[a-z]*", r"cortex-a7\d\d"),
+    CoreFamily("cortex-a", "Cortex-A", r"cortex-a[0-9a-z]*", r"cortex-a\d+"),
+    CoreFamily("intel", "Intel", r"intel(-[0-9a-z.+-]+)?", r"intel-[a-z0-9]+"),
+    CoreFamily("amd", "AMD", r"amd(-[0-9a-z.+-]+)?", r"amd-[a-z0-9+]+"),
 )
-# Per micro-architecture where it differs from the vendor's default (the <uarch> part).
-_X86_UARCH_WIDTH = {
-    "zen3": (4.0, _PERF_BOOK_SLOTS),
-    # Zen and Zen 2 are no wider than Zen 3 (4 instructions decoded per cycle).
-    "zen2": (4.0, f"{_PERF_BOOK_SLOTS}; Zen 2 is no wider than Zen 3"),
-    "zen": (4.0, f"{_PERF_BOOK_SLOTS}; Zen / Zen+ are no wider than Zen 3"),
+
+
+def family_fallback(slug: str, name: str = "") -> CoreFacts | None:
+    """The facts of the family ``slug`` belongs to, marked as a fallback; None when no
+    family covers it."""
+    family = next((f for f in CORE_FAMILY_FALLBACKS if re.fullmatch(f.covers, slug)), None)
+    return None if family is None else _family_facts(slug, name, family)
+
+
+def _family_facts(slug: str, name: str, family: CoreFamily) -> CoreFacts:
+    """``family``'s narrowest width on record, and its least capable rule family."""
+    members = [
+        c
+        for c in CORES.values()
+        if not c.fallback and c.width is not None and re.fullmatch(family.members, c.slug)
+    ]
+    narrowest = min(members, key=lambda c: (c.width or 0.0, c.slug))
+    kinds = {c.family for c in members}
+    least = next(f for f in CORE_FAMILIES if f in kinds)
+    return CoreFacts(
+        slug,
+        name or f"{family.label} core ({slug})",
+        least,
+        narrowest.width,
+        f"{family.label} family fallback: width {narrowest.width:g} from the narrowest "
+        f"{family.members_label or family.label} core on record ({narrowest.name}: "
+        f"{narrowest.width_source})",
+        fallback=family.label,
+    )
+
+
+def _fallback_row(slug: str, name: str, family_slug: str, rules: str) -> CoreFacts:
+    """A row for a core detection names: its family's width, its own rule family
+    (``rules``, from the events Arm lists for it)."""
+    family = next(f for f in CORE_FAMILY_FALLBACKS if f.slug == family_slug)
+    return replace(_family_facts(slug, name, family), family=rules)
+
+
+# Cores detection names whose width no source on record gives: family fallbacks, each
+# saying so. ARM-software/data lists every catalogue event for them, slot events
+# included; with no level-1 formula in metrics they count cycles only.
+CORES.update(
+    {
+        c.slug: c
+        for c in (
+            _fallback_row("cortex-a510", "Cortex-A510", "cortex-a5xx", "arm-cycles"),
+            _fallback_row("cortex-x2", "Cortex-X2", "cortex-x", "arm-cycles"),
+            _fallback_row("neoverse-n3", "Neoverse N3", "neoverse-n", "arm-cycles"),
+        )
+    }
+)
+
+# x86 micro-architectures as pmu.cpu.x86_core_name names them (the <uarch> part of
+# intel-<line>-<uarch> / amd-<line>-<uarch>) -> the row of their core. Product to core:
+# Kaby Lake, Coffee Lake and Comet Lake are "improvised derivatives of Skylake"
+# (WikiChip, 'Sunny Cove - Microarchitectures - Intel'), Skylake-X the same core; Ice
+# Lake client and server are Sunny Cove (same page, "Core Names"); Sapphire Rapids and
+# Alder Lake's P-cores are Golden Cove (Intel Architecture Day 2021). A micro-architecture
+# not here (Haswell, Tiger Lake, Raptor Lake, ...) takes its vendor's family fallback.
+_X86_DETECTED: dict[str, str] = {
+    "skylake": "intel-skylake",
+    "skylake-x": "intel-skylake",
+    "kabylake": "intel-skylake",
+    "cometlake": "intel-skylake",
+    "icelake-x": "intel-sunnycove",
+    "icelake-d": "intel-sunnycove",
+    "sapphirerapids": "intel-goldencove",
+    "alderlake": "intel-goldencove",
+    "alderlake-l": "intel-goldencove",
 }
 
+# x86 slugs as pmu.cpu.x86_core_name makes them: intel-<line>-<uarch>, amd-<line>-<uarch>.
+_X86_SLUG = re.compile(r"(?P<vendor>intel|amd)-[a-z0-9]+-(?P<uarch>[a-z0-9][a-z0-9.+-]*)")
+X86_EXAMPLES = ("intel-core-skylake", "intel-xeon-icelake-x", "amd-epyc-zen4")
 
-def core_facts(slug: str) -> CoreFacts:
-    """Facts for a core slug; big.LITTLE slugs (``a+b``) take the widest core."""
-    slug = (slug or "").strip().lower()
-    if "+" in slug:
-        parts = [core_facts(s) for s in slug.split("+")]
-        known = [p for p in parts if p.width is not None]
-        if known:
-            best = max(known, key=lambda p: p.width or 0.0)
-            lacks = tuple(sorted({e for p in parts for e in p.lacks}))
-            return CoreFacts(
-                slug,
-                " + ".join(p.name for p in parts),
-                best.family,
-                best.width,
-                f"{best.width_source} (widest core of {slug})",
-                lacks,
-                "; ".join(p.lacks_source for p in parts if p.lacks_source),
-            )
-    if slug in CORES:
-        return CORES[slug]
-    vendor = slug.split("-", 1)[0]
-    if vendor in _X86_WIDTH:
-        uarch = slug.split("-", 2)[-1]
-        width, source = (
-            _X86_UARCH_WIDTH.get(uarch, _X86_WIDTH[vendor])
-            if vendor == "amd"
-            else _X86_WIDTH[vendor]
-        )
-        return CoreFacts(slug, slug, "x86", width, source)
-    return CoreFacts(
-        slug, slug or "unknown core", "unknown", None, "unknown core: no issue width on record"
-    )
+
+def _detected_x86(slug: str) -> CoreFacts | None:
+    """Facts for a slug in detection's x86 form; None when it is not in that form."""
+    match = _X86_SLUG.fullmatch(slug)
+    if not match:
+        return None
+    vendor, uarch = match["vendor"], match["uarch"]
+    row = _X86_DETECTED.get(uarch) or f"{vendor}-{uarch}"
+    if row in CORES:
+        return CORES[row]
+    return family_fallback(slug, slug)
 
 
 # -- naming a core -------------------------------------------------------------------
 
-# x86 slugs as pmu.cpu.x86_core_name makes them: intel-<line>-<uarch>, amd-<line>-<uarch>.
-_X86_SLUG = re.compile(r"(?:intel|amd)-[a-z0-9]+-[a-z0-9][a-z0-9.-]*")
-X86_EXAMPLES = ("intel-core-skylake", "intel-xeon-icelake-x", "amd-epyc-zen4")
+
+@dataclass(frozen=True)
+class CoreAlias:
+    """A name users type for a core. ``source`` says where a product name maps to its
+    core; it is empty for another spelling of the core's own name."""
+
+    name: str
+    slug: str
+    source: str = ""
+
+
+_AWS_CORES = (
+    "aws/aws-graviton-getting-started README.md, 'Building for Graviton' table: "
+    "Graviton2 Neoverse-N1, Graviton3(E) Neoverse-V1, Graviton4 Neoverse-V2"
+)
+_RPI = (
+    "Raspberry Pi documentation, 'Processors' (raspberrypi.com/documentation/computers/"
+    "processors.html): BCM2837 (Pi 3) Cortex-A53, BCM2711 (Pi 4) Cortex-A72, BCM2712 "
+    "(Pi 5) Cortex-A76"
+)
+_ALTRA = (
+    "Chips and Cheese, 'LLVM's Ampere1B Commit' (chipsandcheese.com/p/llvms-ampere1b-"
+    "commit): 'For Altra, Ampere used Arm Ltd's Neoverse N1 core design'"
+)
+_GRACE = "NVIDIA Grace CPU Superchip datasheet: 72 Arm Neoverse V2 cores per Grace CPU"
+_COBALT = (
+    "Azure Cobalt 100 reports implementer 0x6D (Microsoft), part 0xD49 (Neoverse N2), "
+    "variant 0 revision 0 (pmu.cpu.ARM_PARTS; telemetry-solution neoverse-n2 r0p0)"
+)
+_KUNPENG = (
+    "Linux tools/perf/pmu-events/arch/arm64/mapfile.csv: MIDR 0x480fd010 (HiSilicon "
+    "part 0xD01, TSV110 in arch/arm64/include/asm/cputype.h) -> hisilicon/hip08; "
+    "WikiChip 'TaiShan v110': 'TaiShan-based CPUs are branded as the Kunpeng 920 series'"
+)
+_SKYLAKE_LINE = (
+    "WikiChip, 'Sunny Cove - Microarchitectures - Intel': 'a number of improvised "
+    "derivatives of Skylake including Kaby Lake, Coffee Lake, and Comet Lake'"
+)
+_ICELAKE = "WikiChip, 'Sunny Cove': core names Ice Lake (Client), Ice Lake (Server)"
+_GOLDEN_COVE = (
+    "Intel Architecture Day 2021: the Performance-core (Golden Cove) of Alder Lake "
+    "and of Sapphire Rapids"
+)
+_ZEN_PLUS = (
+    "AMD family 17h: Zen+ (Pinnacle Ridge, Picasso) is the Zen core on 12 nm "
+    "(pmu.cpu: family 17h models below 30h are Zen/Zen+)"
+)
+
+
+def _aliases(slug: str, source: str, *names: str) -> tuple[CoreAlias, ...]:
+    return tuple(CoreAlias(n, slug, source) for n in names)
+
+
+#: What users type -> the core's slug. Spellings that only differ in case, spaces,
+#: underscores, dashes or a vendor / line prefix ("A72", "cortex a72", "amd-zen4",
+#: "zen 4", "neoverse_n1") need no row: :func:`resolve_core` folds them.
+CORE_ALIASES: tuple[CoreAlias, ...] = (
+    *_aliases("neoverse-n1", _AWS_CORES, "graviton2", "aws-graviton2"),
+    *_aliases("neoverse-v1", _AWS_CORES, "graviton3", "graviton3e", "aws-graviton3"),
+    *_aliases("neoverse-v2", _AWS_CORES, "graviton4", "aws-graviton4"),
+    *_aliases("neoverse-v2", _GRACE, "grace", "nvidia-grace"),
+    *_aliases("neoverse-n1", _ALTRA, "altra", "ampere-altra"),
+    *_aliases("ampereone", "", "ampere-one", "ampere1"),
+    *_aliases("azure-cobalt-100", _COBALT, "cobalt-100", "cobalt100"),
+    *_aliases("cortex-a53", _RPI, "raspberry-pi-3", "rpi3", "pi3"),
+    *_aliases("cortex-a72", _RPI, "raspberry-pi-4", "rpi4", "pi4"),
+    *_aliases("cortex-a76", _RPI, "raspberry-pi-5", "rpi5", "pi5"),
+    *_aliases("hisilicon-tsv110", _KUNPENG, "kunpeng-920", "kunpeng920", "taishan-v110"),
+    *_aliases("hisilicon-tsv110", "", "tsv110"),
+    *_aliases("intel-skylake", _SKYLAKE_LINE, "kabylake", "coffeelake", "cometlake"),
+    *_aliases("intel-skylake", "", "skl", "skylake-x", "skylake-sp", "skx"),
+    *_aliases("intel-sunnycove", _ICELAKE, "icelake", "icelake-x", "icelake-sp", "icx"),
+    *_aliases("intel-goldencove", _GOLDEN_COVE, "sapphirerapids", "spr", "alderlake", "adl"),
+    *_aliases("amd-zen", "", "zen1", "zen-1"),
+    *_aliases("amd-zen+", _ZEN_PLUS, "zenplus", "zen-plus"),
+)
+
+#: Names that fit several cores: refused, with the choices.
+AMBIGUOUS_CORE_NAMES: dict[str, tuple[str, ...]] = {
+    "graviton": ("neoverse-n1", "neoverse-v1", "neoverse-v2"),
+    "raspberry-pi": ("cortex-a53", "cortex-a72", "cortex-a76"),
+    "rpi": ("cortex-a53", "cortex-a72", "cortex-a76"),
+    "ampere": ("neoverse-n1", "ampereone"),
+}
+
+#: What the --cpu help shows (each resolves; tests/test_core_names.py checks).
+CORE_NAME_EXAMPLES: tuple[str, ...] = (
+    "cortex-a72",
+    "a72",
+    "n1",
+    "graviton3",
+    "altra",
+    "kunpeng920",
+    "zen4",
+    "zen+",
+    "skylake",
+    "icelake",
+)
+
+# Prefixes a name may carry or leave out (a vendor, a product line, a PMU's name).
+_PREFIXES = (
+    "armv8",
+    "armv9",
+    "arm",
+    "cortex",
+    "neoverse",
+    "intel",
+    "amd",
+    "hisilicon",
+    "aws",
+    "nvidia",
+    "azure",
+    "microsoft",
+    "huawei",
+)
+
+
+def _fold(name: str) -> str:
+    """Lower case, spaces and underscores as dashes: 'Cortex A72' -> 'cortex-a72'."""
+    return re.sub(r"-+", "-", re.sub(r"[\s_]+", "-", (name or "").strip().lower())).strip("-")
+
+
+def _keys(name: str) -> set[str]:
+    """The forms a name is found under: without separators, and without each leading
+    vendor or line prefix ('amd-zen4' -> 'amdzen4', 'zen4')."""
+    compact = re.sub(r"[^a-z0-9+]", "", _fold(name))
+    keys = {compact}
+    changed = True
+    while changed:
+        changed = False
+        for key in list(keys):
+            for prefix in _PREFIXES:
+                if key.startswith(prefix) and len(key) > len(prefix):
+                    short = key[len(prefix) :]
+                    if short not in keys:
+                        keys.add(short)
+                        changed = True
+    return keys
+
+
+def _index() -> dict[str, frozenset[str]]:
+    index: dict[str, set[str]] = {}
+    names = [(slug, slug) for slug in CORES] + [(a.name, a.slug) for a in CORE_ALIASES]
+    names += [(f.slug, f.slug) for f in CORE_FAMILY_FALLBACKS]
+    for name, slug in names:
+        for key in _keys(name):
+            index.setdefault(key, set()).add(slug)
+    for name, choices in AMBIGUOUS_CORE_NAMES.items():
+        for key in _keys(name):
+            index.setdefault(key, set()).update(choices)
+    return {k: frozenset(v) for k, v in index.items()}
+
+
+_INDEX = _index()
+
+
+def _parts(name: str) -> list[str]:
+    """big.LITTLE parts of a name: 'cortex-a55+cortex-a76'; a trailing '+' is part of
+    the name ('zen+')."""
+    return [p for p in re.split(r"\+(?=[a-z0-9])", _fold(name)) if p]
+
+
+def core_candidates(name: str) -> tuple[str, ...]:
+    """The slugs one name (no '+' between cores) could mean: none (unknown), one, or
+    several (ambiguous)."""
+    folded = _fold(name)
+    if not folded:
+        return ()
+    if folded in CORES or any(f.slug == folded for f in CORE_FAMILY_FALLBACKS):
+        return (folded,)
+    if _X86_SLUG.fullmatch(folded):
+        return (folded,)
+    found: set[str] = set()
+    for key in _keys(folded):
+        found |= _INDEX.get(key, frozenset())
+    return tuple(sorted(found))
+
+
+def resolve_core(name: str) -> str | None:
+    """The slug a name means ('graviton2' -> 'neoverse-n1', 'A72' -> 'cortex-a72',
+    'zen 4' -> 'amd-zen4'; 'a+b' part by part); None when unknown or ambiguous."""
+    slugs = []
+    for part in _parts(name):
+        found = core_candidates(part)
+        if len(found) != 1:
+            return None
+        slugs.append(found[0])
+    return "+".join(slugs) or None
+
+
+def core_facts(slug: str) -> CoreFacts:
+    """Facts for a core slug or a name users type; big.LITTLE slugs (``a+b``) take the
+    widest core. A core with no row of its own takes its family's fallback; only a core
+    of no family on record is "unknown"."""
+    parts = _parts(slug)
+    if len(parts) > 1:
+        facts = [core_facts(p) for p in parts]
+        known = [p for p in facts if p.width is not None]
+        if known:
+            best = max(known, key=lambda p: p.width or 0.0)
+            lacks = tuple(sorted({e for p in facts for e in p.lacks}))
+            joined = "+".join(parts)
+            return CoreFacts(
+                joined,
+                " + ".join(p.name for p in facts),
+                best.family,
+                best.width,
+                f"{best.width_source} (widest core of {joined})",
+                lacks,
+                "; ".join(p.lacks_source for p in facts if p.lacks_source),
+                fallback=best.fallback,
+            )
+    folded = parts[0] if parts else ""
+    resolved = resolve_core(folded) or folded
+    if resolved in CORES:
+        return CORES[resolved]
+    detected = _detected_x86(resolved)
+    if detected is not None:
+        return detected
+    named = next((f for f in CORE_FAMILY_FALLBACKS if f.slug == resolved), None)
+    if named is not None:  # a family named as such: --cpu neoverse
+        return _family_facts(resolved, f"any {named.label} core", named)
+    fallback = family_fallback(resolved, resolved)
+    if fallback is not None:
+        return fallback
+    return CoreFacts(
+        folded, folded or "unknown core", "unknown", None, "unknown core: no issue width on record"
+    )
 
 
 def known_core(slug: str) -> bool:
-    """Whether ``slug`` names a core on record (``a+b`` for big.LITTLE: each part)."""
-    parts = (slug or "").strip().lower().split("+")
-    return all(p in CORES or _X86_SLUG.fullmatch(p) for p in parts)
+    """Whether ``slug`` names one core on record, or a family (``a+b`` for big.LITTLE:
+    each part)."""
+    parts = _parts(slug)
+    return bool(parts) and all(len(core_candidates(p)) == 1 for p in parts)
 
 
 def check_core(slug: str) -> str | None:
-    """None when ``slug`` is a known core; else a one-paragraph message with the fix."""
+    """None when ``slug`` names one known core; else a one-paragraph message with the fix."""
     if known_core(slug):
         return None
-    bad = [p for p in slug.strip().lower().split("+") if not known_core(p)]
-    names = [*CORES, *X86_EXAMPLES]
+    parts = _parts(slug) or [_fold(slug)]
+    for part in parts:
+        choices = core_candidates(part)
+        if len(choices) > 1:
+            return (
+                f"core name '{part}' is ambiguous: it could be {', '.join(choices[:-1])} "
+                f"or {choices[-1]}. Pass one of them to --cpu (docs/diagnosis.md, "
+                "'Naming a core', lists every name)."
+            )
+    bad = next((p for p in parts if not core_candidates(p)), _fold(slug))
+    names = [*CORES, *(a.name for a in CORE_ALIASES), *X86_EXAMPLES]
     # Swapped characters (a27 for a72) first, then difflib's closest spellings.
-    swapped = [n for n in names if sorted(n) == sorted(bad[0])]
-    close = difflib.get_close_matches(bad[0], names, n=3, cutoff=0.6)
+    swapped = [n for n in CORES if sorted(n) == sorted(bad)]
+    close = difflib.get_close_matches(bad, names, n=3, cutoff=0.6)
     guesses = list(dict.fromkeys([*swapped, *close]))[:3]
     hint = f" Did you mean {' or '.join(guesses)}?" if guesses else ""
     return (
-        f"unknown core '{slug}'.{hint} Known cores: {', '.join(CORES)}; x86 cores are "
-        f"named intel-<line>-<uarch> or amd-<line>-<uarch> (e.g. "
+        f"unknown core '{slug}'.{hint} Known cores: {', '.join(CORES)}; also product "
+        f"names and short forms (e.g. {', '.join(CORE_NAME_EXAMPLES)}), a family "
+        f"({', '.join(f.slug for f in CORE_FAMILY_FALLBACKS)}), or x86 cores as "
+        f"detection names them, intel-<line>-<uarch> or amd-<line>-<uarch> (e.g. "
         f"{', '.join(X86_EXAMPLES)}). Pass one of them to --cpu, or leave --cpu out to "
         "use the core named in the file or the generic rules."
     )

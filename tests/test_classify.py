@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from pytest_inferperf import hooks
 from pytest_inferperf.classify import (
+    CycleShare,
     Diagnosis,
     Evidence,
     Finding,
@@ -127,16 +128,18 @@ CASES = {
             "stall_backend": "perf stat: <not supported>",
         },
     ),
-    # DTLB walks = 30e6 / 10e9 * 1000 = 3.0 MPKI > 1.0 (judgement; AWS: > 0 worth noting).
+    # DTLB walks = 120e6 / 10e9 * 1000 = 12 MPKI > 1.0 (judgement; AWS: > 0 worth noting).
     # Supports: L1 DTLB refills 8.0 > 5; stall_backend 0.60 > 0.50; IPC 1.0 < 1.25.
-    # L1D 12 < 20 and L2 3 < 10: the caches are not the problem.
+    # L1D 12 < 20 and L2 3 < 10: the caches are not the problem. Share of cycles:
+    # 12 walks x 40 cycles (an LLC hit, Arm family) / 1000 cycles per KI = 48%, of the
+    # 60% backend stall: the parent backend_bound ranks by its child's 48%, after it.
     "tlb_churn": dict(
         core="neoverse-n1",
         counts={
             "cycles": 10e9,
             "instructions": 10e9,
             "dtlb_access": 4e9,
-            "dtlb_walk": 30e6,
+            "dtlb_walk": 120e6,
             "l1d_tlb_refill": 80e6,
             "l1d_access": 4e9,
             "l1d_refill": 120e6,
@@ -542,27 +545,52 @@ def test_render_short_and_verbose():
 
 
 def test_render_without_findings():
-    diagnosis = diagnose({"ipc": 3.0}, core="neoverse-v2")
+    # Nothing but an L1D count below its threshold, no IPC: nothing crossed.
+    diagnosis = diagnose({"l1d_mpki": 2.0}, core="neoverse-v2")
     assert diagnosis.primary is None
     assert "no threshold of concern crossed" in render(diagnosis)
 
 
+def test_ipc_below_width_with_nothing_counted_is_not_nothing_crossed():
+    # V2 (width 8): IPC 3 < 0.75 x 8 = 6 leaves 1 - 3/8 = 62.5% of the slots unused,
+    # and nothing counted tells memory stalls from ILP-limited compute.
+    diagnosis = diagnose({"ipc": 3.0}, core="neoverse-v2")
+    assert diagnosis.primary is None
+    assert "ipc_collapse" in diagnosis.not_judged
+    assert "nothing was counted that tells memory stalls" in diagnosis.not_judged["ipc_collapse"]
+    assert render(diagnosis).splitlines()[0] == (
+        "Diagnosis (neoverse-v2): no counted cause explains the IPC below the core's "
+        "width, and what limits it was not counted (ipc_collapse not judged)."
+    )
+
+
 def test_extra_findings_are_ranked_with_the_built_in_ones():
+    # l1d_residency explains (32 - 4) L1D refills x 11 cycles / 1000 = 30.8% of the
+    # cycles. A hook's finding with a larger share ranks first; one without a share
+    # ranks after every cause that explains a material share, however confident.
     extra = Finding(
         "custom_gemm",
         "custom rule",
-        0.99,
+        0.5,
         (Evidence("gemm_share", 0.9, 0.5, ">", "our profiling"),),
         ("do X",),
         "",
+        share=CycleShare(0.9, "GEMM 90% of the cycles (our profiling)"),
     )
+    unshared = Finding("custom_other", "custom rule", 0.99)
     diagnosis = diagnose(
         metrics_of(CASES["l1d_residency"]["counts"], "neoverse-n1"),
         core="neoverse-n1",
-        extra_findings=[extra],
+        extra_findings=[unshared, extra],
     )
     assert diagnosis.primary is extra
-    assert diagnosis.secondary[0].category == "l1d_residency"
+    # backend_bound (55% stalled) ranks by its child l1d_residency's share, after it.
+    assert [f.category for f in diagnosis.secondary] == [
+        "l1d_residency",
+        "backend_bound",
+        "custom_other",
+    ]
+    assert diagnosis.secondary[0].share.share == pytest.approx(28 * 11 / 1000)
 
 
 def test_hookspecs_with_a_real_plugin_manager():
@@ -602,7 +630,13 @@ def test_hookspecs_with_a_real_plugin_manager():
     rule_ctx = RuleContext.of("neoverse-n1")
     found = hooks.extra_findings(pm, metrics, rule_ctx)
     diagnosis = diagnose(metrics, core="neoverse-n1", extra_findings=found)
-    assert diagnosis.primary.category == "l1d_pressure"
+    # The hook's finding has no share of cycles: it ranks after l1d_residency, whose
+    # share ((32 - 4) x 11 / 1000 = 31%) is material, and its parent backend_bound.
+    assert [f.category for f in diagnosis.findings] == [
+        "l1d_residency",
+        "backend_bound",
+        "l1d_pressure",
+    ]
 
 
 def test_hookspecs_are_documented_and_validated():
@@ -864,10 +898,10 @@ def test_l1d_tlb_refills_are_tlb_evidence_without_walk_events():
 
 def test_unknown_core_uses_generic_rules_and_says_so():
     metrics = metrics_of({"cycles": 1e10, "stall_backend": 6e9}, "")
-    diagnosis = diagnose(metrics, core="cortex-a78")
+    diagnosis = diagnose(metrics, core="acme-x9")  # a core no table knows
     assert diagnosis.primary.category == "backend_bound"  # 0.6 > 0.5, a generic row
-    assert "'cortex-a78' is not on record" in diagnosis.notes[0]
-    assert "note: core 'cortex-a78' is not on record" in render(diagnosis)
+    assert "'acme-x9' is not on record" in diagnosis.notes[0]
+    assert "note: core 'acme-x9' is not on record" in render(diagnosis)
     assert diagnose(metrics, core="").notes[0].startswith("no core named")
 
 

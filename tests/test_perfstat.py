@@ -766,12 +766,14 @@ def test_explain_json_is_the_diagnosis_as_data(capsys):
     } in run["events"]
 
 
-def test_explain_keeps_two_runs_apart(tmp_path, capsys):
+def test_explain_says_two_runs_of_one_command_were_combined(tmp_path, capsys):
     path = tmp_path / "two.txt"
     path.write_text(TWO_RUNS)
     assert main(["explain", str(path), "--cpu", "cortex-a76"]) == 0
     out = capsys.readouterr().out
-    assert "2 runs kept apart" in out
+    # one command, event sets that differ: combined (each metric from the run that
+    # counted its inputs), never summed
+    assert "combined 2 runs of the same command" in out
     assert "backend_stalled  0.850" in out
     assert "[backend_bound]" in out
 

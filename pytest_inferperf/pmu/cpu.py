@@ -29,7 +29,9 @@ from pathlib import Path
 
 # (implementer, part) -> (core name, machine-class slug). Source: ARM-software/data
 # pmu/cpus.json; 0x6D/0xD49 Azure Cobalt 100 and 0xC0/0xAC3 AmpereOne from the
-# vendors' MIDR documentation as collected in the reference notes.
+# vendors' MIDR documentation as collected in the reference notes; 0x48/0xD01 HiSilicon
+# TSV110 (Kunpeng 920) from Linux arch/arm64/include/asm/cputype.h (HISI_CPU_PART_TSV110)
+# and tools/perf/pmu-events/arch/arm64/mapfile.csv (0x480fd010 -> hisilicon/hip08).
 ARM_PARTS: dict[tuple[int, int], tuple[str, str]] = {
     (0x41, 0xD03): ("Cortex-A53", "cortex-a53"),
     (0x41, 0xD05): ("Cortex-A55", "cortex-a55"),
@@ -52,6 +54,7 @@ ARM_PARTS: dict[tuple[int, int], tuple[str, str]] = {
     (0x41, 0xD8E): ("Neoverse N3", "neoverse-n3"),
     (0x6D, 0xD49): ("Azure Cobalt 100 (Neoverse N2)", "azure-cobalt-100"),
     (0xC0, 0xAC3): ("AmpereOne", "ampereone"),
+    (0x48, 0xD01): ("HiSilicon TSV110 (Kunpeng 920)", "hisilicon-tsv110"),
 }
 ARM_IMPLEMENTERS = {
     0x41: "Arm",

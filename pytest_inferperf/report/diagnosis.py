@@ -1,10 +1,11 @@
 """A diagnosis as text: the short block under a failure and the full reasoning.
 
 Owns: :func:`render` (moved here from ``classify``), the text of one
-:class:`~pytest_inferperf.classify.Diagnosis`: the primary finding with its evidence
-and first recommendations, the change against the baseline, notes, what else fired,
-what fired but is too small to matter and what could not be judged; with ``verbose``
-every finding's reasoning and the largest metric moves.
+:class:`~pytest_inferperf.classify.Diagnosis`: the primary finding with its evidence,
+its estimated share of cycles (with the formula) and first recommendations, the
+change against the baseline, notes, what else fired with what it was ranked by
+(share, or confidence), what fired but is too small to matter and what could not be
+judged; with ``verbose`` every finding's reasoning and the largest metric moves.
 
 Must not: diagnose (``classify`` does, once, inside the Assessment) or compute metrics.
 """
@@ -14,6 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..change import MATERIAL_SHARE, metric_lines, part_lines
+from ..classify import LOW_IPC_ALONE
+from ..thresholds import CATEGORIES
 
 if TYPE_CHECKING:
     from ..classify import Diagnosis, Finding
@@ -28,24 +31,48 @@ def _evidence_line(finding: Finding, limit: int = 3) -> str:
     return "; ".join(items)
 
 
+def _ranked(finding: Finding) -> str:
+    """``branch_misprediction ~3.2% of cycles`` where it has a share, else its
+    confidence (``thread_spinning 0.85``): what it was ranked by."""
+    if finding.share is not None:
+        return f"{finding.category} {finding.share.short}"
+    return f"{finding.category} {finding.confidence:.2f}"
+
+
+def _nothing_judged(diagnosis: Diagnosis) -> bool:
+    """Whether no category of one run could be judged (``extra_work`` needs a baseline)."""
+    return set(CATEGORIES) - {"extra_work"} <= set(diagnosis.not_judged)
+
+
 def render(diagnosis: Diagnosis, verbose: bool = False) -> str:
     """The diagnosis as text: short by default, the full reasoning with ``verbose``."""
     lines: list[str] = []
     head = f"Diagnosis ({diagnosis.core or 'unknown core'})"
     primary = diagnosis.primary
     if primary is None:
-        nothing = (
-            f"no cause that can take {MATERIAL_SHARE:.0%} of the call"
-            if diagnosis.small
-            else "no threshold of concern crossed"
-        )
+        if LOW_IPC_ALONE in diagnosis.not_judged.get("ipc_collapse", "") and not diagnosis.small:
+            nothing = (
+                "no counted cause explains the IPC below the core's width, and what "
+                "limits it was not counted (ipc_collapse not judged)"
+            )
+        elif _nothing_judged(diagnosis):
+            nothing = "nothing could be judged from what was counted (-v for why)"
+        else:
+            nothing = (
+                f"no cause that can take {MATERIAL_SHARE:.0%} of the call"
+                if diagnosis.small
+                else "no threshold of concern crossed"
+            )
         lines.append(f"{head}: {nothing}.")
     else:
         lines.append(
             f"{head}: {primary.title} [{primary.category}], confidence {primary.confidence:.2f}"
         )
         lines.append(f"  evidence: {_evidence_line(primary)}")
-        if primary.cost is not None:
+        if primary.share is not None:
+            lines.append(f"  share: {primary.share.text}")
+        if primary.cost is not None and (verbose or primary.share is None):
+            # the share is the estimate; the cost is the upper bound that made it material
             lines.append(f"  cost: {primary.cost.text}")
         recs = primary.recommendations if verbose else primary.recommendations[:2]
         for i, rec in enumerate(recs, 1):
@@ -56,7 +83,7 @@ def render(diagnosis: Diagnosis, verbose: bool = False) -> str:
     lines.extend(f"  note: {note}" for note in diagnosis.notes)
     if not verbose:
         if diagnosis.secondary:
-            others = ", ".join(f"{f.category} {f.confidence:.2f}" for f in diagnosis.secondary)
+            others = ", ".join(_ranked(f) for f in diagnosis.secondary)
             lines.append(f"  also: {others}")
         if diagnosis.small:
             small = ", ".join(f.category for f in diagnosis.small)
@@ -69,8 +96,10 @@ def render(diagnosis: Diagnosis, verbose: bool = False) -> str:
         lines.append(f"Why {primary.category}: {primary.explanation}")
     for finding in diagnosis.secondary:
         lines.append("")
+        share = f", {finding.share.short}" if finding.share else ""
         lines.append(
             f"Also {finding.title} [{finding.category}], confidence {finding.confidence:.2f}"
+            + share
         )
         if finding.explanation:
             lines.append(f"  {finding.explanation}")

@@ -1,6 +1,7 @@
 """``inferperf explain``'s output: a ``perf stat`` file's metrics and their diagnosis.
 
-Owns: :func:`explain_text` (the runs kept apart, with ``verbose`` every event with its
+Owns: :func:`explain_text` (how the runs were used, combined or kept apart, with
+``verbose`` every event with its
 logical name and how long it was counted; the metric table with the share of time its
 inputs were counted; what was not counted or not mapped; the diagnosis) and
 :func:`explain_json` (the same as plain data). Moved here from ``cli``.
@@ -38,7 +39,7 @@ def explain_text(
     runs = len(report.runs)
     where = f"{file} ({report.format}"
     where += f", {report.elapsed_s:.3f} s elapsed" if report.elapsed_s else ""
-    where += f", {runs} runs kept apart: metrics are the median over the runs" if runs > 1 else ""
+    where += f", {report.runs_note}" if report.runs_note else ""
     source = "" if report.format == "topdown-tool" else "perf stat: "
     lines = [f"{source}{where}); core: {core or 'unknown (pass --cpu)'}"]
     if verbose:
@@ -94,6 +95,17 @@ def explain_text(
         )
     if report.unmapped:
         lines.append("ignored (no logical name): " + ", ".join(report.unmapped))
+    if verbose and report.apart:
+        lines.append("runs not combined: " + "; ".join(report.apart))
+    limits = report.limits()
+    if limits:
+        lines.append("not judged from this file: " + "; ".join(limits))
+        rates = report.rates()
+        if rates:
+            lines.append(
+                "per second of elapsed time: "
+                + ", ".join(f"{name} {_value(rate)}/s" for name, rate in sorted(rates.items()))
+            )
     return "\n".join(lines) + "\n\n" + render(diagnosis, verbose=verbose)
 
 
@@ -143,7 +155,14 @@ def explain_json(
         "core_from": "--cpu" if core_given else ("file" if report.core_hint else "none"),
         "runs": runs,
         "metrics": dict(metrics),
-        "metrics_combined": "per-run metrics; median over the runs that have each",
+        "metrics_combined": (
+            "one result per group of combined runs (each metric from the run that counted "
+            "its inputs); median over the results that have each"
+        ),
+        "combined": [list(g) for g in report.combined],
+        "apart": list(report.apart),
+        "limits": list(report.limits()),
+        "rates_per_s": report.rates(),
         "diagnosis": diagnosis_as_dict(diagnosis),
     }
 

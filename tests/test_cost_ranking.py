@@ -1,0 +1,294 @@
+"""Causes are ranked by the share of the cycles they explain, shown with the formula.
+
+Each case writes its arithmetic next to it, from the cited penalties of
+``cycle_costs``: Neoverse N1 11 cycles per L2 hit, 200 per miss to DRAM (AnandTech's
+Graviton2 review), 11 per mispredicted branch (N1 SOG via LLVM); the Arm family's
+LLC hit 40 (Levinthal, no Arm figure on record), a walk at an LLC hit; Skylake 14 per
+mispredict (LLVM); a core nobody named takes the median of the Arm, Intel and AMD
+family figures (DRAM 200, mispredict 13).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_inferperf.change import MATERIAL_SHARE
+from pytest_inferperf.classify import (
+    CycleShare,
+    Finding,
+    RuleContext,
+    cycle_share,
+    diagnose,
+    diagnosis_as_dict,
+    diagnosis_from_dict,
+    rank,
+)
+from pytest_inferperf.cycle_costs import (
+    CORE_PENALTIES,
+    FAMILY_PENALTIES,
+    KINDS,
+    family_key,
+    penalties,
+)
+from pytest_inferperf.report.diagnosis import render
+from pytest_inferperf.thresholds import CORES, X86_EXAMPLES
+
+
+def categories(diagnosis):
+    return [f.category for f in diagnosis.findings]
+
+
+# -- the penalty table ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("slug", [*CORES, *X86_EXAMPLES, ""])
+def test_every_core_has_penalties_or_an_explicit_family_fallback(slug):
+    table = penalties(slug)
+    family = FAMILY_PENALTIES[family_key(slug)]
+    own = CORE_PENALTIES.get(table.key)
+    for kind in KINDS:
+        penalty = table.of(kind)
+        assert penalty.cycles > 0, (slug, kind)
+        assert penalty.source and penalty.label, (slug, kind)
+        if own is None:  # no figures of its own: every one says which family it is
+            assert penalty.fallback == family.name, (slug, kind)
+        elif penalty.fallback:
+            assert penalty.fallback in {f.name for f in FAMILY_PENALTIES.values()}
+
+
+def test_family_rows_are_their_own_and_cite_a_source():
+    for key, family in FAMILY_PENALTIES.items():
+        assert family.key == key
+        for kind in KINDS:
+            assert family.of(kind).fallback == ""
+            assert family.of(kind).source
+
+
+def test_per_core_figures_and_their_sources():
+    n1 = penalties("neoverse-n1")
+    assert (n1.l2_hit.cycles, n1.dram.cycles, n1.mispredict.cycles) == (11, 200, 11)
+    assert "Graviton2" in n1.l2_hit.source and "AArch64SchedNeoverseN1.td" in n1.mispredict.source
+    assert n1.fallbacks == ("llc_hit", "walk")  # no Arm LLC latency on record
+    assert penalties("intel-core-skylake").mispredict.cycles == 14
+    assert penalties("amd-epyc-zen4").mispredict.cycles == 13
+    a72 = penalties("cortex-a72")
+    assert a72.fallbacks == tuple(KINDS) and a72.l2_hit.fallback == "Arm family"
+    # A core nobody named: the median of the three families, each kind.
+    generic = penalties("")
+    assert (generic.dram.cycles, generic.mispredict.cycles) == (200, 13)
+    with pytest.raises(KeyError):
+        n1.of("l3_hit")
+
+
+# -- the issue's failure classes ---------------------------------------------------------
+
+
+def test_many_llc_misses_outrank_many_mispredicts_without_a_core():
+    # IPC 0.05: 1000 instructions take 20,000 cycles. 718 LLC misses x 200 (generic
+    # DRAM) = 143,600 cycles: capped at the whole. 49 mispredicts x 13 = 637: 3.2%.
+    metrics = {"ipc": 0.05, "llc_mpki": 718.0, "branch_mpki": 49.0, "branch_miss": 0.2}
+    diagnosis = diagnose(metrics, core="")
+    assert categories(diagnosis) == ["l2_llc_residency", "branch_misprediction"]
+    assert diagnosis.primary.share.share == 1.0
+    branch = diagnosis.secondary[0]
+    assert branch.confidence > diagnosis.primary.confidence  # confidence alone said branch
+    assert branch.share.share == pytest.approx(49 * 13 / 20000)
+    assert branch.share.text == (
+        "~3.2% of cycles: 49 branch mispredictions/KI x 13 cycles (generic fallback: "
+        "median of the families) / 20000 cycles/KI"
+    )
+
+
+def test_the_share_formula_on_a_named_core():
+    # N1, IPC 0.5: 2000 cycles/KI. 5 LLC misses x 200 = 1000 cycles: 50%; capped by
+    # 1 - 0.5/5 = 90% (no cap reached).
+    share = cycle_share(
+        "l2_llc_residency", {"ipc": 0.5, "llc_mpki": 5.0}, RuleContext.of("neoverse-n1")
+    )
+    assert share is not None
+    assert share.share == pytest.approx(0.5)
+    assert share.text == (
+        "~50% of cycles: 5 LLC read misses/KI x 200 cycles (Neoverse N1: AnandTech) "
+        "/ 2000 cycles/KI"
+    )
+
+
+def test_ilp_bound_run_is_not_nothing_crossed():
+    # Skylake (width 4): IPC 2.6 < 0.75 x 4 = 3, so not near the width; backend stalls
+    # 15% < 50%, L1D 0.5 and LLC 0.01 MPKI: no cause fires. 1 - 2.6/4 = 35% of the slots
+    # unused; the counted misses explain (0.5 - 0.01) x 10 / 384.6 = 1.3% and
+    # 0.01 x 180 / 384.6 = 0.47%: the remainder, 33%, is ILP-limited compute.
+    metrics = {"ipc": 2.6, "backend_stalled": 0.15, "l1d_mpki": 0.5, "llc_mpki": 0.01}
+    diagnosis = diagnose(metrics, core="intel-core-skylake")
+    assert diagnosis.primary is not None
+    assert diagnosis.primary.category == "ipc_collapse"
+    explained = (0.49 * 10 + 0.01 * 180) / (1000 / 2.6)
+    assert diagnosis.primary.share.share == pytest.approx(0.35 - explained)
+    assert diagnosis.primary.evidence[0].line() == "ipc = 2.6 < 3"
+    assert "not counted: l2_mpki, dtlb_mpki, branch_mpki" in diagnosis.primary.explanation
+    text = render(diagnosis)
+    assert "  share: ~33% of cycles: 1 - IPC 2.6 / width 4 = 35% of issue slots unused" in text
+
+
+def test_ilp_needs_memory_ruled_out():
+    # The same IPC with nothing counted about memory: not judged, and said so.
+    diagnosis = diagnose({"ipc": 2.6}, core="intel-core-skylake")
+    assert diagnosis.primary is None
+    assert "memory stalls" in diagnosis.not_judged["ipc_collapse"]
+    assert "no counted cause explains the IPC below" in render(diagnosis)
+
+
+def test_near_the_width_is_retiring_and_below_material_is_nothing():
+    # N1: IPC 4 > 0.75 x 5 = 3.75: retiring, its share IPC / width = 80%.
+    retiring = diagnose({"ipc": 4.0, "backend_stalled": 0.05}, core="neoverse-n1")
+    assert categories(retiring) == ["retiring"]
+    assert retiring.primary.share.share == pytest.approx(0.8)
+    # IPC 3.7 just below: 1 - 3.7/5 = 26% unused; (2 - 0.5) L1D refills x 11 + 0.5 L2
+    # refills x 40 = 36.5 of 270 cycles/KI = 13.5% of it explained: 12.5% < 20% is
+    # left, not a real share: nothing crossed.
+    below = diagnose({"ipc": 3.7, "l2_mpki": 0.5, "l1d_mpki": 2.0}, core="neoverse-n1")
+    assert below.primary is None
+    assert "ipc_collapse" not in below.not_judged
+
+
+def test_a_frontend_run_with_a_branchy_profile_is_frontend():
+    # N1, IPC 1.0: 1000 cycles/KI. L1I 40 MPKI x 11 + ITLB 2 x 40 = 520 cycles: 52%.
+    # Branch 30 MPKI > 10 fires too, at 30 x 11 = 330 cycles: 33%. By confidence, the
+    # frontend parent was halved by its branch child and branch led.
+    metrics = {"ipc": 1.0, "l1i_mpki": 40.0, "itlb_mpki": 2.0, "branch_mpki": 30.0}
+    diagnosis = diagnose(metrics, core="neoverse-n1")
+    assert categories(diagnosis) == ["frontend_bound", "branch_misprediction"]
+    assert diagnosis.primary.share.share == pytest.approx(0.52)
+    assert diagnosis.primary.confidence < diagnosis.secondary[0].confidence
+    assert diagnosis.secondary[0].share.share == pytest.approx(0.33)
+
+
+# -- which causes a share can name -------------------------------------------------------
+
+
+def test_a_mispredict_share_names_the_cause_below_its_threshold():
+    # Skylake, IPC 1.62: 617 cycles/KI. 9.48 mispredicts < 10 (AWS), but x 14 cycles
+    # (a pipeline refill, paid in series) = 133 cycles: 21.5% of the cycles.
+    metrics = {"ipc": 1.62, "branch_mpki": 9.48, "l1d_mpki": 3.0, "llc_mpki": 0.1}
+    diagnosis = diagnose(metrics, core="intel-core-skylake")
+    assert diagnosis.primary.category == "branch_misprediction"
+    assert diagnosis.primary.share.share == pytest.approx(9.48 * 14 * 1.62 / 1000)
+    (evidence,) = diagnosis.primary.evidence
+    # the count at which the mispredicts take a fifth: 0.2 x 617 / 14 = 8.82
+    assert evidence.threshold == pytest.approx(0.2 * (1000 / 1.62) / 14)
+    assert "estimated share of cycles" in evidence.source
+
+
+def test_cache_misses_name_a_cause_only_through_their_thresholds():
+    # V2 at IPC 3.2: L2 2 MPKI and LLC 0.5 (< 10) at typical latencies would be
+    # (1.5 x 40 + 0.5 x 200) / 312.5 = 51%, but an out-of-order core overlaps misses:
+    # with the top-down backend fraction 0.45 (the share itself) it stays backend_bound.
+    metrics = {"ipc": 3.2, "l2_mpki": 2.0, "llc_mpki": 0.5, "backend_bound": 0.45}
+    diagnosis = diagnose(metrics, core="neoverse-v2")
+    assert categories(diagnosis) == ["backend_bound"]
+    share = cycle_share("l2_llc_residency", metrics, RuleContext.of("neoverse-v2"))
+    assert share is not None
+    assert share.share == pytest.approx(0.45)  # capped at the backend fraction
+    assert share.formula.endswith("= 51%, capped at backend_bound 0.45")
+
+
+def test_a_material_child_ranks_its_parent_right_after_it():
+    # N1, IPC 1: 12 DTLB walks x 40 = 480 cycles of 1000: 48% of the cycles, within the
+    # 60% backend stall. backend_bound ranks by its child's 48%, after it.
+    metrics = {"ipc": 1.0, "dtlb_mpki": 12.0, "backend_stalled": 0.6, "l2_mpki": 3.0}
+    diagnosis = diagnose(metrics, core="neoverse-n1")
+    assert categories(diagnosis) == ["tlb_churn", "backend_bound"]
+    assert diagnosis.secondary[0].share.share == pytest.approx(0.6)
+
+
+def test_remainder_ranks_below_a_counted_cause():
+    # A72 (width 3), IPC 0.473: 1 - 0.473/3 = 84% unused; 66.7 mispredicts x 11 /
+    # 2114 = 35% explained, 49% left. The remainder is no evidence of its own: the
+    # counted cause leads.
+    metrics = {"ipc": 0.473, "branch_mpki": 66.7, "l1d_mpki": 0.88}
+    diagnosis = diagnose(metrics, core="cortex-a72")
+    assert categories(diagnosis) == ["branch_misprediction", "ipc_collapse"]
+    assert diagnosis.secondary[0].share.share > diagnosis.primary.share.share
+
+
+# -- where it shows -----------------------------------------------------------------------
+
+
+def test_the_share_shows_in_the_text_and_in_json():
+    metrics = {"ipc": 0.05, "llc_mpki": 718.0, "branch_mpki": 49.0, "branch_miss": 0.2}
+    diagnosis = diagnose(metrics, core="neoverse-n1")
+    lines = render(diagnosis).splitlines()
+    # 718 x 200 / 20000 = 718%: capped at the slots IPC 0.05 leaves unused on a 5-wide N1.
+    assert lines[2] == (
+        "  share: ~99% of cycles: 718 LLC read misses/KI x 200 cycles (Neoverse N1: "
+        "AnandTech) / 20000 cycles/KI = 718%, capped at 1 - IPC 0.05 / width 5 = 99%"
+    )
+    assert "  also: branch_misprediction ~2.7% of cycles" in lines
+    data = json.loads(json.dumps(diagnosis_as_dict(diagnosis)))
+    assert data["primary"]["share"]["share"] == pytest.approx(0.99)
+    assert data["primary"]["share"]["metric"] == "llc_mpki"
+    assert data["secondary"][0]["share"]["text"].startswith("~2.7% of cycles: 49 branch")
+    back = diagnosis_from_dict(data)
+    assert back.primary.share == diagnosis.primary.share
+    old = {**data, "primary": {k: v for k, v in data["primary"].items() if k != "share"}}
+    assert diagnosis_from_dict(old).primary.share is None
+
+
+# -- properties -----------------------------------------------------------------------------
+
+_COUNT = st.floats(min_value=0.0, max_value=2000.0, allow_nan=False)
+
+
+@given(
+    ipc=st.floats(min_value=0.01, max_value=8.0, allow_nan=False),
+    l1d=_COUNT,
+    l2=_COUNT,
+    llc=_COUNT,
+    branch=_COUNT,
+    core=st.sampled_from(["neoverse-n1", "cortex-a72", "intel-core-skylake", "amd-epyc-zen4", ""]),
+)
+def test_shares_stay_within_the_cycles_and_rank_material_first(ipc, l1d, l2, llc, branch, core):
+    metrics = {"ipc": ipc, "l1d_mpki": l1d, "l2_mpki": l2, "llc_mpki": llc, "branch_mpki": branch}
+    diagnosis = diagnose(metrics, core=core)
+    groups = []
+    for finding in diagnosis.findings:
+        if finding.share is not None:
+            assert 0.0 <= finding.share.share <= 1.0
+        groups.append(finding.share is not None and finding.share.share >= MATERIAL_SHARE)
+    # a finding with a material share is never ranked below one without
+    assert groups == sorted(groups, reverse=True)
+
+
+@given(st.lists(st.one_of(st.none(), st.floats(0.0, 1.0)), max_size=6))
+def test_rank_is_a_permutation_largest_share_first(shares):
+    findings = [
+        Finding(f"custom_{i}", "x", 0.5, share=None if s is None else CycleShare(s, "f"))
+        for i, s in enumerate(shares)
+    ]
+    ranked = rank(findings)
+    assert sorted(f.category for f in ranked) == sorted(f.category for f in findings)
+    material = [f.share.share for f in ranked if f.share and f.share.share >= MATERIAL_SHARE]
+    assert material == sorted(material, reverse=True)
+    kinds = [
+        0 if f.share and f.share.share >= MATERIAL_SHARE else (1 if f.share is None else 2)
+        for f in ranked
+    ]
+    assert kinds == sorted(kinds)
+
+
+def test_spinning_is_the_cpu_time_no_configured_thread_needs():
+    # A72, 2 intra-op threads, spinning on, 3.836 CPUs busy: (3.836 - 2) / 3.836 = 48%
+    # of the CPU time. L2 14.56 MPKI x 40 (LLC hit, Arm family) / 2222 cycles/KI = 26%.
+    session = {"intra_op_threads": 2, "allow_spinning": True}
+    metrics = {"ipc": 0.45, "l2_mpki": 14.56, "cpu_utilisation": 3.836}
+    diagnosis = diagnose(metrics, core="cortex-a72", session=session, cpu_count=4)
+    assert categories(diagnosis)[:2] == ["thread_spinning", "l2_llc_residency"]
+    assert diagnosis.primary.share.share == pytest.approx(1.836 / 3.836)
+    assert diagnosis.primary.share.formula == (
+        "(3.84 CPUs busy - 2 threads configured) / 3.84 CPUs busy"
+    )
+    assert diagnosis.secondary[0].share.share == pytest.approx(14.56 * 40 * 0.45 / 1000)
