@@ -607,7 +607,10 @@ def cycle_share(category: str, metrics: Mapping[str, float], ctx: RuleContext) -
     counts of :data:`_COUNTS` x the core's penalties (:func:`cycle_costs.penalties`)
     over 1000 / IPC cycles per 1000 instructions; ``retiring`` without a top-down
     fraction is IPC / the core's width; ``thread_spinning`` the CPU time beyond the
-    threads configured to work. None when nothing it needs was measured."""
+    threads configured to work. None when nothing it needs was measured, or when that
+    excess is small while the session lets its pool spin (then it is only a lower
+    bound: configured threads spin-waiting between parallel sections burn CPU that
+    task-clock cannot tell from work)."""
     for name in _FRACTIONS.get(category, ()):
         value = _value(metrics, name)
         if value is not None:
@@ -666,8 +669,11 @@ def _spinning_share(metrics: Mapping[str, float], ctx: RuleContext) -> CycleShar
     busy, useful = _value(metrics, "cpu_utilisation"), ctx.useful_threads
     if busy is None or not busy > 0 or useful is None:
         return None
+    share = min(max(0.0, (busy - useful) / busy), 1.0)
+    if share < MATERIAL_SHARE and _session_value("session.allow_spinning", ctx) == 1.0:
+        return None
     return CycleShare(
-        min(max(0.0, (busy - useful) / busy), 1.0),
+        share,
         f"({fmt(busy)} CPUs busy - {useful} threads configured) / {fmt(busy)} CPUs busy",
         "task-clock / wall time, against the session's intra-op (+ inter-op) threads",
         "cpu_utilisation",

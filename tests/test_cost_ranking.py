@@ -292,3 +292,24 @@ def test_spinning_is_the_cpu_time_no_configured_thread_needs():
         "(3.84 CPUs busy - 2 threads configured) / 3.84 CPUs busy"
     )
     assert diagnosis.secondary[0].share.share == pytest.approx(14.56 * 40 * 0.45 / 1000)
+
+
+def test_a_spinning_pool_as_busy_as_its_threads_has_no_share_to_rank_by():
+    # 2 intra-op threads spinning on 2 CPUs: task-clock shows 2.0 CPUs busy, the
+    # threads configured. Their spin-waits between parallel sections are CPU time that
+    # task-clock cannot tell from work, so (2.0 - 2) / 2.0 = 0% is a lower bound, not
+    # a share: the finding ranks by its confidence, above a hook's 0.01-confident one.
+    session = {"intra_op_threads": 2, "allow_spinning": True}
+    metrics = {"cpu_utilisation": 2.0}
+    diagnosis = diagnose(metrics, core="cortex-a72", session=session, cpu_count=2)
+    assert diagnosis.primary.category == "thread_spinning"
+    assert diagnosis.primary.share is None
+    hook = Finding("house_rule", "our house rule", 0.01, (), ("ask the team",), "")
+    assert [f.category for f in rank([hook, diagnosis.primary])] == [
+        "thread_spinning",
+        "house_rule",
+    ]
+    # Without spinning the same excess is the measured share (none: nothing to blame).
+    calm = diagnose(metrics, core="cortex-a72", session={**session, "allow_spinning": False},
+                    cpu_count=2)
+    assert "thread_spinning" not in categories(calm)
