@@ -908,14 +908,39 @@ def test_unknown_core_uses_generic_rules_and_says_so():
 # -- the public corpus ---------------------------------------------------------------------
 # Real perf stat outputs, published with their authors' own conclusions; the expected
 # category in each sidecar is derived from the author's text (fixtures/perfstat/corpus).
+# Tuning cases are asserted one by one (a known miss is a strict xfail with its reason);
+# held-out cases are measured by benchmarks/diagnosis_accuracy.py, never fitted: only
+# their parse is asserted here.
 
 CORPUS = FIXTURES / "perfstat" / "corpus"
 CORPUS_CASES = [(p.stem, json.loads(p.read_text())) for p in sorted(CORPUS.glob("*.json"))]
+CORPUS_TUNING = [(n, c) for n, c in CORPUS_CASES if c.get("half", "tuning") == "tuning"]
+CORPUS_HELD_OUT = [(n, c) for n, c in CORPUS_CASES if c.get("half") == "held-out"]
+CORPUS_CASES_ORIGINAL = [c for _, c in CORPUS_CASES if not c.get("group")]  # the first 24
+
+
+def _accuracy_module():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "diagnosis_accuracy.py"
+    spec = importlib.util.spec_from_file_location("diagnosis_accuracy", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
 
 
 def _corpus_param(name, case):
     marks = [pytest.mark.xfail(reason=case["xfail"], strict=True)] if case["xfail"] else []
     return pytest.param(name, case, marks=marks, id=name)
+
+
+def _explain_corpus_case(name, case, capsys) -> dict:
+    from pytest_inferperf.cli import main
+
+    args = ["explain", str(CORPUS / f"{name}.txt"), "--json"]
+    assert main(args + (["--cpu", case["cpu"]] if case["cpu"] else [])) == 0
+    return json.loads(capsys.readouterr().out)
 
 
 def _check_parse(data: dict, expected: dict) -> None:
@@ -942,29 +967,62 @@ def test_corpus_is_large_enough_and_documented():
         assert case["source"].startswith("http") and case["author"] and case["machine"], name
         assert case["conclusion"] and case["why_expected"] and case["parse"], name
         assert set(case["expected"]) <= set(CATEGORIES) | {"none"}, name
+        assert case.get("half", "tuning") in ("tuning", "held-out"), name
+        if case.get("half") == "held-out":
+            assert not case["xfail"], f"{name}: a held-out case is measured, never marked"
 
 
-@pytest.mark.parametrize(("name", "case"), [_corpus_param(n, c) for n, c in CORPUS_CASES])
+def test_corpus_new_sources_cover_arm_and_ml_in_both_halves():
+    # Issue 37: >= 15 outputs from sources the first 24 cases do not use, >= 8 on Arm
+    # cores and >= 3 of ML inference, split into a tuning and a held-out half.
+    new = [c for _, c in CORPUS_CASES if c.get("group")]
+    assert len(new) >= 15
+    assert sum(c["arch"] == "arm" for c in new) >= 8
+    assert sum(c["ml_inference"] for c in new) >= 3
+    for half in ("tuning", "held-out"):
+        cases = [c for c in new if c["half"] == half]
+        assert any(c["arch"] == "arm" for c in cases), half
+        assert any(c["ml_inference"] for c in cases), half
+    first_sources = {c["source"] for c in CORPUS_CASES_ORIGINAL}
+    assert not first_sources & {c["source"] for c in new}
+
+
+def test_corpus_halves_follow_the_declared_rule():
+    # The halves were assigned from the sidecars alone, before any case was explained,
+    # by benchmarks/diagnosis_accuracy.py::assign_halves; a sidecar must not drift.
+    halves = _accuracy_module().assign_halves(CORPUS_CASES)
+    assert halves == {n: c["half"] for n, c in CORPUS_CASES if c.get("group")}
+    groups = {}
+    for _, case in CORPUS_CASES:
+        if case.get("group"):
+            groups.setdefault(case["group"], set()).add(case["half"])
+    assert all(len(h) == 1 for h in groups.values()), "a publication split across halves"
+
+
+@pytest.mark.parametrize(("name", "case"), [_corpus_param(n, c) for n, c in CORPUS_TUNING])
 def test_corpus_case_parses_and_names_the_authors_bottleneck(name, case, capsys):
-    from pytest_inferperf.cli import main
-
-    args = ["explain", str(CORPUS / f"{name}.txt"), "--json"]
-    assert main(args + (["--cpu", case["cpu"]] if case["cpu"] else [])) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = _explain_corpus_case(name, case, capsys)
     _check_parse(data, case["parse"])  # never an xfail: a parse must always be right
     primary = data["diagnosis"]["primary"]
     assert (primary["category"] if primary else "none") in case["expected"]
 
 
-def test_corpus_accuracy_is_at_least_85_percent():
-    import importlib.util
+@pytest.mark.parametrize(("name", "case"), CORPUS_HELD_OUT, ids=[n for n, _ in CORPUS_HELD_OUT])
+def test_held_out_corpus_case_parses(name, case, capsys):
+    # The parse is a fact about the file; the category is measured, not asserted.
+    _check_parse(_explain_corpus_case(name, case, capsys), case["parse"])
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "diagnosis_accuracy.py"
-    spec = importlib.util.spec_from_file_location("diagnosis_accuracy", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
+
+def test_corpus_tuning_misses_are_exactly_the_marked_ones_and_held_out_is_measured():
+    module = _accuracy_module()
     outcomes = module.evaluate(CORPUS)
-    hits = sum(o.hit for o in outcomes)
-    assert hits / len(outcomes) >= 0.85
-    assert {o.name for o in outcomes if not o.hit} == {n for n, c in CORPUS_CASES if c["xfail"]}
+    tuning = [o for o in outcomes if o.half == "tuning"]
+    assert {o.name for o in tuning if not o.hit} == {n for n, c in CORPUS_TUNING if c["xfail"]}
+    report = module.report(outcomes)
+    held_out = module.by_half(outcomes)["held-out"]
+    hits, total = module.accuracy(held_out)
+    assert total == len(CORPUS_HELD_OUT)
+    assert f"held-out  {hits}/{total} = " in report
+    data = module.as_data(outcomes)
+    assert data["halves"]["all"]["cases"] == len(CORPUS_CASES)
+    assert data["halves"]["tuning"]["hits"] + hits == data["hits"]
