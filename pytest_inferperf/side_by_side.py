@@ -3,7 +3,8 @@
 Owns: :func:`side_by_side` and its result :class:`SideBySide` (rows of
 :class:`MetricRow` and :class:`OpTypeRow`, the verdicts, the Pareto front) with its JSON
 form, and the helpers it is built from: :func:`entry_labels`, :func:`op_type_times`,
-:func:`match_quality`, :func:`op_type_precision`.
+:func:`match_quality`, :func:`op_type_precision`; the entries' short column names
+(:func:`column_names`, ``SideBySide.columns`` and ``legend``).
 
 Must not: measure (:mod:`.analyse`), write files (:mod:`.report.files`), format a
 report (``report``), parse arguments or print (``cli``).
@@ -72,6 +73,19 @@ class SideBySide:
     @property
     def labels(self) -> tuple[str, ...]:
         return tuple(e.label for e in self.entries)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The entries' short column names in the terminal tables (``A``, ``B``, ...),
+        spelt out by :attr:`legend`; files keep the labels."""
+        return column_names(len(self.entries))
+
+    @property
+    def legend(self) -> tuple[tuple[str, str, str], ...]:
+        """(column name, label, source) per entry: what each short column stands for."""
+        return tuple(
+            (name, e.label, e.source) for name, e in zip(self.columns, self.entries, strict=True)
+        )
 
     @property
     def regressions(self) -> list[tuple[str, Any]]:
@@ -154,6 +168,19 @@ def _json_numbers(
     labels: Sequence[str], values: Sequence[float | None]
 ) -> dict[str, float | str | None]:
     return {label: _json_number(v) for label, v in zip(labels, values, strict=True)}
+
+
+def column_names(count: int) -> tuple[str, ...]:
+    """``A``, ``B``, ..., ``Z``, ``AA``, ``AB``, ...: short names for ``count`` columns, so a
+    table of several variants stays narrow whatever their labels (a model path, a test id)."""
+    names = []
+    for index in range(count):
+        name, n = "", index + 1
+        while n:
+            n, rest = divmod(n - 1, 26)
+            name = chr(ord("A") + rest) + name
+        names.append(name)
+    return tuple(names)
 
 
 def entry_labels(sources: Sequence[str], profiles: Sequence[Profile]) -> list[str]:

@@ -80,7 +80,13 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     through the editable finder, which pytest's assertion rewriting cannot see, so every
     in-process run would warn "Module already imported so cannot be rewritten:
     pytest_inferperf". A subprocess run imports it afresh and never warns.
+
+    The inner runs write to a log, not a terminal: the plugin fits its text to pytest's
+    width there (``$COLUMNS``, else 80), at most 120 columns. ``COLUMNS=120`` gives them
+    the widest log width, so a test reads whole lines; tests of the wrapping itself
+    (``test_terminal_width.py``) set their own.
     """
+    monkeypatch.setenv("COLUMNS", "120")
     addopts = os.environ.get("PYTEST_ADDOPTS", "")
     monkeypatch.setenv(
         "PYTEST_ADDOPTS", f"{addopts} -W ignore::pytest.PytestAssertRewriteWarning".strip()

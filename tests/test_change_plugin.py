@@ -9,6 +9,7 @@ process of their own.
 from __future__ import annotations
 
 import json
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 # In-process runs put sys.modules back as it was after each run, and numpy's extension
 # cannot be loaded twice in a process: import what the inner tests import first.
 from onnx_graphs import matmul_chain  # noqa: F401
+from plugin_output import said, table_row
 
 import pytest_inferperf.onnx  # noqa: F401  (numpy, onnx, onnxruntime)
 
@@ -93,18 +95,18 @@ def report_of(suite, test: str) -> dict:
 def test_a_preprocess_stage_100_times_slower_is_named_in_the_failure(suite, monkeypatch):
     result = baseline_then(suite, monkeypatch, "test_pipeline", PREPROCESS="300000")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*baseline *: * -> * ms (+*%, tolerance 10%; p=*",
-            "*change vs baseline: latency_mean_ms * -> * ms (+* ms per call, +*%): stage "
-            "`preprocess` +* ms per call (+*%, * the slowdown): the regression is *outside the "
-            "model (ONNX Runtime's operators *% in total*",
-            "*stages (ms per call): preprocess * -> * (+*%)*",
-            "*test_suite.py::test_pipeline*REGRESSED * (stage preprocess)*FAILED*",
-            "Slower than the baseline, and why:",
-            "*test_suite.py::test_pipeline: latency_mean_ms * stage `preprocess` +*",
-        ]
+    said(
+        result,
+        "*baseline *: * -> * ms (+*%, tolerance 10%; p=*",
+        "*change vs baseline: latency_mean_ms * -> * ms (+* ms per call, +*%): stage "
+        "`preprocess` +* ms per call (+*%, * the slowdown): the regression is *outside the "
+        "model (ONNX Runtime's operators *% in total*",
+        "*stages (ms per call): preprocess * -> * (+*%)*",
+        "Slower than the baseline, and why:",
+        "*test_suite.py::test_pipeline: latency_mean_ms * stage `preprocess` +*",
     )
+    row = table_row(result, "test_suite.py::test_pipeline")
+    assert fnmatch(row, "*REGRESSED * (stage preprocess)*") and "FAILED" in row, row
     assert "points to" not in result.stdout.str()
     record = report_of(suite, "test_pipeline")
     change = record["change_explanation"]
@@ -123,14 +125,14 @@ def test_a_preprocess_stage_100_times_slower_is_named_in_the_failure(suite, monk
 def test_one_op_type_with_twice_the_work_is_named_in_the_failure(suite, monkeypatch):
     result = baseline_then(suite, monkeypatch, "test_model", MATMULS="2")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*change vs baseline: latency_mean_ms * -> * ms (+* ms per call, +*%): op type MatMul "
-            "+* ms per run (+*%; 4 nodes, 2 in the baseline; *), the other op types *%",
-            "*op types (ms per run, ONNX Runtime profiler): MatMul * -> * (+*%, 2 -> 4 nodes)*",
-            "*test_suite.py::test_model*REGRESSED * (op type MatMul)*FAILED*",
-        ]
+    said(
+        result,
+        "*change vs baseline: latency_mean_ms * -> * ms (+* ms per call, +*%): op type MatMul "
+        "+* ms per run (+*%; 4 nodes, 2 in the baseline; *), the other op types *%",
+        "*op types (ms per run, ONNX Runtime profiler): MatMul * -> * (+*%, 2 -> 4 nodes)*",
     )
+    row = table_row(result, "test_suite.py::test_model")
+    assert fnmatch(row, "*REGRESSED * (op type MatMul)*") and "FAILED" in row, row
     assert "points to" not in result.stdout.str()
     record = report_of(suite, "test_model")
     change = record["change_explanation"]

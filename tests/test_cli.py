@@ -444,6 +444,11 @@ def test_compare_fp32_with_int8(
     printed = capsys.readouterr().out
     assert rc == (1 if "REGRESSED" in printed else 0), printed
     assert "Compared with mobilenet_v2" in printed
+    # short column names, spelt out once above the tables: a CI log stays narrow
+    assert f"  A = mobilenet_v2: {models['mobilenet_v2']}" in printed
+    assert f"  B = mobilenet_v2_int8: {models['mobilenet_v2_int8']}" in printed
+    assert re.search(r"^metric\s+unit\s+A\s+B$", printed, re.M)
+    assert re.search(r"^op type\s+A\s+B$", printed, re.M)
     assert re.search(r"latency_mean_ms\s+ms\s+\S+\s+\S+ \([+-]\d", printed)
     assert "QLinearConv" in printed and "Conv " in printed and "pareto front" in printed
     diff = out / "mobilenet_v2_int8-vs-mobilenet_v2.operators.diff.svg"

@@ -310,6 +310,7 @@ def test_a_spinning_pool_as_busy_as_its_threads_has_no_share_to_rank_by():
         "house_rule",
     ]
     # Without spinning the same excess is the measured share (none: nothing to blame).
-    calm = diagnose(metrics, core="cortex-a72", session={**session, "allow_spinning": False},
-                    cpu_count=2)
+    calm = diagnose(
+        metrics, core="cortex-a72", session={**session, "allow_spinning": False}, cpu_count=2
+    )
     assert "thread_spinning" not in categories(calm)

@@ -175,8 +175,13 @@ def test_the_terminal_table_cell_uses_three_digits():
 def test_the_update_line_lists_the_headline_moves_in_order():
     old = {"ipc": 1.0, "latency_p50_ms": 2.0, "peak_rss_mb": 50.0, "l2_miss": 0.1}
     new = {"ipc": 1.25, "latency_p50_ms": 1.5, "peak_rss_mb": 51.0, "l2_miss": 0.2}
-    assert terminal.update_line("b.json", None, new) == "created b.json"
-    assert terminal.update_line("b.json", old, new) == (
-        "updated b.json: latency_p50_ms 2 -> 1.5, ipc 1 -> 1.25, peak_rss_mb 50 -> 51"
+    # every metric a later run is judged on, on the line under the path: the headline ones
+    # in the table's order, the new value alone where the replaced file had none
+    assert terminal.update_line("b.json", None, new) == (
+        "created b.json\n    latency_p50_ms 1.5, ipc 1.25, l2_miss 0.2, peak_rss_mb 51"
     )
-    assert terminal.update_line("b.json", {}, new) == "updated b.json"
+    assert terminal.update_line("b.json", old, new) == (
+        "updated b.json\n"
+        "    latency_p50_ms 2 -> 1.5, ipc 1 -> 1.25, l2_miss 0.1 -> 0.2, peak_rss_mb 50 -> 51"
+    )
+    assert terminal.update_line("b.json", {}, {}) == "updated b.json"

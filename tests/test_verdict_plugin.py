@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from plugin_output import said
 
 pytest_plugins = ["pytester"]
 
@@ -85,13 +86,12 @@ def test_a_change_within_the_machines_slowdown_is_inconclusive_and_strict_fails_
     _edit(_baseline(suite), _machine_was_3x_faster_and_test_30pct_faster)
     result = run(suite, "--inferperf", "--inferperf-json", "run.json")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*test_a.py::test_hash*inconclusive: * +*% (machine *x slower)*inconclusive*",
-            "Inconclusive (a warning, not a failure; --inferperf-strict fails it)*",
-            "*test_a.py::test_hash: cpu_ms_per_call: the machine ran *x slower (cpu time of the "
-            "calibration) than at baseline time*; CPU time +*% is within that*",
-        ]
+    said(
+        result,
+        "*test_a.py::test_hash*inconclusive: * +*% (machine *x slower)*inconclusive*",
+        "Inconclusive (a warning, not a failure; --inferperf-strict fails it)*",
+        "*test_a.py::test_hash: cpu_ms_per_call: the machine ran *x slower (cpu time of the "
+        "calibration) than at baseline time*; CPU time +*% is within that*",
     )
     (test,) = json.loads(Path(suite.path, "run.json").read_text())["tests"]
     assert test["verdict"] == "inconclusive" and not test["failed"]
@@ -101,9 +101,7 @@ def test_a_change_within_the_machines_slowdown_is_inconclusive_and_strict_fails_
 
     strict = run(suite, "--inferperf", "--inferperf-strict")
     strict.assert_outcomes(failed=1)
-    strict.stdout.fnmatch_lines(
-        ["*inconclusive (fails under --inferperf-strict) cpu_ms_per_call: the machine ran*"]
-    )
+    said(strict, "*inconclusive (fails under --inferperf-strict) cpu_ms_per_call: the machine ran*")
     suite.makeini("[pytest]\ninferperf_strict = true\n")
     run(suite, "--inferperf").assert_outcomes(failed=1)
 
@@ -118,13 +116,12 @@ def test_a_slowdown_that_holds_is_confirmed_in_fresh_processes_before_failing(su
     monkeypatch.setenv("SLOW", "always")
     result = run(suite, "--inferperf", "--inferperf-processes", "2", "--inferperf-json", "r.json")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*baseline cpu_ms_per_call: * -> * ms (+*%, tolerance 10%*",
-            "*confirmed: cpu_ms_per_call holds in 2 fresh processes: +*% against the "
-            "baseline's 3 processes (each +*% .. +*%; t = *, needs > 5.84, one-sided 0.005)*",
-            "*verdict carried by cpu_ms_per_call (timing, beyond the noise floor)*",
-        ]
+    said(
+        result,
+        "*baseline cpu_ms_per_call: * -> * ms (+*%, tolerance 10%*",
+        "*confirmed: cpu_ms_per_call holds in 2 fresh processes: +*% against the "
+        "baseline's 3 processes (each +*% .. +*%; t = *, needs > 5.84, one-sided 0.005)*",
+        "*verdict carried by cpu_ms_per_call (timing, beyond the noise floor)*",
     )
     (test,) = json.loads(Path(suite.path, "r.json").read_text())["tests"]
     confirmation = test["confirmation"]
@@ -143,9 +140,7 @@ def test_in_process_confirmation_where_fresh_processes_are_switched_off(suite, m
     monkeypatch.setenv("SLOW", "always")
     result = run(suite, "--inferperf", "--inferperf-processes", "0")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        ["*confirmed: measured again after a 0.5 s pause: cpu_ms_per_call +*% (first +*%)*"]
-    )
+    said(result, "*confirmed: measured again after a 0.5 s pause: cpu_ms_per_call +*% (first +*%)*")
 
 
 def test_a_slowdown_only_the_first_process_saw_does_not_fail(suite, monkeypatch):
@@ -159,11 +154,9 @@ def test_a_slowdown_only_the_first_process_saw_does_not_fail(suite, monkeypatch)
     assert "Regressions confirmed before failing" not in out
     # usually the fresh processes decide it; on a contended machine the first
     # measurement may already be inconclusive (its latency follows the scheduler)
-    result.stdout.fnmatch_lines(["*test_hash*inconclusive: * +*% (*)*inconclusive*"])
+    said(result, "*test_hash*inconclusive: * +*% (*)*inconclusive*")
     if "fresh processes" in out:
-        result.stdout.fnmatch_lines(
-            ["*not confirmed: cpu_ms_per_call does not hold in 2 fresh processes: *"]
-        )
+        said(result, "*not confirmed: cpu_ms_per_call does not hold in 2 fresh processes: *")
 
 
 @pytest.mark.parametrize("value", ["-1", "two"])
@@ -184,11 +177,10 @@ def test_a_slowdown_that_does_not_hold_is_inconclusive(suite, monkeypatch):
     monkeypatch.setenv("SLOW", "first")
     result = run(suite, "--inferperf", "--inferperf-processes", "0")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*test_hash*inconclusive: * +*% (not confirmed)*",
-            "*not confirmed: measured again after a 0.5 s pause: cpu_ms_per_call *(first +*%)*",
-        ]
+    said(
+        result,
+        "*test_hash*inconclusive: * +*% (not confirmed)*",
+        "*not confirmed: measured again after a 0.5 s pause: cpu_ms_per_call *(first +*%)*",
     )
 
 
@@ -211,11 +203,10 @@ def test_a_baseline_recorded_busy_is_warned_about_then_and_in_every_comparison(s
     suite.makeconftest(BUSY_CONFTEST)
     result = run_subprocess(suite, "--inferperf", "--update-baselines")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "WARNING test_a.py::test_hash: baseline recorded on a busy machine (other processes "
-            "kept 1.9 of * CPUs busy*): its timings read slow*",
-        ]
+    said(
+        result,
+        "WARNING test_a.py::test_hash: baseline recorded on a busy machine (other processes "
+        "kept 1.9 of * CPUs busy*): its timings read slow*",
     )
     stored = json.loads(_baseline(suite).read_text())
     assert stored["conditions"]["busy_reasons"][0] == (
@@ -224,12 +215,11 @@ def test_a_baseline_recorded_busy_is_warned_about_then_and_in_every_comparison(s
     Path(suite.path, "conftest.py").unlink()
     later = run_subprocess(suite, "--inferperf")
     later.assert_outcomes(passed=1)
-    later.stdout.fnmatch_lines(
-        [
-            "*test_hash*[[]baseline recorded on a busy machine[]]*",
-            "Baselines recorded on a busy machine*",
-            "*test_a.py::test_hash: other processes kept 1.9 of * CPUs busy*",
-        ]
+    said(
+        later,
+        "*test_hash*[baseline recorded on a busy machine]*",
+        "Baselines recorded on a busy machine*",
+        "*test_a.py::test_hash: other processes kept 1.9 of * CPUs busy*",
     )
 
 

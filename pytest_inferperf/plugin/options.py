@@ -101,6 +101,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail, instead of skip, a budget that needs counters this machine cannot count",
     )
     option(
+        "--inferperf-require-baseline",
+        "inferperf_require_baseline",
+        action="store_true",
+        default=None,
+        help="fail a profiled test that has no baseline for this machine class and "
+        "backend (a CI runner of a new class), instead of passing it with 'no baseline'; "
+        "ignored with --inferperf-update-baselines",
+    )
+    option(
         "--inferperf-report",
         "inferperf_report",
         metavar="DIR",
@@ -253,6 +262,7 @@ class Settings:
     simulate_children: int | None = None  # None: one per CPU
     processes: int = DEFAULT_PROCESSES  # fresh processes that confirm a timing regression
     baseline_processes: int = DEFAULT_BASELINE_PROCESSES  # processes a new baseline spans
+    require_baseline: bool = False  # a profile without a baseline for its class fails
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -290,4 +300,5 @@ class Settings:
             baseline_processes=_count(
                 config, "inferperf_baseline_processes", DEFAULT_BASELINE_PROCESSES, 1
             ),
+            require_baseline=bool(_get(config, "inferperf_require_baseline")),
         )

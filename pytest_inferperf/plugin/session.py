@@ -129,9 +129,11 @@ class InferperfPlugin:
         profiles = item.stash.get(PROFILES, [])
         if not profiles or not self.settings.enabled or not self._judges_here():
             return result
-        verdicts = []
+        verdicts, missing = [], []
         for name, profile, call in profiles:
             verdict, baseline = self._judge(item, name, profile)
+            if baseline is None and self._requires_baseline(verdict):
+                missing.append(self._missing_baseline(verdict))
             verdict = self._confirm(item, name, verdict, call, baseline)
             if self._wants_flamegraphs(verdict):
                 verdict = self._attach_flamegraphs(verdict, baseline, call, item)
@@ -145,14 +147,15 @@ class InferperfPlugin:
             partial = partial_label(verdict.profile.to_dict())
             if partial:
                 _add_property(item, f"inferperf.{_suffix(verdict, item)}partial", partial)
-        from ..report.terminal import clean
+        from ..report.terminal import clean, fit
 
         failed = [v for v in verdicts if v.failed]
-        if failed:
+        if failed or missing:
             from ..verdict import failure_text
 
+            text = "\n\n".join([*(failure_text(v) for v in failed), *missing])
             pytest.fail(
-                clean("\n\n".join(failure_text(v) for v in failed), keep_newlines=True),
+                fit(clean(text, keep_newlines=True), output_width(self.config)),
                 pytrace=False,
             )
         unchecked = [b.describe() for v in verdicts for b in v.unchecked]
@@ -169,6 +172,28 @@ class InferperfPlugin:
                 clean(f"inferperf: budgets not checked on this machine: {'; '.join(unchecked)}")
             )
         return result
+
+    def _requires_baseline(self, verdict: Verdict) -> bool:
+        """``--inferperf-require-baseline``: whether this profile, which has no baseline
+        file for its machine class and backend, fails for it (never while recording)."""
+        return (
+            self.settings.require_baseline
+            and not self.settings.update
+            and verdict.baseline_error is None
+        )
+
+    def _missing_baseline(self, verdict: Verdict) -> str:
+        """The failure paragraph of a profile without the baseline it was required to have."""
+        from ..baseline import baseline_path
+        from ..report.verdict import missing_baseline_text
+
+        profile = verdict.profile
+        path = baseline_path(
+            self.settings.baselines, profile.machine_class, profile.backend, verdict.key
+        )
+        return missing_baseline_text(
+            verdict.key, profile.machine_class, profile.backend, _relative(path, self.config)
+        )
 
     def _confirm(
         self,
@@ -458,20 +483,22 @@ class InferperfPlugin:
 
     def _say_written_on_interrupt(self) -> None:
         """Ctrl-C in the write pass: what was written, before the interrupt goes on."""
-        from ..report.terminal import clean
+        from ..report.terminal import clean, written_lines
 
         terminal = self.config.pluginmanager.getplugin("terminalreporter")
         lines = [
-            *self.written,
-            *(f"ERROR {e}" for e in self.write_errors),
-            f"interrupted: {len(self.written)} baseline(s) written before the interrupt; "
-            "every other baseline is as it was (each write is atomic)",
+            *(line for entry in self.written for line in written_lines(entry)),
+            *(clean(f"ERROR {e}") for e in self.write_errors),
+            clean(
+                f"interrupted: {len(self.written)} baseline(s) written before the interrupt; "
+                "every other baseline is as it was (each write is atomic)"
+            ),
         ]
         for line in lines:
             if terminal is not None:
-                terminal.write_line(clean(line))
+                terminal.write_line(line)
             else:
-                sys.stderr.write(clean(line) + "\n")
+                sys.stderr.write(line + "\n")
 
     def _write_outputs(self, session: pytest.Session) -> None:
         """Every report the run asked for; each problem one line, never an exception.
@@ -628,6 +655,7 @@ class InferperfPlugin:
             self.warnings,
             update=self.settings.update,
             outputs=self.outputs,
+            width=output_width(self.config),
         )
         if text:
             terminalreporter.section("inferperf")
@@ -682,10 +710,36 @@ def baseline_key(item: pytest.Item) -> str:
 
 
 def _update_line(path: str, old: Profile | None, record: dict) -> str:
+    """The written baseline's lines: every metric later runs are judged on, old -> new
+    (its ``region()`` stages too, in ms per call)."""
     from ..metrics import profile_metrics
     from ..report.terminal import update_line
+    from ..stages import stage_metric, stage_times
 
-    return update_line(path, None if old is None else profile_metrics(old), record["metrics"])
+    stages = {
+        stage_metric(s["name"]): s["ms_per_call"]
+        for s in record.get("stages") or ()
+        if s.get("region") and isinstance(s.get("ms_per_call"), int | float)
+    }
+    old_metrics = None
+    if old is not None:
+        old_metrics = {
+            **profile_metrics(old),
+            **{stage_metric(t.name): t.ms_per_call for t in stage_times(old) if t.named},
+        }
+    return update_line(path, old_metrics, {**record["metrics"], **stages}, gated=stages)
+
+
+def output_width(config: pytest.Config) -> int:
+    """The columns the plugin's text may take: pytest's terminal width on a terminal, at
+    most ``report.terminal.LOG_WIDTH`` in a log (pytest's width there: ``$COLUMNS``, or 80)."""
+    from ..report.terminal import LOG_WIDTH, text_width
+
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:  # -p no:terminal: a log
+        return LOG_WIDTH
+    tty = bool(getattr(reporter, "isatty", False))
+    return text_width(config.get_terminal_writer().fullwidth, tty)
 
 
 def _shown_path(path: Path, config: pytest.Config) -> str:

@@ -5,15 +5,23 @@ the baseline, verdict), what each slower test's change is blamed on, the
 footer saying the PMU was emulated (when it was), the inconclusive tests
 with their reasons, confirmed regressions and baselines recorded on a busy
 machine, what this machine could not count (one line per reason, with the
-events it covers), and the baseline write lines. Works on the plain records
-that travel from xdist workers, so the
-controller renders the same table for ``-n 0`` and ``-n 2``.
+events it covers), and the baseline write lines (every metric a later run is
+judged on, for each file written). Works on the plain records that travel from
+xdist workers, so the controller renders the same table for ``-n 0`` and ``-n 2``.
+Also how wide that output may be (:func:`text_width`) and how it is made to fit
+(:func:`fit`, the table's layouts in :func:`summary_table`): optional columns
+dropped, then short titles, then text moved under each row and wrapped; a number
+is never cut.
+
+Must not: measure, judge or read the terminal itself (the plugin passes the width).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tabulate import tabulate
@@ -21,8 +29,9 @@ from tabulate import tabulate
 from ..numbers import number
 from ..partial import partial_label
 from ..pmu.cpu_features import features_text
+from ..stages import metric_label
+from .headline import HEADLINE
 from .headline import headline as headline_of
-from .headline import names
 
 #: (metric, title, scale): the table's columns, from the one headline list; the
 #: optional ones only where some test has a value (a PMU, or the simulate backend).
@@ -274,19 +283,13 @@ def render_summary(
     *,
     update: bool,
     outputs: Sequence[str] = (),
+    width: int | None = None,
 ) -> str:
+    """The ``inferperf`` section of a run. ``width``: the columns it must fit in (the
+    table adapts, every other line is wrapped: :func:`fit`); None: as wide as it is."""
     if not records:
         return ""
-    headers = [
-        "test",
-        *(title for _, title, _ in columns(records)),
-        "vs baseline",
-        "verdict",
-        "diagnosis",
-    ]
-    lines = [
-        tabulate(summary_rows(records), headers=headers, tablefmt="simple", disable_numparse=True)
-    ]
+    lines = []
     changes = change_lines(records)
     if changes:
         lines.append("")
@@ -329,23 +332,274 @@ def render_summary(
         lines.append("")
     if update and not written and not errors:
         lines.append("no baseline written (no test ran cleanly)")
-    lines.extend(written)
-    lines.extend(outputs)
-    lines.extend(f"ERROR {e}" for e in errors)
-    lines.extend(f"WARNING {w}" for w in warnings)
-    # The table's cells are clean already; every other line is one line of text.
-    return "\n".join([lines[0], *(clean(line) for line in lines[1:])])
+    text = [fit(clean(line), width) for line in lines]
+    for entry in written:
+        text.extend(written_lines(entry, width))
+    # Each file written and each problem stays one line (it names a path: greppable whole).
+    text.extend(clean(line) for line in outputs)
+    text.extend(clean(f"ERROR {e}") for e in errors)
+    text.extend(clean(f"WARNING {w}") for w in warnings)
+    # The table's cells are clean already; every other line is text, escaped then fitted
+    # (escaping first: an escape is longer than the character it shows).
+    return "\n".join([summary_table(records, width), *text])
+
+
+# -- fitting the width ---------------------------------------------------------------------
+#: The most columns the summary and failure text take when the output is not a terminal
+#: (a CI log, a file): pytest's own width there is ``$COLUMNS`` or 80 (shutil's fallback),
+#: and a log is read in a browser or an editor of unknown width, so a wider ``$COLUMNS``
+#: is capped here. The project's promise for logs (docs/plugin.md, "Output in CI logs").
+LOG_WIDTH = 120
+#: Narrowest the test column is squeezed to before a metric column moves under the rows.
+KEY_MIN = 30
+#: Indent of the text under a row, and of the continuation of a wrapped line.
+UNDER = "    "
+#: Short titles tried when the full ones do not fit; a legend line spells them out.
+SHORT_TITLES = {
+    "latency_p50_ms": "p50",
+    "latency_p99_ms": "p99",
+    "cpu_ms_per_call": "CPU",
+    "instructions_per_call": "Minstr",
+    "l1_miss": "L1D",
+    "rss_growth_mb": "+RSS",
+}
+#: The metric columns in the order they move under the rows when even short titles do
+#: not fit: the ones no baseline comparison gates by default go first (the tail latency,
+#: memory growth), the work and CPU time a verdict rests on last.
+MOVE_ORDER = (
+    "rss_growth_mb",
+    "latency_p99_ms",
+    "l1_miss",
+    "ipc",
+    "latency_p50_ms",
+    "instructions_per_call",
+    "cpu_ms_per_call",
+)
+
+
+def text_width(fullwidth: int, tty: bool) -> int:
+    """The columns the plugin's text may take: pytest's terminal width on a terminal,
+    at most :data:`LOG_WIDTH` otherwise."""
+    return fullwidth if tty else min(fullwidth, LOG_WIDTH)
+
+
+def fit_line(line: str, width: int | None) -> list[str]:
+    """``line`` wrapped to ``width`` at spaces, its continuation indented four more.
+
+    A word is never split: a number is never cut, and a path or a test id stays whole
+    (copyable); one longer than the line is the only thing that can exceed ``width``.
+    """
+    if width is None or len(line) <= width:
+        return [line]
+    body = line.lstrip(" ")
+    indent = line[: len(line) - len(body)]
+    more = (indent + UNDER)[: max(width // 2, 1)]
+    wrapped = textwrap.wrap(
+        body,
+        width,
+        initial_indent=indent,
+        subsequent_indent=more,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return wrapped or [line]
+
+
+def fit(text: str, width: int | None) -> str:
+    """Every line of ``text`` wrapped to ``width`` (:func:`fit_line`); None: unchanged."""
+    if width is None:
+        return text
+    return "\n".join(part for line in text.split("\n") for part in fit_line(line, width))
+
+
+@dataclass(frozen=True)
+class _Column:
+    metric: str  # "" for the test, verdict and text columns
+    title: str
+    cells: tuple[str, ...]
+
+
+def _table_lines(
+    columns: Sequence[_Column], keys: Sequence[str], key_width: int | None
+) -> list[list[str]]:
+    """The table as [header lines, row 1's lines, row 2's lines...]: the test column
+    (``keys``) wrapped to ``key_width`` where given, the other cells on one line."""
+    shown = list(keys)
+    if key_width is not None:
+        shown = [
+            "\n".join(
+                textwrap.wrap(k, key_width, break_long_words=True, break_on_hyphens=False) or [k]
+            )
+            for k in keys
+        ]
+    rows = [[shown[i], *(c.cells[i] for c in columns)] for i in range(len(keys))]
+    text = tabulate(
+        rows,
+        headers=["test", *(c.title for c in columns)],
+        tablefmt="simple",
+        disable_numparse=True,
+    ).split("\n")
+    out, at = [text[:2]], 2
+    for key in shown:
+        height = key.count("\n") + 1
+        out.append(text[at : at + height])
+        at += height
+    return out
+
+
+def _widest(lines: Iterable[str]) -> int:
+    return max((len(line) for line in lines), default=0)
+
+
+def summary_table(records: Sequence[Mapping[str, Any]], width: int | None = None) -> str:
+    """The table of every profiled test, fitted to ``width`` in this order, the first
+    layout that fits winning: as it is; without the metric columns no test has a value
+    in; with short titles (and a legend line); with the "vs baseline" and diagnosis text
+    (and a verdict's details) on a wrapped line under each row, the test column wrapped,
+    and metric columns moved into that line (``p99 ms 4.37``) while the test column
+    would be narrower than :data:`KEY_MIN`. No number is ever cut or dropped."""
+    rows = summary_rows(records)
+    shown = columns(records)
+    keys = [row[0] for row in rows]
+    metric_columns = [
+        _Column(metric, title, tuple(row[1 + i] for row in rows))
+        for i, (metric, title, _) in enumerate(shown)
+    ]
+    n = len(shown)
+    change = _Column("", "vs baseline", tuple(row[n + 1] for row in rows))
+    verdict = _Column("", "verdict", tuple(row[n + 2] for row in rows))
+    diagnosis = _Column("", "diagnosis", tuple(row[n + 3] for row in rows))
+
+    def render(cols: Sequence[_Column]) -> str:
+        return "\n".join(line for part in _table_lines(cols, keys, None) for line in part)
+
+    full = render([*metric_columns, change, verdict, diagnosis])
+    if width is None or _widest(full.split("\n")) <= width:
+        return full
+    metric_columns = [c for c in metric_columns if any(cell != "-" for cell in c.cells)]
+    text = render([*metric_columns, change, verdict, diagnosis])
+    if _widest(text.split("\n")) <= width:
+        return text
+    short = [
+        _Column(c.metric, SHORT_TITLES.get(c.metric, c.title), c.cells) for c in metric_columns
+    ]
+    text = render([*short, change, verdict, diagnosis])
+    legend = _legend(metric_columns)
+    if _widest(text.split("\n")) <= width:
+        return "\n".join([text, *fit_line(legend, width)]) if legend else text
+    return _rows_with_text_under(records, keys, short, metric_columns, width)
+
+
+def _legend(metric_columns: Sequence[_Column]) -> str:
+    """``p50 = p50 ms, CPU = CPU ms/call``: what each short title stands for."""
+    pairs = [
+        f"{SHORT_TITLES[c.metric]} = {c.title}"
+        for c in metric_columns
+        if SHORT_TITLES.get(c.metric, c.title) != c.title
+    ]
+    return f"Columns: {', '.join(pairs)}" if pairs else ""
+
+
+def _rows_with_text_under(
+    records: Sequence[Mapping[str, Any]],
+    keys: Sequence[str],
+    short: Sequence[_Column],
+    full: Sequence[_Column],
+    width: int,
+) -> str:
+    """The last layout of :func:`summary_table`: test, metrics and a one-word verdict in
+    the table; under each row, wrapped, the metrics that did not fit, the change against
+    the baseline, the verdict's details and the diagnosis."""
+    ordered = sorted(records, key=lambda r: r["key"])
+    verdicts = []
+    for record in ordered:
+        word = record["status"] if record["outcome"] != "failed" or record["failed"] else "FAILED"
+        verdicts.append(clean(word.split(" (")[0]))
+    verdict = _Column("", "verdict", tuple(verdicts))
+    kept = list(short)
+    moved: list[_Column] = []
+    longest = _widest(keys)
+    while True:
+        fixed = sum(max(_widest(c.cells), len(c.title) + 2) for c in (*kept, verdict))
+        key_width = width - fixed - 2 * (len(kept) + 1)
+        if key_width >= min(longest, KEY_MIN) or not kept:
+            break
+        out = min(kept, key=lambda c: MOVE_ORDER.index(c.metric) if c.metric in MOVE_ORDER else -1)
+        kept.remove(out)
+        moved.append(next(f for f in full if f.metric == out.metric))
+    key_width = max(key_width, 10)
+    while True:  # tabulate's padding, measured rather than assumed
+        parts = _table_lines([*kept, verdict], keys, key_width if key_width < longest else None)
+        if key_width <= 10 or _widest(line for part in parts for line in part) <= width:
+            break
+        key_width -= 1
+    lines = list(parts[0])
+    for i, (record, part) in enumerate(zip(ordered, parts[1:], strict=True)):
+        lines.extend(part)
+        under = [", ".join(f"{c.title} {c.cells[i]}" for c in moved if c.cells[i] != "-")]
+        under.append(clean(record["change"]))
+        status = record["status"]
+        partial = partial_label(record.get("profile"))
+        if status.split(" (")[0] != status:
+            under.append(f"verdict {clean(status)}")
+        if partial:
+            under.append(partial)
+        if record.get("diagnosis"):
+            under.append(f"diagnosis: {clean(record['diagnosis'])}")
+        text = "; ".join(u for u in under if u)
+        if text:
+            lines.extend(fit_line(UNDER + text, width))
+    legend = _legend([c for c in full if c.metric in {k.metric for k in kept}])
+    if legend:
+        lines.extend(fit_line(legend, width))
+    return "\n".join(lines)
 
 
 def update_line(
-    path: str, old_metrics: Mapping[str, float] | None, new: Mapping[str, float]
+    path: str,
+    old_metrics: Mapping[str, float] | None,
+    new: Mapping[str, float],
+    gated: Iterable[str] = (),
 ) -> str:
-    """``updated <path>: ipc 1.1 -> 1.3, ...``: a rewritten baseline's headline moves.
+    """A written baseline and every metric a later run is judged on, old -> new.
 
-    ``old_metrics``: the metrics of the baseline replaced (None: the file is new).
+    Two lines: ``created <path>`` (or ``updated``), then, indented, each metric of
+    :func:`update_metrics` with a value: ``cpu_ms_per_call 0.61 -> 0.6, ...`` where the
+    replaced baseline had it, the new value alone where it did not (or the file is new).
+    ``old_metrics``: the metrics of the baseline replaced (None: the file is new);
+    ``gated``: metrics this test's verdict gates beyond the defaults (its ``tolerance=``
+    names, its ``region()`` stages as ``stage:<name>``).
     """
-    if old_metrics is None:
-        return f"created {path}"
-    keys = [k for k in names("update") if k in new and k in old_metrics]
-    changes = ", ".join(f"{k} {number(old_metrics[k])} -> {number(new[k])}" for k in keys)
-    return f"updated {path}: {changes}" if changes else f"updated {path}"
+    head = f"{'created' if old_metrics is None else 'updated'} {path}"
+    old = old_metrics or {}
+    parts = []
+    for name in update_metrics(new, gated):
+        value = f"{metric_label(name)} {number(new[name])}"
+        if name in old:
+            value = f"{metric_label(name)} {number(old[name])} -> {number(new[name])}"
+        parts.append(value)
+    return f"{head}\n{UNDER}{', '.join(parts)}" if parts else head
+
+
+def written_lines(entry: str, width: int | None = None) -> list[str]:
+    """An :func:`update_line` for the terminal: ``created <path>`` whole (a path to copy;
+    long as it may be), its metrics line wrapped to ``width``; every part escaped."""
+    head, sep, metrics = str(entry).partition("\n" + UNDER)
+    lines = [clean(head)]
+    if sep:
+        lines.extend(fit_line(UNDER + clean(metrics), width))
+    return lines
+
+
+def update_metrics(new: Mapping[str, float], gated: Iterable[str] = ()) -> list[str]:
+    """The metrics a written baseline's line lists, those with a value in ``new``: the
+    headline ones (memory growth and peak included) in their order, then every other metric
+    that gates by default (``assessment.GATED_METRICS``) in the metric table's order, then
+    ``gated`` (a test's own tolerance names and stages)."""
+    from ..assessment import GATED_METRICS
+    from ..metrics import METRICS
+
+    order = [h.metric for h in HEADLINE]
+    order += [m for m in METRICS if m in GATED_METRICS]
+    order += sorted(gated)
+    return [m for m in dict.fromkeys(order) if new.get(m) is not None]

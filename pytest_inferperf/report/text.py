@@ -314,10 +314,11 @@ def render_comparison(side: SideBySide, out_dir: str = "") -> str:
         f"Compared with {labels[0]} ({first.profile.machine_class}, backend "
         f"{first.profile.backend}):"
     ]
-    for entry in side.entries:
+    for (column, label, source), entry in zip(side.legend, side.entries, strict=True):
         cached = f" (cached result from {entry.cached.stored})" if entry.cached else ""
-        lines.append(f"  {entry.label}: {entry.source}{cached}")
+        lines.append(f"  {column} = {label}: {source}{cached}")
     lines.append("")
+    columns = side.columns
     rows = [
         [
             r.metric,
@@ -331,7 +332,7 @@ def render_comparison(side: SideBySide, out_dir: str = "") -> str:
         rows.append(
             ["pareto front", "", *("yes" if label in side.front else "no" for label in labels)]
         )
-    lines.append(_table(rows, ("metric", "unit", *labels)))
+    lines.append(_table(rows, ("metric", "unit", *columns)))
     if side.op_types:
         lines += ["", "Operator types (µs per inference, nodes, what it computes in):"]
         lines.append(
@@ -348,7 +349,7 @@ def render_comparison(side: SideBySide, out_dir: str = "") -> str:
                     ]
                     for r in side.op_types
                 ],
-                ("op type", *labels),
+                ("op type", *columns),
             )
         )
     lines.append("")

@@ -3,8 +3,9 @@
 Owns: :func:`failure_text` (what failed, by how much, and why: the block a user sees
 under a failed test and from ``inferperf validate``), :func:`change_summary` (the one
 cell saying how a run compares with its baseline), :func:`headline` (the diagnosis
-in a few words) and :func:`record_of` (the plain JSON record of an Assessment that
-travels from an xdist worker to the controller and that the run's summary table,
+in a few words), :func:`missing_baseline_text` (why a test without a baseline fails
+under ``--inferperf-require-baseline``) and :func:`record_of` (the plain JSON record of
+an Assessment that travels from an xdist worker to the controller and that the run's summary table,
 JSON, Markdown and HTML are drawn from). Moved here from ``verdict``.
 
 Must not: judge, diagnose or compute metrics: everything it writes is read from the
@@ -191,3 +192,17 @@ def failure_text(verdict: Assessment) -> str:
     for kind, note in verdict.artifact_notes.items():
         lines.append(f"  flamegraph {kind}: {note}")
     return "\n".join(lines)
+
+
+def missing_baseline_text(key: str, machine_class: str, backend: str, path: str) -> str:
+    """The one paragraph a test fails with under ``--inferperf-require-baseline`` when
+    ``path``, the baseline of ``key`` for this machine class and backend, does not exist:
+    what was expected where, and the two ways to record it on a machine of that class."""
+    return (
+        f"inferperf: {key} has no baseline for machine class {machine_class} (backend "
+        f"{backend}) and --inferperf-require-baseline asks for one: expected {path}. "
+        "Nothing was compared. Record it on a machine of this class, with this backend: "
+        "`pytest --inferperf --update-baselines` there, or the baseline workflow "
+        "(examples/ci/github/inferperf-baselines.yml, docs/ci.md) run on a runner of "
+        "this class; then commit the file."
+    )
