@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import json
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -48,8 +49,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import baseline_file
 from .errors import InferperfError
-from .profile import Profile, ProfileFormatError
+from .profile import MAX_PROFILE_BYTES, Profile, ProfileFormatError
+from .profile_check import InvalidProfile
+from .safe_read import UnreadableFile, read_limited
 
 if TYPE_CHECKING:
     from .records import ProfileRecord
@@ -59,6 +63,8 @@ HARDWARE_BACKEND = "perf"
 #: Longest path component written, suffix and ``.json`` included.
 MAX_COMPONENT = 120
 SUFFIX = ".json"
+#: The sidecar of a baseline's bulky parts, after the baseline's name without ``.json``.
+DETAIL_SUFFIX = "~detail.json"
 TEMP_SUFFIX = ".tmp"
 STALE_TEMP_S = 600.0  # a temp file this old is no write in progress
 
@@ -189,7 +195,7 @@ def load_baseline(path: str | os.PathLike[str]) -> Profile | None:
     if not os.path.lexists(path):
         return None
     try:
-        return Profile.load(path)
+        return _with_sidecar(Profile.load(path), path)
     except ProfileFormatError as exc:
         if isinstance(exc.__cause__, FileNotFoundError):  # removed since the check above
             return None
@@ -206,6 +212,29 @@ def load_baseline(path: str | os.PathLike[str]) -> Profile | None:
         raise BaselineError(_unusable(path, cause)) from None
 
 
+def _with_sidecar(profile: Profile, path: Path) -> Profile:
+    """``profile`` with the bulky parts of its sidecar (:func:`detail_path`) put back,
+    where there is one written with this baseline; else ``profile`` as read. A sidecar
+    that is missing, unreadable or left from an older baseline costs only what it holds
+    (the baseline side of the differential flamegraph, op types in the change
+    explanation), never the verdict."""
+    side = detail_path(path)
+    if not side.is_file():
+        return profile
+    try:
+        compact_doc = json.loads(read_limited(path, MAX_PROFILE_BYTES).decode("utf-8"))
+        detail_doc = baseline_file.check_detail(
+            json.loads(read_limited(side, MAX_PROFILE_BYTES, what="sidecar").decode("utf-8"))
+        )
+        if compact_doc.get("schema_version") != baseline_file.SCHEMA_VERSION:
+            return profile
+        if not baseline_file.detail_matches(detail_doc, compact_doc):
+            return profile
+        return Profile.from_dict(baseline_file.expand(compact_doc, detail_doc), source=str(side))
+    except (OSError, ValueError, UnreadableFile, InvalidProfile, ProfileFormatError):
+        return profile
+
+
 def _unusable(path: Path, cause: str) -> str:
     cause = cause.strip()
     if cause.startswith(str(path)):
@@ -219,10 +248,18 @@ def _unusable(path: Path, cause: str) -> str:
 
 # -- writing -----------------------------------------------------------------
 def save_baseline(path: str | os.PathLike[str], profile: Profile) -> None:
-    """Write ``profile`` to ``path`` atomically: the old file stays whole until replaced."""
+    """Write ``profile`` to ``path`` atomically in the compact baseline form
+    (:mod:`.baseline_file`), and the rest to its sidecar (:func:`detail_path`): the
+    sidecar first, so an interrupted write leaves the old baseline with a sidecar that
+    no longer matches it (not read), never a new baseline with an old sidecar. The old
+    files stay whole until replaced."""
     path = Path(path)
     try:
-        data = (profile.to_json() + "\n").encode("utf-8")
+        full = profile.to_dict()
+        small = baseline_file.compact(full)
+        data = (baseline_file.dumps(small) + "\n").encode("utf-8")
+        side = baseline_file.detail(full, small)
+        side_data = (baseline_file.dumps(side) + "\n").encode("utf-8")
     except (ValueError, TypeError) as exc:
         raise BaselineError(
             f"cannot save baseline {path}: the profile cannot be serialised ({exc}). {_kept(path)}"
@@ -234,27 +271,41 @@ def save_baseline(path: str | os.PathLike[str], profile: Profile) -> None:
             f"cannot create the folder {path.parent} for baseline {path}: "
             f"{_strerror(exc)}. {_kept(path)}"
         ) from exc
+    _write_atomic(detail_path(path), side_data, path)
+    _write_atomic(path, data, path)
+    _fsync_dir(path.parent)
+
+
+def detail_path(path: str | os.PathLike[str]) -> Path:
+    """The sidecar of the baseline at ``path``: ``<name>~detail.json`` beside it (``~`` is
+    escaped in every baseline name, so no test's baseline can have this name)."""
+    path = Path(path)
+    return path.with_name(path.name[: -len(SUFFIX)] + DETAIL_SUFFIX)
+
+
+def _write_atomic(target: Path, data: bytes, baseline: Path) -> None:
+    """``data`` to ``target`` through a temporary file in its folder and a rename."""
     tmp: str | None = None
     try:
         fd, tmp = tempfile.mkstemp(
-            dir=path.parent, prefix=f".{path.name[:60]}.{os.getpid()}.", suffix=TEMP_SUFFIX
+            dir=target.parent, prefix=f".{target.name[:60]}.{os.getpid()}.", suffix=TEMP_SUFFIX
         )
         with os.fdopen(fd, "wb") as fh:
-            _chmod_like(fh.fileno(), path)
+            _chmod_like(fh.fileno(), target)
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
         tmp = None
     except OSError as exc:
+        where = "" if target == baseline else f" (its sidecar {target.name})"
         raise BaselineError(
-            f"cannot save baseline {path}: {_strerror(exc)}. {_kept(path)}"
+            f"cannot save baseline {baseline}{where}: {_strerror(exc)}. {_kept(baseline)}"
         ) from exc
     finally:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-    _fsync_dir(path.parent)
 
 
 def sweep_interrupted_writes(
@@ -358,16 +409,23 @@ class BaselineWrite:
 
 
 def write_pass(
-    records: Sequence[ProfileRecord], baselines_dir: str | os.PathLike[str]
+    records: Sequence[ProfileRecord],
+    baselines_dir: str | os.PathLike[str],
+    *,
+    accepted: bool = False,
+    dry_run: bool = False,
 ) -> Iterator[BaselineWrite]:
     """Write each cleanly-run record's Profile as its baseline, one :class:`BaselineWrite`
     per record that was (or could not be) written, in key order.
 
     Records whose test did not run clean (:attr:`ProfileRecord.ran_clean`) are passed
-    over. Keys that map to one file are refused all together (xdist workers cannot see
-    each other's claims, so the run as a whole is checked here). Each file is written
-    atomically as it is reached: a caller interrupted half way has every baseline
-    either old or new, and what it was told so far is exactly what was written.
+    over; with ``accepted`` (``inferperf accept``), those that are not
+    :attr:`ProfileRecord.acceptable`. ``dry_run``: every check, the profile's too, and
+    nothing written (``written`` says what would be). Keys that map to one file are
+    refused all together (xdist workers cannot see each other's claims, so the run as a
+    whole is checked here). Each file is written atomically as it is reached: a caller
+    interrupted half way has every baseline either old or new, and what it was told so
+    far is exactly what was written.
     """
     from .partial import partial_label
 
@@ -389,7 +447,7 @@ def write_pass(
             )
             yield BaselineWrite(record, None, "shared", ", ".join(others))
             continue
-        if not record.ran_clean:
+        if not (record.acceptable if accepted else record.ran_clean):
             continue
         try:
             path = baseline_path(folder, record.machine_class, record.backend, record.key)
@@ -405,7 +463,9 @@ def write_pass(
         except BaselineError:
             old = None  # the unreadable baseline is being replaced
         try:
-            save_baseline(path, record.measured())
+            profile = record.measured()
+            if not dry_run:
+                save_baseline(path, profile)
         except (ProfileFormatError, ValueError, TypeError, KeyError) as exc:
             message = (
                 f"cannot save baseline {path}: the profile is not valid ({exc}). {_kept(path)}"

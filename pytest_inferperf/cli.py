@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -401,6 +402,88 @@ def _compare_cmd(args: argparse.Namespace) -> int:
     return EXIT_FAILED if side.failed else EXIT_OK
 
 
+def _accept_cmd(args: argparse.Namespace) -> int:
+    from .accept import (
+        DEFAULT_BASELINES,
+        busy_text,
+        plan,
+        read_run_outputs,
+        refused_text,
+        written_text,
+    )
+    from .errors import UsageError
+    from .report.terminal import text_width, written_lines
+
+    try:
+        chosen = plan(read_run_outputs(args.inputs), match=args.k)
+    except UsageError as exc:
+        return _usage("accept", exc)
+    said = f"inferperf accept: {chosen.read} record(s) read"
+    if chosen.run_documents:
+        said += f", checked against {', '.join(chosen.run_documents)}"
+    if chosen.unmatched:
+        said += f", {chosen.unmatched} not matching -k"
+    if chosen.ignored:
+        said += f"; ignored {len(chosen.ignored)} JSON file(s) that are no record: " + (
+            ", ".join(chosen.ignored[:3]) + (", ..." if len(chosen.ignored) > 3 else "")
+        )
+    print(clean(said))
+    ok = not chosen.refused
+    for refusal in chosen.refused:
+        print(clean(refused_text(refusal)))
+    for kept in chosen.kept:
+        print(clean(f"kept {kept.key}: {kept.reason}"))
+    written = 0
+    for done in chosen.write(args.baselines or DEFAULT_BASELINES, dry_run=args.dry_run):
+        shown = str(done.path) if done.path is not None else ""
+        wrote, text = written_text(done, shown, dry_run=args.dry_run)
+        ok = ok and wrote
+        written += wrote
+        width = text_width(shutil.get_terminal_size().columns, sys.stdout.isatty())
+        print("\n".join(written_lines(text, width)))  # as the plugin's summary shows it
+        warning = busy_text(done.record) if wrote else None
+        if warning:
+            print(clean(f"warning: {warning}"))
+    refused = len(chosen.refused) + len(chosen.records) - written
+    verb = "would be written (--dry-run: nothing written)" if args.dry_run else "written"
+    print(f"inferperf accept: {written} baseline(s) {verb}, {refused} not accepted")
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+def _add_accept_command(sub: argparse._SubParsersAction) -> None:
+    accept = sub.add_parser(
+        "accept",
+        help="write baselines from a pytest --inferperf run's outputs, without measuring",
+        description="Write the profiles a pytest --inferperf run measured (its "
+        "--inferperf-report folder; its --inferperf-json run JSON is checked against it) as "
+        "baselines, as --update-baselines would have: a test that passed, or failed on its "
+        "own profile's verdict (a regression now accepted). Refused, each with its reason: "
+        "a test that failed otherwise, a partial profile, two tests sharing a file, one key "
+        "measured differently in two inputs. Exit status: 0 all accepted, 1 some refused, "
+        "2 an input missing, corrupt or holding no record (nothing written).",
+    )
+    accept.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="a report folder (--inferperf-report DIR), a run JSON (--inferperf-json) "
+        "or a record file",
+    )
+    accept.add_argument(
+        "--baselines",
+        metavar="DIR",
+        help="baseline folder (default ./baselines, the plugin's default)",
+    )
+    accept.add_argument(
+        "--dry-run", action="store_true", help="say what would be written; write nothing"
+    )
+    accept.add_argument(
+        "-k", metavar="SUBSTRING", help="accept only the keys that contain SUBSTRING"
+    )
+    _verbose(accept)
+    accept.set_defaults(func=_accept_cmd)
+
+
 def _measure_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     """Options of every command that measures; without defaults they follow the baseline."""
 
@@ -650,6 +733,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain.set_defaults(func=_explain)
     _add_measuring_commands(sub)
+    _add_accept_command(sub)
     return parser
 
 

@@ -6,7 +6,9 @@ and per-op-type times, the machine's conditions while measuring, the model that 
 measured), the JSON schema version, and loading and validating
 a serialised Profile. Fields added since version 1 are optional: an older
 file loads with them empty, so no version bump was needed for them. A
-baseline file, ``report.json`` and a CLI result are all serialised Profiles.
+baseline file, ``report.json`` and a CLI result are all serialised Profiles: the
+full form is version 1, a baseline file's compact form version 2 (:mod:`.baseline_file`
+maps it to the full form, and :meth:`Profile.load` reads both).
 
 Must not: measure (that is ``runner``) or judge (that is ``verdict``).
 """
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from . import baseline_file
 from .errors import InferperfError
 from .profile_check import InvalidProfile, check_profile
 from .safe_read import UnreadableFile, read_limited
@@ -295,6 +298,10 @@ class Profile:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=False, allow_nan=False)
 
+    def to_baseline_json(self) -> str:
+        """The compact form a baseline file holds (:mod:`.baseline_file`, version 2)."""
+        return baseline_file.dumps(baseline_file.compact(self.to_dict()))
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "<profile>") -> Profile:
         return _from_dict(data, source)
@@ -333,11 +340,17 @@ def _from_dict(data: Any, source: str) -> Profile:
     version = data.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise ProfileFormatError(f"{source} has no valid schema_version.")
-    if version > SCHEMA_VERSION:
+    if version > baseline_file.SCHEMA_VERSION:
         raise ProfileFormatError(
             f"{source} uses profile schema version {version}, newer than this inferperf "
-            f"understands ({SCHEMA_VERSION}). Upgrade pytest-inferperf."
+            f"understands ({baseline_file.SCHEMA_VERSION}). Upgrade pytest-inferperf."
         )
+    if version == baseline_file.SCHEMA_VERSION:  # a compact baseline file
+        try:
+            data = baseline_file.expand(data)
+        except InvalidProfile as exc:
+            raise ProfileFormatError(f"{source} is not a valid profile: {exc}.") from None
+        version = SCHEMA_VERSION
     try:
         check_profile(data, schema_version=SCHEMA_VERSION)
     except InvalidProfile as exc:

@@ -110,6 +110,15 @@ class ProfileRecord:
         return clean and not self.failed
 
     @property
+    def acceptable(self) -> bool:
+        """Whether ``inferperf accept`` may make this profile a baseline after the run: it
+        ran clean, or its test failed on this profile's own verdict alone (a regression
+        the team now accepts). A failed test whose profile passed failed on something
+        else (another profile, ``--inferperf-require-baseline``); a test whose own code
+        failed leaves no record. (A partial profile is refused by the write pass.)"""
+        return self.ran_clean or (self.failed and self.outcome == "failed")
+
+    @property
     def machine_class(self) -> str:
         return str(self.profile.get("machine_class", ""))
 

@@ -107,10 +107,9 @@ def _quiet() -> Iterator[None]:
 
 def drive(text: str, folder: Path, *, cli: bool = True) -> str:
     """Every path on ``text`` as a file; returns "refused" or "accepted". Raises on a crash."""
-    from pytest_inferperf.plugin.session import _update_line
     from pytest_inferperf.report.html import render_html, render_run_html
     from pytest_inferperf.report.run import run_document, run_markdown
-    from pytest_inferperf.report.terminal import render_summary
+    from pytest_inferperf.report.terminal import record_update_line, render_summary
     from pytest_inferperf.verdict import failure_text, judge
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -133,7 +132,7 @@ def drive(text: str, folder: Path, *, cli: bool = True) -> str:
             record = {**record_of(verdict), "nodeid": "t.py::test", "outcome": "passed"}
             json.dumps(record, allow_nan=False)
             records.append(record)
-            _update_line("baselines/x/t.json", baseline, record)
+            record_update_line("baselines/x/t.json", baseline, record)
         render_summary(records, [], [], [], update=True)
         run_document(records, commit=None)
         run_markdown(records)
@@ -171,3 +170,11 @@ def _commands(folder: str) -> list:
 
 def finite_or_none(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isfinite(value))
+
+
+def baseline_files(folder: Path) -> Iterator[Path]:
+    """The baseline files under ``folder``, in path order, without their sidecars
+    (``<name>~detail.json``, written beside each)."""
+    return iter(
+        sorted(p for p in Path(folder).rglob("*.json") if not p.name.endswith("~detail.json"))
+    )

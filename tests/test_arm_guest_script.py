@@ -68,3 +68,46 @@ def test_root_key_follows_the_requirements(guest):
     assert key == guest.root_key(list(reqs), "linux-image-6.1.0-57-arm64")
     assert key != guest.root_key([*reqs, "extra"], "linux-image-6.1.0-57-arm64")
     assert key != guest.root_key(reqs, "linux-image-6.1.0-58-arm64")
+
+
+def test_recording_writes_the_examples_baselines_and_prints_them_for_the_host(guest, tmp_path):
+    script = guest.guest_steps("quick", steadiness=False, record=True)
+    commands = [line for line in script.splitlines() if line.startswith("python3 ")]
+    assert len(commands) == 3
+    assert f"--inferperf {guest.RECORD_FLAGS} examples/test_inference.py" in commands[2]
+    assert "--update-baselines" in guest.RECORD_FLAGS
+    # The last step prints every baseline file; run it on two real files and decode them
+    # back as the host does, byte for byte.
+    step = next(line for line in script.splitlines() if line.startswith("find baselines"))
+    folder = tmp_path / "baselines" / "arm64-cortex-a72" / "examples" / "test_inference.py"
+    folder.mkdir(parents=True)
+    files = {
+        "baselines/arm64-cortex-a72/examples/test_inference.py/test_minilm.json": (
+            b'{\n  "a": 1\n}\n'
+        ),
+        "baselines/arm64-cortex-a72/examples/test_inference.py/test_x~detail.json": bytes(
+            range(256)
+        )
+        * 40,
+    }
+    for path, content in files.items():
+        (tmp_path / path).write_bytes(content)
+    out = subprocess.run(
+        ["sh", "-c", step], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert guest.baseline_files(out.stdout.splitlines()) == files
+    assert guest.baseline_files(["noise", *out.stdout.splitlines(), "more"]) == files
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["../outside.json", "baselines/../../x.json", "/etc/x.json", "baselines/a.txt", "tests/a.json"],
+)
+def test_a_printed_file_outside_baselines_is_never_taken(guest, path):
+    lines = [f"{guest.MARK} file {path}", "e30=", f"{guest.MARK} endfile"]
+    assert guest.baseline_files(lines) == {}
+
+
+def test_a_file_that_does_not_decode_is_not_taken(guest):
+    lines = [f"{guest.MARK} file baselines/a/b.json", "!!not base64!!", f"{guest.MARK} endfile"]
+    assert guest.baseline_files(lines) == {}

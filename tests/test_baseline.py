@@ -18,6 +18,7 @@ from pytest_inferperf.baseline import (
     BaselineError,
     baseline_path,
     class_folder,
+    detail_path,
     load_baseline,
     save_baseline,
     short_hash,
@@ -296,10 +297,41 @@ def test_round_trip(tmp_path):
     path = baseline_path(tmp_path, MACHINE, "perf", "examples/test_models.py::test_encoder[seq128]")
     profile = make_profile()
     save_baseline(path, profile)
-    assert load_baseline(path) == profile
+    loaded = load_baseline(path)
+    # what judging reads comes back (the sidecar gives back the rest: below)
+    assert loaded is not None and loaded.totals == profile.totals
+    assert [(r.calls, r.wall_ns) for r in loaded.repeats] == [
+        (r.calls, r.wall_ns) for r in profile.repeats
+    ]
+    assert (loaded.latency, loaded.memory, loaded.steady) == (
+        profile.latency,
+        profile.memory,
+        profile.steady,
+    )
+    assert (loaded.name, loaded.machine_class, loaded.backend) == (
+        profile.name,
+        profile.machine_class,
+        profile.backend,
+    )
+    assert detail_path(path).is_file()
     assert path.read_text().endswith("\n")
+
+
+def test_round_trip_with_the_sidecar_gives_the_profile_back(tmp_path):
+    path = baseline_path(tmp_path, MACHINE, "perf", "examples/test_models.py::test_encoder")
+    profile = make_profile().with_(stacks={"view": "python", "folded": {"MainThread;f": 3}})
+    save_baseline(path, profile)
+    assert detail_path(path).name == "test_encoder~detail.json"
+    assert load_baseline(path) == profile
+    # a sidecar left from another recording is not read (the judged part is the same)
+    stale = detail_path(path).read_text()
+    save_baseline(path, make_profile().with_(name="again"))
+    detail_path(path).write_text(stale)
+    again = load_baseline(path)
+    assert again.name == "again" and again.stacks is None and again.totals == profile.totals
     assert oct(path.stat().st_mode & 0o777) == oct(0o644)
-    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp file left
+    names = sorted(p.name for p in path.parent.iterdir())
+    assert names == ["test_encoder.json", "test_encoder~detail.json"]  # no temp file left
 
 
 def test_save_replaces_and_keeps_other_files(tmp_path):
@@ -309,7 +341,11 @@ def test_save_replaces_and_keeps_other_files(tmp_path):
     save_baseline(path, make_profile(instructions=2e6))
     assert load_baseline(path).repeats[0].sample.counts["instructions"].value == 2e7
     assert (tmp_path / "c" / "other.json").read_text() == "keep me"
-    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["other.json", "t.json"]
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == [
+        "other.json",
+        "t.json",
+        "t~detail.json",
+    ]
 
 
 def test_missing_baseline_is_none(tmp_path):
@@ -335,7 +371,8 @@ def test_failed_replace_keeps_the_old_baseline(tmp_path, monkeypatch):
     assert "Invalid cross-device link" in msg
     assert "old baseline is intact" in msg
     assert path.read_bytes() == before
-    assert [p.name for p in tmp_path.iterdir()] == ["t.json"]  # temp file removed
+    # temp files removed; the old sidecar stays (the replace of the sidecar failed first)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json", "t~detail.json"]
 
 
 def test_disk_full_removes_the_temp_file(tmp_path, monkeypatch):

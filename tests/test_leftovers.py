@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from profile_paths import baseline_files
 
 from pytest_inferperf.baseline import save_baseline, sweep_interrupted_writes
 from pytest_inferperf.flame import WORKDIR_PREFIX, sweep_abandoned_workdirs
@@ -155,4 +156,4 @@ def test_ctrl_c_in_the_write_pass_says_what_was_written(pytester):
             "interrupted: 1 baseline(s) written before the interrupt*",
         ]
     )
-    assert len(list(Path(pytester.path, "baselines").rglob("*.json"))) == 1
+    assert len(list(baseline_files(Path(pytester.path, "baselines")))) == 1

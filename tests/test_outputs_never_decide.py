@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
+from profile_paths import baseline_files
 
 pytest_plugins = ["pytester"]
 
@@ -36,7 +37,7 @@ def _run(pytester, *args):
 
 
 def _baselines(pytester) -> list[Path]:
-    return sorted(Path(pytester.path, "baselines").rglob("*.json"))
+    return sorted(baseline_files(Path(pytester.path, "baselines")))
 
 
 @pytest.mark.parametrize("blocker", ["file", "symlink-loop"])
@@ -68,10 +69,9 @@ def test_unmakeable_default_flamegraph_folder_fails_no_test_and_no_baseline(pyte
     assert "NotADirectoryError" not in text and "Traceback" not in text
     result.assert_outcomes(passed=1)
     assert len(_baselines(pytester)) == 1
-    result.stdout.fnmatch_lines(
-        ["WARNING flamegraphs not written: cannot create the folder *inferperf-report*flamegraphs*"]
-    )
-    assert result.ret == 0  # nobody asked for flamegraphs by name
+    # recording samples no stacks by default, so nothing needed the folder
+    assert "flamegraphs not written" not in text
+    assert result.ret == 0
 
 
 def test_a_budget_failure_keeps_its_own_message_when_flamegraphs_cannot_be_written(pytester):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from plugin_output import said, table_row
+from profile_paths import baseline_files
 
 pytest_plugins = ["pytester"]
 
@@ -196,10 +197,10 @@ def test_update_baselines_then_rerun_passes_and_compares(suite):
             "*created baselines/*/test_a.py/test_hash[[]20[]].json*",
         ]
     )
-    files = sorted(Path(suite.path, "baselines").rglob("*.json"))
+    files = sorted(baseline_files(Path(suite.path, "baselines")))
     assert len(files) == 2
     data = json.loads(files[0].read_text())
-    assert data["schema_version"] == 1 and data["machine"]["cpu"]["arch"]
+    assert data["schema_version"] == 2 and data["machine"]["cpu"]["core_slug"]
     result = run(suite, "--inferperf")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_hash[[]10[]]*ok (*"])
@@ -267,7 +268,7 @@ def test_named_variants_get_their_own_baselines(suite):
     """
     )
     run(suite, "--inferperf", "--update-baselines").assert_outcomes(passed=1)
-    names = sorted(p.name for p in Path(suite.path, "baselines").rglob("*.json"))
+    names = sorted(p.name for p in baseline_files(Path(suite.path, "baselines")))
     assert len(names) == 2 and all("test_variants" in n for n in names)
 
 
@@ -307,13 +308,13 @@ def test_xdist_gives_the_same_table_and_baselines(suite):
     serial = run(suite, "--inferperf", "--update-baselines", "-n", "0")
     serial.assert_outcomes(passed=4)
     serial_files = sorted(
-        p.relative_to(suite.path) for p in Path(suite.path, "baselines").rglob("*.json")
+        p.relative_to(suite.path) for p in baseline_files(Path(suite.path, "baselines"))
     )
     shutil.rmtree(Path(suite.path, "baselines"))
     parallel = run(suite, "--inferperf", "--update-baselines", "-n", "2")
     parallel.assert_outcomes(passed=4)
     parallel_files = sorted(
-        p.relative_to(suite.path) for p in Path(suite.path, "baselines").rglob("*.json")
+        p.relative_to(suite.path) for p in baseline_files(Path(suite.path, "baselines"))
     )
     assert serial_files == parallel_files and len(parallel_files) == 4
     assert _table(serial.stdout.str()) == _table(parallel.stdout.str())
@@ -593,8 +594,14 @@ def test_failed_test_gets_flamegraphs_and_a_diff_against_the_baseline(suite):
             pmu_profile(hashing)
     """
     )
+    # By default a new baseline is not sampled (recording stays about as fast as a run)
     run(suite, "--inferperf", "--update-baselines", flamegraphs=True).assert_outcomes(passed=1)
-    baseline = json.loads(next(Path(suite.path, "baselines").rglob("*.json")).read_text())
+    (sidecar,) = Path(suite.path, "baselines").rglob("*~detail.json")
+    assert json.loads(sidecar.read_text())["stacks"] is None
+    # ...and is under "all": its stacks go to the baseline's sidecar
+    args = ("--inferperf", "--update-baselines", "--inferperf-flamegraphs=all")
+    run(suite, *args).assert_outcomes(passed=1)
+    baseline = json.loads(sidecar.read_text())
     assert baseline["stacks"]["view"] in ("native", "python")
     assert sum(baseline["stacks"]["folded"].values()) > 0
     import os
@@ -681,7 +688,7 @@ def test_update_writes_only_tests_that_met_their_budgets_and_keeps_others(suite)
     )
     result = run(suite, "--inferperf", "--update-baselines", "--inferperf-flamegraphs", "none")
     result.assert_outcomes(passed=1, failed=2)
-    names = sorted(p.name for p in Path(suite.path, "baselines").rglob("*.json"))
+    names = sorted(p.name for p in baseline_files(Path(suite.path, "baselines")))
     assert names == ["kept.json", "test_ok.json"]
     assert keep.read_text() == "{}"
 

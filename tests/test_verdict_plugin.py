@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from plugin_output import said
+from profile_paths import baseline_files
 
 pytest_plugins = ["pytester"]
 
@@ -56,7 +57,7 @@ def run_subprocess(pytester, *args):
 
 
 def _baseline(pytester) -> Path:
-    (path,) = Path(pytester.path, "baselines").rglob("*.json")
+    (path,) = baseline_files(Path(pytester.path, "baselines"))
     return path
 
 

@@ -262,8 +262,10 @@ class InferperfPlugin:
         mode = self.settings.flamegraphs
         if mode == "none":
             return False
-        # Stacks are stored with a new baseline so later failures get a differential view.
-        return mode == "all" or verdict.failed or self.settings.update
+        # A new baseline is sampled only under "all": a sampling pass per test would make
+        # recording several times slower than a run (issue 38). Its operator table, which
+        # the primary differential view needs, comes from the operator pass regardless.
+        return mode == "all" or verdict.failed
 
     def _attach_flamegraphs(
         self, verdict: Verdict, baseline: Profile | None, call: Callable[[], Any], item: pytest.Item
@@ -599,6 +601,7 @@ class InferperfPlugin:
     def _update_baselines(self) -> None:
         """The baseline write pass (the store's), each outcome told as it happens."""
         from ..baseline import write_pass
+        from ..report.terminal import record_update_line
 
         for done in write_pass(self.records, self.settings.baselines):
             record = done.record
@@ -617,7 +620,7 @@ class InferperfPlugin:
             elif done.status == "error":
                 self.write_errors.append(done.detail)
             else:
-                self.written.append(_update_line(shown, done.old, record.to_json()))
+                self.written.append(record_update_line(shown, done.old, record.to_json()))
                 if record.busy:
                     self.warnings.append(
                         f"{record.key}: baseline recorded on a busy machine "
@@ -707,27 +710,6 @@ def baseline_key(item: pytest.Item) -> str:
         except ValueError:  # another drive
             relative = Path(path).as_posix()
     return item.nodeid if relative == file_part else f"{relative}::{test_part}"
-
-
-def _update_line(path: str, old: Profile | None, record: dict) -> str:
-    """The written baseline's lines: every metric later runs are judged on, old -> new
-    (its ``region()`` stages too, in ms per call)."""
-    from ..metrics import profile_metrics
-    from ..report.terminal import update_line
-    from ..stages import stage_metric, stage_times
-
-    stages = {
-        stage_metric(s["name"]): s["ms_per_call"]
-        for s in record.get("stages") or ()
-        if s.get("region") and isinstance(s.get("ms_per_call"), int | float)
-    }
-    old_metrics = None
-    if old is not None:
-        old_metrics = {
-            **profile_metrics(old),
-            **{stage_metric(t.name): t.ms_per_call for t in stage_times(old) if t.named},
-        }
-    return update_line(path, old_metrics, {**record["metrics"], **stages}, gated=stages)
 
 
 def output_width(config: pytest.Config) -> int:

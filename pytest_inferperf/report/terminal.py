@@ -22,7 +22,7 @@ import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tabulate import tabulate
 
@@ -32,6 +32,9 @@ from ..pmu.cpu_features import features_text
 from ..stages import metric_label
 from .headline import HEADLINE
 from .headline import headline as headline_of
+
+if TYPE_CHECKING:
+    from ..profile import Profile
 
 #: (metric, title, scale): the table's columns, from the one headline list; the
 #: optional ones only where some test has a value (a PMU, or the simulate backend).
@@ -519,20 +522,29 @@ def _rows_with_text_under(
     kept = list(short)
     moved: list[_Column] = []
     longest = _widest(keys)
+
+    def move_one() -> None:
+        out = min(kept, key=lambda c: MOVE_ORDER.index(c.metric) if c.metric in MOVE_ORDER else -1)
+        kept.remove(out)
+        moved.append(next(f for f in full if f.metric == out.metric))
+
     while True:
         fixed = sum(max(_widest(c.cells), len(c.title) + 2) for c in (*kept, verdict))
         key_width = width - fixed - 2 * (len(kept) + 1)
         if key_width >= min(longest, KEY_MIN) or not kept:
             break
-        out = min(kept, key=lambda c: MOVE_ORDER.index(c.metric) if c.metric in MOVE_ORDER else -1)
-        kept.remove(out)
-        moved.append(next(f for f in full if f.metric == out.metric))
+        move_one()
     key_width = max(key_width, 10)
     while True:  # tabulate's padding, measured rather than assumed
         parts = _table_lines([*kept, verdict], keys, key_width if key_width < longest else None)
-        if key_width <= 10 or _widest(line for part in parts for line in part) <= width:
+        if _widest(line for part in parts for line in part) <= width:
             break
-        key_width -= 1
+        if key_width > 10:
+            key_width -= 1
+        elif kept:  # the estimate was short (tabulate's rule under a header): one more moves
+            move_one()
+        else:
+            break
     lines = list(parts[0])
     for i, (record, part) in enumerate(zip(ordered, parts[1:], strict=True)):
         lines.extend(part)
@@ -579,6 +591,28 @@ def update_line(
             value = f"{metric_label(name)} {number(old[name])} -> {number(new[name])}"
         parts.append(value)
     return f"{head}\n{UNDER}{', '.join(parts)}" if parts else head
+
+
+def record_update_line(path: str, old: Profile | None, record: Mapping[str, Any]) -> str:
+    """The :func:`update_line` of a baseline written from a record (the plugin's
+    ``--update-baselines`` and ``inferperf accept`` alike): every metric later runs are
+    judged on, old -> new, its ``region()`` stages too (ms per call). ``old``: the
+    baseline replaced (None: the file is new); ``record``: :meth:`ProfileRecord.to_json`."""
+    from ..metrics import profile_metrics
+    from ..stages import stage_metric, stage_times
+
+    stages = {
+        stage_metric(s["name"]): s["ms_per_call"]
+        for s in record.get("stages") or ()
+        if s.get("region") and isinstance(s.get("ms_per_call"), int | float)
+    }
+    old_metrics = None
+    if old is not None:
+        old_metrics = {
+            **profile_metrics(old),
+            **{stage_metric(t.name): t.ms_per_call for t in stage_times(old) if t.named},
+        }
+    return update_line(path, old_metrics, {**record["metrics"], **stages}, gated=stages)
 
 
 def written_lines(entry: str, width: int | None = None) -> list[str]:
