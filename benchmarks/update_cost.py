@@ -56,12 +56,13 @@ def write_suite(folder: Path) -> None:
     (folder / "pytest.ini").write_text("[pytest]\n")
 
 
-def baseline_files(folder: Path) -> list[Path]:
-    return sorted(p for p in (folder / "baselines").rglob("*.json") if "~" not in p.name)
+def baseline_files(baselines: Path) -> list[Path]:
+    """The baseline files under ``baselines``, without their sidecars."""
+    return sorted(p for p in baselines.rglob("*.json") if not p.name.endswith("~detail.json"))
 
 
 def sizes(folder: Path) -> dict[str, Any]:
-    files = baseline_files(folder)
+    files = baseline_files(folder / "baselines")
     data = [p.read_bytes() for p in files]
     sidecars = sorted((folder / "baselines").rglob("*~detail.json"))
     return {
