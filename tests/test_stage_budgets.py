@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from plugin_output import said, table_row
+from profile_paths import baseline_files
 
 from conftest import make_profile
 from pytest_inferperf.assessment import assess, with_confirmation
@@ -498,7 +499,7 @@ def test_a_stage_three_times_slower_fails_while_the_call_moves_less_than_10pct(
     pipeline, monkeypatch
 ):
     pipeline.runpytest_subprocess(*ARGS, "--update-baselines").assert_outcomes(passed=1)
-    (baseline_file,) = Path(pipeline.path, "baselines").rglob("*.json")
+    (baseline_file,) = baseline_files(Path(pipeline.path, "baselines"))
     baseline = json.loads(baseline_file.read_text())
 
     same = pipeline.runpytest_subprocess(
