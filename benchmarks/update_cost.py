@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import statistics
 import subprocess
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from bench_runs import REPO, clean_env, cpu_model, pytest_command, run_timed, tail
+
+from pytest_inferperf.plugin.fresh_processes import BASELINE_PROCESS_REPEATS
 
 TESTS = 20
 SUITE = '''\
@@ -74,6 +77,23 @@ def sizes(folder: Path) -> dict[str, Any]:
     }
 
 
+def spreads(folder: Path) -> dict[str, list[float]]:
+    """Per baseline file: the repeat-to-repeat spread of CPU time per call (relative
+    standard deviation of its repeats' task-clock) and the spread between its processes
+    (relative standard deviation of ``processes.cpu_ms_per_call``): what a fresh
+    process's mean of ``BASELINE_PROCESS_REPEATS`` repeats has to be precise against."""
+    repeat, between = [], []
+    for path in baseline_files(folder / "baselines"):
+        data = json.loads(path.read_text())
+        clock = data.get("repeats", {}).get("counts", {}).get("task_clock")
+        if isinstance(clock, list) and len(clock) > 1 and statistics.mean(clock) > 0:
+            repeat.append(statistics.stdev(clock) / statistics.mean(clock))
+        values = data.get("processes", {}).get("cpu_ms_per_call", [])
+        if len(values) > 1:
+            between.append(statistics.stdev(values) / statistics.mean(values))
+    return {"repeat_rsd": repeat, "between_process_rsd": between}
+
+
 def changed_lines(before: Path, after: Path) -> list[int]:
     """Lines added + removed per baseline file between two recordings (git's count)."""
     out = []
@@ -111,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             print(tail(out, scratch), file=sys.stderr)
             return 1
         recorded = sizes(suite)
+        spread = spreads(suite)
         shutil.copytree(suite / "baselines", scratch / "first")
         pairs = []
         for trial in range(args.trials):
@@ -142,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         "plain_s": summary([p["plain"] for p in pairs]),
         "update_s": summary([p["update"] for p in pairs]),
         "baselines": recorded,
+        "spreads": spread,
+        "fresh_process_repeats": BASELINE_PROCESS_REPEATS,
         "rerecord_changed_lines": rerecord,
     }
     args.out.mkdir(parents=True, exist_ok=True)
@@ -177,8 +200,29 @@ def render(result: dict[str, Any]) -> str:
             f"{statistics.median(changed):.0f} lines per file (median; "
             f"{min(changed)}-{max(changed)}), the numbers that moved.",
             "",
+            *_spread_lines(result),
         ]
     )
+
+
+def _spread_lines(result: dict[str, Any]) -> list[str]:
+    """Why a fresh process measures so few repeats: its mean's standard error against the
+    spread between processes it samples."""
+    spread = result.get("spreads") or {}
+    repeat, between = spread.get("repeat_rsd") or [], spread.get("between_process_rsd") or []
+    if not repeat or not between:
+        return []
+    k = result["fresh_process_repeats"]
+    rsd = statistics.median(repeat)
+    return [
+        f"A baseline's fresh process measures each test for {k} repeats. Across these "
+        f"{len(repeat)} files the repeat-to-repeat spread of CPU time per call was "
+        f"{rsd:.1%} (median relative standard deviation; {min(repeat):.1%}-"
+        f"{max(repeat):.1%}), so the mean of {k} repeats has a standard error of about "
+        f"{rsd / math.sqrt(k):.1%}, against a spread between the processes of "
+        f"{statistics.median(between):.1%} (median; {min(between):.1%}-{max(between):.1%}).",
+        "",
+    ]
 
 
 if __name__ == "__main__":

@@ -18,6 +18,10 @@ ENV_SHARED = "INFERPERF_SIMULATE_SHARED"  # "<hang-up fd>,<reply fd>,<parent pid
 ENV_CLAIMS = "INFERPERF_SIMULATE_CLAIMS"  # folder where shared children claim their next test
 ENV_START = "INFERPERF_SIMULATE_START"  # the start file the child waits for (child_start)
 ENV_PROCESS = "INFERPERF_PROCESS_CHILD"  # path of the profiles a fresh-process child writes
+#: In a fresh-process child that measures one value per test for a new baseline: how
+#: many repeats it measures (timings only: no operator pass). Unset in a child that
+#: confirms a suspected regression, which measures as the parent did.
+ENV_PROCESS_REPEATS = "INFERPERF_PROCESS_REPEATS"
 
 
 def in_child() -> bool:
@@ -33,3 +37,15 @@ def is_shared_child() -> bool:
 def in_process_child() -> bool:
     """True in a fresh-process child: it measures its test for the parent, judges nothing."""
     return bool(os.environ.get(ENV_PROCESS))
+
+
+def process_value_repeats() -> int | None:
+    """In a fresh-process child recording one value per test for a new baseline: the
+    repeats it measures each test for; None in every other process."""
+    if not in_process_child():
+        return None
+    try:
+        repeats = int(os.environ.get(ENV_PROCESS_REPEATS, ""))
+    except ValueError:
+        return None
+    return repeats if repeats >= 1 else None

@@ -68,10 +68,11 @@ def run_in_fresh_processes(
     *,
     limit: float,
     cwd: str | os.PathLike[str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
 ) -> tuple[list[T], str | None]:
     """``command`` run ``count`` times, one process after another, each told by
     :data:`child_process.ENV_PROCESS` where to write what it measured; ``read`` reads
-    that file back.
+    that file back. ``extra_env``: more variables for each child.
 
     Returns what each process wrote and None; or what was read before a process failed
     (ran past ``limit`` seconds, wrote nothing, wrote something unreadable) and why."""
@@ -79,7 +80,7 @@ def run_in_fresh_processes(
     with tempfile.TemporaryDirectory(prefix="inferperf-process-") as folder:
         for index in range(count):
             out = Path(folder, f"process-{index}.out")
-            env = {**os.environ, child_process.ENV_PROCESS: str(out)}
+            env = {**os.environ, **(extra_env or {}), child_process.ENV_PROCESS: str(out)}
             env.pop("GITHUB_STEP_SUMMARY", None)  # a child writes no run outputs
             try:
                 proc = subprocess.run(

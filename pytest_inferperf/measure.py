@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from . import child_process
 from .pmu.simulate_protocol import SimulateUnavailable
 
 if TYPE_CHECKING:
@@ -238,12 +239,19 @@ class NativeMeasurer:
         settings = self.settings_for(settings)
         line.phase("warm-up")
         counters = ProgressCounters(make_backend(self.backend), settings.repeat, line.phase)
-        result = Runner(settings, backend=counters).run(
+        # a new baseline's fresh process gives its timings as measured, and nothing else:
+        # no calibration (its values are taken as they are: between_processes), no
+        # operator pass
+        values_only = child_process.process_value_repeats() is not None
+        runner = Runner(settings, backend=counters)
+        if values_only:
+            runner.calibrate_rounds = 0
+        result = runner.run(
             call,
             name=name or self.options.label,
             session=session_facts(getattr(call, "func", call)),
         )
-        return _with_operator_pass(result, call, line)
+        return result if values_only else _with_operator_pass(result, call, line)
 
 
 class SimulateMeasurer:

@@ -111,9 +111,9 @@ def test_a_change_within_the_machines_slowdown_is_inconclusive_and_strict_fails_
 def test_a_slowdown_that_holds_is_confirmed_in_fresh_processes_before_failing(suite, monkeypatch):
     result = run(suite, "--inferperf", "--update-baselines", "--inferperf-json", "base.json")
     result.assert_outcomes(passed=1)
-    # the baseline's timings span 3 processes: this one and 2 fresh ones
+    # the baseline's timings span 2 processes by default: this one and a fresh one
     processes = json.loads(_baseline(suite).read_text())["processes"]
-    assert len(processes["cpu_ms_per_call"]) == 3
+    assert len(processes["cpu_ms_per_call"]) == 2
     assert all(v > 0 for v in processes["cpu_ms_per_call"])
     monkeypatch.setenv("SLOW", "always")
     result = run(suite, "--inferperf", "--inferperf-processes", "2", "--inferperf-json", "r.json")
@@ -122,7 +122,7 @@ def test_a_slowdown_that_holds_is_confirmed_in_fresh_processes_before_failing(su
         result,
         "*baseline cpu_ms_per_call: * -> * ms (+*%, tolerance 10%*",
         "*confirmed: cpu_ms_per_call holds in 2 fresh processes: +*% against the "
-        "baseline's 3 processes (each +*% .. +*%; t = *, needs > 5.84, one-sided 0.005)*",
+        "baseline's 2 processes (each +*% .. +*%; t = *, needs > 9.93, one-sided 0.005)*",
         "*verdict carried by cpu_ms_per_call (timing, beyond the noise floor)*",
     )
     (test,) = json.loads(Path(suite.path, "r.json").read_text())["tests"]
@@ -268,3 +268,59 @@ def test_rss_growth_is_the_same_alone_or_after_tests_that_allocated(pytester):
     assert after["rss_growth_mb"] == pytest.approx(alone["rss_growth_mb"], rel=0.05)
     # the absolute peak carries what the earlier tests kept
     assert after["peak_rss_mb"] > alone["peak_rss_mb"] + 100
+
+
+def test_a_new_baselines_fresh_process_measures_timings_only(suite, monkeypatch, tmp_path):
+    """The fresh process of --update-baselines gives one value per test: its repeats are
+    capped, and it runs neither the calibration nor the operator pass."""
+    out = tmp_path / "child.jsonl"
+    monkeypatch.setenv("INFERPERF_PROCESS_CHILD", str(out))
+    monkeypatch.setenv("INFERPERF_PROCESS_REPEATS", "4")
+    run_subprocess(suite, "--inferperf").assert_outcomes(passed=1)
+    (line,) = out.read_text().splitlines()
+    profile = json.loads(line)["profiles"][""]
+    assert profile["settings"]["repeat"] == 4  # the marker's repeat=10, capped
+    assert len(profile["repeats"]) == 4
+    assert "calibration" not in (profile.get("conditions") or {})
+    monkeypatch.setenv("INFERPERF_PROCESS_REPEATS", "40")  # never more than the marker's
+    out.unlink()
+    run_subprocess(suite, "--inferperf").assert_outcomes(passed=1)
+    (line,) = out.read_text().splitlines()
+    assert json.loads(line)["profiles"][""]["settings"]["repeat"] == 10
+    monkeypatch.delenv("INFERPERF_PROCESS_REPEATS")  # a confirming process: as the parent
+    out.unlink()
+    run_subprocess(suite, "--inferperf").assert_outcomes(passed=1)
+    (line,) = out.read_text().splitlines()
+    profile = json.loads(line)["profiles"][""]
+    assert profile["settings"]["repeat"] == 10
+    assert profile["conditions"]["calibration"]["cpu_ms"] > 0
+
+
+ONNX_TEST = """
+import numpy as np, onnxruntime as ort, pytest
+
+@pytest.mark.perf(warmup=1, repeat=6)
+def test_model(pmu_profile):
+    session = ort.InferenceSession(MODEL, providers=["CPUExecutionProvider"])
+    x = np.zeros((1, 3, 224, 224), dtype=np.float32)
+    pmu_profile(session.run, None, {session.get_inputs()[0].name: x})
+"""
+
+
+def test_a_new_baselines_fresh_process_runs_no_operator_pass(pytester, monkeypatch, tmp_path):
+    """An ONNX Runtime test: the parent's profile has its operator table; the fresh
+    process of --update-baselines gives its timings without one."""
+    model = Path(__file__).parents[1] / "examples" / "models" / "mobilenet_v2_int8.onnx"
+    pytester.makepyfile(test_m=f"MODEL = {str(model)!r}\n" + ONNX_TEST)
+    out = tmp_path / "child.jsonl"
+    monkeypatch.setenv("INFERPERF_PROCESS_CHILD", str(out))
+    run_subprocess(pytester, "--inferperf").assert_outcomes(passed=1)
+    (line,) = out.read_text().splitlines()
+    assert json.loads(line)["profiles"][""]["operators"]  # a confirming process: in full
+    monkeypatch.setenv("INFERPERF_PROCESS_REPEATS", "3")
+    out.unlink()
+    run_subprocess(pytester, "--inferperf").assert_outcomes(passed=1)
+    (line,) = out.read_text().splitlines()
+    profile = json.loads(line)["profiles"][""]
+    assert profile["operators"] == [] and len(profile["repeats"]) == 3
+    assert profile["latency"]["mean_ms"] > 0

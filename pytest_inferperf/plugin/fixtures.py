@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .. import child_process
 from .keys import PROFILES, REMEASURE
 from .marker import spec_for
 from .measuring import measurer_of
@@ -73,6 +74,9 @@ def _run_settings(spec: PerfSpec) -> Any:
 
     options = {k: v for k, v in spec.runner.items() if k not in ("threads", "pin")}
     options.setdefault("warmup_max", max(RunSettings.warmup_max, options.get("warmup", 0)))
+    fewer = child_process.process_value_repeats()  # a new baseline's fresh process
+    if fewer is not None:
+        options["repeat"] = min(int(options.get("repeat", RunSettings.repeat)), fewer)
     return RunSettings(**options, pin=normalise_pin(spec.runner.get("pin")))
 
 

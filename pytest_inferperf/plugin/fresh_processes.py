@@ -39,6 +39,16 @@ DEFAULT_CHILD_TIMEOUT_S = 300.0
 #: writes (the parent's ``--lf`` state stays the parent's), this plugin on, nothing
 #: sampled for flamegraphs.
 CHILD_FLAGS = ("-q", "--no-header", "-p", "no:cacheprovider", "--inferperf")
+#: Repeats a fresh process measures each test for when it adds one value per test to
+#: a new baseline (after the same warm-up until steady; timings only, no operator
+#: pass). Its value is a mean over these repeats, each at least the marker's
+#: ``min_time``: at the median repeat-to-repeat spread measured in
+#: docs/benchmarks/update-cost.md (2.2%) its standard error is about 1%. That error
+#: is part of the spread the baseline records, so it can only widen it: a
+#: confirmation needs a larger t, never fails more easily, and at a spread of 1-2%
+#: the 10% tolerance, not the t test, is what a change must clear. A marker's
+#: smaller ``repeat=`` is kept.
+BASELINE_PROCESS_REPEATS = 5
 
 
 class ProcessChild:
@@ -90,6 +100,7 @@ def measure_in_fresh_processes(
     backend: str,
     count: int,
     timeout: float | None = None,
+    repeats: int | None = None,
 ) -> tuple[list[dict[str, dict[str, Profile]]], str | None]:
     """The tests ``nodeids`` measured in ``count`` new processes, one after another (each
     process runs them all, in order).
@@ -97,7 +108,9 @@ def measure_in_fresh_processes(
     Returns, per process, each test's profiles by variant (``""`` for an unnamed
     ``pmu_profile`` call) and None; or what was measured before a process failed, and
     why it failed. ``timeout``: seconds one process may take (default
-    :data:`DEFAULT_CHILD_TIMEOUT_S` per test).
+    :data:`DEFAULT_CHILD_TIMEOUT_S` per test). ``repeats``: each test measured for at
+    most this many repeats, timings only (a new baseline's process values); None: as
+    in this process (a confirmation, judged in full).
     """
     from ..fresh_measure import run_in_fresh_processes
     from ..profile import Profile
@@ -118,6 +131,7 @@ def measure_in_fresh_processes(
         read,
         limit=limit,
         cwd=config.invocation_params.dir,
+        extra_env=None if repeats is None else {child_process.ENV_PROCESS_REPEATS: str(repeats)},
     )
 
 

@@ -186,10 +186,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 #: Fresh processes a suspected timing regression is measured in (between_processes:
-#: 4 fresh against 3 baseline processes leave 5 degrees of freedom).
+#: 4 fresh against 2 baseline processes leave 4 degrees of freedom).
 DEFAULT_PROCESSES = 4
-#: Processes a new baseline is recorded over.
-DEFAULT_BASELINE_PROCESSES = 3
+#: Processes a new baseline is recorded over: this one and one fresh process that
+#: measures each test for fresh_processes.BASELINE_PROCESS_REPEATS repeats. Two give
+#: the baseline a spread of its own at about 1.4x a plain run's cost; a third
+#: process would add about half a plain run again (docs/benchmarks/update-cost.md)
+#: for one more degree of freedom, where the four confirming processes already give
+#: three (docs/benchmarks/process-noise.md measured the verdicts with 2).
+DEFAULT_BASELINE_PROCESSES = 2
 
 
 def _count(config: pytest.Config, name: str, default: int, least: int) -> int:

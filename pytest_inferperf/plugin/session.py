@@ -445,14 +445,20 @@ class InferperfPlugin:
         if count < 1 or not wanted:
             return
         from ..profile import Profile
-        from .fresh_processes import measure_in_fresh_processes, timing_values
+        from .fresh_processes import (
+            BASELINE_PROCESS_REPEATS,
+            measure_in_fresh_processes,
+            timing_values,
+        )
 
         nodeids = list(dict.fromkeys(r.nodeid for r in wanted))
         by_backend = {r.backend for r in wanted}
         processes: list[dict[str, dict[str, Profile]]] = []
         failed = None
         for backend in sorted(by_backend):
-            got, failed = measure_in_fresh_processes(self.config, nodeids, backend, count)
+            got, failed = measure_in_fresh_processes(
+                self.config, nodeids, backend, count, repeats=BASELINE_PROCESS_REPEATS
+            )
             processes += got
         if failed:
             self.warnings.append(
