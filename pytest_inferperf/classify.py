@@ -545,6 +545,46 @@ def _finding_cost(signals: Iterable[_Signal], metrics: Mapping[str, float]) -> E
     return max(estimates, key=lambda e: e.share) if estimates else None
 
 
+def _stalled_cost(
+    category: str, cost: EstimatedCost | None, metrics: Mapping[str, float], ctx: RuleContext
+) -> EstimatedCost | None:
+    """A count's cost bounded by the evidence of stalls (:func:`_stall_cap`).
+
+    Events x latency assumes each miss stalls the core for its whole latency. A miss the
+    core never waits on costs nothing: a hardware prefetcher running ahead of a
+    sequential or unit-stride stream turns the demand accesses into hits while the
+    refills it caused are still counted. Arm's Neoverse N1 counts them in
+    L2D_CACHE_REFILL ("any cacheable transaction from L1 which causes data to be read
+    from outside the core", only stashes excluded; the Cortex-A76 and Neoverse V1 lists
+    exclude "stashes and prefetches that target this level of cache"; ARM-software/data
+    pmu/neoverse-n1.json, cortex-a76.json, neoverse-v1.json), and Intel's
+    LONGEST_LAT_CACHE.MISS (x86 ``cache-misses``) counts hardware prefetches with the
+    demand requests (Intel perfmon event lists). So the cycles a miss count can cost are
+    at most the cycles the core was measured to stall: the issue slots IPC leaves
+    unused (1 - IPC / width) and, for data-side misses, the backend (memory) stall
+    fraction. A count whose cost so bounded falls below
+    :data:`change.MATERIAL_SHARE` is present but small, whatever its rate per 1000
+    instructions. Only per-1000-instruction costs are bounded (per-call OS events are
+    time, not stalls); without IPC, a width or a stall count nothing bounds it."""
+    if cost is None or CHANGE_COSTS.get(cost.metric, None) is None:
+        return cost
+    if CHANGE_COSTS[cost.metric].kind != "mpki_cycles":
+        return cost
+    ipc = _value(metrics, "ipc")
+    if ipc is None or not ipc > 0:
+        return cost
+    cap = _stall_cap(category, ipc, metrics, ctx)
+    if cap is None or cost.share <= cap[0]:
+        return cost
+    return EstimatedCost(
+        cost.metric,
+        cap[0],
+        f"{cost.formula} = {share_text(cost.share)}, capped at the measured stalls: "
+        f"{cap[1]} (a miss costs cycles only while the core waits on it)",
+        cost.source,
+    )
+
+
 # -- what share of the cycles a cause explains (the ranking) ---------------------------
 
 # A fraction that is itself a share of slots (top-down level 1) or of cycles (stalls),
@@ -699,7 +739,16 @@ def _stall_cap(
             if value is not None:
                 caps.append((max(0.0, value), f"{name} {fmt(value)}"))
                 break
+    if category in _CACHE_CATEGORIES:
+        # Arm STALL_BACKEND_MEM (V1, N2, V2): cycles the backend stalled with a demand
+        # load waiting on memory (ARM-software/data pmu/neoverse-v1.json).
+        value = _value(metrics, "backend_mem_stalled")
+        if value is not None:
+            caps.append((max(0.0, value), f"backend_mem_stalled {fmt(value)}"))
     return min(caps) if caps else None
+
+
+_CACHE_CATEGORIES = ("l1d_residency", "l2_llc_residency")
 
 
 _LEVEL1 = ("frontend_bound", "backend_bound", "retiring", "bad_speculation")
@@ -933,6 +982,7 @@ class _Judged:
     evaluable: bool = False
     cost: EstimatedCost | None = None  # of a count finding that fired; None: not estimated
     share: CycleShare | None = None  # the share of cycles it explains; None: not estimable
+    unconfirmed: str = ""  # why crossed refill counts are not named (_unconfirmed)
 
     @property
     def material(self) -> bool:
@@ -941,7 +991,11 @@ class _Judged:
 
 
 def _judge(category: str, metrics: Mapping[str, float], ctx: RuleContext) -> _Judged:
-    rows = [r for r in THRESHOLDS if r.category == category and r.applies_to(ctx.facts.family)]
+    rows = [
+        r.in_force(metrics)
+        for r in THRESHOLDS
+        if r.category == category and r.applies_to(ctx.facts.family)
+    ]
     signals = [_signal(r, metrics, ctx) for r in rows]
     keys = [s for s in signals if s.row.role == "key"]
     # Keys of other core families say what this core would need (e.g. STALL_BACKEND).
@@ -978,8 +1032,63 @@ def _judge(category: str, metrics: Mapping[str, float], ctx: RuleContext) -> _Ju
             for s in signals
             if s.crossed and s.evidence is not None
         )
-        judged.cost = _finding_cost(signals, metrics)
+        judged.cost = _stalled_cost(category, _finding_cost(signals, metrics), metrics, ctx)
+        judged.unconfirmed = _unconfirmed(signals)
+        if judged.unconfirmed:
+            judged.fired = False
     return judged
+
+
+# Refill counts that can include the refills a hardware prefetcher caused: Neoverse N1's
+# L2D_CACHE_REFILL counts "any cacheable transaction from L1 which causes data to be
+# read from outside the core" (only stashes excluded, ARM-software/data
+# pmu/neoverse-n1.json), and LL_CACHE_MISS_RD duplicates the last level's
+# L*D_CACHE_REFILL_RD where the core has no external LLC (same lists); Intel's
+# LONGEST_LAT_CACHE.MISS, the x86 ``cache-misses``, counts hardware prefetches with the
+# demand reads. L1D_CACHE_REFILL counts load, store and walk refills only ("prefetches"
+# not counted, pmu/neoverse-n1.json): the demand-side count.
+_PREFETCH_COUNTED = ("l2_mpki", "llc_mpki")
+# Measured evidence that the core stalled: IPC against the width, stall fractions.
+_STALL_EVIDENCE = ("ipc", "backend_stalled", "backend_bound", "backend_mem_stalled")
+
+
+def _unconfirmed(signals: Iterable[_Signal]) -> str:
+    """Why crossed L2/LLC refill counts do not name a memory-bound run here, or "".
+
+    A sequential or unit-stride stream that the hardware prefetcher runs ahead of
+    refills L2 (and the LLC) as fast as it reads, and those refills are counted
+    (:data:`_PREFETCH_COUNTED`), yet the demand loads hit and the core does not wait. So
+    where every key that fired is such a count and the stall evidence that was measured
+    (low IPC against the width, backend or memory stall fractions: the support rows
+    on :data:`_STALL_EVIDENCE`) all stayed under its threshold, the count alone names
+    nothing: the category goes to ``not_judged`` with what to count. Where no stall
+    evidence was measured at all, the count keeps its rule (nothing contradicts it)."""
+    signals = list(signals)
+    keys = [s for s in signals if s.row.role == "key" and s.crossed]
+    if not keys or any(s.row.metric not in _PREFETCH_COUNTED for s in keys):
+        return ""
+    stalls = [
+        s
+        for s in signals
+        if s.row.role == "support" and s.row.metric in _STALL_EVIDENCE and s.evidence is not None
+    ]
+    if not stalls or any(s.crossed for s in stalls):
+        return ""
+    counted = ", ".join(s.evidence.line() for s in keys if s.evidence is not None)
+    measured = ", ".join(
+        f"{s.evidence.metric} = {_fmt(s.evidence.value)}, not "
+        f"{s.evidence.comparison} {_fmt(s.evidence.threshold)}"
+        for s in stalls
+        if s.evidence is not None
+    )
+    return (
+        f"{counted}, but no measured stall agrees ({measured}): L2/LLC refill counts "
+        "include the refills a hardware prefetcher makes ahead of a sequential or "
+        "unit-stride stream, which the core never waits on (Neoverse N1 "
+        "L2D_CACHE_REFILL, x86 LONGEST_LAT_CACHE.MISS), so the count alone does not make "
+        "the run memory-bound; count stall_backend (stalled-cycles-backend), "
+        "STALL_BACKEND_MEM or top-down slots to judge"
+    )
 
 
 def diagnose(
@@ -1024,6 +1133,9 @@ def diagnose_in(
             not_judged["ipc_collapse"] = ipc_gate
     for category, j in judged.items():
         if category in not_judged:
+            continue
+        if j.unconfirmed:
+            not_judged[category] = j.unconfirmed
             continue
         if not j.evaluable:
             reasons = [s.missing for s in j.signals if s.row.role == "key" and s.missing]
@@ -1092,7 +1204,7 @@ def diagnose_in(
         not_judged=not_judged,
         change=change,
         core=ctx.core,
-        notes=_notes(ctx),
+        notes=_notes(ctx) + _ratio_only_note(judged, metrics),
         small=tuple(sorted(small, key=lambda f: (-(f.cost.share if f.cost else 0.0), f.category))),
     )
 
@@ -1113,6 +1225,7 @@ def rank(findings: Iterable[Finding]) -> list[Finding]:
     more confident finding."""
     findings = list(findings)
     shares = {f.category: f.share.share for f in findings if f.share is not None}
+    share_of = {f.category: f.share.metric for f in findings if f.share is not None}
     ranked_by: dict[str, float] = {}
     fractions = {name for names in _FRACTIONS.values() for name in names} | {"ipc"}
     for f in findings:
@@ -1120,8 +1233,16 @@ def rank(findings: Iterable[Finding]) -> list[Finding]:
         # share counted from the parent's own events (L1I refills) does not.
         if f.share is None or f.share.metric not in fractions:
             continue
+        # Two level-1 fractions are disjoint: the four level-1 categories partition the
+        # issue slots (Yasin, 'A Top-Down method for performance analysis and counters
+        # architecture', ISPASS 2014; Arm's Neoverse telemetry specifications use the
+        # same four), so a child measured by another level-1 fraction (branch
+        # misprediction by bad_speculation) is not part of its parent's slots.
         children = [
-            shares[c] for c in CHILDREN.get(f.category, ()) if shares.get(c, 0.0) >= MATERIAL_SHARE
+            shares[c]
+            for c in CHILDREN.get(f.category, ())
+            if shares.get(c, 0.0) >= MATERIAL_SHARE
+            and not (share_of.get(c) in _LEVEL1 and f.share.metric in _LEVEL1)
         ]
         if children:
             ranked_by[f.category] = min(f.share.share, max(children))
@@ -1283,6 +1404,40 @@ def _memory_gate(
 # Words every reason that keeps IPC collapse from being named (memory not ruled out)
 # carries: report.diagnosis tells that case from "nothing crossed" by them.
 LOW_IPC_ALONE = "low IPC alone is not enough"
+
+
+def _ratio_only_note(
+    judged: Mapping[str, _Judged], metrics: Mapping[str, float]
+) -> tuple[str, ...]:
+    """What a run without an instruction count was judged on, and what it was not.
+
+    With no instructions there is no IPC and no rate per 1000 instructions, but a miss
+    ratio per access and a stall share of cycles are still measured and judged on their
+    own thresholds (``Threshold.key_without``): the note names them, so "nothing
+    crossed" is never read as "nothing could be judged". Not where the output has the
+    level-1 top-down fractions, which account for every issue slot without IPC."""
+    if "ipc" in metrics or any(m.endswith("_mpki") or m in _LEVEL1 for m in metrics):
+        return ()  # level-1 top-down fractions split every slot: nothing is left out
+    judged_on = dict.fromkeys(
+        s.row.metric
+        for j in judged.values()
+        for s in j.signals
+        if s.evidence is not None
+        and not s.row.metric.startswith("session.")
+        and s.row.metric in METRICS
+        and METRICS[s.row.metric].inputs
+        and not set(METRICS[s.row.metric].inputs) <= _SOFTWARE_EVENTS
+    )
+    if not judged_on:
+        return ()
+    return (
+        "no instructions counted: judged on ratios per access and shares of cycles only "
+        f"({', '.join(judged_on)}); the rules on MPKI and IPC (caches and TLBs per 1000 "
+        "instructions, IPC against the width) were not judged",
+    )
+
+
+_SOFTWARE_EVENTS = frozenset(n for n, spec in CATALOGUE.items() if spec.is_software)
 
 
 def _notes(ctx: RuleContext) -> tuple[str, ...]:

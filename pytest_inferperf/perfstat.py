@@ -4,7 +4,8 @@ Owns: parsing ``perf stat -x<sep>`` CSV (``-x,``, ``-x;`` ...), ``perf stat -j``
 lines and the plain text report (locale digit grouping ``1,234`` / ``1.234`` /
 ``1 234`` with narrow or plain no-break spaces, ``(57.14%)`` multiplexing,
 ``<not supported>`` / ``<not counted>``, ``# ...`` shadow comments, ``seconds time
-elapsed``); mapping perf's event names (generic names, Arm sysfs names,
+elapsed``; two numbers of one line never read as one); mapping perf's event names
+(generic names, perf's hardware-cache names in every form perf decodes, Arm sysfs names,
 ``pmu/event/`` and ``pmu/event=0x11/`` forms, raw ``r11`` codes, ``:u``-style
 modifiers, LL/L3 names) to the logical names of :mod:`pmu.events`; the level-1
 top-down fractions perf prints itself (``--topdown`` tables, ``-M TopdownL1`` and
@@ -78,21 +79,11 @@ _GENERIC: dict[str, str] = {
     "instructions": "instructions",
     "branches": "branches",
     "branch-instructions": "branches",
-    "branch-loads": "branches",
     "branch-misses": "branch_misses",
-    "branch-load-misses": "branch_misses",
     "stalled-cycles-frontend": "stall_frontend",
     "idle-cycles-frontend": "stall_frontend",
     "stalled-cycles-backend": "stall_backend",
     "idle-cycles-backend": "stall_backend",
-    "l1-dcache-loads": "l1d_access",
-    "l1-dcache-load-misses": "l1d_refill",
-    "l1-icache-loads": "l1i_access",
-    "l1-icache-load-misses": "l1i_refill",
-    "llc-loads": "llc_read",
-    "llc-load-misses": "llc_miss",
-    "dtlb-loads": "dtlb_access",
-    "itlb-loads": "itlb_access",
     "task-clock": "task_clock",
     "cpu-clock": "task_clock",
     "page-faults": "page_faults",
@@ -123,20 +114,119 @@ _GENERIC: dict[str, str] = {
     "resource_stalls.any": "stall_backend",
 }
 _GENERIC_BY_ARCH: dict[str, dict[str, str]] = {
-    # drivers/perf/arm_pmuv3.c armv8_pmuv3_perf_map / armv8_pmuv3_perf_cache_map
+    # drivers/perf/arm_pmuv3.c armv8_pmuv3_perf_map
+    "arm": {"cache-references": "l1d_access", "cache-misses": "l1d_refill"},
+    # x86: generic cache-* are LLC (arch/x86/events/intel/core.c intel_perfmon_event_map)
+    "x86": {"cache-references": "llc_read", "cache-misses": "llc_miss"},
+}
+
+# perf's generic hardware-cache events. perf reads such a name as
+# <cache>[-<op>][-<result>], op and result each optional and in either order, a missing
+# op meaning a read and a missing result an access (tools/perf/util/parse-events.c,
+# parse_events__decode_legacy_cache(): "Fall back to reads" / "Fall back to accesses").
+# So "L1-icache-misses" is the L1I read-miss counter that "L1-icache-load-misses"
+# opens, and "LLC-misses", "dTLB-misses", "L1-dcache" are LLC-load-misses,
+# dTLB-load-misses, L1-dcache-loads. The aliases of each part are perf's own tables
+# (tools/perf/util/evsel.c: evsel__hw_cache, evsel__hw_cache_op, evsel__hw_cache_result),
+# matched without case as perf's parse_aliases() does (strncasecmp); "L2" is perf's
+# alias of the last-level cache, not the L2.
+_HW_CACHE: dict[str, str] = {
+    **dict.fromkeys(("l1-dcache", "l1-d", "l1d", "l1-data"), "l1d"),
+    **dict.fromkeys(("l1-icache", "l1-i", "l1i", "l1-instruction"), "l1i"),
+    **dict.fromkeys(("llc", "l2"), "ll"),
+    **dict.fromkeys(("dtlb", "d-tlb", "data-tlb"), "dtlb"),
+    **dict.fromkeys(("itlb", "i-tlb", "instruction-tlb"), "itlb"),
+    **dict.fromkeys(("branch", "branches", "bpu", "btb", "bpc"), "bpu"),
+    "node": "node",
+}
+_HW_CACHE_OP: dict[str, str] = {
+    **dict.fromkeys(("load", "loads", "read"), "read"),
+    **dict.fromkeys(("store", "stores", "write"), "write"),
+    **dict.fromkeys(("prefetch", "prefetches", "speculative-read", "speculative-load"), "prefetch"),
+}
+_HW_CACHE_RESULT: dict[str, str] = {
+    **dict.fromkeys(("refs", "reference", "ops", "access"), "access"),
+    **dict.fromkeys(("misses", "miss"), "miss"),
+}
+# What the kernel counts for a read of (cache, result), per architecture. Arm:
+# drivers/perf/arm_pmuv3.c armv8_pmuv3_perf_cache_map (L1D_CACHE / L1D_CACHE_REFILL,
+# L1I_CACHE / L1I_CACHE_REFILL, LL_CACHE_RD / LL_CACHE_MISS_RD, L1D_TLB /
+# L1D_TLB_REFILL, L1I_TLB / L1I_TLB_REFILL, BR_PRED / BR_MIS_PRED; the Cortex-A53/A57/
+# A72 maps count the _RD forms of the same events). x86 (arch/x86/events/intel/core.c,
+# arch/x86/events/amd/core.c hw_cache_event_ids): the DTLB / ITLB read misses are page
+# walks. Only reads are mapped: stores and prefetches count other things, and an ITLB
+# miss on Arm (L1I_TLB_REFILL) has no logical name of ours.
+_HW_CACHE_READS: dict[str, dict[tuple[str, str], str]] = {
     "arm": {
-        "cache-references": "l1d_access",
-        "cache-misses": "l1d_refill",
-        "dtlb-load-misses": "l1d_tlb_refill",
+        ("l1d", "access"): "l1d_access",
+        ("l1d", "miss"): "l1d_refill",
+        ("l1i", "access"): "l1i_access",
+        ("l1i", "miss"): "l1i_refill",
+        ("ll", "access"): "llc_read",
+        ("ll", "miss"): "llc_miss",
+        ("dtlb", "access"): "dtlb_access",
+        ("dtlb", "miss"): "l1d_tlb_refill",
+        ("itlb", "access"): "itlb_access",
+        ("bpu", "access"): "branches",
+        ("bpu", "miss"): "branch_misses",
     },
-    # x86: generic cache-* are LLC; hw-cache DTLB/ITLB read misses are page walks
     "x86": {
-        "cache-references": "llc_read",
-        "cache-misses": "llc_miss",
-        "dtlb-load-misses": "dtlb_walk",
-        "itlb-load-misses": "itlb_walk",
+        ("l1d", "access"): "l1d_access",
+        ("l1d", "miss"): "l1d_refill",
+        ("l1i", "access"): "l1i_access",
+        ("l1i", "miss"): "l1i_refill",
+        ("ll", "access"): "llc_read",
+        ("ll", "miss"): "llc_miss",
+        ("dtlb", "access"): "dtlb_access",
+        ("dtlb", "miss"): "dtlb_walk",
+        ("itlb", "access"): "itlb_access",
+        ("itlb", "miss"): "itlb_walk",
+        ("bpu", "access"): "branches",
+        ("bpu", "miss"): "branch_misses",
     },
 }
+
+
+def _longest_prefix(text: str, table: Mapping[str, str]) -> tuple[str, str] | None:
+    """(value, rest) of the longest alias of ``table`` that ``text`` starts with as a
+    whole ``-``-separated part; None when none does."""
+    for alias in sorted(table, key=len, reverse=True):
+        if text == alias:
+            return table[alias], ""
+        if text.startswith(alias + "-"):
+            return table[alias], text[len(alias) + 1 :]
+    return None
+
+
+def decode_hw_cache(name: str) -> tuple[str, str, str] | None:
+    """(cache, op, result) of a perf generic hardware-cache event name as perf decodes it
+    (``L1-icache-misses`` -> ``("l1i", "read", "miss")``); None for any other name."""
+    found = _longest_prefix(name.lower(), _HW_CACHE)
+    if found is None:
+        return None
+    cache, rest = found
+    op: str | None = None
+    result: str | None = None
+    while rest:
+        step = _longest_prefix(rest, _HW_CACHE_OP) if op is None else None
+        if step is not None:
+            op, rest = step
+            continue
+        step = _longest_prefix(rest, _HW_CACHE_RESULT) if result is None else None
+        if step is None:
+            return None  # a part that is neither (or a second op / result)
+        result, rest = step
+    return cache, op or "read", result or "access"
+
+
+def _hw_cache_logical(name: str, arch: str) -> str | None:
+    """Our logical name of a hw-cache event read (see _HW_CACHE_READS), else None."""
+    decoded = decode_hw_cache(name)
+    if decoded is None or decoded[1] != "read":
+        return None
+    return _HW_CACHE_READS.get(arch, _HW_CACHE_READS["arm"]).get((decoded[0], decoded[2]))
+
+
 _ARM_NAMES: dict[str, str] = {}
 _ARM_CODES: dict[int, str] = {}
 for _logical, _spec in CATALOGUE.items():
@@ -237,6 +327,9 @@ def logical_name(event: str | EventName, arch: str = "arm") -> str | None:
         return _GENERIC[ev.base]
     if ev.base in _GENERIC_BY_ARCH.get(arch, {}):
         return _GENERIC_BY_ARCH[arch][ev.base]
+    hw_cache = _hw_cache_logical(ev.base, arch)
+    if hw_cache is not None:
+        return hw_cache
     if ev.base in _ARM_NAMES:
         return _ARM_NAMES[ev.base]
     if ev.code is not None and arch == "arm":
@@ -749,9 +842,16 @@ def parse_json_lines(text: str, *, arch: str | None = None) -> PerfStat:
 
 # -- plain text ---------------------------------------------------------------------------
 
-# Digits with grouping marks; a plain space groups digits only when exactly three digits
-# follow it, so that the columns of "perf stat -I" (time, value) are never read as one.
-_NUM = r"\d(?:[\d.,'\u00a0\u202f\u2009]|(?<=\d) (?=\d{3}(?!\d)))*"
+# Digits with grouping marks. perf prints counts with printf's "%'" flag, which groups
+# the integer part with the locale's thousands separator (tools/perf/util/stat-display.c;
+# --no-big-num / -B turns it off): ",", ".", "'", a no-break space (U+00A0) or a narrow
+# one (U+202F, U+2009). A plain space groups only an integer part made of one to three
+# digits and then groups of exactly three, before any decimal mark: so the time and the
+# count of "perf stat -I" ("1.001 123 cycles", "1,001 123 cycles") stay two numbers.
+_NUM = (
+    r"(?:\d{1,3}(?: \d{3})+(?:[.,]\d+)?(?![\d.,'\u00a0\u202f\u2009])"
+    r"|\d[\d.,'\u00a0\u202f\u2009]*)"
+)
 _LINE = re.compile(
     rf"^\s*(?P<value>{NOT_SUPPORTED}|{NOT_COUNTED}|{_NUM})\s+"
     r"(?:(?P<unit>msec|ms|usec|us|nsec|ns|seconds|sec|MiB|Joules)\s+)?"
@@ -1248,7 +1348,8 @@ class PerfStatReport:
             out.append(
                 "no instructions counted: no rate per 1,000 instructions (MPKI) and no IPC "
                 f"can be formed from {', '.join(sorted(hardware))}, so the causes judged on "
-                "MPKI or IPC (caches, TLBs, branches, front end, IPC collapse) are not judged"
+                "MPKI or IPC (caches, TLBs, branches, front end, IPC collapse) are not judged; "
+                "miss ratios per access and stall shares of cycles still are"
             )
         if hardware and "cycles" not in counted:
             out.append("no cycles counted: no IPC and no share of cycles stalled")

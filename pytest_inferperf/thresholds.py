@@ -23,7 +23,11 @@ Sources (quoted in each row):
   data-l1-mpki > 20, l2-mpki > 10, l3-mpki > 10, TLB MPKI / walks > 0 worth noting.
 * Linux perf ``tools/perf/util/stat-shadow.c`` ``get_ratio_color()``: stalled-cycles
   frontend 50/30/10 %, backend 75/50/20 %, cache and branch miss ratios 20/10/5 %
-  (red/magenta/yellow). We use the middle ("magenta") level.
+  (red/magenta/yellow). We use the middle ("magenta") level. perf colours every miss
+  ratio per access it prints with the cache level (``GRC_CACHE_MISSES``: L1-dcache,
+  L1-icache, LLC, dTLB and iTLB misses "of all ... accesses"), so these ratios carry a
+  threshold of their own: where no instructions were counted (no MPKI), a miss ratio
+  stands in as the key (``key_without``) at that level.
 * Intel top-down (TMA) level-1 thresholds as shipped in Linux perf
   ``tools/perf/pmu-events/arch/x86/*/*metrics.json`` ``MetricThreshold``:
   frontend_bound > 0.15, backend_bound > 0.2, bad_speculation > 0.15, retiring > 0.7.
@@ -133,7 +137,10 @@ class Threshold:
     width), ``"useful_threads"`` (threads expected to do work, from the session),
     ``"cpu_count"``; ``None`` means ``value`` is absolute. ``role`` is ``"key"`` (can make
     the category fire) or ``"support"`` (adds confidence only when a key fired).
-    ``families`` limits the row to core families (``"*"``: all).
+    ``families`` limits the row to core families (``"*"``: all). ``key_without`` names
+    the metric a ratio row stands in for: a ``"support"`` row is a key where that metric
+    could not be formed (a miss ratio per access where no instructions were counted, so
+    no MPKI), judged on its own cited ratio threshold, never an MPKI one in disguise.
     """
 
     metric: str
@@ -146,6 +153,7 @@ class Threshold:
     why: str = ""
     relative_to: str | None = None
     families: tuple[str, ...] = ("*",)
+    key_without: str | None = None
 
     def applies_to(self, family: str) -> bool:
         # An unknown core gets every row: a row whose metric was not counted simply
@@ -155,6 +163,13 @@ class Threshold:
     def describe(self) -> str:
         scale = f" x {self.relative_to}" if self.relative_to else ""
         return f"{self.metric} {self.comparison} {self.value:g}{scale}"
+
+    def in_force(self, metrics: Mapping[str, float]) -> Threshold:
+        """The row as it applies to ``metrics``: a ``key_without`` row is a key where the
+        metric it stands in for is absent, a support otherwise."""
+        if self.key_without is None or self.role == "key" or self.key_without in metrics:
+            return self
+        return replace(self, role="key")
 
 
 _SW = ("*",)
@@ -198,6 +213,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "l1d_residency",
         "support",
         f"{PERF_GRC}: L1-dcache-load-misses > 10% of loads",
+        key_without="l1d_mpki",
     ),
     Threshold(
         "ipc",
@@ -255,6 +271,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "l2_llc_residency",
         "support",
         f"{PERF_GRC}: LLC-load-misses > 10% of LLC loads",
+        key_without="llc_mpki",
     ),
     Threshold(
         "backend_mem_stalled",
@@ -312,6 +329,15 @@ THRESHOLDS: tuple[Threshold, ...] = (
         families=_STALLS,
     ),
     Threshold("backend_bound", ">", 0.20, "tlb_churn", "support", f"{TMA}: backend_bound > 0.2"),
+    Threshold(
+        "dtlb_miss",
+        ">",
+        0.10,
+        "tlb_churn",
+        "support",
+        f"{PERF_GRC}: dTLB-load-misses > 10% of dTLB loads",
+        key_without="dtlb_mpki",
+    ),
     # --- branches -----------------------------------------------------------------
     Threshold("branch_mpki", ">", 10.0, "branch_misprediction", "key", f"{AWS}: branch-mpki > 10"),
     Threshold(
@@ -332,6 +358,24 @@ THRESHOLDS: tuple[Threshold, ...] = (
     ),
     # --- frontend -----------------------------------------------------------------
     Threshold("l1i_mpki", ">", 20.0, "frontend_bound", "key", f"{AWS}: inst-l1-mpki > 20"),
+    Threshold(
+        "l1i_miss",
+        ">",
+        0.10,
+        "frontend_bound",
+        "support",
+        f"{PERF_GRC}: L1-icache-load-misses > 10% of L1-icache loads",
+        key_without="l1i_mpki",
+    ),
+    Threshold(
+        "itlb_miss",
+        ">",
+        0.10,
+        "frontend_bound",
+        "support",
+        f"{PERF_GRC}: iTLB-load-misses > 10% of iTLB loads",
+        key_without="itlb_mpki",
+    ),
     Threshold(
         "itlb_mpki",
         ">",

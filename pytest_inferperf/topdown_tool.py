@@ -10,6 +10,8 @@ Owns: recognising topdown-tool output and reading both of its layouts into
   ``│ Backend Stalled Cycles │ 91.85 │ % │``), as Arm's learning paths quote it, with
   the per-core columns of ``-C`` (the aggregate is taken) and the combined view
   (``-s combined``: a node's value in a table of its own under the node's title);
+  a row quoted with emphasis marks (``» │ Frontend Bound │ 55.73 │ % │ «``) is read
+  like any other;
 * the metrics CSV (``--cpu-generate-csv metrics``: ``time,group,stage,level,metric,
   value,units``), one run, a metric's interval values averaged.
 
@@ -72,6 +74,15 @@ _DOTTED = re.compile(
 )
 _RULE = re.compile(r"^\s*=+\s*$")
 _BAR = "\u2502"  # │, the box table's column rule
+# "» │ Frontend Bound │ 55.73 │ % │ «": a row someone marked to draw the eye to it. The
+# tool prints no such marks: its rows come from rich tables with no emphasis column
+# (telemetry-solution tools/topdown_tool/topdown_tool/cpu_probe/cpu_cli_renderer.py,
+# MetricTableBuilder.add_row); they are added where the output is quoted, as Arm's
+# learning path "Identify programs for BOLT optimization" (arm-learning-paths,
+# content/learning-paths/servers-and-cloud-computing/bolt-demo/good-candidates.md) marks
+# the Frontend Bound and L1I Cache MPKI rows its text then discusses. The row is a row:
+# the marks are removed before the cells are read.
+_EMPHASIS = str.maketrans("", "", "\u00bb\u00ab")  # » and «
 _NUMBER = re.compile(r"^-?(?:\d+(?:\.\d*)?|\.\d+)$")
 
 
@@ -115,8 +126,10 @@ def _box_row(line: str, node: str) -> tuple[str, float, bool] | None:
 
     With ``-C`` the value columns are ``Aggregated (0,2-3) │ #0 │ #2 ...``: the first,
     the aggregate, is the value. A ``│ Value │ Unit │`` row is the value of ``node``.
+    Emphasis marks around a row (``» │ ... │ «``, :data:`_EMPHASIS`) are dropped, and
+    so are the empty cells the tree guides leave.
     """
-    cells = [c for c in (c.strip() for c in line.split(_BAR)) if c]  # tree guides: ""
+    cells = [c for c in (c.strip() for c in line.translate(_EMPHASIS).split(_BAR)) if c]
     if len(cells) == 2 and node and _NUMBER.match(cells[0]):
         title, value, unit = node, cells[0], cells[1]
     elif len(cells) >= 3 and _NUMBER.match(cells[1]):
@@ -127,7 +140,7 @@ def _box_row(line: str, node: str) -> tuple[str, float, bool] | None:
 
 
 def _dotted_row(line: str) -> tuple[str, float, bool] | None:
-    match = _DOTTED.match(line)
+    match = _DOTTED.match(line.translate(_EMPHASIS))
     if match is None:
         return None
     unit = match.group("unit") or ""

@@ -804,3 +804,157 @@ def test_neoverse_n2_topdown_keeps_perfs_value_when_the_counts_give_an_impossibl
     # With the erratum correction (an N2 r0p0 such as Cobalt 100) the counts give it too:
     # 0.99845 x (1 - (25.01e9 - 4.319e9) / (5 x 4.319e9)) = 0.0417.
     assert stat.metrics("azure-cobalt-100")["retiring"] == pytest.approx(0.0417, abs=5e-4)
+
+
+# -- perf's generic hardware-cache names (every alias perf accepts) ---------------------------
+
+# tools/perf/util/evsel.c: evsel__hw_cache, evsel__hw_cache_op, evsel__hw_cache_result
+_PERF_CACHES = {
+    "l1d": ("L1-dcache", "l1-d", "l1d", "L1-data"),
+    "l1i": ("L1-icache", "l1-i", "l1i", "L1-instruction"),
+    "ll": ("LLC", "L2"),
+    "dtlb": ("dTLB", "d-tlb", "Data-TLB"),
+    "itlb": ("iTLB", "i-tlb", "Instruction-TLB"),
+    "bpu": ("branch", "branches", "bpu", "btb", "bpc"),
+}
+_PERF_READ = ("load", "loads", "read")
+_PERF_RESULTS = {"access": ("refs", "Reference", "ops", "access"), "miss": ("misses", "miss")}
+# drivers/perf/arm_pmuv3.c armv8_pmuv3_perf_cache_map; x86 *_hw_cache_event_ids
+_READS = {
+    "arm": {
+        ("l1d", "access"): "l1d_access",
+        ("l1d", "miss"): "l1d_refill",
+        ("l1i", "access"): "l1i_access",
+        ("l1i", "miss"): "l1i_refill",
+        ("ll", "access"): "llc_read",
+        ("ll", "miss"): "llc_miss",
+        ("dtlb", "access"): "dtlb_access",
+        ("dtlb", "miss"): "l1d_tlb_refill",
+        ("itlb", "access"): "itlb_access",
+        ("itlb", "miss"): None,  # L1I_TLB_REFILL: no logical name of ours
+        ("bpu", "access"): "branches",
+        ("bpu", "miss"): "branch_misses",
+    },
+    "x86": {
+        ("l1d", "access"): "l1d_access",
+        ("l1d", "miss"): "l1d_refill",
+        ("l1i", "access"): "l1i_access",
+        ("l1i", "miss"): "l1i_refill",
+        ("ll", "access"): "llc_read",
+        ("ll", "miss"): "llc_miss",
+        ("dtlb", "access"): "dtlb_access",
+        ("dtlb", "miss"): "dtlb_walk",
+        ("itlb", "access"): "itlb_access",
+        ("itlb", "miss"): "itlb_walk",
+        ("bpu", "access"): "branches",
+        ("bpu", "miss"): "branch_misses",
+    },
+}
+
+
+def _hw_cache_names():
+    """Every name perf decodes to a read: cache alone, cache-op, cache-result,
+    cache-op-result and cache-result-op (parse_events__decode_legacy_cache)."""
+    for cache, cache_names in _PERF_CACHES.items():
+        for name in cache_names:
+            yield name, cache, "access"
+            for op in _PERF_READ:
+                yield f"{name}-{op}", cache, "access"
+            for result, result_names in _PERF_RESULTS.items():
+                for res in result_names:
+                    yield f"{name}-{res}", cache, result
+                    for op in _PERF_READ:
+                        yield f"{name}-{op}-{res}", cache, result
+                        yield f"{name}-{res}-{op}", cache, result
+
+
+@pytest.mark.parametrize("arch", ["arm", "x86"])
+def test_every_hw_cache_alias_perf_accepts_maps_like_its_load_form(arch):
+    generic = {"branches": "branches"}  # the hardware event "branches" wins, as in perf
+    names = list(_hw_cache_names())
+    assert len(names) > 300
+    for name, cache, result in names:
+        expected = generic.get(name.lower(), _READS[arch][(cache, result)])
+        assert logical_name(name, arch) == expected, name
+        assert logical_name(name.upper() + ":u", arch) == expected, name
+    # the op-less forms that published outputs use
+    assert logical_name("L1-icache-misses", "arm") == logical_name("L1-icache-load-misses", "arm")
+    assert logical_name("LLC-misses", "x86") == "llc_miss"
+    assert logical_name("dTLB-misses", "x86") == "dtlb_walk"
+    assert logical_name("iTLB-misses", "x86") == "itlb_walk"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "L1-dcache-stores",
+        "L1-dcache-store-misses",
+        "L1-dcache-prefetches",
+        "L1-dcache-prefetch-misses",
+        "LLC-speculative-read-misses",
+        "node-loads",
+        "node-load-misses",
+        "L1-dcache-load-misses-loads",  # a second op: perf refuses it
+        "L1-dcache-misses-miss",  # a second result
+        "L1-dcache-bogus",
+    ],
+)
+def test_hw_cache_names_that_are_not_reads_have_no_logical_name(name):
+    assert logical_name(name, "arm") is None
+    assert logical_name(name, "x86") is None
+
+
+def test_op_less_l1i_misses_give_the_l1i_mpki():
+    text = (
+        " Performance counter stats for './bsort':\n\n"
+        "         957828603      instructions\n"
+        "          58003648      L1-icache-misses\n\n"
+        "       0.282472631 seconds time elapsed\n"
+    )
+    report = parse_report(text)
+    assert report.runs[0].counts == {"instructions": 957828603.0, "l1i_refill": 58003648.0}
+    assert report.metrics()["l1i_mpki"] == pytest.approx(58003648 / 957828603 * 1000)
+
+
+# -- digit grouping with two numbers on one line (-I: time, then the count) -----------------
+
+
+@st.composite
+def interval_reports(draw):
+    grouping, decimal = draw(
+        st.sampled_from([(",", "."), (".", ","), (" ", ","), (NNBSP, ","), (NBSP, ",")])
+    )
+
+    def group(n: int) -> str:
+        return f"{n:,}".replace(",", grouping)
+
+    rows = draw(
+        st.lists(st.tuples(st.integers(0, 10**12), st.integers(0, 10**12)), min_size=1, max_size=4)
+    )
+    pad = draw(st.integers(1, 12))
+    lines = ["#           time             counts unit events"]
+    for i, (cycles, insns) in enumerate(rows, 1):
+        stamp = f"{i:6d}{decimal}{1_001_094 + i:09d}"
+        lines.append(f"{stamp}{' ' * pad}{group(cycles):>19}      cycles:u")
+        lines.append(f"{stamp}{' ' * pad}{group(insns):>19}      instructions:u")
+    lines += ["", f"{len(rows):10d}{decimal}002000000 seconds time elapsed", ""]
+    expected = {"cycles": sum(c for c, _ in rows), "instructions": sum(i for _, i in rows)}
+    return "\n".join(lines), expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(interval_reports())
+def test_interval_time_and_grouped_count_are_two_numbers_in_every_grouping(report):
+    text, expected = report
+    stat = parse(text)
+    assert stat.counts == pytest.approx(expected, rel=1e-12, abs=1e-6)
+
+
+@pytest.mark.parametrize("grouping", [",", ".", " ", NNBSP, NBSP])
+def test_a_three_digit_count_after_a_single_space_stays_apart(grouping):
+    # "1,001 123 cycles": the time and a count of 123 apart by one space are two numbers
+    decimal = "." if grouping == "," else ","
+    count = grouping.join(["4", "567"])
+    text = f"     1{decimal}001 123 cycles\n     1{decimal}001 {count} instructions\n"
+    stat = parse(text)
+    assert stat.counts == {"cycles": 123.0, "instructions": 4567.0}

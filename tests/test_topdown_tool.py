@@ -201,3 +201,61 @@ def test_interval_rows_of_the_csv_are_averaged_within_the_run():
     text = (DOCS / "metrics_interval.csv").read_text() + "0.20,Topdown_L1,1,1,Retiring,19.00,%\n"
     (run,) = parse_report(text).runs
     assert run.perf_metrics["retiring"] == pytest.approx((0.1702 + 0.19) / 2)
+
+
+# Rows quoted with emphasis marks, as Arm's BOLT learning path marks the rows its text
+# discusses (the tool itself prints none); the numbers here are made up.
+MARKED = """\
+topdown-tool ./out/app
+  CPU Neoverse V1 metrics
+  ├── Stage 1 (Topdown metrics)
+  │   └── Topdown Level 1 (Topdown_L1)
+  │       └── ┏━━━━━━━━━━━━━━━━━┳━━━━━━━┳━━━━━━┓
+  │           ┃ Metric          ┃ Value ┃ Unit ┃
+  │           ┡━━━━━━━━━━━━━━━━━╇━━━━━━━╇━━━━━━┩
+  │           │ Backend Bound   │ 12.50 │ %    │
+  │           │ Bad Speculation │ 10.25 │ %    │
+  │         » │ Frontend Bound  │ 61.00 │ %    │ «
+  │           │ Retiring        │ 16.25 │ %    │
+  │           └─────────────────┴───────┴──────┘
+  └── Stage 2 (uarch metrics)
+      ├── Misses Per Kilo Instructions (MPKI)
+      │   └── ┏━━━━━━━━━━━━━━━━┳━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┓
+      │       ┃ Metric         ┃ Value  ┃ Unit                          ┃
+      │       ┡━━━━━━━━━━━━━━━━╇━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┩
+      │       │ Branch MPKI    │ 4.250  │ misses per 1,000 instructions │
+      │     »│ L1I Cache MPKI │ 47.125 │ misses per 1,000 instructions │«
+      │       └────────────────┴────────┴───────────────────────────────┘
+"""
+
+
+def test_rows_marked_with_guillemets_are_read_like_any_other():
+    (run,) = read_runs(MARKED)
+    assert run.cpu == "Neoverse V1"
+    assert run.metrics == pytest.approx(
+        {
+            "backend_bound": 0.125,
+            "bad_speculation": 0.1025,
+            "frontend_bound": 0.61,
+            "retiring": 0.1625,
+            "branch_mpki": 4.25,
+            "l1i_mpki": 47.125,
+        }
+    )
+    assert run.unmapped == {}
+
+
+def test_marked_rows_decide_the_diagnosis(capsys, tmp_path):
+    path = tmp_path / "marked.txt"
+    path.write_text(MARKED, encoding="utf-8")
+    assert main(["explain", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    primary = data["diagnosis"]["primary"]
+    assert primary["category"] == "frontend_bound"
+    assert primary["share"]["share"] == pytest.approx(0.61)
+
+
+def test_a_dotted_row_with_marks_is_read():
+    text = "Stage 1 (Topdown metrics)\n[Topdown Level 1]\n» Frontend Bound...... 33.50% slots «\n"
+    (run,) = read_runs(text)
+    assert run.metrics == {"frontend_bound": pytest.approx(0.335)}
