@@ -34,10 +34,6 @@ from .records import ProfileRecord, RecordFormatError
 from .report.run import RUN_SCHEMA
 from .safe_read import UnreadableFile, read_limited
 
-#: The baseline folder when none is given: the plugin's default (``baselines/`` under the
-#: rootdir, ``plugin/options.py``), here relative to where the command runs.
-DEFAULT_BASELINES = "baselines"
-
 _GIVE = (
     "Give the run's report folder (pytest --inferperf-report DIR) or its run JSON "
     "(--inferperf-json FILE)."

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .cache import CachedResult, CacheKey, ResultCache, file_sha256
+from .default_paths import REPORT_DIR
 from .errors import UsageError
 from .identity import describe_model
 from .machine import this_cpu
@@ -310,7 +311,7 @@ def analyse_model(
     timeout: float = 60.0,
     backend: str = "perf",
     flamegraph: bool = False,
-    out_dir: str | os.PathLike[str] = "inferperf-report",
+    out_dir: str | os.PathLike[str] = REPORT_DIR,
     details: bool = True,
     progress: Progress | None = None,
 ) -> Profile:
@@ -471,7 +472,7 @@ def analyse_callable(
     timeout: float = 60.0,
     backend: str = "perf",
     flamegraph: bool = False,
-    out_dir: str | os.PathLike[str] = "inferperf-report",
+    out_dir: str | os.PathLike[str] = REPORT_DIR,
     details: bool = True,
     progress: Progress | None = None,
 ) -> Profile:
@@ -584,7 +585,7 @@ def analyse_target(
     target: str,
     options: Options,
     *,
-    out_dir: str | os.PathLike[str] = "inferperf-report",
+    out_dir: str | os.PathLike[str] = REPORT_DIR,
     cache: ResultCache | None = None,
     force: bool = False,
     progress: Progress | None = None,

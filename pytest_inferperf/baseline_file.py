@@ -19,9 +19,9 @@ Exactly what judging reads from the *baseline* side (``compare``, ``noise``,
   per-repeat values (the rank test) are computed from these, as from the full file;
 * each busy thread's task clock summed over the repeats, largest first, without its
   thread id (``threads.task_clock_ns``): all that ``Profile.busy_threads`` reads;
-* the ``region()`` stages (``repeat_wall_ns`` judges them); the time outside every
-  region is written ``{"name": "(outside regions)", "derived": true}`` where it is
-  exactly what the runner derives from the repeats and the other stages;
+* the ``region()`` stages' times (``repeat_wall_ns`` judges them); the time outside
+  every region is written ``{"name": "(outside regions)", "derived": true}`` where it
+  is exactly what the runner derives from the repeats and the other stages;
 * latency, memory, steady state, ``processes``, ``conditions`` (the calibration), the
   run's ``settings`` (the operator pass's session options and inputs), ``session``,
   ``model``, the machine facts a comparison reads (:func:`judged_machine`: software
@@ -33,8 +33,9 @@ scaling is in the estimate; ``raw`` is kept where it differs from it), any key n
 ``pid``, ``ppid`` or ``tid``, the directories of absolute paths (the file name stays),
 ``created`` (version control dates the file) and ``artifacts`` (files of the recording
 run). The whole ``machine`` (caches, kernel, PMUs, platform), events' statuses with
-reasons, ``overhead``, ``operators``, ``op_types``, ``roofline``, ``energy``, ``stacks``
-and ``created`` go to the sidecar, written with every baseline: they feed the
+reasons, ``overhead``, ``operators``, ``op_types``, ``roofline``, ``energy``, ``stacks``,
+each stage's event counts (``stage_counts``: no verdict reads them; about 130 bytes a
+stage) and ``created`` go to the sidecar, written with every baseline: they feed the
 differential flamegraph and the op-type part of the change explanation, never a verdict
 or a comparison row, so a baseline whose sidecar is missing (not committed) or belongs
 to an older recording (its ``baseline_sha256`` no longer matches) judges the same.
@@ -297,12 +298,23 @@ def _thread_clocks(repeats: Sequence[Mapping[str, Any]]) -> list[int | float] | 
 
 
 def _compact_stage(stage: Mapping[str, Any]) -> dict[str, Any]:
+    """A stage's times; its event counts go to the sidecar (:func:`stage_counts`)."""
     return {
         "name": stage["name"],
         "calls": stage["calls"],
         "wall_ns": stage["wall_ns"],
-        "counts": {k: _whole(float(v)) for k, v in sorted(stage.get("counts", {}).items())},
         "repeat_wall_ns": list(stage.get("repeat_wall_ns", ())),
+    }
+
+
+def stage_counts(full: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """Each stage's event counts by stage name, as written (whole events)."""
+    return {
+        str(stage["name"]): {
+            k: _whole(float(v)) for k, v in sorted((stage.get("counts") or {}).items())
+        }
+        for stage in full.get("stages") or ()
+        if stage.get("counts")
     }
 
 
@@ -344,11 +356,10 @@ def _to_ns(value: float) -> float:
 
 
 def _same_stage(stored: Mapping[str, Any], derived: Mapping[str, Any]) -> bool:
-    counts = {k: float(v) for k, v in stored.get("counts", {}).items()}
+    """The times the compact form writes (the counts are the sidecar's)."""
     return (
         stored.get("calls") == derived["calls"]
         and stored.get("wall_ns") == derived["wall_ns"]
-        and counts == derived["counts"]
         and list(stored.get("repeat_wall_ns", ())) == list(derived["repeat_wall_ns"])
     )
 
@@ -534,9 +545,9 @@ def _expand_stages(
                 raise InvalidProfile(
                     f"stages[{i}]: only the last stage, {REST_STAGE!r}, can be derived"
                 )
-            out.append(_rest_stage(out, repeats))
+            out.append({**_rest_stage(out, repeats), "counts": {}})
             continue
-        out.append(dict(stage))
+        out.append({"counts": {}, **stage})
     return out
 
 
@@ -567,12 +578,16 @@ def detail(full: Mapping[str, Any], compact_doc: Mapping[str, Any]) -> dict[str,
     """The sidecar of ``compact_doc``: what :func:`compact` leaves out of ``full``, less
     thread ids, pids and machine paths (:data:`DETAIL_FIELDS`)."""
     parts = {key: full.get(key, _EMPTY_DETAIL[key]) for key in DETAIL_FIELDS}
-    return {
+    out = {
         "schema": DETAIL_SCHEMA,
         "schema_version": DETAIL_VERSION,
         "baseline_sha256": digest(compact_doc),
         **{key: _clean(value) for key, value in parts.items()},
     }
+    counts = stage_counts(full)
+    if counts:
+        out["stage_counts"] = counts
+    return out
 
 
 def detail_matches(detail_doc: Mapping[str, Any], compact_doc: Mapping[str, Any]) -> bool:
@@ -599,6 +614,12 @@ def with_detail(full: Mapping[str, Any], detail_doc: Mapping[str, Any]) -> dict[
     for key in DETAIL_FIELDS:
         if key in detail_doc:
             out[key] = detail_doc[key]
+    counts = detail_doc.get("stage_counts")
+    if isinstance(counts, Mapping) and out.get("stages"):
+        out["stages"] = [
+            {**stage, "counts": dict(counts.get(stage.get("name"), stage.get("counts") or {}))}
+            for stage in out["stages"]
+        ]
     return out
 
 

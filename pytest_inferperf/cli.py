@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
+from .default_paths import BASELINES_DIR, REPORT_DIR
+
 if TYPE_CHECKING:  # the engine is imported by each command when it runs
     from .analyse import Analysis, Options
     from .cache import ResultCache
@@ -404,7 +406,6 @@ def _compare_cmd(args: argparse.Namespace) -> int:
 
 def _accept_cmd(args: argparse.Namespace) -> int:
     from .accept import (
-        DEFAULT_BASELINES,
         busy_text,
         plan,
         read_run_outputs,
@@ -434,7 +435,7 @@ def _accept_cmd(args: argparse.Namespace) -> int:
     for kept in chosen.kept:
         print(clean(f"kept {kept.key}: {kept.reason}"))
     written = 0
-    for done in chosen.write(args.baselines or DEFAULT_BASELINES, dry_run=args.dry_run):
+    for done in chosen.write(args.baselines or BASELINES_DIR, dry_run=args.dry_run):
         shown = str(done.path) if done.path is not None else ""
         wrote, text = written_text(done, shown, dry_run=args.dry_run)
         ok = ok and wrote
@@ -559,8 +560,8 @@ def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
     analyse.add_argument(
         "--out",
         metavar="DIR",
-        default="inferperf-report",
-        help="report folder (default ./inferperf-report)",
+        default=REPORT_DIR,
+        help=f"report folder (default ./{REPORT_DIR})",
     )
     analyse.add_argument(
         "--flamegraph",
@@ -660,8 +661,8 @@ def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
     compare.add_argument(
         "--out",
         metavar="DIR",
-        default="inferperf-report",
-        help="report folder (default ./inferperf-report)",
+        default=REPORT_DIR,
+        help=f"report folder (default ./{REPORT_DIR})",
     )
     _measure_options(compare, defaults=True)
     _cache_options(compare)

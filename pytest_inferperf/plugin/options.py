@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..default_paths import BASELINES_DIR
 from .keys import BACKEND_CHOICES, FLAMEGRAPH_CHOICES, SHORT_UPDATE
 
 # Loading this module is what every pytest run pays once the package is installed,
@@ -52,7 +53,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "inferperf_baselines",
         metavar="DIR",
         default=None,
-        help="baseline folder (default: baselines/ under the rootdir)",
+        help=f"baseline folder (default: {BASELINES_DIR}/ under the rootdir)",
     )
     option(
         "--inferperf-backend",
@@ -287,7 +288,7 @@ class Settings:
         return cls(
             enabled=bool(_get(config, "inferperf") or _get(config, "inferperf_update_baselines")),
             update=bool(_get(config, "inferperf_update_baselines")),
-            baselines=(root / baselines) if baselines else root / "baselines",
+            baselines=(root / baselines) if baselines else root / BASELINES_DIR,
             backend=backend,
             require_pmu=bool(_get(config, "inferperf_require_pmu")),
             report_dir=(root / report) if report else None,

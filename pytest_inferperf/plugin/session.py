@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..default_paths import REPORT_DIR
 from .html import html_extras, html_table_header, html_table_row
 from .keys import (
     FLAME_PROBLEM,
@@ -276,7 +277,7 @@ class InferperfPlugin:
         from ..output_errors import describe, make_folder
         from ..watchdog import pass_timeout
 
-        out_dir = self.settings.report_dir or Path(self.config.rootpath) / "inferperf-report"
+        out_dir = self.settings.report_dir or Path(self.config.rootpath) / REPORT_DIR
         folder = out_dir / "flamegraphs"
         if verdict.profile.partial:  # past its timeout already: no sampling pass
             return replace(
