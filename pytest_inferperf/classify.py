@@ -62,6 +62,14 @@ How a category is judged:
   material remainder is ILP-limited compute (``ipc_collapse``), under the same memory
   gate as the IPC-collapse rule, else ``not_judged`` says what to count. "Nothing
   crossed" is left for IPC near the width (or unmeasured).
+* The higher measured stall fraction (STALL_FRONTEND / STALL_BACKEND of the cycles),
+  when material, names its part by share (AWS perfrunbook top-down step 2); a backend
+  share defers where L2/LLC refills or memory stalls split it (:func:`_stall_share_fired`).
+  IPC collapse is a symptom: where counted causes explain the unused slots, the largest
+  of them is named instead (:func:`_defer_ipc_collapse`).
+* No core named: rows relative to the width are judged against every core of the
+  instruction set (``<`` at the narrowest, ``>`` at the widest:
+  :func:`thresholds.generic_facts`), at half the weight (:data:`GENERIC_DISCOUNT`).
 * The primary finding is the first in rank. A category none of whose key
   signals could be evaluated goes to ``not_judged`` with the reason (missing events,
   unknown core width, no session settings). A core not on record is judged with every
@@ -96,6 +104,7 @@ from .thresholds import (
     CHANGE_COSTS,
     CHILD_DISCOUNT,
     CHILDREN,
+    ISA_GENERIC,
     JUDGEMENT,
     L1_ONLY_EXONERATES_BELOW,
     MEMORY_CATEGORIES,
@@ -123,6 +132,11 @@ __all__ = [
 ]
 
 KEY_WEIGHT, SUPPORT_WEIGHT, SIGNAL_CEILING = 1.0, 0.5, 0.85
+# A finding that rests on IPC against a generic width (no core named: every core of the
+# instruction set, thresholds.generic_facts) is judged for any such core, not this one:
+# its confidence is halved (engineering judgement, as CHILD_DISCOUNT) and it says so.
+GENERIC_DISCOUNT = 0.5
+GENERIC_TEXT = "generic judgement: no core named, so it holds for any core on record"
 _CACHE_MPKI = ("l1d_mpki", "l2_mpki", "llc_mpki")
 
 
@@ -357,7 +371,7 @@ def _scale(row: Threshold, ctx: RuleContext) -> float | None:
     if row.relative_to is None:
         return 1.0
     if row.relative_to == "width":
-        return ctx.facts.width
+        return ctx.facts.width_for(row.comparison)
     if row.relative_to == "useful_threads":
         return None if ctx.useful_threads is None else float(ctx.useful_threads)
     if row.relative_to == "cpu_count":
@@ -439,6 +453,8 @@ def _signal(row: Threshold, metrics: Mapping[str, float], ctx: RuleContext) -> _
     source = row.source if not row.judgement else f"{row.source}: {row.why}"
     if row.relative_to == "width":
         source += f" (width {_fmt(scale)}: {ctx.facts.width_source})"
+        if ctx.facts.widest is not None:
+            source += f"; {GENERIC_TEXT}"
     return _Signal(
         row, Evidence(row.metric, float(value), row.value * scale, row.comparison, source), None
     )
@@ -665,7 +681,7 @@ def cycle_share(category: str, metrics: Mapping[str, float], ctx: RuleContext) -
         return _spinning_share(metrics, ctx)
     ipc = _value(metrics, "ipc")
     if category == "retiring":
-        width = ctx.facts.width
+        width = ctx.facts.width_for(">")
         if ipc is None or not width:
             return None
         return CycleShare(
@@ -765,14 +781,68 @@ _LEVEL1 = ("frontend_bound", "backend_bound", "retiring", "bad_speculation")
 _SERIAL = ("branch_misprediction",)
 
 
+# Stall counts that are a share of the cycles by definition: Arm's STALL_FRONTEND /
+# STALL_BACKEND count "every cycle counted by the CPU_CYCLES event on that no operation
+# was issued because ..." (Arm PMUv3 common events, ARM-software/data pmu/*.json), perf's
+# stalled-cycles-frontend/-backend the same on x86. The AWS Graviton perfrunbook's
+# top-down step 2 (debug_hw_perf.md): "measure stall_frontend_pkc and stall_backend_pkc
+# (pkc = per kilo cycle) and determine which is higher ... If stalls in the backend are
+# higher, it indicates the machinery that executes the instructions and reads data from
+# memory is causing slow-downs". So the higher of the two, when it is a material share of
+# the cycles (a fifth: also perf's lowest colour level for backend stalls, 20%,
+# stat-shadow.c get_ratio_color), names its part of the core though perf's middle level
+# (50% / 30%) was not crossed. Measured cycles, not counts x latency: no overlap to
+# over-state.
+_STALL_SHARES = {"frontend_bound": "frontend_stalled", "backend_bound": "backend_stalled"}
+# What splits a backend stall into memory and core: refills below L1, memory stalls.
+_MEMORY_SPLIT = ("l2_mpki", "llc_mpki", "llc_miss", "backend_mem_stalled")
+AWS_STALLS = (
+    "AWS Graviton perfrunbook (debug_hw_perf.md), top-down step 2: of stall_frontend and "
+    "stall_backend per kilo cycle, the higher names the part that slows the core"
+)
+
+
+def _stall_share_fired(
+    category: str, share: CycleShare | None, metrics: Mapping[str, float]
+) -> Evidence | None:
+    """Evidence that a measured stall fraction (:data:`_STALL_SHARES`) is a material
+    share of the cycles and the higher of the two measured; None otherwise."""
+    name = _STALL_SHARES.get(category)
+    if name is None or share is None or share.metric != name or not share.material:
+        return None
+    if category == "backend_bound" and any(_value(metrics, m) is not None for m in _MEMORY_SPLIT):
+        # Backend stalls are memory-bound or core-bound (Yasin, ISPASS 2014: Backend
+        # Bound = Memory Bound + Core Bound). With memory below L1 measured, the split
+        # is known: a memory cause fires on its own rows, and a core-bound stall is the
+        # ILP verdict's (ipc_collapse), the more specific finding.
+        return None
+    other = _value(metrics, next(n for c, n in _STALL_SHARES.items() if c != category))
+    if other is not None and other > share.share:
+        return None
+    versus = "" if other is None else f"; the other stall fraction is {fmt(other)}"
+    return Evidence(
+        name,
+        share.share,
+        MATERIAL_SHARE,
+        ">",
+        f"{AWS_STALLS}: a measured share of the cycles, {MATERIAL_SHARE:.0%} of them "
+        f"material (change.MATERIAL_SHARE; perf stat-shadow.c colours backend stalls "
+        f"from 20%){versus}",
+    )
+
+
 def _share_fired(
     category: str, share: CycleShare | None, metrics: Mapping[str, float]
 ) -> Evidence | None:
     """Evidence that a counted cause with a serial penalty (:data:`_SERIAL`) explains a
     material share though no threshold of its own crossed: its count against the
-    count at which it would take a fifth of the cycles (:data:`change.MATERIAL_SHARE`).
-    None unless the share is material and rests on counts (fractions keep their
-    thresholds)."""
+    count at which it would take a fifth of the cycles (:data:`change.MATERIAL_SHARE`);
+    or that a measured stall fraction does (:func:`_stall_share_fired`). None unless
+    the share is material and rests on counts or stall cycles (top-down slot fractions
+    keep their thresholds)."""
+    stalls = _stall_share_fired(category, share, metrics)
+    if stalls is not None:
+        return stalls
     if share is None or not share.material or category not in _SERIAL:
         return None
     metric = share.metric.split(",")[0]
@@ -956,6 +1026,15 @@ def _recommend(category: str, evidence: tuple[Evidence, ...], ctx: RuleContext) 
     return list(dict.fromkeys(recs))
 
 
+def _weight(sig: _Signal, ctx: RuleContext) -> float:
+    """A signal's weight in :func:`combine`: 1 for keys, 0.5 for supports, halved again
+    (:data:`GENERIC_DISCOUNT`) where it was judged against a generic width."""
+    weight = KEY_WEIGHT if sig.row.role == "key" else SUPPORT_WEIGHT
+    if ctx.facts.widest is not None and sig.row.relative_to == "width":
+        weight *= GENERIC_DISCOUNT
+    return weight
+
+
 def _explanation(category: str, crossed: list[_Signal], discounted_by: list[str]) -> str:
     parts = [_EXPLAIN.get(category, "")]
     for sig in crossed:
@@ -1026,7 +1105,7 @@ def _judge(category: str, metrics: Mapping[str, float], ctx: RuleContext) -> _Ju
     if judged.fired:
         judged.confidence = combine(
             (
-                KEY_WEIGHT if s.row.role == "key" else SUPPORT_WEIGHT,
+                _weight(s, ctx),
                 strength(s.evidence.value, s.evidence.threshold, s.evidence.comparison),
             )
             for s in signals
@@ -1126,6 +1205,7 @@ def diagnose_in(
     findings: list[Finding] = []
     small: list[Finding] = []
     not_judged: dict[str, str] = {}
+    _defer_ipc_collapse(judged, metrics, ctx)
     ipc_gate = _ipc_collapse_gate(judged, metrics)
     if ipc_gate is not None:
         judged["ipc_collapse"].fired = False
@@ -1346,6 +1426,15 @@ def _ilp_limited(
             not_judged["ipc_collapse"] = gate
         return None
     confidence = combine([(KEY_WEIGHT, strength(ipc, limit, "<"))])
+    if ctx.facts.widest is not None:
+        confidence *= GENERIC_DISCOUNT
+        evidence = Evidence(
+            evidence.metric,
+            evidence.value,
+            evidence.threshold,
+            evidence.comparison,
+            f"{evidence.source}; {GENERIC_TEXT}",
+        )
     explanation = (
         f"{_EXPLAIN['ipc_collapse']} {evidence.line()} [key; {evidence.source}]. "
         f"{_counted_text(metrics)} Estimated share: {share.text} [{share.source}]."
@@ -1358,6 +1447,64 @@ def _ilp_limited(
         recommendations=tuple(_recommend("ipc_collapse", (evidence,), ctx)),
         explanation=explanation,
         share=share,
+    )
+
+
+def _defer_ipc_collapse(
+    judged: Mapping[str, _Judged], metrics: Mapping[str, float], ctx: RuleContext
+) -> None:
+    """IPC collapse is a symptom: where its threshold crossed but the counted causes
+    explain the issue slots IPC leaves unused (no material remainder, :func:`_remainder`),
+    the low IPC is theirs, not ILP-limited compute, and the counted cause with the
+    largest material share is named (fired by its share) in its place.
+
+    Sources: the top-down method treats low IPC as the symptom and names the category
+    that takes the slots (Yasin, 'A Top-Down method for performance analysis and
+    counters architecture', ISPASS 2014; the AWS Graviton perfrunbook's top-down
+    checklist: IPC says *that* there is a problem, the stall and miss counts say where);
+    Brendan Gregg, 'CPU Utilization is Wrong' (brendangregg.com, 2017): "If your IPC is
+    < 1.0, you are likely memory stalled". The share is capped by the unused slots
+    (:func:`_stall_cap`), so it never claims more than the low IPC shows."""
+    j = judged.get("ipc_collapse")
+    if j is None or not j.fired:
+        return
+    if any(judged[c].material for c in _SPECIFIC_CAUSES if c in judged):
+        return  # a counted cause already fired: the memory gate drops IPC collapse
+    remainder = _remainder(judged, metrics, ctx)
+    if remainder is None or remainder.material:
+        return
+    shares = [
+        (judged[c].share, c)
+        for c in _SPECIFIC_CAUSES
+        if c in judged and judged[c].share is not None and judged[c].share.material  # type: ignore[union-attr]
+    ]
+    if not shares:
+        return
+    share, category = max(shares, key=lambda pair: pair[0].share)  # type: ignore[union-attr]
+    assert share is not None
+    ipc = next((s.evidence for s in j.signals if s.crossed and s.evidence), None)
+    evidence = Evidence(
+        share.metric.split(",")[0],
+        share.share,
+        MATERIAL_SHARE,
+        ">",
+        f"IPC collapse is the symptom ({ipc.line() if ipc else 'low IPC'}) and this cause "
+        f"explains the unused issue slots: {share.text}; remainder {remainder.text} "
+        "(top-down: low IPC says that, the counts say where; Gregg, 'CPU Utilization "
+        "is Wrong': IPC < 1.0, likely memory stalled)",
+    )
+    target = judged[category]
+    row = Threshold(evidence.metric, ">", MATERIAL_SHARE, category, "key", "")
+    target.signals.append(_Signal(row, evidence, None))
+    target.evaluable = target.fired = True
+    target.unconfirmed = ""
+    target.confidence = combine(
+        (
+            _weight(s, ctx),
+            strength(s.evidence.value, s.evidence.threshold, s.evidence.comparison),
+        )
+        for s in target.signals
+        if s.crossed and s.evidence is not None
     )
 
 
@@ -1443,14 +1590,21 @@ _SOFTWARE_EVENTS = frozenset(n for n, spec in CATALOGUE.items() if spec.is_softw
 def _notes(ctx: RuleContext) -> tuple[str, ...]:
     if ctx.facts.family != "unknown":
         return ()
-    if not ctx.core:
+    facts = ctx.facts
+    widths = (
+        f"IPC judged against every such core's width ({_fmt(facts.width or 0.0)} to "
+        f"{_fmt(facts.widest or 0.0)}: below a quarter of the narrowest, above three "
+        "quarters of the widest), at half the confidence"
+    )
+    if not ctx.core or ctx.core in ISA_GENERIC:
+        which = f"{ISA_GENERIC[ctx.core]} events in the file" if ctx.core else "no instruction set"
         return (
-            "no core named: judged with the generic rules (every threshold whose "
-            "metric was counted; no issue width, so IPC is not judged); pass --cpu",
+            f"no core named ({which}): judged with the generic rules (every threshold "
+            f"whose metric was counted; {widths}); pass --cpu",
         )
     return (
         f"core '{ctx.core}' is not on record: judged with the generic rules (every "
-        "threshold whose metric was counted; no issue width, so IPC is not judged)",
+        f"threshold whose metric was counted; {widths})",
     )
 
 

@@ -1259,8 +1259,26 @@ class PerfStatReport:
 
     @property
     def core_hint(self) -> str | None:
+        """The core the runs name; where none does, the instruction set their event names
+        show (``aarch64`` for Arm PMUv3 names, ``x86-64`` for Intel EVENT.UMASK names or
+        the ``cpu/.../`` PMU: :attr:`isa_hint`), which ``thresholds.core_facts`` reads as
+        "an unnamed core of that set" (generic widths); None when neither shows."""
         hints = [h for r in self.runs if (h := r.core_hint)]
-        return "+".join(dict.fromkeys(hints)) if hints else None
+        if hints:
+            return "+".join(dict.fromkeys(hints))
+        return self.isa_hint
+
+    @property
+    def isa_hint(self) -> str | None:
+        """``aarch64`` / ``x86-64`` when every event name that shows an instruction set
+        shows the same one (:attr:`EventName.arch_hint`); None when none shows one or
+        they disagree. Not the parser's default: generic names (cycles, cache-misses)
+        show nothing, and a file of only those gets None."""
+        hints = {e.event.arch_hint for e in self.entries} - {None}
+        if self.format == "topdown-tool":
+            hints.add("arm")  # Arm's topdown-tool reads Arm PMUs only (its README)
+        isa = {"arm": "aarch64", "x86": "x86-64"}
+        return isa[hints.pop() or ""] if len(hints) == 1 else None
 
     @property
     def entries(self) -> tuple[PerfStatEntry, ...]:

@@ -4,7 +4,8 @@ Owns: :data:`THRESHOLDS` (which metric, which way, how far, for which category, 
 which core families, and where the number comes from), :data:`CORES` (per-core facts
 the rules need: issue width and its source, the logical events the core does not
 implement; a family fallback row where no source gives a core's width, which says it
-is one), the names a user may type for a core and the core each means
+is one; for no core named, :func:`generic_facts`: the narrowest and widest width of the
+instruction set's cores on record), the names a user may type for a core and the core each means
 (:data:`CORE_ALIASES`, :func:`resolve_core`, :func:`check_core`), the evidence that
 separates memory stalls from ILP-limited compute (:data:`MEMORY_EVIDENCE`), the
 category names and titles, which category a moving metric points to
@@ -601,6 +602,17 @@ class CoreFacts:
     lacks_source: str = ""
     notes: Mapping[str, str] = field(default_factory=dict)
     fallback: str = ""
+    # A generic row (no core named, :func:`generic_facts`): ``width`` is the narrowest
+    # width of the cores it may be and ``widest`` the widest; None for a core on record.
+    widest: float | None = None
+
+    def width_for(self, comparison: str) -> float | None:
+        """The width a threshold relative to the width is checked against: for a
+        generic row, ``<`` at the narrowest width (below a fraction of the narrowest
+        core is below it on every core) and ``>`` at the widest; else ``width``."""
+        if comparison == ">" and self.widest is not None:
+            return self.widest
+        return self.width
 
 
 def _arm(
@@ -1165,8 +1177,51 @@ def core_facts(slug: str) -> CoreFacts:
     fallback = family_fallback(resolved, resolved)
     if fallback is not None:
         return fallback
+    if folded in ISA_GENERIC:
+        return generic_facts(folded)
+    return generic_facts("", folded)
+
+
+# -- no core named: what holds for any core of the instruction set ---------------------
+#
+# An output that names no core still shows, often, which instruction set ran it: Arm
+# PMUv3 event names (l1d_cache_refill, armv8_pmuv3_0/...) or x86 ones (EVENT.UMASK
+# names, the cpu/.../ PMU). A threshold relative to the issue width can still be judged
+# for every core of that set: IPC below a quarter of the narrowest core's width is below
+# a quarter of every core's width, and IPC above three quarters of the widest core's is
+# above it on every core (:meth:`CoreFacts.width_for`). Where the output shows no
+# instruction set, the bounds are those of every core on record. A judgement on these
+# bounds is generic: classify halves its confidence and says so. The rows are those of
+# :data:`CORES` (each width cited there); cores narrower than any on record (scalar
+# in-order designs) are outside what the bound covers, which the note says.
+
+#: The instruction-set names a file's events can show (``uname -m`` spellings, folded).
+ISA_GENERIC: dict[str, str] = {"aarch64": "Arm (AArch64/AArch32)", "x86-64": "x86"}
+
+
+def generic_facts(isa: str, slug: str = "") -> CoreFacts:
+    """Facts for an unnamed core of ``isa`` (a key of :data:`ISA_GENERIC`, or "" when
+    the instruction set is not known either): family ``unknown`` (every threshold row
+    applies), the narrowest and widest widths of that set's cores on record."""
+    if isa == "aarch64":
+        members = [c for c in CORES.values() if c.family.startswith("arm") and not c.fallback]
+    elif isa == "x86-64":
+        members = [c for c in CORES.values() if c.family == "x86" and not c.fallback]
+    else:
+        members = [c for c in CORES.values() if not c.fallback and c.width is not None]
+    narrow = min(members, key=lambda c: (c.width or 0.0, c.slug))
+    wide = max(members, key=lambda c: (c.width or 0.0, c.slug))
+    what = f"{ISA_GENERIC[isa]} core" if isa else "core of any instruction set on record"
+    name = slug or isa
     return CoreFacts(
-        folded, folded or "unknown core", "unknown", None, "unknown core: no issue width on record"
+        name,
+        f"an unnamed {what}" if not slug else name,
+        "unknown",
+        narrow.width,
+        f"generic, no core named: widths of every {what} on record, {narrow.width:g} "
+        f"({narrow.name}: {narrow.width_source}) to {wide.width:g} ({wide.name}: "
+        f"{wide.width_source}); '<' rows at the narrowest, '>' rows at the widest",
+        widest=wide.width,
     )
 
 

@@ -416,7 +416,8 @@ def test_explain_n1_needs_cpu_for_width(capsys):
     assert "ignored (no logical name): ref-cycles:u" in out
     assert main(["explain", str(N1)]) == 0
     out = capsys.readouterr().out
-    assert "core: unknown (pass --cpu)" in out
+    assert "core: aarch64" in out  # armv8_pmuv3_0 names no core, but shows the ISA
+    assert "no core named (Arm (AArch64/AArch32) events in the file)" in out
     assert "[frontend_bound]" in out  # judged from MPKI and stalls even without a width
 
 
@@ -958,3 +959,16 @@ def test_a_three_digit_count_after_a_single_space_stays_apart(grouping):
     text = f"     1{decimal}001 123 cycles\n     1{decimal}001 {count} instructions\n"
     stat = parse(text)
     assert stat.counts == {"cycles": 123.0, "instructions": 4567.0}
+
+
+def test_a_file_that_names_no_core_hints_its_instruction_set_when_its_events_show_it():
+    # Arm PMUv3 names show AArch64; Intel EVENT.UMASK names show x86; generic names
+    # (cycles, cache-misses) show nothing, whatever the parser assumes for them.
+    arm = parse_report("  1,000  l1d_cache_refill\n  5,000  cycles\n")
+    assert (arm.core_hint, arm.isa_hint) == ("aarch64", "aarch64")
+    x86 = parse_report("  1,000  inst_retired.any\n  5,000  cycles\n")
+    assert x86.core_hint == "x86-64"
+    plain = parse_report("  1,000  cache-misses\n  5,000  cycles\n")
+    assert (plain.core_hint, plain.isa_hint) == (None, None)
+    named = parse_report("  1,000  armv8_cortex_a72/l1d_cache_refill/\n")
+    assert named.core_hint == "cortex-a72"
