@@ -190,10 +190,10 @@ def _why_not(record: ProfileRecord) -> str:
     """Why a record that is not :attr:`ProfileRecord.acceptable` is refused (one line)."""
     if record.outcome == "failed":
         return (
-            "its test failed on something else than a profile's verdict (e.g. "
-            "--inferperf-require-baseline or --inferperf-require-pmu), and this profile "
-            "passed its verdict: a profile is accepted where it failed its own verdict or "
-            "its test passed"
+            "its test failed on something else than this profile (another profile's "
+            "verdict, or --inferperf-require-pmu), and this profile passed its verdict: a "
+            "profile is accepted where it failed its own verdict (a regression, or no "
+            "baseline under --inferperf-require-baseline) or its test passed"
         )
     if record.outcome == "skipped":
         return "its test was skipped"

@@ -112,10 +112,11 @@ class ProfileRecord:
     @property
     def acceptable(self) -> bool:
         """Whether ``inferperf accept`` may make this profile a baseline after the run: it
-        ran clean, or its test failed on this profile's own verdict alone (a regression
-        the team now accepts). A failed test whose profile passed failed on something
-        else (another profile, ``--inferperf-require-baseline``); a test whose own code
-        failed leaves no record. (A partial profile is refused by the write pass.)"""
+        ran clean, or its test failed on this profile alone (a regression the team now
+        accepts, or no baseline where ``--inferperf-require-baseline`` wanted one). A
+        failed test whose profile passed failed on something else (another profile,
+        ``--inferperf-require-pmu``); a test whose own code failed leaves no record. (A
+        partial profile is refused by the write pass.)"""
         return self.ran_clean or (self.failed and self.outcome == "failed")
 
     @property

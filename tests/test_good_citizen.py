@@ -236,7 +236,11 @@ def test_importing_the_plugin_loads_no_engine():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     added = json.loads(done.stdout)
     outside = [m for m in added if not m.startswith("pytest_inferperf.plugin")]
-    assert sorted(outside) == ["pytest_inferperf", "pytest_inferperf.child_process"]
+    assert sorted(outside) == [
+        "pytest_inferperf",
+        "pytest_inferperf.child_process",
+        "pytest_inferperf.default_paths",  # the default folder names (no imports)
+    ]
     assert "pytest_inferperf.plugin.fixtures" in added
 
 
@@ -258,6 +262,7 @@ def test_a_plain_run_loads_none_of_the_engine(pytester):
     mods = json.loads(line.split("MODULES ", 1)[1])
     assert [m for m in mods if not m.startswith("pytest_inferperf.plugin")] == [
         "pytest_inferperf.child_process",
+        "pytest_inferperf.default_paths",  # the default folder names (no imports)
         "pytest_inferperf.errors",  # the error base hooks' HookResultError needs (no imports)
         "pytest_inferperf.hooks",
     ]

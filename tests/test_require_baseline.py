@@ -109,3 +109,47 @@ def test_an_unreadable_baseline_fails_as_unreadable_not_as_missing(suite):
     text = " ".join(result.stdout.str().split())
     assert "is not a valid profile" in text
     assert "asks for one" not in text
+
+
+def test_a_run_that_failed_only_for_the_missing_baseline_is_accepted_as_its_first(suite, capsys):
+    """A runner of a new class: the failed run's report folder becomes its baselines."""
+    from pytest_inferperf.cli import main
+
+    result = run(suite, "--inferperf", "--inferperf-require-baseline", "--inferperf-report", "rep")
+    result.assert_outcomes(failed=1)
+    (record,) = Path(suite.path, "rep").glob("*.json")
+    assert '"failed": true' in record.read_text()
+    capsys.readouterr()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(suite.path)
+        code = main(["accept", "rep"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert f"created {expected_path()}" in out
+    assert out.splitlines()[-1] == "inferperf accept: 1 baseline(s) written, 0 not accepted"
+    run(suite, "--inferperf", "--inferperf-require-baseline").assert_outcomes(passed=1)
+
+
+def test_another_profiles_failure_is_still_not_accepted_for_a_passing_one(suite, capsys):
+    """Only the profile without its baseline failed; a passing profile of the same
+    test, which has its baseline, is kept as it is."""
+    from pytest_inferperf.cli import main
+
+    suite.makepyfile(
+        test_a=TEST.replace(
+            "pmu_profile(work)", 'pmu_profile(work, name="a")\n    pmu_profile(work, name="b")'
+        )
+    )
+    run(suite, "--inferperf-update-baselines").assert_outcomes(passed=1)
+    folder = Path(suite.path, expected_path()).parent
+    (folder / "test_work@b.json").unlink()
+    result = run(suite, "--inferperf", "--inferperf-require-baseline", "--inferperf-report", "rep")
+    result.assert_outcomes(failed=1)
+    capsys.readouterr()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(suite.path)
+        code = main(["accept", "rep"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "kept test_a.py::test_work@a" in out
+    assert f"created {folder.relative_to(suite.path)}/test_work@b.json" in out

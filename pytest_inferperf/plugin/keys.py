@@ -22,6 +22,9 @@ SHORT_UPDATE = "--update-baselines"
 # (variant name, profile, the workload as a no-argument callable for the sampling pass)
 PROFILES = pytest.StashKey[list[tuple[str, "Profile", Callable[[], Any]]]]()
 VERDICTS = pytest.StashKey[list["Verdict"]]()
+# baseline key -> the failure paragraph of a profile that had no baseline it was
+# required to have (--inferperf-require-baseline): that profile failed, on its own
+MISSING_BASELINES = pytest.StashKey[dict[str, str]]()
 # variant name -> the same measurement again (a suspected timing regression is confirmed)
 REMEASURE = pytest.StashKey[dict[str, Callable[[], "Profile"]]]()
 EARLY_WARNINGS = pytest.StashKey[list[str]]()  # found before pytest_configure

@@ -17,7 +17,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from .html import html_extras, html_table_header, html_table_row
 from .keys import (
     FLAME_PROBLEM,
     MEASURERS,
+    MISSING_BASELINES,
     PROFILES,
     REMEASURE,
     SHORT_UPDATE,
@@ -130,11 +131,11 @@ class InferperfPlugin:
         profiles = item.stash.get(PROFILES, [])
         if not profiles or not self.settings.enabled or not self._judges_here():
             return result
-        verdicts, missing = [], []
+        verdicts, missing = [], item.stash.setdefault(MISSING_BASELINES, {})
         for name, profile, call in profiles:
             verdict, baseline = self._judge(item, name, profile)
             if baseline is None and self._requires_baseline(verdict):
-                missing.append(self._missing_baseline(verdict))
+                missing[verdict.key] = self._missing_baseline(verdict)
             verdict = self._confirm(item, name, verdict, call, baseline)
             if self._wants_flamegraphs(verdict):
                 verdict = self._attach_flamegraphs(verdict, baseline, call, item)
@@ -154,7 +155,7 @@ class InferperfPlugin:
         if failed or missing:
             from ..verdict import failure_text
 
-            text = "\n\n".join([*(failure_text(v) for v in failed), *missing])
+            text = "\n\n".join([*(failure_text(v) for v in failed), *missing.values()])
             pytest.fail(
                 fit(clean(text, keep_newlines=True), output_width(self.config)),
                 pytrace=False,
@@ -240,8 +241,6 @@ class InferperfPlugin:
         try:
             profile = remeasure()  # the same measure() call again, operator pass included
         except TimeoutError as exc:  # the first measurement stands, and says why
-            from dataclasses import replace
-
             return replace(
                 verdict,
                 confirmation={
@@ -374,11 +373,20 @@ class InferperfPlugin:
             from ..records import ProfileRecord
             from ..verdict import failure_text
 
-            # plain dicts: xdist serialises reports as JSON, pytest-html and junit read them
-            report.inferperf = [
-                ProfileRecord.of_verdict(v, failure_text(v) if v.failed else None).to_json()
-                for v in verdicts
+            missing = item.stash.get(MISSING_BASELINES, {})
+            records = [
+                ProfileRecord.of_verdict(v, failure_text(v) if v.failed else None) for v in verdicts
             ]
+            # a profile without the baseline it was required to have failed on its own:
+            # `inferperf accept` takes what it measured as that baseline
+            records = [
+                replace(r, failed=True, failure=missing[r.key], status="FAILED (no baseline)")
+                if r.key in missing
+                else r
+                for r in records
+            ]
+            # plain dicts: xdist serialises reports as JSON, pytest-html and junit read them
+            report.inferperf = [r.to_json() for r in records]
             html_extras(item, report, verdicts)
         return report
 
@@ -484,8 +492,6 @@ class InferperfPlugin:
             }
             updated[id(record)] = {**record.profile, "processes": values}
         if updated:
-            from dataclasses import replace
-
             self.records = [
                 replace(r, profile=updated[id(r)]) if id(r) in updated else r for r in self.records
             ]

@@ -197,12 +197,13 @@ def failure_text(verdict: Assessment) -> str:
 def missing_baseline_text(key: str, machine_class: str, backend: str, path: str) -> str:
     """The one paragraph a test fails with under ``--inferperf-require-baseline`` when
     ``path``, the baseline of ``key`` for this machine class and backend, does not exist:
-    what was expected where, and the two ways to record it on a machine of that class."""
+    what was expected where, and the ways to record it on a machine of that class."""
     return (
         f"inferperf: {key} has no baseline for machine class {machine_class} (backend "
         f"{backend}) and --inferperf-require-baseline asks for one: expected {path}. "
         "Nothing was compared. Record it on a machine of this class, with this backend: "
-        "`pytest --inferperf --update-baselines` there, or the baseline workflow "
+        "`pytest --inferperf --update-baselines` there, the baseline workflow "
         "(examples/ci/github/inferperf-baselines.yml, docs/ci.md) run on a runner of "
-        "this class; then commit the file."
+        "this class, or `inferperf accept` on this run's report folder "
+        "(--inferperf-report) to take what it measured; then commit the file."
     )
