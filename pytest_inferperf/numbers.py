@@ -46,4 +46,7 @@ def reading(value: float) -> str:
         return f"{value:.0f}"
     if magnitude >= 1:
         return f"{value:.2f}".rstrip("0").rstrip(".")
-    return f"{value:.3f}".rstrip("0").rstrip(".")
+    # below 1, three significant digits too: 0.00122 ms, not 0.001 (a 25 µs call's
+    # change would otherwise read "0.001 -> 0.001 ms, +21%")
+    decimals = min(12, 2 - math.floor(math.log10(magnitude)))
+    return f"{value:.{decimals}f}".rstrip("0").rstrip(".")

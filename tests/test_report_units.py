@@ -71,10 +71,27 @@ def test_number_never_writes_an_exponent_from_its_digits_up(value):
 
 @pytest.mark.parametrize(
     ("value", "written"),
-    [(14.5612, "14.56"), (0.1434, "0.143"), (205.3, "205"), (1.6, "1.6"), (0.0, "0.0")],
+    [
+        (14.5612, "14.56"),
+        (0.1434, "0.143"),
+        (205.3, "205"),
+        (1.6, "1.6"),
+        (0.0, "0.0"),
+        (0.0012156, "0.00122"),  # a 1 µs call in ms: three digits, not "0.001"
+        (0.0000123, "0.0000123"),
+        (-0.0451, "-0.0451"),
+    ],
 )
 def test_reading_is_the_sentence_form(value, written):
     assert reading(value) == written
+
+
+@given(st.floats(min_value=1e-9, max_value=0.999, allow_nan=False))
+def test_reading_keeps_three_significant_digits_below_one(value):
+    # two values 1% apart never read the same ("0.001 -> 0.001 ms, +21%")
+    out = reading(value)
+    assert "e" not in out
+    assert float(out) == pytest.approx(value, rel=5e-3)
 
 
 # -- the one headline list ------------------------------------------------------------------
