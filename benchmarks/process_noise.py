@@ -53,6 +53,8 @@ from typing import Any
 
 from bench_runs import REPO, cpu_model, pytest_command, run_timed
 
+from pytest_inferperf.plugin.options import DEFAULT_BASELINE_PROCESSES
+
 SCHEMA = "pytest-inferperf/process-noise"
 PEER_FAIL = "mean:10%"
 
@@ -404,6 +406,16 @@ def summarise(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return list(rows.values())
 
 
+def _busy(runs: Sequence[Mapping[str, Any]]) -> str:
+    """The mean ``others_busy_cpus`` of the quiet runs, as text."""
+    values = [
+        float(r["others_busy_cpus"])
+        for r in runs
+        if r.get("phase") == "quiet" and r.get("others_busy_cpus") is not None
+    ]
+    return f"{sum(values) / len(values):.1f}" if values else "an unknown number of"
+
+
 def render(doc: Mapping[str, Any]) -> str:
     lines = [
         "# Verdicts that do not cry wolf: unchanged suites, neighbours, slowdowns",
@@ -418,8 +430,11 @@ def render(doc: Mapping[str, Any]) -> str:
         "Suites: *40 tests* (20 tiny pure-Python calls of 20-30 µs, 10 small numpy calls, "
         "10 pure-Python loops of about 1 ms) and *MiniLM* (the sentence-transformers "
         "MiniLM-L3 export, fp32 and int8, 64 tokens, ONNX Runtime's default threads). "
-        "Baselines recorded once, quiet, first (pytest-inferperf: its defaults, 3 "
-        "processes). Phases: quiet; `neighbour` (a process copying 64 MiB numpy arrays "
+        "Baselines recorded once, quiet, first (pytest-inferperf: its defaults, "
+        f"{doc.get('baseline_processes', 3)} processes). "
+        f"Other processes kept {_busy(doc['runs'])} CPUs busy on average during the "
+        "quiet runs (what else ran on the machine, not a neighbour of ours). "
+        "Phases: quiet; `neighbour` (a process copying 64 MiB numpy arrays "
         "back and forth); `copy` (a second copy of the suite running over and over). "
         "The hash seed is not fixed. pytest-benchmark: defaults and "
         f"`--benchmark-compare-fail={PEER_FAIL}`.",
@@ -485,6 +500,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "pytest_benchmark": peer_version,
         },
         "complete": False,
+        "baseline_processes": DEFAULT_BASELINE_PROCESSES,
         "runs": [],
         "summary": [],
     }

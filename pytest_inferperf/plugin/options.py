@@ -194,7 +194,10 @@ DEFAULT_PROCESSES = 4
 #: the baseline a spread of its own at about 1.4x a plain run's cost; a third
 #: process would add about half a plain run again (docs/benchmarks/update-cost.md)
 #: for one more degree of freedom, where the four confirming processes already give
-#: three (docs/benchmarks/process-noise.md measured the verdicts with 2).
+#: three. docs/benchmarks/process-noise-two-processes/ measured the verdicts with 2: no
+#: false failure in 54 runs (quiet, beside a neighbour, beside a second copy), every
+#: slowed test caught (18/18: x1.2 on a 1 ms loop, x1.5 on a 25 µs call, x3 beside the
+#: neighbour).
 DEFAULT_BASELINE_PROCESSES = 2
 
 
