@@ -310,19 +310,19 @@ def simulate_status(scratch: Path) -> dict[str, Any]:
             if hooks:
                 missing.append(
                     "pytest_inferperf/plugin/fixtures.py never calls "
-                    f"pytest_inferperf.pmu.simulate.{', '.join(hooks)}: pmu_profile "
+                    f"pytest_inferperf.measure.simulate.backend.{', '.join(hooks)}: pmu_profile "
                     "cannot start or serve the valgrind child"
                 )
     except Exception as exc:
         missing.append(f"pytest_inferperf.plugin does not import: {exc}")
     try:
-        from pytest_inferperf.pmu import simulate
+        from pytest_inferperf.measure.simulate import backend as simulate
 
         reason = simulate.available()
         if reason:
-            missing.append(f"pytest_inferperf.pmu.simulate.available(): {reason}")
+            missing.append(f"pytest_inferperf.measure.simulate.backend.available(): {reason}")
     except Exception as exc:
-        missing.append(f"pytest_inferperf.pmu.simulate does not import: {exc}")
+        missing.append(f"pytest_inferperf.measure.simulate.backend does not import: {exc}")
     return {"available": wired and not missing, "help_line": line, "missing": missing}
 
 

@@ -36,7 +36,7 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 # ONNX Runtime's telemetry upload threads would be counted too; `pytest --inferperf`
-# switches them off the same way (pytest_inferperf/telemetry.py).
+# switches them off the same way (pytest_inferperf/onnxrt/telemetry.py).
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 import time  # noqa: E402
@@ -142,7 +142,7 @@ def quantize_int8(
     """
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
-    from pytest_inferperf.quantize import quiet_quantization
+    from pytest_inferperf.onnxrt.quantize import quiet_quantization
 
     out = Path(target)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -200,7 +200,7 @@ class Workload:
     feeds: dict[str, np.ndarray] = field(init=False)
 
     def __post_init__(self) -> None:
-        from pytest_inferperf.onnx import SessionSettings, make_session
+        from pytest_inferperf.onnxrt.sessions import SessionSettings, make_session
 
         self.session = make_session(
             self.model, SessionSettings(intra_op_threads=1, allow_spinning=False)

@@ -91,7 +91,7 @@ def assign_halves(grouped: list[tuple[str, dict]]) -> dict[str, str]:
 
 def explain_json(path: Path, cpu: str | None) -> dict | None:
     """``inferperf explain --json`` of one file, as data; None when it cannot be read."""
-    from pytest_inferperf.cli import main
+    from pytest_inferperf.cli.main import main
 
     args = ["explain", str(path), "--json"] + (["--cpu", cpu] if cpu else [])
     out = io.StringIO()

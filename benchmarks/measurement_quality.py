@@ -60,10 +60,10 @@ from bench_runs import (
 )
 
 from pytest_inferperf import profile
-from pytest_inferperf.budgets import PerfSpec
-from pytest_inferperf.compare import DEFAULT_TOLERANCES, MIN_REPEATS
-from pytest_inferperf.profile import Profile
-from pytest_inferperf.verdict import judge
+from pytest_inferperf.core.profile import Profile
+from pytest_inferperf.judge.budgets import PerfSpec
+from pytest_inferperf.judge.comparison import DEFAULT_TOLERANCES, MIN_REPEATS
+from pytest_inferperf.report.old_names import judge
 
 SCHEMA = "pytest-inferperf/measurement-quality"
 DEFAULT_LEVELS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.10)
@@ -84,7 +84,7 @@ def machine_section() -> dict[str, Any]:
     import numpy
     import onnxruntime
 
-    from pytest_inferperf.machine import this_cpu
+    from pytest_inferperf.measure.machine import this_cpu
     from pytest_inferperf.pmu.perf_backend import PerfEventCounters
 
     cpu = this_cpu()

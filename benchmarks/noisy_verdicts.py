@@ -49,7 +49,7 @@ from typing import Any
 
 from bench_runs import cpu_model, pytest_command, run_timed
 
-from pytest_inferperf import conditions
+from pytest_inferperf.measure import conditions
 
 SCHEMA = "pytest-inferperf/noisy-verdicts"
 TESTS = ("test_hash", "test_sort", "test_onnx")
@@ -139,7 +139,7 @@ def test_onnx(benchmark):
 CONFTEST = """
 import os
 
-from pytest_inferperf import noise
+from pytest_inferperf.judge import noise
 
 if os.environ.get("NV_RULE"):
     noise.CALIBRATION_STATISTIC = os.environ["NV_RULE"]

@@ -91,7 +91,7 @@ def pytest_sessionstart(session):
 
 @pytest.fixture(scope="session")
 def mlp():
-    from pytest_inferperf.onnx import SessionSettings, make_session
+    from pytest_inferperf.onnxrt.sessions import SessionSettings, make_session
 
     return make_session(ensure_model(), SessionSettings(intra_op_threads=1, allow_spinning=False))
 '''
@@ -306,10 +306,10 @@ def startup(scratch: Path, examples: Path) -> dict[str, Any]:
         "import pytest_inferperf.plugin": [*py, "-c", "import pytest_inferperf.plugin"],
         "import numpy, onnxruntime": [*py, "-c", "import numpy, onnxruntime"],
         "import numpy, onnx": [*py, "-c", "import numpy, onnx"],
-        "import pytest_inferperf.onnx (numpy, onnxruntime)": [
+        "import pytest_inferperf.onnxrt.sessions (numpy, onnxruntime)": [
             *py,
             "-c",
-            "import pytest_inferperf.onnx",
+            "import pytest_inferperf.onnxrt.sessions",
         ],
         "pytest --inferperf examples --collect-only": [
             *py,

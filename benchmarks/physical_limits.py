@@ -182,8 +182,8 @@ def resolution_section(
     import bench_workload as bw
     from bench_runs import SIM_BASELINE, SimulateRunner
 
-    from pytest_inferperf.compare import compare_profiles
-    from pytest_inferperf.profile import Profile
+    from pytest_inferperf.core.profile import Profile
+    from pytest_inferperf.judge.comparison import compare_profiles
 
     model = bw.build_model(scratch / "bench_cnn.onnx")
     probe_n = 400

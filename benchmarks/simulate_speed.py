@@ -91,7 +91,7 @@ BESIDE_MODELS = {
 BESIDE_CHILD = """\
 import json
 import sys
-from pytest_inferperf.onnx import SessionSettings, make_inputs, make_session
+from pytest_inferperf.onnxrt.sessions import SessionSettings, make_inputs, make_session
 
 session = make_session(sys.argv[1], SessionSettings(intra_op_threads=1))
 feed = make_inputs(sys.argv[1], json.loads(sys.argv[2]))
@@ -154,7 +154,7 @@ def beside(scratch: Path, rounds: int, calls: int = 150) -> dict[str, Any]:
 
     import numpy as np
 
-    from pytest_inferperf.onnx import SessionSettings, make_inputs, make_session
+    from pytest_inferperf.onnxrt.sessions import SessionSettings, make_inputs, make_session
 
     valgrind = shutil.which("valgrind")
     if valgrind is None:

@@ -483,7 +483,7 @@ def quantize_int8(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> P
         quantize_static,
     )
 
-    from pytest_inferperf.quantize import quiet_quantization
+    from pytest_inferperf.onnxrt.quantize import quiet_quantization
 
     source, out = Path(src), Path(dst)
     with _atomic_target(out) as tmp, quiet_quantization():
@@ -534,7 +534,7 @@ def build_all(out_dir: str | os.PathLike[str], *, force: bool = False) -> dict[s
 
 def _time_one_inference(path: Path, dims: dict[str, int], repeats: int = 10) -> float:
     """Median seconds of one inference with pytest-inferperf's default session settings."""
-    from pytest_inferperf.onnx import SessionSettings, make_inputs, make_session
+    from pytest_inferperf.onnxrt.sessions import SessionSettings, make_inputs, make_session
 
     session = make_session(path, SessionSettings())
     feeds = make_inputs(path, dims)

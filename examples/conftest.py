@@ -5,7 +5,7 @@ download) into ``examples/models/`` once per run, before the first test: by the
 process that starts pytest, so under ``pytest -n N`` the xdist workers only load
 files the controller built (never N builds racing for the same file). Nothing
 heavy is imported at module level: ``build_models`` (numpy, onnx) only when a
-model is missing, ``pytest_inferperf.onnx`` (numpy, ONNX Runtime; it reads graphs
+model is missing, ``pytest_inferperf.onnxrt.sessions`` (numpy, ONNX Runtime; it reads graphs
 without the ``onnx`` package) inside the fixtures, so an xdist controller that runs no
 test never pays for them.
 """
@@ -75,7 +75,7 @@ def session_for(models, perf_threads):
     One intra-op thread unless the test's marker says ``threads=N``; spinning
     off so pool threads do not burn CPU between operators.
     """
-    from pytest_inferperf.onnx import SessionSettings, make_session
+    from pytest_inferperf.onnxrt.sessions import SessionSettings, make_session
 
     def make(name: str):
         settings = SessionSettings(intra_op_threads=perf_threads, allow_spinning=False)
@@ -86,13 +86,13 @@ def session_for(models, perf_threads):
 
 @pytest.fixture
 def image(models):
-    from pytest_inferperf.onnx import make_inputs
+    from pytest_inferperf.onnxrt.sessions import make_inputs
 
     return make_inputs(models["mobilenet_v2"], {"batch": 1})
 
 
 @pytest.fixture
 def tokens(models):
-    from pytest_inferperf.onnx import make_inputs
+    from pytest_inferperf.onnxrt.sessions import make_inputs
 
     return make_inputs(models["minilm"], {"batch": 1, "sequence": 128})

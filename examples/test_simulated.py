@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_inferperf.onnx import make_inputs
+from pytest_inferperf.onnxrt.sessions import make_inputs
 
 
 @pytest.mark.perf(l1_miss_max=0.10, branch_miss_max=0.05, latency_p99_ms_max=60)

@@ -13,26 +13,26 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .core.profile import Profile as Profile
+    from .core.profile import ProfileFormatError as ProfileFormatError
+    from .measure.runner import MeasurementTimeout as MeasurementTimeout
+    from .measure.runner import RunnerConfigError as RunnerConfigError
+    from .measure.runner import profile as profile
+    from .measure.stages import region as region
     from .pmu.base import Count as Count
     from .pmu.base import CounterSample as CounterSample
     from .pmu.base import EventStatus as EventStatus
-    from .profile import Profile as Profile
-    from .profile import ProfileFormatError as ProfileFormatError
-    from .runner import MeasurementTimeout as MeasurementTimeout
-    from .runner import RunnerConfigError as RunnerConfigError
-    from .runner import profile as profile
-    from .stages import region as region
 
 _PUBLIC = {
     "Count": ".pmu.base",
     "CounterSample": ".pmu.base",
     "EventStatus": ".pmu.base",
-    "MeasurementTimeout": ".runner",
-    "Profile": ".profile",
-    "ProfileFormatError": ".profile",
-    "RunnerConfigError": ".runner",
-    "profile": ".runner",
-    "region": ".stages",
+    "MeasurementTimeout": ".measure.runner",
+    "Profile": ".core.profile",
+    "ProfileFormatError": ".core.profile",
+    "RunnerConfigError": ".measure.runner",
+    "profile": ".measure.runner",
+    "region": ".measure.stages",
 }
 
 __all__ = [*sorted(_PUBLIC), "__version__"]
@@ -41,7 +41,7 @@ __all__ = [*sorted(_PUBLIC), "__version__"]
 class _Package(types.ModuleType):
     """The package module: a submodule never hides a public name it shares.
 
-    ``pytest_inferperf.profile`` is both a submodule (the Profile model) and the
+    ``pytest_inferperf.core.profile`` is both a submodule (the Profile model) and the
     public function ``profile()``; importing the submodule must not rebind the name.
     """
 
@@ -56,7 +56,7 @@ sys.modules[__name__].__class__ = _Package
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        from .version import version
+        from .core.version import version
 
         return version()
     module = _PUBLIC.get(name)

@@ -1,5 +1,5 @@
 """``python -m pytest_inferperf`` runs the ``inferperf`` command line."""
 
-from .cli import main
+from .cli.main import main
 
 raise SystemExit(main())

@@ -36,17 +36,17 @@ import numpy  # noqa: F401
 import onnx  # noqa: F401
 import onnxruntime  # noqa: F401
 
-import pytest_inferperf.onnx
-import pytest_inferperf.plugin.session
-import pytest_inferperf.runner  # noqa: F401
-from pytest_inferperf.pmu.base import Count, CounterSample, EventStatus
-from pytest_inferperf.profile import (
+import pytest_inferperf.measure.runner
+import pytest_inferperf.onnxrt.sessions
+import pytest_inferperf.plugin.session  # noqa: F401
+from pytest_inferperf.core.profile import (
     LatencyStats,
     MemoryStats,
     Profile,
     Repeat,
     Steadiness,
 )
+from pytest_inferperf.pmu.base import Count, CounterSample, EventStatus
 
 # hypothesis profiles for this project's machines: a shared 2-vCPU CI VM whose timings move
 # 10-30%, so no per-example deadline; HYPOTHESIS_PROFILE=thorough for a longer search.

@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pytest_inferperf.baseline import BaselineError, load_baseline
-from pytest_inferperf.budgets import parse_marker
-from pytest_inferperf.cli import build_parser, run
-from pytest_inferperf.profile import Profile
+from pytest_inferperf.cli.main import build_parser, run
+from pytest_inferperf.core.profile import Profile
+from pytest_inferperf.judge.baseline_store import BaselineError, load_baseline
+from pytest_inferperf.judge.budgets import parse_marker
 from pytest_inferperf.report.verdict import record_of
 
 RICH = Path(__file__).parent / "fixtures" / "profiles" / "rich_profile.json"
@@ -108,9 +108,9 @@ def _quiet() -> Iterator[None]:
 def drive(text: str, folder: Path, *, cli: bool = True) -> str:
     """Every path on ``text`` as a file; returns "refused" or "accepted". Raises on a crash."""
     from pytest_inferperf.report.html import render_html, render_run_html
+    from pytest_inferperf.report.old_names import failure_text, judge
     from pytest_inferperf.report.run import run_document, run_markdown
     from pytest_inferperf.report.terminal import record_update_line, render_summary
-    from pytest_inferperf.verdict import failure_text, judge
 
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "baseline.json"
@@ -137,7 +137,7 @@ def drive(text: str, folder: Path, *, cli: bool = True) -> str:
         run_document(records, commit=None)
         run_markdown(records)
         render_run_html(records, title="t")
-        from pytest_inferperf.assessment import assess_profile
+        from pytest_inferperf.diagnose.assessment import assess_profile
         from pytest_inferperf.report.text import render_profile
 
         render_html([assess_profile(valid), assess_profile(loaded)], title="t")

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_inferperf.accept import plan, read_run_outputs
-from pytest_inferperf.baseline import class_folder, load_baseline
-from pytest_inferperf.cli import main
-from pytest_inferperf.errors import UsageError
-from pytest_inferperf.machine import this_cpu
-from pytest_inferperf.metrics import profile_metrics
-from pytest_inferperf.numbers import number
+from pytest_inferperf.cli.accept import plan, read_run_outputs
+from pytest_inferperf.cli.main import main
+from pytest_inferperf.core.errors import UsageError
+from pytest_inferperf.core.metrics import profile_metrics
+from pytest_inferperf.core.numbers import number
+from pytest_inferperf.judge.baseline_store import class_folder, load_baseline
+from pytest_inferperf.measure.machine import this_cpu
 
 pytest_plugins = ["pytester"]
 

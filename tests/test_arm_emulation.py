@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from sysfs_trees import build_arm_tree
 
-from pytest_inferperf.budgets import check_budgets, parse_marker
-from pytest_inferperf.doctor import DoctorReport
-from pytest_inferperf.flame import capture
-from pytest_inferperf.flame.record import no_samples_reason, sample_native
-from pytest_inferperf.onnx import OperatorStat
+from pytest_inferperf.judge.budgets import check_budgets, parse_marker
+from pytest_inferperf.measure.flame import capture
+from pytest_inferperf.measure.flame.record import no_samples_reason, sample_native
+from pytest_inferperf.onnxrt.sessions import OperatorStat
 from pytest_inferperf.pmu.base import Count, CounterSample, EventStatus
 from pytest_inferperf.pmu.cpu import SystemPaths, emulation_evidence, identify
+from pytest_inferperf.pmu.doctor import DoctorReport
 from pytest_inferperf.pmu.events import DEFAULT_EVENTS, reason_cause, reason_group, resolve
 from pytest_inferperf.pmu.trust import distrusted, emulated_reason, screen
 from pytest_inferperf.report.doctor import render_text
@@ -381,7 +381,7 @@ def test_perf_with_no_samples_is_one_line_and_the_python_sampler_stands_in(tmp_p
 
 @pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
 def test_doctor_runs_here_without_claiming_emulation_on_this_machine():
-    from pytest_inferperf.doctor import run_doctor
+    from pytest_inferperf.pmu.doctor import run_doctor
 
     report = run_doctor()
     if report.cpu.emulation is None:
@@ -431,8 +431,8 @@ class _EmulatedPerf:
 
 
 def test_runner_takes_emulated_cycles_and_silent_events_out_of_the_profile():
-    from pytest_inferperf.metrics import profile_metrics
-    from pytest_inferperf.runner import Runner, RunSettings
+    from pytest_inferperf.core.metrics import profile_metrics
+    from pytest_inferperf.measure.runner import Runner, RunSettings
 
     backend = _EmulatedPerf()
     runner = Runner(
@@ -482,8 +482,8 @@ def test_time_budgets_are_not_judged_on_an_emulated_machine(tmp_path):
 
 
 def test_judging_an_emulated_profile_skips_ipc_and_time_budgets_and_keeps_memory():
-    from pytest_inferperf.runner import Runner, RunSettings
-    from pytest_inferperf.verdict import judge
+    from pytest_inferperf.measure.runner import Runner, RunSettings
+    from pytest_inferperf.report.old_names import judge
 
     backend = _EmulatedPerf()
     profile = Runner(

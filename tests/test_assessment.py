@@ -13,19 +13,24 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from pytest_inferperf import conditions
-from pytest_inferperf.assessment import (
+from pytest_inferperf.core.metrics import profile_metrics
+from pytest_inferperf.core.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
+from pytest_inferperf.diagnose.assessment import (
     Assessment,
     assess,
     assess_profile,
     diagnose_profile,
     rule_context,
 )
-from pytest_inferperf.budgets import Budget, PerfSpec
-from pytest_inferperf.classify import Evidence, Finding, diagnosis_as_dict, diagnosis_from_dict
-from pytest_inferperf.metrics import profile_metrics
+from pytest_inferperf.diagnose.classify import (
+    Evidence,
+    Finding,
+    diagnosis_as_dict,
+    diagnosis_from_dict,
+)
+from pytest_inferperf.judge.budgets import Budget, PerfSpec
+from pytest_inferperf.measure import conditions
 from pytest_inferperf.pmu.base import Count, CounterSample, EventStatus
-from pytest_inferperf.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
 from pytest_inferperf.report.verdict import change_summary, failure_text, headline, record_of
 
 CALLS = 50

@@ -12,8 +12,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_inferperf import baseline as baseline_mod
-from pytest_inferperf.baseline import (
+from pytest_inferperf.core.profile import (
+    LatencyStats,
+    MemoryStats,
+    Profile,
+    Repeat,
+    Steadiness,
+)
+from pytest_inferperf.judge import baseline_store as baseline_mod
+from pytest_inferperf.judge.baseline_store import (
     MAX_COMPONENT,
     BaselineError,
     baseline_path,
@@ -24,13 +31,6 @@ from pytest_inferperf.baseline import (
     short_hash,
 )
 from pytest_inferperf.pmu.base import Count, CounterSample, EventStatus
-from pytest_inferperf.profile import (
-    LatencyStats,
-    MemoryStats,
-    Profile,
-    Repeat,
-    Steadiness,
-)
 
 MACHINE = "x86_64-amd-epyc-zen3"
 FIXTURE_OK = [HealthCheck.function_scoped_fixture]  # tmp_path is only a folder to resolve in

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_inferperf import baseline_file
-from pytest_inferperf.assessment import assess
-from pytest_inferperf.budgets import parse_marker
-from pytest_inferperf.profile import Profile, ProfileFormatError, Repeat
-from pytest_inferperf.samples import Count, CounterSample
-from pytest_inferperf.stages import REST_STAGE
+from pytest_inferperf.core import baseline_file
+from pytest_inferperf.core.profile import Profile, ProfileFormatError, Repeat
+from pytest_inferperf.core.samples import Count, CounterSample
+from pytest_inferperf.diagnose.assessment import assess
+from pytest_inferperf.judge.budgets import parse_marker
+from pytest_inferperf.measure.stages import REST_STAGE
 
 RICH = Path(__file__).parent / "fixtures" / "profiles" / "rich_profile.json"
 

@@ -10,7 +10,8 @@ import math
 
 import pytest
 
-from pytest_inferperf.budgets import (
+from pytest_inferperf.core.metrics import METRICS, profile_metrics
+from pytest_inferperf.judge.budgets import (
     OTHER_KEYWORDS,
     RUNNER_KEYWORDS,
     Budget,
@@ -23,7 +24,6 @@ from pytest_inferperf.budgets import (
     check_budgets,
     parse_marker,
 )
-from pytest_inferperf.metrics import METRICS, profile_metrics
 
 # -- keyword names -----------------------------------------------------------------
 

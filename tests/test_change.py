@@ -13,7 +13,16 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pytest
 
-from pytest_inferperf.change import (
+from pytest_inferperf.core.metrics import profile_metrics
+from pytest_inferperf.core.profile import (
+    LatencyStats,
+    MemoryStats,
+    Profile,
+    Repeat,
+    StageStats,
+    Steadiness,
+)
+from pytest_inferperf.diagnose.change import (
     MATERIAL_SHARE,
     ChangeExplanation,
     explain_change,
@@ -23,19 +32,10 @@ from pytest_inferperf.change import (
     slowdown_of,
     stage_changes,
 )
-from pytest_inferperf.compare import compare_profiles
-from pytest_inferperf.metrics import profile_metrics
+from pytest_inferperf.diagnose.thresholds_by_core import CHANGE_COSTS, METRIC_CATEGORY
+from pytest_inferperf.judge.comparison import compare_profiles
+from pytest_inferperf.measure.stages import REST_STAGE
 from pytest_inferperf.pmu.base import Count, CounterSample
-from pytest_inferperf.profile import (
-    LatencyStats,
-    MemoryStats,
-    Profile,
-    Repeat,
-    StageStats,
-    Steadiness,
-)
-from pytest_inferperf.stages import REST_STAGE
-from pytest_inferperf.thresholds import CHANGE_COSTS, METRIC_CATEGORY
 
 CALLS = 20  # calls per repeat
 REPEATS = 12
@@ -337,7 +337,7 @@ def test_a_small_cache_move_cannot_explain_a_large_slowdown():
 
 
 def test_every_cost_row_names_a_known_metric_with_a_category_and_a_source():
-    from pytest_inferperf.metrics import METRICS
+    from pytest_inferperf.core.metrics import METRICS
 
     for metric, cost in CHANGE_COSTS.items():
         assert metric in METRICS and metric in METRIC_CATEGORY, metric

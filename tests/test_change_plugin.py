@@ -19,7 +19,7 @@ import pytest
 from onnx_graphs import matmul_chain  # noqa: F401
 from plugin_output import said, table_row
 
-import pytest_inferperf.onnx  # noqa: F401  (numpy, onnx, onnxruntime)
+import pytest_inferperf.onnxrt.sessions  # noqa: F401  (numpy, onnx, onnxruntime)
 
 pytest_plugins = ["pytester"]
 
@@ -32,7 +32,7 @@ import pytest
 from onnx_graphs import matmul_chain
 
 from pytest_inferperf import region
-from pytest_inferperf.onnx import SessionSettings, make_session
+from pytest_inferperf.onnxrt.sessions import SessionSettings, make_session
 
 FEEDS = {"x": np.ones((128, 256), np.float32)}
 

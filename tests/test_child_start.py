@@ -1,4 +1,4 @@
-"""What a simulation child reads before pytest runs (pytest_inferperf.child_start).
+"""What a simulation child reads before pytest runs (pytest_inferperf.measure.simulate.child_start).
 
 Natively, in subprocesses (the start file is read at interpreter start-up): the child
 runs pytest with the start file's arguments and environment, loads handed-over
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_inferperf import child_start
-from pytest_inferperf.child_process import ENV_START
-from pytest_inferperf.child_start import (
+from pytest_inferperf.measure.child_process import ENV_START
+from pytest_inferperf.measure.simulate import child_start
+from pytest_inferperf.measure.simulate.child_start import (
     BytecodeHandoff,
     ChildStart,
     cache_is_valid,
@@ -42,7 +42,7 @@ def _child(tmp_path: Path, start: ChildStart | None, *args: str) -> subprocess.C
         write_start(tmp_path / "start.json", start)
         env[ENV_START] = str(tmp_path / "start.json")
     return subprocess.run(
-        [sys.executable, "-m", "pytest_inferperf.child_start", *args],
+        [sys.executable, "-m", "pytest_inferperf.measure.simulate.child_start", *args],
         cwd=tmp_path,
         env=env,
         capture_output=True,

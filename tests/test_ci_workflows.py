@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_inferperf.core.default_paths import REPORT_DIR
 from pytest_inferperf.plugin import keys, session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,9 +40,10 @@ def _rel(path: Path) -> str:
 def _plugin_report_dir() -> str:
     """The folder the plugin writes flamegraphs to when no --inferperf-report is given."""
     source = Path(session.__file__).read_text(encoding="utf-8")
-    found = re.search(r'report_dir or Path\(self\.config\.rootpath\) / "([^"]+)"', source)
-    assert found, "the plugin's default report folder moved: update this test"
-    return found.group(1)
+    assert "report_dir or Path(self.config.rootpath) / REPORT_DIR" in source, (
+        "the plugin's default report folder moved: update this test"
+    )
+    return REPORT_DIR
 
 
 def _plugin_options() -> set[str]:

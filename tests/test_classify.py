@@ -1,8 +1,8 @@
 """The diagnosis: counter sets -> metrics -> categories, evidence, not-judged reasons.
 
-Each counter set below is built FROM the thresholds in ``pytest_inferperf.thresholds``
-(with the arithmetic in a comment), so the expected category follows from the cited
-numbers; nothing here tunes a threshold to the data.
+Each counter set below is built FROM the thresholds in
+``pytest_inferperf.diagnose.thresholds_by_core`` (with the arithmetic in a comment), so the expected
+category follows from the cited numbers; nothing here tunes a threshold to the data.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_inferperf import hooks
-from pytest_inferperf.classify import (
+from pytest_inferperf.core.metrics import METRICS, MetricContext, compute
+from pytest_inferperf.diagnose import hooks
+from pytest_inferperf.diagnose.classify import (
     CycleShare,
     Diagnosis,
     Evidence,
@@ -31,10 +32,7 @@ from pytest_inferperf.classify import (
     rank,
     strength,
 )
-from pytest_inferperf.metrics import METRICS, MetricContext, compute
-from pytest_inferperf.pmu.events import CATALOGUE
-from pytest_inferperf.report.diagnosis import render
-from pytest_inferperf.thresholds import (
+from pytest_inferperf.diagnose.thresholds_by_core import (
     CATEGORIES,
     CORES,
     THRESHOLDS,
@@ -42,6 +40,8 @@ from pytest_inferperf.thresholds import (
     core_facts,
     thresholds_for,
 )
+from pytest_inferperf.pmu.events import CATALOGUE
+from pytest_inferperf.report.diagnosis import render
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -807,7 +807,13 @@ def test_topdown_parts_need_only_their_own_inputs():
 
 
 def test_classify_never_imports_pytest():
-    for module in ("classify.py", "thresholds.py", "perfstat.py", "hooks.py", "metrics.py"):
+    for module in (
+        "diagnose/classify.py",
+        "diagnose/thresholds_by_core.py",
+        "ingest/perf_stat.py",
+        "diagnose/hooks.py",
+        "core/metrics.py",
+    ):
         source = (Path(__file__).parents[1] / "pytest_inferperf" / module).read_text()
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Import):
@@ -1110,7 +1116,7 @@ def _corpus_param(name, case):
 
 
 def _explain_corpus_case(name, case, capsys) -> dict:
-    from pytest_inferperf.cli import main
+    from pytest_inferperf.cli.main import main
 
     args = ["explain", str(CORPUS / f"{name}.txt"), "--json"]
     assert main(args + (["--cpu", case["cpu"]] if case["cpu"] else [])) == 0

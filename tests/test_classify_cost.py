@@ -14,18 +14,18 @@ import json
 
 import pytest
 
-from pytest_inferperf.change import MATERIAL_SHARE
-from pytest_inferperf.classify import (
+from pytest_inferperf.core.metrics import MetricContext, compute
+from pytest_inferperf.diagnose.change import MATERIAL_SHARE
+from pytest_inferperf.diagnose.classify import (
     EstimatedCost,
     diagnose,
     diagnosis_as_dict,
     diagnosis_from_dict,
     estimate_cost,
 )
-from pytest_inferperf.metrics import MetricContext, compute
+from pytest_inferperf.diagnose.thresholds_by_core import CHANGE_COSTS
 from pytest_inferperf.report.diagnosis import render
 from pytest_inferperf.report.headline import diagnosis_headline, finding_headline
-from pytest_inferperf.thresholds import CHANGE_COSTS
 
 ARENA_OFF = {
     "intra_op_threads": 1,
@@ -293,7 +293,7 @@ def test_cost_and_small_round_trip_and_old_diagnoses_load():
 
 def test_every_count_threshold_has_a_cost_on_record():
     # The rows whose metric is a count of events get their cost from the one table.
-    from pytest_inferperf.thresholds import THRESHOLDS
+    from pytest_inferperf.diagnose.thresholds_by_core import THRESHOLDS
 
     counts = {
         r.metric

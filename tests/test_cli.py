@@ -1,6 +1,6 @@
 """The ``inferperf analyse | validate | compare`` commands, run for real on the example models.
 
-Each command goes through ``pytest_inferperf.cli.main`` (one through ``python -m``), measures
+Each command goes through ``pytest_inferperf.cli.main.main`` (one through ``python -m``), measures
 with few repeats, and its files are read back: report.json must load as a Profile,
 report.html must be self-contained and escape every name, exit codes must follow
 0 ok / 1 regression / 2 usage error.
@@ -21,8 +21,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from pytest_inferperf.cli import main
-from pytest_inferperf.profile import Profile
+from pytest_inferperf.cli.main import main
+from pytest_inferperf.core.profile import Profile
 from pytest_inferperf.report.markdown import md
 
 REPO = Path(__file__).resolve().parent.parent

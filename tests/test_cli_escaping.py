@@ -14,8 +14,8 @@ from pathlib import Path
 
 from profile_paths import RICH
 
-from pytest_inferperf.cli import main
-from pytest_inferperf.terminal_safe import terminal_safe
+from pytest_inferperf.cli.main import main
+from pytest_inferperf.report.terminal_safe import terminal_safe
 
 HOSTILE = "\x1b[31mRED\x1b[0m\nFAKE ROW\r\x07"
 SHOWN = r"\x1b[31mRED\x1b[0m\x0aFAKE ROW\x0d\x07"
@@ -118,7 +118,7 @@ def test_explain_of_a_perf_stat_file_with_hostile_event_names(tmp_path, capsys):
 
 
 def test_terminal_safe_escapes_strings_at_every_depth_and_nothing_else(tmp_path):
-    from pytest_inferperf.profile import Profile
+    from pytest_inferperf.core.profile import Profile
 
     assert terminal_safe(("a\nb", {"k\r": ["\x1b", 2, 1.5, None]}, b"\x1b")) == (
         r"a\x0ab",

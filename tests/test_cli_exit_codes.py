@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from pytest_inferperf import cli
-from pytest_inferperf.input_memory import InputsTooLarge, check_inputs_fit
+from pytest_inferperf.cli import main as cli
+from pytest_inferperf.onnxrt.input_memory import InputsTooLarge, check_inputs_fit
 
 pytest_plugins = ["pytester"]
 
@@ -91,7 +91,7 @@ def test_analyse_with_a_huge_shape_is_a_usage_error(tmp_path, batch):
             "-c",
             "import resource, sys; "
             "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
-            "from pytest_inferperf.cli import main; sys.exit(main(sys.argv[1:]))",
+            "from pytest_inferperf.cli.main import main; sys.exit(main(sys.argv[1:]))",
             "analyse",
             str(path),
             "--shape",
@@ -114,8 +114,8 @@ def test_analyse_with_a_huge_shape_is_a_usage_error(tmp_path, batch):
 
 
 def test_a_partial_result_is_never_cached(tmp_path):
-    from pytest_inferperf.cache import CacheKey, ResultCache
-    from pytest_inferperf.runner import profile
+    from pytest_inferperf.measure.cache import CacheKey, ResultCache
+    from pytest_inferperf.measure.runner import profile
 
     calls = {"n": 0}
 

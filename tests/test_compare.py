@@ -11,8 +11,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from pytest_inferperf import compare as compare_mod
-from pytest_inferperf.compare import (
+from pytest_inferperf.core.metrics import METRICS
+from pytest_inferperf.core.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
+from pytest_inferperf.judge import comparison as compare_mod
+from pytest_inferperf.judge.comparison import (
     ALPHA,
     DEFAULT_TOLERANCES,
     FALLBACK_TOLERANCE,
@@ -24,9 +26,7 @@ from pytest_inferperf.compare import (
     mann_whitney_u,
     relative_delta,
 )
-from pytest_inferperf.metrics import METRICS
 from pytest_inferperf.pmu.base import Count, CounterSample
-from pytest_inferperf.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
 
 CALLS = 100  # calls per repeat
 
@@ -396,14 +396,14 @@ EXPORTS = Path(__file__).resolve().parent / "fixtures" / "exports"
 
 
 def _operators(variant: str) -> list:
-    from pytest_inferperf.onnx import default_dims, make_inputs, profile_operators
+    from pytest_inferperf.onnxrt.sessions import default_dims, make_inputs, profile_operators
 
     path = EXPORTS / f"{variant}.onnx"
     return profile_operators(path, make_inputs(path, default_dims(path)), runs=1, warmup=1)
 
 
 def test_stored_weight_types_of_real_exports():
-    from pytest_inferperf.precision import stored_weight_types
+    from pytest_inferperf.onnxrt.precision import stored_weight_types
 
     assert stored_weight_types(EXPORTS / "minilm_l3_st.onnx") == {}
     dequant = stored_weight_types(EXPORTS / "minilm_l3_st_dequant.onnx")
@@ -416,7 +416,11 @@ def test_stored_weight_types_of_real_exports():
 def test_int8_weights_cast_to_float_before_matmul_are_said_to_run_in_float():
     """The file stores int8 weights; ONNX Runtime folds the Cast and Mul at load time, so
     the profile's MatMuls run on float inputs: the table and the finding say so."""
-    from pytest_inferperf.precision import precision_findings, precision_lines, precision_table
+    from pytest_inferperf.onnxrt.precision import (
+        precision_findings,
+        precision_lines,
+        precision_table,
+    )
 
     ops = _operators("minilm_l3_st_dequant")
     assert sum(1 for o in ops if o.weight_type == "int8") == 18
@@ -438,7 +442,7 @@ def test_int8_weights_cast_to_float_before_matmul_are_said_to_run_in_float():
 
 
 def test_integer_kernels_and_4_bit_weights_are_named_as_they_run():
-    from pytest_inferperf.precision import precision_findings, precision_table
+    from pytest_inferperf.onnxrt.precision import precision_findings, precision_table
 
     int8 = {r["op_type"]: r for r in precision_table(_operators("minilm_l3_st_int8"))}
     assert int8["DynamicQuantizeMatMul"]["computes_in"] == "int8"
@@ -452,9 +456,9 @@ def test_integer_kernels_and_4_bit_weights_are_named_as_they_run():
 
 
 def test_compare_shows_the_precision_per_op_type_and_the_finding():
-    from pytest_inferperf.analyse import Analysis
+    from pytest_inferperf.cli.compare import side_by_side
+    from pytest_inferperf.measure.target import Analysis
     from pytest_inferperf.report.text import render_comparison
-    from pytest_inferperf.side_by_side import side_by_side
 
     fp32 = make_profile([1000] * 5).with_(
         operators=tuple(o.to_dict() for o in _operators("minilm_l3_st"))
@@ -475,7 +479,7 @@ def test_compare_shows_the_precision_per_op_type_and_the_finding():
 
 
 def test_operator_tables_of_several_sessions_say_whose_each_node_is():
-    from pytest_inferperf.assessment import assess_profile
+    from pytest_inferperf.diagnose.assessment import assess_profile
     from pytest_inferperf.report.html import render_html
     from pytest_inferperf.report.text import render_profile
 
@@ -513,8 +517,8 @@ def test_operator_tables_of_several_sessions_say_whose_each_node_is():
 
 
 def test_analyse_roofline_line_names_the_op_types_it_could_not_cost():
+    from pytest_inferperf.onnxrt.roofline import Ceilings, roofline_to_dict
     from pytest_inferperf.report.text import roofline_text
-    from pytest_inferperf.roofline import Ceilings, roofline_to_dict
 
     uncosted = [
         {
@@ -549,7 +553,7 @@ def _saved_profile(tmp_path, name: str, sha: str, shape: list[int]):
 
 
 def test_compare_refuses_saved_profiles_of_different_models(tmp_path, capsys):
-    from pytest_inferperf.cli import main
+    from pytest_inferperf.cli.main import main
 
     fp32 = _saved_profile(tmp_path, "fp32", "a", [1, 3])
     int8 = _saved_profile(tmp_path, "int8", "b", [1, 3])
@@ -571,7 +575,7 @@ def test_compare_refuses_saved_profiles_of_different_models(tmp_path, capsys):
 def test_compare_refuses_saved_profiles_of_other_inputs_and_accepts_the_same_model(
     tmp_path, capsys
 ):
-    from pytest_inferperf.cli import main
+    from pytest_inferperf.cli.main import main
 
     one = _saved_profile(tmp_path, "batch1", "a", [1, 3])
     eight = _saved_profile(tmp_path, "batch8", "a", [8, 3])

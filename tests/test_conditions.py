@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from pytest_inferperf import conditions
-from pytest_inferperf.conditions import Snapshot, between, busy_reasons, parse_proc_stat
-from pytest_inferperf.noise import NoiseFloor, floor_of, judge_timing, pooled, saturated
+from pytest_inferperf.judge.noise import NoiseFloor, floor_of, judge_timing, pooled, saturated
+from pytest_inferperf.measure import conditions
+from pytest_inferperf.measure.conditions import Snapshot, between, busy_reasons, parse_proc_stat
 
 STAT = """cpu  40276 0 6325 73934 223 0 125 120 0 0
 cpu0 17109 0 2682 40526 55 0 25 61 0 0
@@ -293,7 +293,7 @@ def test_the_floor_compares_the_fastest_calibration_rounds(monkeypatch):
     assert floor.slowdown_wall == pytest.approx(1.01)
     assert floor.slowdown_cpu == pytest.approx(1.02)
     assert floor.factor("cpu_ms_per_call") == 1.0
-    from pytest_inferperf import noise
+    from pytest_inferperf.judge import noise
 
     monkeypatch.setattr(noise, "CALIBRATION_STATISTIC", "median")  # the rule before
     assert floor_of(now, then).slowdown_cpu == pytest.approx(1.46)

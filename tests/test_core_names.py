@@ -16,12 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_inferperf.cli import build_parser, main
-from pytest_inferperf.metrics import TOPDOWN_MODELS
-from pytest_inferperf.pmu.arm_data import NOT_IMPLEMENTED
-from pytest_inferperf.pmu.cpu import ARM_PARTS, INTEL_MODELS, x86_core_name
-from pytest_inferperf.pmu.events import CATALOGUE
-from pytest_inferperf.thresholds import (
+from pytest_inferperf.cli.main import build_parser, main
+from pytest_inferperf.core.metrics import TOPDOWN_MODELS
+from pytest_inferperf.diagnose.thresholds_by_core import (
     AMBIGUOUS_CORE_NAMES,
     CORE_ALIASES,
     CORE_FAMILY_FALLBACKS,
@@ -32,6 +29,9 @@ from pytest_inferperf.thresholds import (
     known_core,
     resolve_core,
 )
+from pytest_inferperf.pmu.arm_data import NOT_IMPLEMENTED
+from pytest_inferperf.pmu.cpu import ARM_PARTS, INTEL_MODELS, x86_core_name
+from pytest_inferperf.pmu.events import CATALOGUE
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "perfstat"

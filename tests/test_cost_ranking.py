@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_inferperf.change import MATERIAL_SHARE
-from pytest_inferperf.classify import (
+from pytest_inferperf.diagnose.change import MATERIAL_SHARE
+from pytest_inferperf.diagnose.classify import (
     CycleShare,
     Finding,
     RuleContext,
@@ -27,15 +27,15 @@ from pytest_inferperf.classify import (
     diagnosis_from_dict,
     rank,
 )
-from pytest_inferperf.cycle_costs import (
+from pytest_inferperf.diagnose.cycle_costs import (
     CORE_PENALTIES,
     FAMILY_PENALTIES,
     KINDS,
     family_key,
     penalties,
 )
+from pytest_inferperf.diagnose.thresholds_by_core import CORES, X86_EXAMPLES
 from pytest_inferperf.report.diagnosis import render
-from pytest_inferperf.thresholds import CORES, X86_EXAMPLES
 
 
 def categories(diagnosis):

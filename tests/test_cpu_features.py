@@ -9,7 +9,11 @@ import sys
 
 import pytest
 
-from pytest_inferperf.pmu.cpu_features import features_text, hidden_features, seen_features
+from pytest_inferperf.measure.simulate.cpu_features import (
+    features_text,
+    hidden_features,
+    seen_features,
+)
 
 
 def test_hidden_features_put_the_kernels_dispatch_first():
@@ -31,7 +35,7 @@ def test_seen_features_reads_numpy_dispatch_without_importing_numpy_itself():
     assert seen and ({"SSE2", "AVX2"} & seen or {"ASIMD", "NEON"} & seen)
     code = (
         "import sys, json\n"
-        "from pytest_inferperf.pmu.cpu_features import seen_features\n"
+        "from pytest_inferperf.measure.simulate.cpu_features import seen_features\n"
         "print(json.dumps([seen_features() is None, 'numpy' in sys.modules]))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -42,7 +46,7 @@ def test_seen_features_reads_numpy_dispatch_without_importing_numpy_itself():
 def test_valgrind_shows_no_feature_this_cpu_lacks_and_hides_avx512():
     code = (
         "import json\n"
-        "from pytest_inferperf.pmu.cpu_features import seen_features\n"
+        "from pytest_inferperf.measure.simulate.cpu_features import seen_features\n"
         "print(json.dumps(sorted(seen_features(import_numpy=True))))"
     )
     done = subprocess.run(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_inferperf.cli import main
+from pytest_inferperf.cli.main import main
 
 REPO = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"^```[a-z]*\n(.*?)^```", re.MULTILINE | re.DOTALL)

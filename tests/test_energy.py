@@ -1,4 +1,4 @@
-"""Tests for pytest_inferperf.energy on fixture sysfs trees and on this machine."""
+"""Tests for pytest_inferperf.measure.energy on fixture sysfs trees and on this machine."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_inferperf.energy import (
+from pytest_inferperf.measure.energy import (
     NOT_AVAILABLE,
     EnergyResult,
     EnergySource,

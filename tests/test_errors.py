@@ -6,31 +6,31 @@ import importlib
 
 import pytest
 
-from pytest_inferperf.errors import InferperfError, UsageError
+from pytest_inferperf.core.errors import InferperfError, UsageError
 
 # (module, class, the standard base it kept so older ``except`` clauses still catch it)
 ERRORS = [
-    ("analyse", "UsageError", ValueError),
-    ("baseline", "BaselineError", Exception),
-    ("budgets", "MarkerError", ValueError),
-    ("compare", "IncomparableError", ValueError),
-    ("hooks", "HookResultError", ValueError),
-    ("input_memory", "InputsTooLarge", ValueError),
-    ("onnx", "ModelError", ValueError),
-    ("onnx", "InputSpecError", ValueError),
-    ("perfstat", "PerfStatError", ValueError),
-    ("profile", "ProfileFormatError", ValueError),
-    ("profile_check", "InvalidProfile", ValueError),
-    ("runner", "RunnerConfigError", ValueError),
-    ("runner", "MeasurementTimeout", TimeoutError),
-    ("safe_read", "UnreadableFile", OSError),
-    ("validate", "ModelMismatch", ValueError),
+    ("measure.target", "UsageError", ValueError),
+    ("judge.baseline_store", "BaselineError", Exception),
+    ("judge.budgets", "MarkerError", ValueError),
+    ("judge.comparison", "IncomparableError", ValueError),
+    ("diagnose.hooks", "HookResultError", ValueError),
+    ("onnxrt.input_memory", "InputsTooLarge", ValueError),
+    ("onnxrt.sessions", "ModelError", ValueError),
+    ("onnxrt.sessions", "InputSpecError", ValueError),
+    ("ingest.perf_stat", "PerfStatError", ValueError),
+    ("core.profile", "ProfileFormatError", ValueError),
+    ("core.profile_check", "InvalidProfile", ValueError),
+    ("measure.runner", "RunnerConfigError", ValueError),
+    ("measure.runner", "MeasurementTimeout", TimeoutError),
+    ("core.safe_read", "UnreadableFile", OSError),
+    ("cli.validate", "ModelMismatch", ValueError),
     ("pmu.base", "CountersError", RuntimeError),
-    ("pmu.callgrind", "CallgrindFormatError", ValueError),
+    ("measure.simulate.callgrind", "CallgrindFormatError", ValueError),
     ("pmu.events", "UnknownEventError", ValueError),
     ("pmu.perf_event", "PerfOpenError", OSError),
-    ("pmu.simulate", "SimulateUnavailable", RuntimeError),
-    ("pmu.simulate", "SimulateError", RuntimeError),
+    ("measure.simulate.backend", "SimulateUnavailable", RuntimeError),
+    ("measure.simulate.backend", "SimulateError", RuntimeError),
 ]
 
 
@@ -52,10 +52,10 @@ def test_perf_open_error_keeps_its_errno_under_the_new_base():
 
 
 def test_usage_error_lives_in_errors_and_analyse_only_uses_it():
-    from pytest_inferperf import analyse
+    from pytest_inferperf.measure import target as analyse
 
     assert analyse.UsageError is UsageError
-    assert UsageError.__module__ == "pytest_inferperf.errors"
+    assert UsageError.__module__ == "pytest_inferperf.core.errors"
 
 
 def test_no_error_class_of_the_package_lacks_the_base():
@@ -86,18 +86,18 @@ def test_no_error_class_of_the_package_lacks_the_base():
 
 # -- engine messages name no command-line flag; the CLI adds its own spelling ------------
 def test_a_usage_error_names_its_setting_plainly_and_the_cli_spells_it():
-    from pytest_inferperf.cli import SPELLING, _worded
+    from pytest_inferperf.cli.main import SPELLING, _worded
 
     error = UsageError("write NAME=N", setting="shape", value="'x'", hint="Or see {out}.")
     assert str(error) == "shape 'x': write NAME=N Or see the output folder setting."
     assert _worded(error) == "--shape 'x': write NAME=N Or see --out."
     assert error.text({"shape": "inferperf_shape"}).startswith("inferperf_shape 'x': ")
-    assert set(SPELLING) == set(__import__("pytest_inferperf.errors").errors.SETTINGS)
+    assert set(SPELLING) == set(__import__("pytest_inferperf.core.errors").core.errors.SETTINGS)
 
 
 def test_the_shape_errors_of_the_engine_name_no_flag():
-    from pytest_inferperf.analyse import parse_shape_arg
-    from pytest_inferperf.cli import _worded
+    from pytest_inferperf.cli.main import _worded
+    from pytest_inferperf.measure.target import parse_shape_arg
 
     with pytest.raises(UsageError) as caught:
         parse_shape_arg("sequence")
@@ -107,8 +107,8 @@ def test_the_shape_errors_of_the_engine_name_no_flag():
 
 
 def test_validate_names_the_tolerance_setting_not_the_flag(tmp_path):
-    from pytest_inferperf.cli import _worded
-    from pytest_inferperf.validate import validate_target
+    from pytest_inferperf.cli.main import _worded
+    from pytest_inferperf.cli.validate import validate_target
 
     with pytest.raises(UsageError) as caught:
         validate_target("m.onnx", tmp_path / "b.json", tolerance=-1.0)
@@ -121,8 +121,8 @@ def test_validate_names_the_tolerance_setting_not_the_flag(tmp_path):
 def test_an_unwritable_report_folder_is_named_and_the_cli_adds_its_option(tmp_path):
     from test_assessment import make
 
-    from pytest_inferperf.assessment import assess_profile
-    from pytest_inferperf.cli import _worded
+    from pytest_inferperf.cli.main import _worded
+    from pytest_inferperf.diagnose.assessment import assess_profile
     from pytest_inferperf.report.files import write_analysis
 
     blocker = tmp_path / "file"
@@ -136,9 +136,9 @@ def test_an_unwritable_report_folder_is_named_and_the_cli_adds_its_option(tmp_pa
 
 
 def test_an_unreadable_profile_names_no_flag_and_each_front_end_adds_its_fix(tmp_path):
-    from pytest_inferperf.analyse import load_profile
-    from pytest_inferperf.baseline import BaselineError, load_baseline
-    from pytest_inferperf.profile import FIX, Profile, ProfileFormatError
+    from pytest_inferperf.core.profile import FIX, Profile, ProfileFormatError
+    from pytest_inferperf.judge.baseline_store import BaselineError, load_baseline
+    from pytest_inferperf.measure.target import load_profile
 
     path = tmp_path / "b.json"
     path.write_text("{not json", encoding="utf-8")
@@ -157,8 +157,8 @@ def test_an_unreadable_profile_names_no_flag_and_each_front_end_adds_its_fix(tmp
 def test_a_timeout_names_the_timeout_as_each_front_end_spells_it():
     import pickle
 
-    from pytest_inferperf.cli import _worded
-    from pytest_inferperf.runner import MeasurementTimeout
+    from pytest_inferperf.cli.main import _worded
+    from pytest_inferperf.measure.runner import MeasurementTimeout
 
     error = MeasurementTimeout("w: no measured repeat.", hint="Raise {timeout}, or lower it.")
     assert isinstance(error, TimeoutError)
@@ -172,8 +172,8 @@ def test_a_timeout_names_the_timeout_as_each_front_end_spells_it():
 
 
 def test_an_error_without_settings_reads_the_same_everywhere():
-    from pytest_inferperf.budgets import MarkerError
-    from pytest_inferperf.cli import _worded
+    from pytest_inferperf.cli.main import _worded
+    from pytest_inferperf.judge.budgets import MarkerError
 
     error = MarkerError("@pytest.mark.perf: unknown keyword 'x'.")
     assert error.text({"shape": "--shape"}) == str(error) == _worded(error)

@@ -22,9 +22,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pytest_inferperf.flame import Flamegraphs, capture, safe_name
-from pytest_inferperf.flame.diff import diff_stacks, frame_totals, largest_changes
-from pytest_inferperf.flame.fold import (
+from pytest_inferperf.measure.flame import Flamegraphs, capture, safe_name
+from pytest_inferperf.measure.flame.diff import diff_stacks, frame_totals, largest_changes
+from pytest_inferperf.measure.flame.fold import (
     TRUNCATED,
     Frame,
     cap_folded,
@@ -36,11 +36,11 @@ from pytest_inferperf.flame.fold import (
     read_folded,
     write_folded,
 )
-from pytest_inferperf.flame.ops import operator_stacks
-from pytest_inferperf.flame.pysampler import sample_python
-from pytest_inferperf.flame.record import NOT_INSTALLED, refusal_reason, sample_native
-from pytest_inferperf.flame.svg import WIDTH, render_svg
-from pytest_inferperf.onnx import OperatorStat
+from pytest_inferperf.measure.flame.ops import operator_stacks
+from pytest_inferperf.measure.flame.pysampler import sample_python
+from pytest_inferperf.measure.flame.record import NOT_INSTALLED, refusal_reason, sample_native
+from pytest_inferperf.measure.flame.svg import WIDTH, render_svg
+from pytest_inferperf.onnxrt.sessions import OperatorStat
 
 FIXTURES = Path(__file__).parent / "fixtures" / "perfscript"
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -939,7 +939,7 @@ def _op(node: str, op_type: str, mean_us: float, runs: int = 10, **extra: object
 
 
 def test_a_3x_slowdown_reads_plus_200_percent_on_every_frame():
-    from pytest_inferperf.flame.diff import change_text, diff_per_call, total_change
+    from pytest_inferperf.measure.flame.diff import change_text, diff_per_call, total_change
 
     base = {"m;MatMul;mm": 100.0, "m;Softmax;sm": 20.0}
     now = {k: 3 * v for k, v in base.items()}
@@ -954,7 +954,7 @@ def test_a_3x_slowdown_reads_plus_200_percent_on_every_frame():
 
 
 def test_operator_diff_is_absolute_per_call_so_a_slower_matmul_is_never_blue():
-    from pytest_inferperf.flame import operator_diff_svg
+    from pytest_inferperf.measure.flame import operator_diff_svg
 
     # MatMul +85% per call while Softmax grew 2.5x: MatMul's *share* fell (20% -> 16%),
     # which a share-based diff paints blue; in time per call it is slower, so red
@@ -983,7 +983,7 @@ def test_operator_diff_is_absolute_per_call_so_a_slower_matmul_is_never_blue():
 
 
 def test_operator_diff_of_a_3x_slower_model_shows_3x_in_totals_and_tooltips():
-    from pytest_inferperf.flame import operator_diff_svg
+    from pytest_inferperf.measure.flame import operator_diff_svg
 
     base = [_op("mm", "MatMul", 100.0), _op("sm", "Softmax", 20.0)]
     now = [_op("mm", "MatMul", 300.0), _op("sm", "Softmax", 60.0)]
@@ -1041,8 +1041,8 @@ def test_sampled_diff_is_in_ms_per_call_when_both_runs_counted_their_calls(tmp_p
 
 
 def test_a_stripped_native_view_says_so_in_one_line_and_what_was_used():
-    from pytest_inferperf.flame import _stripped_note
-    from pytest_inferperf.flame.record import NativeSamples
+    from pytest_inferperf.measure.flame import _stripped_note
+    from pytest_inferperf.measure.flame.record import NativeSamples
 
     lib = "onnxruntime_pybind11_state.cpython-311-x86_64-linux-gnu.so"
     native = NativeSamples(
@@ -1128,7 +1128,7 @@ def test_a_failing_wrapped_workload_gets_an_operator_diff_in_time_per_call(pytes
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_svg_script_hover_of_a_per_call_diff_shows_before_after_and_ratio(tmp_path):
-    from pytest_inferperf.flame.diff import diff_per_call
+    from pytest_inferperf.measure.flame.diff import diff_per_call
 
     base = {"m;MatMul;mm": 100.0, "m;Softmax;sm": 20.0}
     now = {k: 3 * v for k, v in base.items()}
@@ -1163,7 +1163,7 @@ STATE_SO = "onnxruntime_pybind11_state.cpython-311-x86_64-linux-gnu.so"
 
 
 def _recorded_ort_nodes():
-    from pytest_inferperf.flame.native_ops import node_windows
+    from pytest_inferperf.measure.flame.native_ops import node_windows
 
     trace = json.loads(ORT_TRACE.read_text())
     windows = node_windows(trace["events"], start_ns=trace["start_ns"], model=trace["model"])
@@ -1173,7 +1173,7 @@ def _recorded_ort_nodes():
 def test_recorded_samples_go_to_the_node_that_was_running_on_their_thread():
     """Real perf script (-k monotonic) against the real ONNX Runtime trace of the same
     runs: each sample is placed by time, checked against a plain scan of the windows."""
-    from pytest_inferperf.flame.native_ops import attribute
+    from pytest_inferperf.measure.flame.native_ops import attribute
 
     windows, samples = _recorded_ort_nodes()
     assert len(windows) == 396 and len(samples) == 12  # 198 nodes, two runs
@@ -1203,7 +1203,7 @@ def test_recorded_samples_go_to_the_node_that_was_running_on_their_thread():
 
 
 def test_a_stripped_onnxruntime_says_its_native_frames_were_not_symbolised():
-    from pytest_inferperf.flame.native_ops import attribute, symbols_note
+    from pytest_inferperf.measure.flame.native_ops import attribute, symbols_note
 
     windows, samples = _recorded_ort_nodes()
     note = symbols_note(attribute(samples, windows))
@@ -1216,7 +1216,7 @@ def test_a_stripped_onnxruntime_says_its_native_frames_were_not_symbolised():
 
 
 def _constructed_windows():
-    from pytest_inferperf.flame.native_ops import NodeWindow
+    from pytest_inferperf.measure.flame.native_ops import NodeWindow
 
     us = 1_000  # ns
     base = 1_000 * 1_000_000_000  # 1000 s on the monotonic clock
@@ -1227,7 +1227,7 @@ def _constructed_windows():
 
 
 def test_symbolised_frames_start_at_the_kernels_compute_and_pool_threads_count():
-    from pytest_inferperf.flame.native_ops import attribute, kernel_frames, symbols_note
+    from pytest_inferperf.measure.flame.native_ops import attribute, kernel_frames, symbols_note
 
     samples = list(
         parse_perf_script((FIXTURES / "x86_64_symbolised_ort_constructed.txt").read_text())
@@ -1257,7 +1257,7 @@ def test_symbolised_frames_start_at_the_kernels_compute_and_pool_threads_count()
 
 
 def test_folding_below_a_node_splits_its_time_and_keeps_every_width():
-    from pytest_inferperf.flame.native_ops import fold_below_operators
+    from pytest_inferperf.measure.flame.native_ops import fold_below_operators
 
     op_stacks = {"tiny;MatMul;/l0/MatMul": 1000, "tiny;Softmax;/l0/Softmax": 999, "tiny;Add;a": 7}
     attributed = {
@@ -1283,7 +1283,7 @@ def test_folding_below_a_node_splits_its_time_and_keeps_every_width():
 
 
 def test_native_operator_view_without_perf_keeps_the_operator_view_and_says_why(tmp_path):
-    from pytest_inferperf.flame.native_ops import native_operator_view
+    from pytest_inferperf.measure.flame.native_ops import native_operator_view
 
     stacks = {"tiny;Conv;/conv1": 900.4, "tiny;Relu;/relu": 0.2}
     folded, why = native_operator_view(
@@ -1294,7 +1294,7 @@ def test_native_operator_view_without_perf_keeps_the_operator_view_and_says_why(
 
 @needs_perf
 def test_native_operator_view_with_no_session_says_why():
-    from pytest_inferperf.flame.native_ops import native_operator_view
+    from pytest_inferperf.measure.flame.native_ops import native_operator_view
 
     folded, why = native_operator_view(recognisable_python_workload, {"m;Op;n": 5})
     assert folded == {"m;Op;n": 5}
@@ -1309,7 +1309,12 @@ def test_native_operator_view_with_no_session_says_why():
 def test_a_real_wrapped_onnxruntime_run_gets_native_frames_below_its_nodes(tmp_path):
     """perf record -e cpu-clock here: a tokenise/run/post-process wrapper around MiniLM;
     the operator view keeps each node's µs and gains the frames perf saw below them."""
-    from pytest_inferperf.onnx import default_dims, make_inputs, make_session, operator_table
+    from pytest_inferperf.onnxrt.sessions import (
+        default_dims,
+        make_inputs,
+        make_session,
+        operator_table,
+    )
 
     model = Path(__file__).parent / "fixtures" / "exports" / "minilm_l3_st.onnx"
     session = make_session(model)
@@ -1349,7 +1354,7 @@ def test_a_real_wrapped_onnxruntime_run_gets_native_frames_below_its_nodes(tmp_p
 
 
 def test_kernel_frames_of_a_chain_that_stops_short_of_onnxruntime():
-    from pytest_inferperf.flame.native_ops import kernel_frames
+    from pytest_inferperf.measure.flame.native_ops import kernel_frames
 
     _, samples = _recorded_ort_nodes()
     # a page fault in malloc, its chain ending in a garbage address (0 in no library)
@@ -1392,7 +1397,7 @@ _EVENT_VALUE = st.one_of(
 @example([{"cat": "Node", "name": "/a_kernel_time", "ts": 0, "dur": 1.8e305, "tid": 0}])
 @example([{"cat": "Node", "name": "/a_kernel_time", "ts": 0, "dur": 1, "tid": float("inf")}])
 def test_node_windows_read_any_trace_events_without_raising(events):
-    from pytest_inferperf.flame.native_ops import node_windows
+    from pytest_inferperf.measure.flame.native_ops import node_windows
 
     windows = node_windows(events, start_ns=5_000, model="m")
     assert [w.begin_ns for w in windows] == sorted(w.begin_ns for w in windows)

@@ -238,8 +238,10 @@ def test_importing_the_plugin_loads_no_engine():
     outside = [m for m in added if not m.startswith("pytest_inferperf.plugin")]
     assert sorted(outside) == [
         "pytest_inferperf",
-        "pytest_inferperf.child_process",
-        "pytest_inferperf.default_paths",  # the default folder names (no imports)
+        "pytest_inferperf.core",
+        "pytest_inferperf.core.default_paths",  # the default folder names (no imports)
+        "pytest_inferperf.measure",
+        "pytest_inferperf.measure.child_process",
     ]
     assert "pytest_inferperf.plugin.fixtures" in added
 
@@ -261,10 +263,13 @@ def test_a_plain_run_loads_none_of_the_engine(pytester):
     line = next(x for x in result.outlines if "MODULES " in x)
     mods = json.loads(line.split("MODULES ", 1)[1])
     assert [m for m in mods if not m.startswith("pytest_inferperf.plugin")] == [
-        "pytest_inferperf.child_process",
-        "pytest_inferperf.default_paths",  # the default folder names (no imports)
-        "pytest_inferperf.errors",  # the error base hooks' HookResultError needs (no imports)
-        "pytest_inferperf.hooks",
+        "pytest_inferperf.core",
+        "pytest_inferperf.core.default_paths",  # the default folder names (no imports)
+        "pytest_inferperf.core.errors",  # the error base hooks' HookResultError needs (no imports)
+        "pytest_inferperf.diagnose",
+        "pytest_inferperf.diagnose.hooks",
+        "pytest_inferperf.measure",
+        "pytest_inferperf.measure.child_process",
     ]
     assert all(not m.startswith(HEAVY) for m in mods)
 
@@ -352,7 +357,7 @@ def test_an_unwritable_run_json_is_one_error_line_and_baselines_are_still_writte
 
 
 def test_inferperf_version():
-    from pytest_inferperf.version import version
+    from pytest_inferperf.core.version import version
 
     done = subprocess.run(
         [sys.executable, "-m", "pytest_inferperf", "--version"],
@@ -402,7 +407,7 @@ def test_pytest_html_report_has_columns_embedded_svg_and_relative_links(pytester
 def test_make_inputs_refuses_a_dimension_the_model_does_not_have():
     from onnx import TensorProto, helper
 
-    from pytest_inferperf.onnx import InputSpecError, make_inputs
+    from pytest_inferperf.onnxrt.sessions import InputSpecError, make_inputs
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence"])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "sequence"])
@@ -487,12 +492,12 @@ def test_run_html_is_one_self_contained_page(pytester):
 
 def test_the_public_api_loads_on_first_use_and_profile_stays_the_function():
     code = (
-        "import sys, pytest_inferperf.profile\n"
+        "import sys, pytest_inferperf.core.profile\n"
         "import pytest_inferperf as api\n"
-        "from pytest_inferperf.runner import profile\n"
+        "from pytest_inferperf.measure.runner import profile\n"
         "assert api.profile is profile, api.profile\n"
         "from pytest_inferperf import Profile, region, MeasurementTimeout\n"
-        "assert Profile.__module__ == 'pytest_inferperf.profile'\n"
+        "assert Profile.__module__ == 'pytest_inferperf.core.profile'\n"
         "assert set(api.__all__) >= {'profile', 'region', 'Profile', '__version__'}\n"
         "print(api.__version__)"
     )

@@ -229,7 +229,7 @@ def test_flamegraph_draws_native_stacks_or_says_in_one_line_that_perf_sampled_no
     sampler's view is drawn instead."""
     import shutil
 
-    from pytest_inferperf.flame import capture
+    from pytest_inferperf.measure.flame import capture
 
     if shutil.which("perf") is None:
         pytest.skip("perf is not installed (linux-perf)")

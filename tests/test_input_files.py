@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from plugin_output import said
 
-from pytest_inferperf.baseline import BaselineError, load_baseline
-from pytest_inferperf.safe_read import UnreadableFile, read_limited
+from pytest_inferperf.core.safe_read import UnreadableFile, read_limited
+from pytest_inferperf.judge.baseline_store import BaselineError, load_baseline
 
 pytest_plugins = ["pytester"]
 RICH = Path(__file__).parent / "fixtures" / "profiles" / "rich_profile.json"
@@ -143,7 +143,7 @@ def test_a_fifo_baseline_fails_only_its_test_and_the_session_goes_on(pytester):
 
 
 def test_rich_fixture_is_a_valid_profile():
-    from pytest_inferperf.profile import Profile
+    from pytest_inferperf.core.profile import Profile
 
     profile = Profile.load(RICH)
     assert profile.stages and profile.operators and profile.op_types and profile.roofline

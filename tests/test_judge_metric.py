@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from pytest_inferperf.compare import (
+from pytest_inferperf.judge.comparison import (
     IncomparableError,
     check_comparable,
     compare_profiles,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from profile_paths import baseline_files
 
-from pytest_inferperf.baseline import save_baseline, sweep_interrupted_writes
-from pytest_inferperf.flame import WORKDIR_PREFIX, sweep_abandoned_workdirs
+from pytest_inferperf.judge.baseline_store import save_baseline, sweep_interrupted_writes
+from pytest_inferperf.measure.flame import WORKDIR_PREFIX, sweep_abandoned_workdirs
 
 pytest_plugins = ["pytester"]
 
@@ -51,7 +51,7 @@ def test_save_names_its_temp_file_with_its_pid(tmp_path, monkeypatch):
         return real(src, dst)
 
     monkeypatch.setattr(os, "replace", spy)
-    from pytest_inferperf.profile import Profile
+    from pytest_inferperf.core.profile import Profile
 
     profile = Profile.load(Path(__file__).parent / "fixtures" / "profiles" / "rich_profile.json")
     save_baseline(tmp_path / "t.json", profile)
@@ -91,7 +91,12 @@ def test_perf_work_folders_of_exited_processes_are_removed(tmp_path):
 @pytest.mark.slow  # a minute of valgrind or several pytest runs
 def test_a_simulate_child_is_killed_with_its_group_on_ctrl_c(tmp_path, monkeypatch):
     """Ctrl-C while waiting for a child in its own session: the child's group goes too."""
-    from pytest_inferperf.pmu import simulate, simulate_parent
+    from pytest_inferperf.measure.simulate import (
+        backend as simulate,
+    )
+    from pytest_inferperf.measure.simulate import (
+        parent as simulate_parent,
+    )
 
     marker = tmp_path / "pid"
     script = f"import os, time; open({str(marker)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
@@ -125,7 +130,7 @@ def test_a_simulate_child_is_killed_with_its_group_on_ctrl_c(tmp_path, monkeypat
 def test_ctrl_c_in_the_write_pass_says_what_was_written(pytester):
     # In a subprocess: the conftest replaces a function of the package for the whole process.
     pytester.makeconftest("""
-        import pytest_inferperf.baseline as b
+        import pytest_inferperf.judge.baseline_store as b
         real, calls = b.save_baseline, []
         def second_is_interrupted(path, profile):
             calls.append(path)

@@ -18,10 +18,11 @@ import shutil
 import numpy  # noqa: F401
 import pytest
 
-import pytest_inferperf.onnx  # noqa: F401
-from pytest_inferperf import measure, operator_pass
-from pytest_inferperf.budgets import parse_marker
-from pytest_inferperf.measure import (
+import pytest_inferperf.onnxrt.sessions  # noqa: F401
+from pytest_inferperf.judge.budgets import parse_marker
+from pytest_inferperf.measure import measurer as measure
+from pytest_inferperf.measure import operator_pass
+from pytest_inferperf.measure.measurer import (
     ChildMeasurer,
     MeasureOptions,
     NativeMeasurer,
@@ -31,8 +32,17 @@ from pytest_inferperf.measure import (
     backend_for,
     measurer_for,
 )
-from pytest_inferperf.pmu import perf_event, simulate_child, simulate_parent, simulate_valgrind
-from pytest_inferperf.runner import Runner, RunSettings
+from pytest_inferperf.measure.runner import Runner, RunSettings
+from pytest_inferperf.measure.simulate import (
+    child as simulate_child,
+)
+from pytest_inferperf.measure.simulate import (
+    parent as simulate_parent,
+)
+from pytest_inferperf.measure.simulate import (
+    valgrind as simulate_valgrind,
+)
+from pytest_inferperf.pmu import perf_event
 
 pytest_plugins = ["pytester"]
 

@@ -1,4 +1,4 @@
-"""Tests for pytest_inferperf.onnx and examples/build_models.py."""
+"""Tests for pytest_inferperf.onnxrt.sessions and examples/build_models.py."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 from onnx_graphs import make_model as _model
 
-from pytest_inferperf.onnx import (
+from pytest_inferperf.onnxrt.sessions import (
     InputSpecError,
     ModelError,
     OperatorStat,
@@ -33,7 +33,7 @@ from pytest_inferperf.onnx import (
 )
 
 REPO = Path(__file__).resolve().parent.parent
-ONNX_MODULE = REPO / "pytest_inferperf" / "onnx.py"
+ONNX_MODULE = REPO / "pytest_inferperf" / "onnxrt/sessions.py"
 BUILD_SCRIPT = REPO / "examples" / "build_models.py"
 DIMS = {"batch": 1, "sequence": 128}
 
@@ -126,7 +126,7 @@ def test_measuring_a_session_and_making_its_inputs_do_not_import_the_onnx_packag
 ) -> None:
     # 0.8 s of imports in every xdist worker (4 s in a simulation child), for a package
     # only the graph reader needed: make_inputs, default_dims and the operator pass's
-    # stored weight types read the graph through pytest_inferperf.onnx_graph
+    # stored weight types read the graph through pytest_inferperf.onnxrt.graph
     import subprocess
     import sys
 
@@ -135,9 +135,9 @@ def test_measuring_a_session_and_making_its_inputs_do_not_import_the_onnx_packag
     code = f"""
 import json, sys
 import numpy as np
-from pytest_inferperf.onnx import (
+from pytest_inferperf.onnxrt.sessions import (
     default_dims, describe_session, make_inputs, make_session, profile_operators, session_of)
-from pytest_inferperf.runner import profile
+from pytest_inferperf.measure.runner import profile
 session = make_session({str(model)!r})
 x = make_inputs({str(model)!r}, default_dims({str(model)!r}))
 p = profile(session.run, None, x, warmup=1, repeat=3, min_time=0.0)
@@ -158,7 +158,13 @@ print(json.dumps({{"onnx": "onnx" in sys.modules, "found": session_of(session.ru
 PACKAGE = REPO / "pytest_inferperf"
 # the ONNX side: running sessions, costing, precision, the operator row they share, and
 # the flamegraphs drawn from operator tables
-ONNX_SIDE = ("onnx", "operators", "roofline", "precision", "flame")
+ONNX_SIDE = (
+    "onnxrt.sessions",
+    "onnxrt.operators",
+    "onnxrt.roofline",
+    "onnxrt.precision",
+    "measure.flame",
+)
 
 
 def _package_imports() -> dict[str, dict[str, set[str]]]:
@@ -228,7 +234,7 @@ def test_onnx_side_has_no_import_cycle() -> None:
     assert _cycles({"a": {"b": set()}, "b": {"a": set()}}) == [{"a", "b"}]  # the scan works
     cycles = [c for c in _cycles(graph) if any(_on_onnx_side(m) for m in c)]
     assert cycles == []
-    assert "pytest_inferperf.operators" in graph["pytest_inferperf.roofline"]
+    assert "pytest_inferperf.onnxrt.operators" in graph["pytest_inferperf.onnxrt.roofline"]
 
 
 def test_onnx_side_imports_no_private_name_across_modules() -> None:
@@ -245,13 +251,13 @@ def test_onnx_side_imports_no_private_name_across_modules() -> None:
 
 
 def test_operator_row_lives_below_onnx_roofline_and_precision() -> None:
-    from pytest_inferperf import onnx as onnx_module
-    from pytest_inferperf import operators
+    from pytest_inferperf.onnxrt import operators
+    from pytest_inferperf.onnxrt import sessions as onnx_module
 
     graph = _package_imports()
     # the lowest layer imports none of ours but the error base (a module with no imports)
-    assert set(graph["pytest_inferperf.operators"]) <= {"pytest_inferperf.errors"}
-    assert graph.get("pytest_inferperf.errors", {}) == {}
+    assert set(graph["pytest_inferperf.onnxrt.operators"]) <= {"pytest_inferperf.core.errors"}
+    assert graph.get("pytest_inferperf.core.errors", {}) == {}
     assert onnx_module.OperatorStat is operators.OperatorStat  # old import path still works
     assert list(operators.node_name_variants("fused /l0/MatMul/MatMulAddFusion")) == [
         "fused /l0/MatMul/MatMulAddFusion",
@@ -821,7 +827,7 @@ def _table(fields: dict) -> list[tuple[str, str, str]]:
 def test_a_wrapped_session_run_gets_the_same_operator_table_as_a_direct_one(tmp_path):
     import functools
 
-    from pytest_inferperf.onnx import describe_session, operator_times
+    from pytest_inferperf.onnxrt.sessions import describe_session, operator_times
 
     session = _chain_session(tmp_path, "encoder")
     feeds = {"x": np.ones((16, 32), np.float32)}
@@ -858,7 +864,7 @@ def test_only_the_profiled_runs_of_the_operator_pass_are_timed(tmp_path, monkeyp
     watched call that finds the sessions, nor reading the trace)."""
     import contextlib
 
-    import pytest_inferperf.onnx as onnx_module
+    import pytest_inferperf.onnxrt.sessions as onnx_module
 
     encoder = _chain_session(tmp_path, "encoder")
     classifier = _chain_session(tmp_path, "classifier")
@@ -907,8 +913,8 @@ def test_only_the_profiled_runs_of_the_operator_pass_are_timed(tmp_path, monkeyp
 
 
 def test_each_session_a_workload_runs_gets_its_own_table(tmp_path):
-    from pytest_inferperf.flame.ops import operator_stacks
-    from pytest_inferperf.onnx import operator_times
+    from pytest_inferperf.measure.flame.ops import operator_stacks
+    from pytest_inferperf.onnxrt.sessions import operator_times
 
     encoder = _chain_session(tmp_path, "encoder", matmuls=2)
     classifier = _chain_session(tmp_path, "classifier")
@@ -936,7 +942,7 @@ def test_each_session_a_workload_runs_gets_its_own_table(tmp_path):
 
 
 def test_no_session_found_says_why_in_one_line(tmp_path):
-    from pytest_inferperf.onnx import operator_table, operator_times
+    from pytest_inferperf.onnxrt.sessions import operator_table, operator_times
 
     fields, why = operator_times(lambda: np.ones(4).sum())
     assert fields == {} and why == (
@@ -958,8 +964,8 @@ def test_no_session_found_says_why_in_one_line(tmp_path):
 
 
 def test_analyse_of_a_python_callable_gets_the_operator_table_of_its_session(tmp_path):
-    from pytest_inferperf.analyse import analyse_callable
-    from pytest_inferperf.onnx import operator_times
+    from pytest_inferperf.measure.target import analyse_callable
+    from pytest_inferperf.onnxrt.sessions import operator_times
 
     session = _chain_session(tmp_path, "encoder")
     bench = tmp_path / "bench_pipeline.py"

@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-from pytest_inferperf.onnx import ModelError, make_inputs
-from pytest_inferperf.onnx_graph import (
+from pytest_inferperf.onnxrt.graph import (
     ELEMENT_TYPE_NAMES,
     GraphFormatError,
     read_graph,
 )
+from pytest_inferperf.onnxrt.sessions import ModelError, make_inputs
 
 REPO = Path(__file__).resolve().parents[1]
 

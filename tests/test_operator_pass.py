@@ -18,8 +18,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx_graphs import make_model
 
-import pytest_inferperf.onnx as onnx_module
-from pytest_inferperf.onnx import (
+import pytest_inferperf.onnxrt.sessions as onnx_module
+from pytest_inferperf.onnxrt.sessions import (
     PASS_WARMUP,
     describe_session,
     find_session_calls,

@@ -87,7 +87,7 @@ def test_examples_conftest_names_the_models_build_models_builds() -> None:
 def test_a_call_without_onnx_runtime_does_not_import_onnx() -> None:
     loaded = _imports_after(
         """
-        from pytest_inferperf.runner import profile
+        from pytest_inferperf.measure.runner import profile
         p = profile(sum, [1, 2, 3], backend="none", repeat=2, warmup=1, warmup_max=1,
                     min_time=0.0)
         assert p.calls >= 2

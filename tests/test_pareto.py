@@ -1,4 +1,4 @@
-"""Tests for pytest_inferperf.pareto: the latency/quality front and its SVG."""
+"""Tests for pytest_inferperf.report.pareto: the latency/quality front and its SVG."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pytest_inferperf.pareto import Variant, pareto_front, render_pareto_svg, without_quality
+from pytest_inferperf.report.pareto import Variant, pareto_front, render_pareto_svg, without_quality
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

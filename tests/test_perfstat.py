@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_inferperf.cli import build_parser, main
-from pytest_inferperf.perfstat import (
+from pytest_inferperf.cli.main import build_parser, main
+from pytest_inferperf.ingest.perf_stat import (
     PerfStatError,
     load,
     logical_name,

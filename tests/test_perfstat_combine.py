@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_inferperf.metrics import METRICS
-from pytest_inferperf.perfstat import (
+from pytest_inferperf.core.metrics import METRICS
+from pytest_inferperf.ingest.perf_stat import (
     _ARM_CODES,
     _ARM_NAMES,
     BORROW_TOLERANCE,

@@ -99,7 +99,7 @@ def test_budget_pass_fail_and_message(suite):
 
 
 def test_budget_on_uncountable_events_is_skipped_with_the_reason(suite):
-    from pytest_inferperf.machine import this_cpu
+    from pytest_inferperf.measure.machine import this_cpu
 
     if this_cpu().pmus:
         pytest.skip("this machine has a PMU")
@@ -326,7 +326,7 @@ def test_records_cross_xdist_as_json_and_arrive_typed(suite):
     suite.makeconftest(
         """
         import json, pathlib
-        from pytest_inferperf.records import ProfileRecord
+        from pytest_inferperf.report.records import ProfileRecord
 
         ROLE = []
 
@@ -442,8 +442,8 @@ def test_simulated_example_counts_the_same_twice(pytester, copy_examples):
     with ONNX Runtime's telemetry off): measured 0.01-0.2% for data and branch
     misses; instruction-cache misses are few (0.05% of instructions) and moved 2%.
     """
-    from pytest_inferperf.pmu import simulate
-    from pytest_inferperf.pmu.simulate_shared import child_count
+    from pytest_inferperf.measure.simulate import backend as simulate
+    from pytest_inferperf.measure.simulate.shared import child_count
 
     if simulate.available():
         pytest.skip(simulate.available())
@@ -518,7 +518,7 @@ def build(path):
 def test_failure_carries_the_diagnosis_and_hooks_add_findings(suite):
     suite.makepyfile(tiny_model=SPINNING_MODEL)
     suite.makeconftest("""
-        from pytest_inferperf.classify import Evidence, Finding
+        from pytest_inferperf.diagnose.classify import Evidence, Finding
 
         def pytest_inferperf_metrics(counts, context):
             if "task_clock" in counts:
@@ -536,7 +536,7 @@ def test_failure_carries_the_diagnosis_and_hooks_add_findings(suite):
         test_a="""
         import numpy as np, pytest
         from tiny_model import build
-        from pytest_inferperf.onnx import SessionSettings, make_session
+        from pytest_inferperf.onnxrt.sessions import SessionSettings, make_session
 
         @pytest.mark.perf(latency_p50_ms_max=0.000001, warmup=1, repeat=5)
         def test_spinning_pool(pmu_profile, tmp_path):
@@ -642,7 +642,7 @@ def test_without_perf_the_python_and_operator_views_still_come(suite, monkeypatc
         test_a="""
         import numpy as np, pytest
         from tiny_model import build
-        from pytest_inferperf.onnx import SessionSettings, make_session
+        from pytest_inferperf.onnxrt.sessions import SessionSettings, make_session
 
         @pytest.mark.perf(latency_p50_ms_max=0.000001, warmup=1, repeat=3)
         def test_model(pmu_profile, tmp_path):
@@ -695,7 +695,7 @@ def test_update_writes_only_tests_that_met_their_budgets_and_keeps_others(suite)
 
 @pytest.mark.slow
 def test_simulate_backend_catches_three_percent_more_work(suite):
-    from pytest_inferperf.pmu import simulate
+    from pytest_inferperf.measure.simulate import backend as simulate
 
     if simulate.available():
         pytest.skip(simulate.available())

@@ -85,8 +85,8 @@ def _sha8(text: str) -> str:
 
 # -- the one flamegraph pass of the plugin and the CLI -----------------------------------
 def _profile(**changes):
+    from pytest_inferperf.core.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
     from pytest_inferperf.pmu.base import Count, CounterSample
-    from pytest_inferperf.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
 
     sample = CounterSample(counts={"task_clock": Count(900_000.0, 900_000)})
     profile = Profile(
@@ -119,8 +119,8 @@ OPS = (
 
 
 def test_capture_for_keeps_relative_views_stacks_and_says_what_is_missing(tmp_path):
-    from pytest_inferperf.flame import capture_for
-    from pytest_inferperf.flame.record import NOT_INSTALLED
+    from pytest_inferperf.measure.flame import capture_for
+    from pytest_inferperf.measure.flame.record import NOT_INSTALLED
 
     from_onnx = _profile(operators=OPS)
     baseline = _profile(operators=OPS)  # operators but no stored stacks
@@ -147,7 +147,7 @@ def test_capture_for_keeps_relative_views_stacks_and_says_what_is_missing(tmp_pa
 
 
 def test_capture_for_diffs_against_the_baselines_stacks_and_finds_no_session(tmp_path):
-    from pytest_inferperf.flame import capture_for
+    from pytest_inferperf.measure.flame import capture_for
 
     first = capture_for(
         _python_work, name="x", out_dir=tmp_path, relative_to=tmp_path, seconds=0.2, native=False
@@ -172,7 +172,7 @@ def test_capture_for_diffs_against_the_baselines_stacks_and_finds_no_session(tmp
 
 # -- the typed worker -> controller record ---------------------------------------------
 def _record(key="t.py::test_a", **changes):
-    from pytest_inferperf.records import ProfileRecord
+    from pytest_inferperf.report.records import ProfileRecord
 
     values = {
         "key": key,
@@ -191,7 +191,7 @@ def _record(key="t.py::test_a", **changes):
 def test_record_round_trips_through_json_and_keeps_unknown_keys():
     import json
 
-    from pytest_inferperf.records import ProfileRecord
+    from pytest_inferperf.report.records import ProfileRecord
 
     record = _record(busy=["other processes kept 1.2 of 2 CPUs busy"], failure=None)
     data = json.loads(json.dumps(record.to_json(), allow_nan=False))
@@ -213,7 +213,7 @@ def test_worker_side_record_has_no_test_fields_until_the_controller_adds_them():
 def test_a_malformed_record_is_refused_with_its_reason():
     import pytest
 
-    from pytest_inferperf.records import ProfileRecord, RecordFormatError
+    from pytest_inferperf.report.records import ProfileRecord, RecordFormatError
 
     good = _record().to_json()
     with pytest.raises(RecordFormatError, match="lacks metrics"):
@@ -233,9 +233,9 @@ def test_ran_clean_is_what_may_become_a_baseline():
 
 
 def test_of_verdict_carries_the_verdicts_summary():
-    from pytest_inferperf.budgets import PerfSpec
-    from pytest_inferperf.records import ProfileRecord
-    from pytest_inferperf.verdict import judge
+    from pytest_inferperf.judge.budgets import PerfSpec
+    from pytest_inferperf.report.old_names import judge
+    from pytest_inferperf.report.records import ProfileRecord
 
     verdict = judge("t.py::test_a", _profile(), PerfSpec(), baseline=None, baseline_note="none")
     record = ProfileRecord.of_verdict(verdict, failure=None)
@@ -246,7 +246,7 @@ def test_of_verdict_carries_the_verdicts_summary():
 
 # -- the baseline write pass -------------------------------------------------------------
 def test_write_pass_writes_clean_records_and_refuses_the_rest(tmp_path):
-    from pytest_inferperf.baseline import baseline_path, load_baseline, write_pass
+    from pytest_inferperf.judge.baseline_store import baseline_path, load_baseline, write_pass
 
     records = [
         _record("t.py::test_b"),
@@ -270,7 +270,7 @@ def test_write_pass_writes_clean_records_and_refuses_the_rest(tmp_path):
 
 
 def test_write_pass_refuses_keys_that_share_a_file(tmp_path, monkeypatch):
-    from pytest_inferperf import baseline
+    from pytest_inferperf.judge import baseline_store as baseline
 
     real = baseline.baseline_path
     monkeypatch.setattr(baseline, "baseline_path", lambda d, m, b, key: real(d, m, b, key.lower()))
@@ -283,7 +283,7 @@ def test_write_pass_refuses_keys_that_share_a_file(tmp_path, monkeypatch):
 
 
 def test_write_pass_reports_a_file_it_cannot_write(tmp_path):
-    from pytest_inferperf.baseline import write_pass
+    from pytest_inferperf.judge.baseline_store import write_pass
 
     (tmp_path / "x86_64-test+none").write_text("a file where the folder should be")
     (done,) = write_pass([_record()], tmp_path)
@@ -305,8 +305,8 @@ def not_a_hook(counts, context):
 def test_the_inferperf_manager_takes_what_pytest_takes():
     import pytest
 
-    from pytest_inferperf import hooks
-    from pytest_inferperf.metrics import MetricContext
+    from pytest_inferperf.core.metrics import MetricContext
+    from pytest_inferperf.diagnose import hooks
 
     class Plain:  # named like a conftest.py's hook, unmarked
         def pytest_inferperf_metrics(self, counts, context):
@@ -331,7 +331,7 @@ def test_the_inferperf_manager_takes_what_pytest_takes():
 
 
 def test_pytest_reads_the_same_specs(pytester):
-    from pytest_inferperf import hooks
+    from pytest_inferperf.diagnose import hooks
 
     pm = pytester.parseconfig().pluginmanager
     for name in hooks.HOOKS:
@@ -341,8 +341,8 @@ def test_pytest_reads_the_same_specs(pytester):
 def test_the_registry_loads_a_named_module_once_and_says_when_it_cannot(tmp_path, monkeypatch):
     import pytest
 
-    from pytest_inferperf import hooks
-    from pytest_inferperf.metrics import MetricContext
+    from pytest_inferperf.core.metrics import MetricContext
+    from pytest_inferperf.diagnose import hooks
 
     (tmp_path / "house_hooks.py").write_text(HOUSE_PLUGIN)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -363,7 +363,7 @@ def test_the_registry_loads_a_named_module_once_and_says_when_it_cannot(tmp_path
 
 
 def test_validate_sees_the_registrys_hooks(tmp_path, monkeypatch):
-    from pytest_inferperf.validate import validate_target
+    from pytest_inferperf.cli.validate import validate_target
 
     (tmp_path / "house_hooks.py").write_text(HOUSE_PLUGIN)
     monkeypatch.syspath_prepend(str(tmp_path))

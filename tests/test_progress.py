@@ -8,8 +8,8 @@ import io
 # cannot be loaded twice in a process: import what the inner runs import first.
 import numpy  # noqa: F401  (the calibration workload measured next to every profile)
 
-import pytest_inferperf.onnx  # noqa: F401  (onnx, onnxruntime: the session facts)
-from pytest_inferperf.progress import QUIET, LiveLine, ProgressCounters, ticking
+import pytest_inferperf.onnxrt.sessions  # noqa: F401  (onnx, onnxruntime: the session facts)
+from pytest_inferperf.measure.progress import QUIET, LiveLine, ProgressCounters, ticking
 
 pytest_plugins = ["pytester"]
 

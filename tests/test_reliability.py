@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from profile_paths import baseline_files
 
 from pytest_inferperf import profile as run_profile
-from pytest_inferperf.baseline import BaselineError, load_baseline, save_baseline
+from pytest_inferperf.core.profile import Profile
+from pytest_inferperf.judge.baseline_store import BaselineError, load_baseline, save_baseline
 from pytest_inferperf.pmu.perf_backend import fd_count
-from pytest_inferperf.profile import Profile
 
 pytest_plugins = ["pytester"]
 
@@ -293,7 +293,7 @@ def test_a_collision_is_refused_not_judged(pytester):
     In a subprocess: the conftest replaces a function of the package for the whole process.
     """
     pytester.makeconftest("""
-        import pytest_inferperf.baseline as b
+        import pytest_inferperf.judge.baseline_store as b
         real = b.baseline_path
         def one_file(folder, machine_class, backend, nodeid):
             return real(folder, machine_class, backend, "same.py::test")

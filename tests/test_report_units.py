@@ -15,10 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_assessment import make
 
-from pytest_inferperf.assessment import assess, assess_profile
-from pytest_inferperf.budgets import PerfSpec
-from pytest_inferperf.classify import Diagnosis, EstimatedCost, Evidence, Finding
-from pytest_inferperf.numbers import number, reading
+from pytest_inferperf.core.numbers import number, reading
+from pytest_inferperf.diagnose.assessment import assess, assess_profile
+from pytest_inferperf.diagnose.classify import Diagnosis, EstimatedCost, Evidence, Finding
+from pytest_inferperf.judge.budgets import PerfSpec
 from pytest_inferperf.report import headline, html, markdown, terminal, text
 from pytest_inferperf.report.verdict import record_of
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from plugin_output import table_row
 
-from pytest_inferperf.baseline import class_folder
-from pytest_inferperf.machine import this_cpu
+from pytest_inferperf.judge.baseline_store import class_folder
+from pytest_inferperf.measure.machine import this_cpu
 
 pytest_plugins = ["pytester"]
 
@@ -113,7 +113,7 @@ def test_an_unreadable_baseline_fails_as_unreadable_not_as_missing(suite):
 
 def test_a_run_that_failed_only_for_the_missing_baseline_is_accepted_as_its_first(suite, capsys):
     """A runner of a new class: the failed run's report folder becomes its baselines."""
-    from pytest_inferperf.cli import main
+    from pytest_inferperf.cli.main import main
 
     result = run(suite, "--inferperf", "--inferperf-require-baseline", "--inferperf-report", "rep")
     result.assert_outcomes(failed=1)
@@ -133,7 +133,7 @@ def test_a_run_that_failed_only_for_the_missing_baseline_is_accepted_as_its_firs
 def test_another_profiles_failure_is_still_not_accepted_for_a_passing_one(suite, capsys):
     """Only the profile without its baseline failed; a passing profile of the same
     test, which has its baseline, is kept as it is."""
-    from pytest_inferperf.cli import main
+    from pytest_inferperf.cli.main import main
 
     suite.makepyfile(
         test_a=TEST.replace(

@@ -1,4 +1,4 @@
-"""Tests for pytest_inferperf.roofline: FLOP/byte counting, ceilings, the join, the SVG."""
+"""Tests for pytest_inferperf.onnxrt.roofline: FLOP/byte counting, ceilings, the join, the SVG."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx_graphs import make_model as _model
 
-from pytest_inferperf.onnx import InputSpecError, ModelError, OperatorStat, profile_operators
-from pytest_inferperf.roofline import (
+from pytest_inferperf.onnxrt.roofline import (
     Ceilings,
     OpCost,
     RooflinePoint,
@@ -27,6 +26,12 @@ from pytest_inferperf.roofline import (
     roofline_points,
     roofline_to_dict,
     unmatched_operators,
+)
+from pytest_inferperf.onnxrt.sessions import (
+    InputSpecError,
+    ModelError,
+    OperatorStat,
+    profile_operators,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -371,7 +376,7 @@ def test_points_from_a_real_profile(tmp_path: Path) -> None:
 
 
 def test_points_on_mobilenet_with_fused_and_renamed_nodes(mobilenet_path: Path) -> None:
-    from pytest_inferperf.onnx import make_inputs
+    from pytest_inferperf.onnxrt.sessions import make_inputs
 
     costs = op_costs(mobilenet_path, {"batch": 1})
     operators = profile_operators(
@@ -531,7 +536,7 @@ def test_svg_with_no_points() -> None:
 
 
 def test_svg_axes() -> None:
-    from pytest_inferperf.svgplot import Axis, category_colours
+    from pytest_inferperf.core.svgplot import Axis, category_colours
 
     log = Axis.fit("x", [0.03, 45.0, -1.0, math.inf], log=True)
     assert (log.lo, log.hi) == (0.01, 100.0)
@@ -555,8 +560,8 @@ HF_BERT = REPO / "tests" / "fixtures" / "hf" / "tiny_bert_hf.onnx"
 def _roofline_of(
     path: Path, dims: dict[str, int] | None = None, cost_dims: dict[str, int] | None = None
 ) -> dict:
-    from pytest_inferperf.onnx import default_dims, make_inputs
-    from pytest_inferperf.roofline import roofline_summary
+    from pytest_inferperf.onnxrt.roofline import roofline_summary
+    from pytest_inferperf.onnxrt.sessions import default_dims, make_inputs
 
     dims = {**default_dims(path), **(dims or {})}
     operators = profile_operators(path, make_inputs(path, dims), runs=2, warmup=1)
@@ -564,7 +569,7 @@ def _roofline_of(
 
 
 def _matmul_points(roof: dict) -> list[dict]:
-    from pytest_inferperf.roofline import MATMUL_OPERANDS
+    from pytest_inferperf.onnxrt.roofline import MATMUL_OPERANDS
 
     return [p for p in roof["points"] if p["op_type"] in MATMUL_OPERANDS]
 
@@ -772,7 +777,7 @@ def test_qattention_gets_the_work_of_its_projection_and_attention(tmp_path: Path
     assert (cost.flops, cost.bytes, cost.complete) == (projection + core, nbytes, True)
     feeds = {"x": rng.integers(0, 255, (1, seq, hidden)).astype(np.uint8)}
     operators = profile_operators(path, feeds, runs=2, warmup=1)
-    from pytest_inferperf.roofline import roofline_summary
+    from pytest_inferperf.onnxrt.roofline import roofline_summary
 
     roof = roofline_summary(op_costs(path, {"batch": 1}), operators, CEILINGS)
     (point,) = roof["points"]
@@ -841,7 +846,7 @@ def test_group_query_attention_gets_the_work_of_every_query_head(tmp_path: Path,
     operators = profile_operators(path, feeds, runs=2, warmup=1)
     (op,) = operators
     assert op.output_shapes[1] == f"float[1,{kv_heads},{keys},{head}]"  # what really ran
-    from pytest_inferperf.roofline import roofline_summary
+    from pytest_inferperf.onnxrt.roofline import roofline_summary
 
     roof = roofline_summary(op_costs(path, {"batch": 1}), operators, CEILINGS)
     (point,) = roof["points"]
@@ -922,7 +927,7 @@ def test_a_matmul_whose_shapes_stay_unknown_is_uncosted_never_zero_flops() -> No
     costs = {"mm": OpCost("mm", "MatMul", 0, 4096, complete=False)}
     operators = [_op("mm", "MatMul", input_shapes=("float[?,64]",), output_shapes=("float",))]
     assert roofline_points(costs, operators, CEILINGS) == []
-    from pytest_inferperf.roofline import uncosted_operators
+    from pytest_inferperf.onnxrt.roofline import uncosted_operators
 
     assert [
         (r["op_type"], r["nodes"], r["reason"]) for r in uncosted_operators(costs, operators)

@@ -16,9 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_inferperf import MeasurementTimeout, Profile, RunnerConfigError, profile, region
+from pytest_inferperf.core.profile import LatencyStats, nearest_rank
+from pytest_inferperf.measure.runner import calls_per_repeat, is_steady, relative_spread
 from pytest_inferperf.pmu.perf_backend import fd_count
-from pytest_inferperf.profile import LatencyStats, nearest_rank
-from pytest_inferperf.runner import calls_per_repeat, is_steady, relative_spread
 
 QUICK = {"warmup": 1, "repeat": 3, "min_time": 0.0}
 
@@ -229,7 +229,7 @@ def test_profile_round_trips_through_json(tmp_path):
 
 
 def test_onnx_session_settings_are_recorded(tmp_path):
-    from pytest_inferperf.onnx import SessionSettings, make_inputs, make_session
+    from pytest_inferperf.onnxrt.sessions import SessionSettings, make_inputs, make_session
 
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper
@@ -253,11 +253,12 @@ def test_onnx_session_settings_are_recorded(tmp_path):
 
 
 def test_inferperf_metrics_lists_every_budget_metric(capsys):
-    from pytest_inferperf.cli import main
-    from pytest_inferperf.metrics import METRICS
+    from pytest_inferperf.cli.main import main
+    from pytest_inferperf.core.metrics import METRICS
 
     assert main(["metrics"]) == 0
     out = capsys.readouterr().out
     for name in METRICS:
         assert f"\n{name} " in out
     assert re.search(r"^ipc +instructions per cycle +higher", out, re.M)
+

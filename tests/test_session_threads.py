@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from pytest_inferperf.onnx import (
+from pytest_inferperf.onnxrt.sessions import (
     MAX_SESSION_THREADS,
     SessionSettings,
     SessionSettingsError,
@@ -46,7 +46,7 @@ def _cli(tmp_path, *args: str, limit: int | None = None) -> subprocess.Completed
             sys.executable,
             "-c",
             f"import resource, sys; {setup}"
-            "from pytest_inferperf.cli import main; sys.exit(main(sys.argv[1:]))",
+            "from pytest_inferperf.cli.main import main; sys.exit(main(sys.argv[1:]))",
             *args,
         ],
         capture_output=True,

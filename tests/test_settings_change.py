@@ -1,6 +1,6 @@
 """Settings and inputs that changed against the baseline are named, and named first.
 
-Unit tests of :mod:`pytest_inferperf.settings_change` on Profiles built in memory, the
+Unit tests of :mod:`pytest_inferperf.diagnose.settings_change` on Profiles built in memory, the
 change explanation that names them before stages, op types and counters, and one real
 pytest run: a baseline recorded with a session of 2 intra-op threads, run again with 1.
 """
@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from onnx_graphs import matmul_chain  # noqa: F401  (imported before the in-process runs)
 from test_change import REPEATS, explain, no_pmu_profile, spread
 
-import pytest_inferperf.onnx  # noqa: F401  (numpy, onnxruntime: before in-process runs)
-from pytest_inferperf.change import part_lines
-from pytest_inferperf.profile import Profile
-from pytest_inferperf.settings_change import (
+import pytest_inferperf.onnxrt.sessions  # noqa: F401  (numpy, onnxruntime: before in-process runs)
+from pytest_inferperf.core.profile import Profile
+from pytest_inferperf.diagnose.change import part_lines
+from pytest_inferperf.diagnose.settings_change import (
     SettingChange,
     sessions_of,
     settings_changes,
@@ -332,7 +332,7 @@ import onnx
 import pytest
 from onnx_graphs import matmul_chain
 
-from pytest_inferperf.onnx import SessionSettings, make_session
+from pytest_inferperf.onnxrt.sessions import SessionSettings, make_session
 
 FEEDS = {"x": np.ones((128, 256), np.float32)}
 

@@ -22,15 +22,26 @@ from pathlib import Path
 
 import pytest
 
-from pytest_inferperf.compare import compare_profiles
-from pytest_inferperf.pmu import callgrind, simulate, simulate_child, simulate_parent
+from pytest_inferperf.core.profile import Profile
+from pytest_inferperf.judge.comparison import compare_profiles
+from pytest_inferperf.measure.runner import RunSettings
+from pytest_inferperf.measure.simulate import (
+    backend as simulate,
+)
+from pytest_inferperf.measure.simulate import (
+    callgrind,
+)
+from pytest_inferperf.measure.simulate import (
+    child as simulate_child,
+)
+from pytest_inferperf.measure.simulate import (
+    parent as simulate_parent,
+)
+from pytest_inferperf.measure.simulate.callgrind import CallgrindDump, CallgrindFormatError
+from pytest_inferperf.measure.simulate.client_requests import client_requests
 from pytest_inferperf.pmu.base import CounterSample
-from pytest_inferperf.pmu.callgrind import CallgrindDump, CallgrindFormatError
 from pytest_inferperf.pmu.cpu import SystemPaths
 from pytest_inferperf.pmu.events import DEFAULT_EVENTS
-from pytest_inferperf.pmu.valgrind_requests import client_requests
-from pytest_inferperf.profile import Profile
-from pytest_inferperf.runner import RunSettings
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "callgrind"
 REGION_DUMP = FIXTURES / "callgrind.out.21078.1"
@@ -463,7 +474,7 @@ from pathlib import Path
 import pytest
 
 from pytest_inferperf.pmu import simulate
-from pytest_inferperf.runner import RunSettings
+from pytest_inferperf.measure.runner import RunSettings
 
 SETTINGS = RunSettings(warmup=3, repeat=3)
 
@@ -533,7 +544,7 @@ MODELS = '''
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from pytest_inferperf.onnx import SessionSettings, make_session
+from pytest_inferperf.onnxrt.sessions import SessionSettings, make_session
 
 WIDTH, BATCH = 256, 64
 

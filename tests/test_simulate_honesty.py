@@ -10,15 +10,15 @@ import time
 import pytest
 
 from pytest_inferperf import profile as run_profile
-from pytest_inferperf.pmu import simulate_child
-from pytest_inferperf.pmu.simulate import (
+from pytest_inferperf.core.profile import Profile
+from pytest_inferperf.measure.runner import MAX_CALLS_PER_REPEAT, RunSettings, calls_per_repeat
+from pytest_inferperf.measure.simulate import child as simulate_child
+from pytest_inferperf.measure.simulate.backend import (
     ChildRecord,
     session_runs,
     with_honesty_warning,
     with_session_runs_warning,
 )
-from pytest_inferperf.profile import Profile
-from pytest_inferperf.runner import MAX_CALLS_PER_REPEAT, RunSettings, calls_per_repeat
 
 pytest_plugins = ["pytester"]
 
@@ -149,7 +149,7 @@ def _tiny_session():
     from onnx import TensorProto, helper
     from onnx_graphs import make_model
 
-    from pytest_inferperf.onnx import SessionSettings, make_session
+    from pytest_inferperf.onnxrt.sessions import SessionSettings, make_session
 
     model = make_model(
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],

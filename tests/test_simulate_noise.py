@@ -9,11 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_inferperf.budgets import parse_marker
-from pytest_inferperf.compare import DEFAULT_TOLERANCES, compare_profiles
-from pytest_inferperf.pmu import simulate, simulate_noise
+from pytest_inferperf.core.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
+from pytest_inferperf.judge.budgets import parse_marker
+from pytest_inferperf.judge.comparison import DEFAULT_TOLERANCES, compare_profiles
+from pytest_inferperf.measure.simulate import backend as simulate
+from pytest_inferperf.measure.simulate import noise as simulate_noise
 from pytest_inferperf.pmu.base import Count, CounterSample
-from pytest_inferperf.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
 
 
 def sim_profile(

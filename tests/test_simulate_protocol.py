@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_inferperf.pmu.simulate_protocol import (
+from pytest_inferperf.measure.simulate.protocol import (
     ChildOptions,
     ChildRecord,
     Instrumentation,

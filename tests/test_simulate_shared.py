@@ -20,17 +20,25 @@ from pathlib import Path
 
 import pytest
 
-from pytest_inferperf import child_process
-from pytest_inferperf.child_process import ENV_SHARED
-from pytest_inferperf.plugin.session import plugin_of
-from pytest_inferperf.pmu import simulate, simulate_child, simulate_shared
-from pytest_inferperf.pmu.simulate import (
+from pytest_inferperf.measure import child_process
+from pytest_inferperf.measure.child_process import ENV_SHARED
+from pytest_inferperf.measure.simulate import (
+    backend as simulate,
+)
+from pytest_inferperf.measure.simulate import (
+    child as simulate_child,
+)
+from pytest_inferperf.measure.simulate import (
+    shared as simulate_shared,
+)
+from pytest_inferperf.measure.simulate.backend import (
     ChildCommand,
     ChildOptions,
     SimulateError,
 )
-from pytest_inferperf.pmu.simulate_protocol import DEFAULT_CALLS
-from pytest_inferperf.pmu.simulate_shared import SharedChildren
+from pytest_inferperf.measure.simulate.protocol import DEFAULT_CALLS
+from pytest_inferperf.measure.simulate.shared import SharedChildren
+from pytest_inferperf.plugin.session import plugin_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "callgrind"
 DUMP = (FIXTURES / "callgrind.out.21078.1").read_text()
@@ -82,7 +90,7 @@ def test_child_says_when_each_test_ended(parent):
 
 
 def test_a_child_runs_only_the_tests_it_claimed_first(parent, monkeypatch, tmp_path):
-    from pytest_inferperf.pmu.simulate_protocol import claim, claimed_by
+    from pytest_inferperf.measure.simulate.protocol import claim, claimed_by
 
     monkeypatch.setenv(child_process.ENV_CLAIMS, str(tmp_path))
     assert claim(tmp_path, "t.py::test_b", "4242")  # another child was there first
@@ -100,7 +108,7 @@ def test_a_child_runs_only_the_tests_it_claimed_first(parent, monkeypatch, tmp_p
 
 @pytest.mark.parametrize("nodeid", ["t.py::test[a/b::c]", "t.py::" + "x" * 300])
 def test_a_claim_is_one_file_whatever_the_node_id(tmp_path, nodeid):
-    from pytest_inferperf.pmu.simulate_protocol import PARENT_CLAIM, claim, claimed_by
+    from pytest_inferperf.measure.simulate.protocol import PARENT_CLAIM, claim, claimed_by
 
     assert claimed_by(tmp_path, nodeid) is None
     assert claim(tmp_path, nodeid, PARENT_CLAIM)
@@ -195,7 +203,7 @@ time.sleep(float(os.environ.get("FAKE_DELAY", "0")))  # its start-up
 part = region = 0
 for nodeid, variants in json.loads(given["args"][0]):
     if claims:  # as the real child: the first to reach a test runs it
-        from pytest_inferperf.pmu.simulate_protocol import claim
+        from pytest_inferperf.measure.simulate.protocol import claim
         if not claim(claims, nodeid, str(os.getpid())):
             continue
     time.sleep(slow.get(nodeid, 0))
@@ -359,7 +367,7 @@ def test_the_wait_for_a_region_counts_from_when_the_parent_asked(scripted):
 
 
 def test_no_child_starts_a_test_the_parent_went_past(scripted):
-    from pytest_inferperf.pmu.simulate_protocol import PARENT_CLAIM, claimed_by
+    from pytest_inferperf.measure.simulate.protocol import PARENT_CLAIM, claimed_by
 
     shared = scripted("answer", count=2)
     run = _measure(shared, "t.py::c")  # starts the children, a and b are not needed
@@ -371,7 +379,7 @@ def test_no_child_starts_a_test_the_parent_went_past(scripted):
 
 
 def test_a_claim_without_its_owner_is_no_child_s_and_ends_the_wait(scripted):
-    from pytest_inferperf.pmu.simulate_protocol import claim_path
+    from pytest_inferperf.measure.simulate.protocol import claim_path
 
     shared = scripted("exit", count=2)
     claim_path(shared.claims, "t.py::a").write_text("")  # as a claim cut off half-made
@@ -379,7 +387,7 @@ def test_a_claim_without_its_owner_is_no_child_s_and_ends_the_wait(scripted):
 
 
 def test_a_test_no_child_will_reach_is_claimed_by_the_parent(scripted):
-    from pytest_inferperf.pmu.simulate_protocol import PARENT_CLAIM, claimed_by
+    from pytest_inferperf.measure.simulate.protocol import PARENT_CLAIM, claimed_by
 
     shared = scripted("exit", count=2)  # both children exit at once
     assert _measure(shared, "t.py::a", timeout=20) is None
@@ -473,7 +481,7 @@ def _child_pytest_args(tmp_path, extra_args=()) -> list[str]:
         workdir=tmp_path,
     )
     # valgrind runs the child's entry, which takes pytest's arguments from its start file
-    assert built.command[-2:] == ["-m", "pytest_inferperf.child_start"]
+    assert built.command[-2:] == ["-m", "pytest_inferperf.measure.simulate.child_start"]
     args = built.pytest_args
     # node ids under the rootdir, whatever folder the child starts in; joined as text
     assert args[-2:] == [f"{tmp_path}/t.py::a", f"{tmp_path}/t.py::b[x/../y]"]
@@ -802,7 +810,7 @@ def test_children_launched_before_their_tests_are_known_are_taken_and_serve(
 
 
 def _launched_by_the_plugin(pytester, monkeypatch, *args):
-    from pytest_inferperf.pmu import simulate_valgrind
+    from pytest_inferperf.measure.simulate import valgrind as simulate_valgrind
 
     started: list = []
 

@@ -19,8 +19,9 @@ from plugin_output import said, table_row
 from profile_paths import baseline_files
 
 from conftest import make_profile
-from pytest_inferperf.assessment import assess, with_confirmation
-from pytest_inferperf.budgets import (
+from pytest_inferperf.core.profile import Profile, StageStats
+from pytest_inferperf.diagnose.assessment import assess, with_confirmation
+from pytest_inferperf.judge.budgets import (
     STAGE_BUDGET,
     Budget,
     MarkerError,
@@ -29,24 +30,23 @@ from pytest_inferperf.budgets import (
     check_budgets,
     parse_marker,
 )
-from pytest_inferperf.compare import (
+from pytest_inferperf.judge.comparison import (
     STAGE_FLOOR_MS,
     STAGE_TOLERANCE,
     compare_profiles,
     compare_stages,
 )
-from pytest_inferperf.noise import clock_of
-from pytest_inferperf.profile import Profile, StageStats
-from pytest_inferperf.report.html import render_run_html, stages_html
-from pytest_inferperf.report.run import run_document
-from pytest_inferperf.report.verdict import change_summary, failure_text, record_of
-from pytest_inferperf.stages import (
+from pytest_inferperf.judge.noise import clock_of
+from pytest_inferperf.measure.stages import (
     REST_STAGE,
     metric_label,
     stage_metric,
     stage_of,
     stage_times,
 )
+from pytest_inferperf.report.html import render_run_html, stages_html
+from pytest_inferperf.report.run import run_document
+from pytest_inferperf.report.verdict import change_summary, failure_text, record_of
 
 pytest_plugins = ["pytester"]
 
@@ -457,7 +457,7 @@ def test_pipeline(pmu_profile):
 # The machine as quiet as the verdict needs, whatever else runs on it now: contention
 # turns a wall-time change inconclusive (tested above); here the stage verdict is.
 QUIET_CONFTEST = """
-from pytest_inferperf import conditions
+from pytest_inferperf.measure import conditions
 
 _between = conditions.between
 _summary = conditions.calibration_summary

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pytest_inferperf.telemetry import ENV, keep_out_of_measurements
+from pytest_inferperf.onnxrt.telemetry import ENV, keep_out_of_measurements
 
 pytest_plugins = ["pytester"]
 
@@ -73,7 +73,7 @@ def test_plugin_switches_it_off_before_conftests_import_onnx_runtime(
 
 @pytest.mark.parametrize(("command", "switched_off"), [("analyse", True), ("metrics", False)])
 def test_cli_commands_that_run_a_model_switch_it_off(monkeypatch, command, switched_off):
-    from pytest_inferperf import cli
+    from pytest_inferperf.cli import main as cli
 
     seen = {}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_inferperf.numbers import number
+from pytest_inferperf.core.numbers import number
 from pytest_inferperf.report.terminal import (
     LOG_WIDTH,
     fit,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_inferperf import watchdog
-from pytest_inferperf.runner import MeasurementTimeout, profile
+from pytest_inferperf.core import watchdog
+from pytest_inferperf.measure.runner import MeasurementTimeout, profile
 
 pytest_plugins = ["pytester"]
 
@@ -217,7 +217,7 @@ def test_a_stuck_call_is_reported_on_the_terminal_past_the_capture(pytester):
         test_a="""
         import signal, time
         import pytest
-        from pytest_inferperf import watchdog
+        from pytest_inferperf.core import watchdog
         watchdog.STUCK_GRACE_S = 0.5
         calls = {"n": 0}
         def work():
@@ -259,7 +259,7 @@ def test_a_call_that_never_returns_ends_only_its_worker_with_the_documented_reci
         test_a="""
         import ctypes, signal
         import pytest
-        from pytest_inferperf import watchdog
+        from pytest_inferperf.core import watchdog
         watchdog.STUCK_GRACE_S = 0.5
         calls = {"n": 0}
         def work():
@@ -302,7 +302,7 @@ def _session_workload(tmp_path: Path):
     from onnx import TensorProto, helper
     from onnx_graphs import make_model
 
-    from pytest_inferperf.onnx import make_session
+    from pytest_inferperf.onnxrt.sessions import make_session
 
     model = make_model(
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],
@@ -324,7 +324,7 @@ def _session_workload(tmp_path: Path):
 
 
 def test_the_operator_pass_stops_at_the_markers_timeout(tmp_path):
-    from pytest_inferperf.operator_pass import with_operator_times
+    from pytest_inferperf.measure.operator_pass import with_operator_times
 
     work, state = _session_workload(tmp_path)
     result = profile(work, backend="none", warmup=1, repeat=3, min_time=0.0, timeout=1.0)
@@ -337,13 +337,13 @@ def test_the_operator_pass_stops_at_the_markers_timeout(tmp_path):
     assert note.startswith("not available: operator pass stopped after ")
     assert "(timeout=1 s)" in note and "raise the marker's `timeout=`" in note
     assert not with_ops.operators
-    from pytest_inferperf import onnx as ort_helpers
+    from pytest_inferperf.onnxrt import sessions as ort_helpers
 
     assert ort_helpers.ort.InferenceSession.run.__name__ == "run"  # the watch was undone
 
 
 def test_a_quick_operator_pass_is_unchanged_under_its_timeout(tmp_path):
-    from pytest_inferperf.onnx import operator_times
+    from pytest_inferperf.onnxrt.sessions import operator_times
 
     work, _ = _session_workload(tmp_path)
     fields, reason = operator_times(work, latency_ms=0.1, timeout=30.0)
@@ -352,7 +352,7 @@ def test_a_quick_operator_pass_is_unchanged_under_its_timeout(tmp_path):
 
 
 def test_the_python_sampling_pass_stops_at_the_timeout():
-    from pytest_inferperf.flame.pysampler import sample_python
+    from pytest_inferperf.measure.flame.pysampler import sample_python
 
     begin = time.monotonic()
     with pytest.raises(watchdog.PassStopped, match=r"Python sampling pass stopped after"):
@@ -364,7 +364,7 @@ def test_the_flamegraph_passes_stop_at_the_timeout_and_leave_nothing(tmp_path):
     import shutil
     import subprocess
 
-    from pytest_inferperf.flame import capture
+    from pytest_inferperf.measure.flame import capture
 
     begin = time.monotonic()
     graphs = capture(

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pytest_inferperf.cli import main
-from pytest_inferperf.perfstat import PerfStatError, parse_report
-from pytest_inferperf.topdown_tool import TITLES, looks_like_topdown_tool, read_runs
+from pytest_inferperf.cli.main import main
+from pytest_inferperf.ingest.perf_stat import PerfStatError, parse_report
+from pytest_inferperf.ingest.topdown_tool import TITLES, looks_like_topdown_tool, read_runs
 
 CORPUS = Path(__file__).parent / "fixtures" / "perfstat" / "corpus"
 LEVEL1 = CORPUS / "perfbook_ai_benchmark_topdown_l1_graviton3.txt"

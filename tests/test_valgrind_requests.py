@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_inferperf.pmu.callgrind import read_dump
-from pytest_inferperf.pmu.valgrind_requests import (
+from pytest_inferperf.measure.simulate.callgrind import read_dump
+from pytest_inferperf.measure.simulate.client_requests import (
     START_INSTRUMENTATION,
     STOP_INSTRUMENTATION,
     client_requests,
@@ -44,7 +44,7 @@ def test_another_architecture_gets_none(monkeypatch) -> None:
 
 
 SNIPPET = """
-from pytest_inferperf.pmu.valgrind_requests import (
+from pytest_inferperf.measure.simulate.client_requests import (
     START_INSTRUMENTATION, STOP_INSTRUMENTATION, client_requests)
 requests = client_requests()
 print("running", requests.running_on_valgrind())

@@ -1,7 +1,7 @@
 """``inferperf validate`` measures a suspected timing regression in fresh processes first.
 
 A workload that runs slowly only in the process that raised the suspicion (the way an
-unlucky address layout or hash seed does, :mod:`pytest_inferperf.between_processes`)
+unlucky address layout or hash seed does, :mod:`pytest_inferperf.judge.between_processes`)
 is not failed: the fresh processes run it at its usual speed, so the change does not
 hold and the verdict is inconclusive. A workload that is slower in every process fails,
 "confirmed" across the processes. Real processes, real measurements, through the CLI.
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_inferperf.child_process import ENV_PROCESS
-from pytest_inferperf.cli import main
+from pytest_inferperf.cli.main import main
+from pytest_inferperf.measure.child_process import ENV_PROCESS
 
 WORKLOAD = f"""\
 import os

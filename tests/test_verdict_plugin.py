@@ -187,7 +187,7 @@ def test_a_slowdown_that_does_not_hold_is_inconclusive(suite, monkeypatch):
 
 
 BUSY_CONFTEST = """
-from pytest_inferperf import conditions
+from pytest_inferperf.measure import conditions
 
 _between = conditions.between
 

@@ -7,12 +7,12 @@ import json
 import numpy as np
 import pytest
 
-from pytest_inferperf import conditions
-from pytest_inferperf.budgets import PerfSpec
+from pytest_inferperf.core.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
+from pytest_inferperf.judge.budgets import PerfSpec
+from pytest_inferperf.measure import conditions
 from pytest_inferperf.pmu.base import Count, CounterSample
-from pytest_inferperf.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
+from pytest_inferperf.report.old_names import change_summary, failure_text, judge, with_confirmation
 from pytest_inferperf.report.verdict import record_of
-from pytest_inferperf.verdict import change_summary, failure_text, judge, with_confirmation
 
 CALLS = 50
 

@@ -7,10 +7,10 @@ import re
 import sys
 from pathlib import Path
 
-from pytest_inferperf import runner
-from pytest_inferperf.machine import machine_facts
-from pytest_inferperf.profile import Profile
-from pytest_inferperf.version import version
+from pytest_inferperf.core.profile import Profile
+from pytest_inferperf.core.version import version
+from pytest_inferperf.measure import runner
+from pytest_inferperf.measure.machine import machine_facts
 
 if sys.version_info >= (3, 11):
     import tomllib

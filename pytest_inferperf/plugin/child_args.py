@@ -13,8 +13,8 @@ and installed plugins' options (an unknown one may select tests or write and cle
 report files; a child reads them from the ini file's ``addopts`` and from
 ``PYTEST_ADDOPTS``, as any pytest run there does).
 
-Must not: measure, start children (:mod:`..pmu.simulate_shared`,
-:mod:`..pmu.simulate_parent` take the result as ``extra_args``), or import the
+Must not: measure, start children (:mod:`..measure.simulate.shared`,
+:mod:`..measure.simulate.parent` take the result as ``extra_args``), or import the
 engine.
 """
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .. import child_process
+from ..measure import child_process
 from .keys import PROFILES, REMEASURE
 from .marker import spec_for
 from .measuring import measurer_of
@@ -24,8 +24,8 @@ from .session import plugin_of
 # engine (numpy, ONNX Runtime, counters, judging) is imported inside the hooks that
 # need it, and only when --inferperf asks for it or a test uses pmu_profile.
 if TYPE_CHECKING:
-    from ..budgets import PerfSpec
-    from ..profile import Profile
+    from ..core.profile import Profile
+    from ..judge.budgets import PerfSpec
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
     the marker's repeats; without it, it runs once as a smoke call and no
     budget is checked. Call it more than once with ``name=`` to profile variants.
     """
-    from ..measure import SimulateUnavailable
+    from ..measure.measurer import SimulateUnavailable
 
     plugin = plugin_of(request.config)
     spec = spec_for(request.node)
@@ -70,7 +70,7 @@ def pmu_profile(request: pytest.FixtureRequest) -> Callable[..., Profile]:
 
 def _run_settings(spec: PerfSpec) -> Any:
     """The marker's runner overrides as the runner's settings (threads is the session's)."""
-    from ..runner import RunSettings, normalise_pin
+    from ..measure.runner import RunSettings, normalise_pin
 
     options = {k: v for k, v in spec.runner.items() if k not in ("threads", "pin")}
     options.setdefault("warmup_max", max(RunSettings.warmup_max, options.get("warmup", 0)))

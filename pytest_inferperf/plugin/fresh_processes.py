@@ -7,7 +7,7 @@ measured (:func:`measure_in_fresh_processes`), and the child's side: writing eve
 profile of its test to that file instead of judging it (:class:`ProcessChild`).
 
 Why: a process has its own address layout, hash seed and allocator state, which
-repeats inside it cannot vary (:mod:`..between_processes`). A suspected timing
+repeats inside it cannot vary (:mod:`..judge.between_processes`). A suspected timing
 regression is measured again in fresh processes before it fails, and a new baseline
 is recorded over several.
 
@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .. import child_process
+from ..measure import child_process
 from .keys import PROFILES
 
 if TYPE_CHECKING:
-    from ..profile import Profile
+    from ..core.profile import Profile
 
 #: Seconds one fresh process may take when the test's marker sets no ``timeout=``
 #: (start-up, imports, fixtures, warm-up and the measured repeats).
@@ -112,8 +112,8 @@ def measure_in_fresh_processes(
     most this many repeats, timings only (a new baseline's process values); None: as
     in this process (a confirmation, judged in full).
     """
-    from ..fresh_measure import run_in_fresh_processes
-    from ..profile import Profile
+    from ..core.profile import Profile
+    from ..measure.in_fresh_processes import run_in_fresh_processes
 
     def read(out: Path) -> dict[str, dict[str, Profile]]:
         tests = {}
@@ -138,9 +138,9 @@ def measure_in_fresh_processes(
 def timing_values(profile: Profile) -> dict[str, float]:
     """What one process contributes to a baseline's process values: each timing metric
     and each ``region()`` stage's ms per call (``stage:<name>``), where above 0."""
-    from ..metrics import profile_metrics
-    from ..noise import TIMING_CLOCK
-    from ..stages import stage_metric, stage_times
+    from ..core.metrics import profile_metrics
+    from ..judge.noise import TIMING_CLOCK
+    from ..measure.stages import stage_metric, stage_times
 
     metrics = profile_metrics(profile)
     values = {m: float(metrics[m]) for m in TIMING_CLOCK if metrics.get(m, 0) > 0}

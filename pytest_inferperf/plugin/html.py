@@ -16,7 +16,7 @@ import pytest
 # engine (numpy, ONNX Runtime, counters, judging) is imported inside the hooks that
 # need it, and only when --inferperf asks for it or a test uses pmu_profile.
 if TYPE_CHECKING:
-    from ..verdict import Verdict
+    from ..report.old_names import Verdict
 
 
 def html_extras(item: pytest.Item, report: pytest.TestReport, verdicts: list[Verdict]) -> None:
@@ -90,8 +90,8 @@ def html_table_row(report: pytest.TestReport, cells: list[str]) -> None:
     """pytest-html: this test's inferperf values (empty cells for other tests)."""
     import html as escape
 
-    from ..numbers import number
-    from ..records import ProfileRecord
+    from ..core.numbers import number
+    from ..report.records import ProfileRecord
 
     records = [ProfileRecord.from_json(e) for e in getattr(report, "inferperf", None) or []]
     values = []

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ..profile import Profile
-    from ..verdict import Verdict
+    from ..core.profile import Profile
+    from ..report.old_names import Verdict
 
 
 BACKEND_CHOICES = ("auto", "perf", "simulate", "none")

@@ -25,7 +25,7 @@ from .session import InferperfPlugin, is_worker
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """``pytest_inferperf_metrics`` / ``pytest_inferperf_rules`` in conftest files."""
-    from .. import hooks
+    from ..diagnose import hooks
 
     hooks.register_specs(pluginmanager)
 
@@ -49,7 +49,7 @@ def pytest_load_initial_conftests(
         or SHORT_UPDATE in args
     )
     if enabled:
-        from ..telemetry import keep_out_of_measurements
+        from ..onnxrt.telemetry import keep_out_of_measurements
 
         warning = keep_out_of_measurements()
         if warning:
@@ -104,13 +104,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(plugin, "inferperf-session")
     register_measurers(config)
     if settings.enabled:
-        from .. import hooks
+        from ..diagnose import hooks
 
         try:  # the plugins inferperf validate sees too, with conftest files' own hooks
             hooks.load_plugins(config.pluginmanager)
         except hooks.PluginLoadError as exc:
             raise pytest.UsageError(str(exc)) from None
-        from .. import watchdog
+        from ..core import watchdog
 
         watchdog.set_reporter(functools.partial(_report_past_capture, config))
 

@@ -12,7 +12,7 @@ import pytest
 from .keys import FIXTURES
 
 if TYPE_CHECKING:
-    from ..budgets import PerfSpec
+    from ..judge.budgets import PerfSpec
 
 
 def uses_inferperf(item: pytest.Item) -> bool:
@@ -29,7 +29,7 @@ def spec_for(item: pytest.Item) -> PerfSpec:
 
     ``inferperf`` markers when the item has any (the unambiguous name), else ``perf``.
     """
-    from ..budgets import parse_marker
+    from ..judge.budgets import parse_marker
 
     name = "inferperf" if item.get_closest_marker("inferperf") is not None else "perf"
     kwargs: dict[str, Any] = {}

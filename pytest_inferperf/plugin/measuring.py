@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .. import child_process
+from ..measure import child_process
 from .keys import MEASURERS
 
 if TYPE_CHECKING:
-    from ..measure import MeasureOptions, Measurer
-    from ..pmu.simulate_shared import Launch, SharedChildren
+    from ..measure.measurer import MeasureOptions, Measurer
+    from ..measure.simulate.shared import Launch, SharedChildren
 
 
 class EngineMeasurers:
@@ -49,8 +49,8 @@ class EngineMeasurers:
         (given at the end of collection, or ended if none of them simulates anything)."""
         if not self._shares_children() or self.config.option.collectonly:
             return
-        from ..pmu.simulate_shared import child_count, launch
-        from ..pmu.simulate_valgrind import available
+        from ..measure.simulate.shared import child_count, launch
+        from ..measure.simulate.valgrind import available
         from .session import plugin_of
 
         if available() is not None:
@@ -90,7 +90,7 @@ class EngineMeasurers:
         )
 
     def measurer(self, choice: str, options: MeasureOptions) -> Measurer:
-        from ..measure import measurer_for
+        from ..measure.measurer import measurer_for
 
         return measurer_for(choice, options)
 
@@ -122,8 +122,8 @@ class EngineMeasurers:
         items = item.session.items
         later = items[items.index(item) :] if item in items else [item]
         measured = [i for i in later if "pmu_profile" in _fixtures(i)]
-        from ..pmu.simulate_events import session_mode
-        from ..pmu.simulate_shared import SharedChildren, child_count
+        from ..measure.simulate.events import session_mode
+        from ..measure.simulate.shared import SharedChildren, child_count
         from .child_plugins import child_line
 
         mode = session_mode(spec_for(i) for i in measured)
@@ -196,14 +196,14 @@ class SimulationChild:
         return None
 
     def measurer(self, choice: str, options: MeasureOptions) -> Measurer:
-        from ..measure import ChildMeasurer
+        from ..measure.measurer import ChildMeasurer
 
         return ChildMeasurer(options.nodeid)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         if child_process.is_shared_child():  # nothing more once the parent hung up
-            from ..pmu import simulate_child
+            from ..measure.simulate import child as simulate_child
 
             why = simulate_child.child_test_starting(item.nodeid)
             if why:
@@ -211,7 +211,7 @@ class SimulationChild:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "teardown" and child_process.is_shared_child():
-            from ..pmu import simulate_child
+            from ..measure.simulate import child as simulate_child
 
             simulate_child.child_test_finished(report.nodeid)
 
@@ -226,14 +226,14 @@ def register_measurers(config: pytest.Config) -> None:
         provider.judges = False  # the parent judges what this fresh process measured
         config.pluginmanager.register(ProcessChild(), "inferperf-process-child")
     if child_process.is_shared_child():
-        from ..pmu.simulate_child import die_with_parent
+        from ..measure.simulate.child import die_with_parent
 
         die_with_parent()
 
 
 def measurer_of(item: pytest.Item) -> Measurer:
     """The measurer of test ``item``, chosen once (the fixture calls this per test)."""
-    from ..measure import MeasureOptions
+    from ..measure.measurer import MeasureOptions
     from .child_plugins import child_line
     from .marker import spec_for
     from .session import plugin_of

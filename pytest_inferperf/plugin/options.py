@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..default_paths import BASELINES_DIR
+from ..core.default_paths import BASELINES_DIR
 from .keys import BACKEND_CHOICES, FLAMEGRAPH_CHOICES, SHORT_UPDATE
 
 # Loading this module is what every pytest run pays once the package is installed,

@@ -1,9 +1,9 @@
 """The per-session plugin object: collection, the call hook that judges each
-profile, the worker -> controller records (:class:`records.ProfileRecord` on
+profile, the worker -> controller records (:class:`report.records.ProfileRecord` on
 ``report.inferperf``), the end-of-run outputs and the baseline write pass.
 
 Owns: what happens between pytest's hooks for one session, and wording the outcomes
-of the store's write pass (:func:`baseline.write_pass`) for the terminal. Must not:
+of the store's write pass (:func:`judge.baseline_store.write_pass`) for the terminal. Must not:
 measure (fixtures), read the machine (``pmu.cpu``), write baseline or report files
 itself (``baseline``, ``report.files``), capture flamegraphs (``flame.capture_for``),
 diagnose or render text (the engine and ``report``).
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..default_paths import REPORT_DIR
+from ..core.default_paths import REPORT_DIR
 from .html import html_extras, html_table_header, html_table_row
 from .keys import (
     FLAME_PROBLEM,
@@ -43,9 +43,9 @@ from .options import Settings
 # engine (numpy, ONNX Runtime, counters, judging) is imported inside the hooks that
 # need it, and only when --inferperf asks for it or a test uses pmu_profile.
 if TYPE_CHECKING:
-    from ..profile import Profile
-    from ..records import ProfileRecord
-    from ..verdict import Verdict
+    from ..core.profile import Profile
+    from ..report.old_names import Verdict
+    from ..report.records import ProfileRecord
 
 
 @dataclass(eq=False)  # hashed by identity: pluggy keeps plugins in sets (get_plugins)
@@ -72,7 +72,7 @@ class InferperfPlugin:
         items = result if isinstance(result, list) else [result] if result is not None else []
         for item in items:
             if isinstance(item, pytest.Function) and uses_inferperf(item):
-                from ..budgets import MarkerError
+                from ..judge.budgets import MarkerError
 
                 try:
                     spec_for(item)
@@ -83,7 +83,7 @@ class InferperfPlugin:
     # -- progress of long profiles ---------------------------------------------
     def live_line(self, item: pytest.Item, variant: str) -> Any:
         """The live progress line for one profile of ``item`` (progress.LiveLine), or quiet."""
-        from .. import progress
+        from ..measure import progress
 
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         writer = getattr(reporter, "_tw", None)
@@ -141,7 +141,7 @@ class InferperfPlugin:
                 verdict = self._attach_flamegraphs(verdict, baseline, call, item)
             verdicts.append(verdict)
         item.stash[VERDICTS] = verdicts
-        from ..partial import partial_label
+        from ..core.partial import partial_label
 
         for verdict in verdicts:
             for metric, value in verdict.metrics.items():
@@ -153,7 +153,7 @@ class InferperfPlugin:
 
         failed = [v for v in verdicts if v.failed]
         if failed or missing:
-            from ..verdict import failure_text
+            from ..report.old_names import failure_text
 
             text = "\n\n".join([*(failure_text(v) for v in failed), *missing.values()])
             pytest.fail(
@@ -186,7 +186,7 @@ class InferperfPlugin:
 
     def _missing_baseline(self, verdict: Verdict) -> str:
         """The failure paragraph of a profile without the baseline it was required to have."""
-        from ..baseline import baseline_path
+        from ..judge.baseline_store import baseline_path
         from ..report.verdict import missing_baseline_text
 
         profile = verdict.profile
@@ -215,7 +215,7 @@ class InferperfPlugin:
         # again here, never by starting valgrind in fresh processes
         native = "simulate" not in (verdict.profile.backend, self.settings.backend)
         if self.settings.processes > 0 and baseline is not None and native:
-            from ..assessment import with_process_confirmation
+            from ..diagnose.assessment import with_process_confirmation
             from .fresh_processes import measure_in_fresh_processes
 
             processes, failed = measure_in_fresh_processes(
@@ -235,7 +235,7 @@ class InferperfPlugin:
                 return with_process_confirmation(verdict, fresh, baseline, failed=failed)
         import time
 
-        from ..assessment import CONFIRM_PAUSE_S, with_confirmation
+        from ..diagnose.assessment import CONFIRM_PAUSE_S, with_confirmation
 
         time.sleep(CONFIRM_PAUSE_S)
         try:
@@ -253,7 +253,7 @@ class InferperfPlugin:
         confirmed = with_confirmation(verdict, again, pause_s=CONFIRM_PAUSE_S)
         if failed and confirmed.confirmation is not None:
             text = f"{confirmed.confirmation['text']} (not in fresh processes: {failed})"
-            from ..assessment import replace_confirmation
+            from ..diagnose.assessment import replace_confirmation
 
             return replace_confirmation(confirmed, text)
         return confirmed
@@ -272,9 +272,9 @@ class InferperfPlugin:
     ) -> Verdict:
         from dataclasses import replace
 
-        from ..flame import capture_for
-        from ..output_errors import describe, make_folder
-        from ..watchdog import pass_timeout
+        from ..core.output_errors import describe, make_folder
+        from ..core.watchdog import pass_timeout
+        from ..measure.flame import capture_for
 
         out_dir = self.settings.report_dir or Path(self.config.rootpath) / REPORT_DIR
         folder = out_dir / "flamegraphs"
@@ -314,8 +314,8 @@ class InferperfPlugin:
     def _judge(
         self, item: pytest.Item, name: str, profile: Profile
     ) -> tuple[Verdict, Profile | None]:
-        from ..assessment import assess
-        from ..baseline import BaselineError, baseline_path, class_folder, load_baseline
+        from ..diagnose.assessment import assess
+        from ..judge.baseline_store import BaselineError, baseline_path, class_folder, load_baseline
 
         base = baseline_key(item)
         key = base if not name else f"{base}@{name}"
@@ -361,7 +361,7 @@ class InferperfPlugin:
     def _hook_results(self, profile: Profile) -> tuple[dict[str, float], list]:
         """Metrics and findings added by ``pytest_inferperf_*`` hooks (conftest files,
         installed pytest plugins and the inferperf plugin registry)."""
-        from ..hooks import hook_results
+        from ..diagnose.hooks import hook_results
 
         return hook_results(self.config.pluginmanager, profile)
 
@@ -370,8 +370,8 @@ class InferperfPlugin:
         report = yield
         if report.when == "call" and VERDICTS in item.stash:
             verdicts = item.stash[VERDICTS]
-            from ..records import ProfileRecord
-            from ..verdict import failure_text
+            from ..report.old_names import failure_text
+            from ..report.records import ProfileRecord
 
             missing = item.stash.get(MISSING_BASELINES, {})
             records = [
@@ -406,7 +406,7 @@ class InferperfPlugin:
         entries = getattr(report, "inferperf", None)
         if report.when != "call" or not entries:
             return
-        from ..records import ProfileRecord, RecordFormatError
+        from ..report.records import ProfileRecord, RecordFormatError
 
         for entry in entries:
             try:
@@ -420,7 +420,7 @@ class InferperfPlugin:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if is_worker(self.config) or not self.records:
             return
-        from ..baseline import sweep_interrupted_writes
+        from ..judge.baseline_store import sweep_interrupted_writes
 
         removed = sweep_interrupted_writes(self.settings.baselines)
         if removed:
@@ -453,7 +453,7 @@ class InferperfPlugin:
         ]
         if count < 1 or not wanted:
             return
-        from ..profile import Profile
+        from ..core.profile import Profile
         from .fresh_processes import (
             BASELINE_PROCESS_REPEATS,
             measure_in_fresh_processes,
@@ -522,7 +522,7 @@ class InferperfPlugin:
         ``--inferperf-html``, ``--inferperf-flamegraphs``) is an error that fails the run;
         with one nobody named (the default flamegraph folder, the CI job summary) a warning.
         """
-        from ..output_errors import describe
+        from ..core.output_errors import describe
 
         settings = self.settings
         outputs: list[tuple[str, Path | None, Callable[[], None], bool]] = []
@@ -613,7 +613,7 @@ class InferperfPlugin:
 
     def _update_baselines(self) -> None:
         """The baseline write pass (the store's), each outcome told as it happens."""
-        from ..baseline import write_pass
+        from ..judge.baseline_store import write_pass
         from ..report.terminal import record_update_line
 
         for done in write_pass(self.records, self.settings.baselines):
@@ -644,7 +644,7 @@ class InferperfPlugin:
     def pytest_report_header(self, config: pytest.Config) -> list[str] | None:
         if not self.settings.enabled:
             return None
-        from ..machine import this_cpu
+        from ..measure.machine import this_cpu
 
         cpu = this_cpu()
         lines = [

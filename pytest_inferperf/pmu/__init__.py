@@ -3,7 +3,7 @@
 ``make_backend`` picks a counter backend by name (``perf`` or ``none``, what the
 Runner counts with in this process); everything else imports from the
 submodules. The simulate backend (``simulate*`` modules) measures in a valgrind
-child instead and is reached through ``pytest_inferperf.measure``.
+child instead and is reached through ``pytest_inferperf.measure.measurer``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Owns: :class:`CounterBackend` (open / start / stop / close, the same for
 ``perf_event`` and ``none``, the backends the Runner counts a region with in
 this process). The values every backend produces (:class:`EventStatus`,
-:class:`Count`, :class:`CounterSample`) are the Profile's, in :mod:`..samples`;
+:class:`Count`, :class:`CounterSample`) are the Profile's, in :mod:`..core.samples`;
 they are re-exported here. The simulate backend is no CounterBackend: it re-runs the region in a
 valgrind child and is a measurer of its own (``measure.SimulateMeasurer``); it
 builds its Profiles from these same values.
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import InferperfError
-from ..samples import Count, CounterSample, EventStatus
+from ..core.errors import InferperfError
+from ..core.samples import Count, CounterSample, EventStatus
 
 __all__ = ["Count", "CounterBackend", "CounterSample", "CountersError", "EventStatus"]
 

@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..errors import InferperfError
+from ..core.errors import InferperfError
 from .arm_data import core_implements
 from .cpu import CpuInfo, PmuInfo
 from .perf_event import PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_SOFTWARE

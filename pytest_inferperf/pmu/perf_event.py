@@ -25,7 +25,7 @@ import platform
 import struct
 from dataclasses import dataclass
 
-from ..errors import InferperfError
+from ..core.errors import InferperfError
 
 # perf_type_id
 PERF_TYPE_HARDWARE = 0

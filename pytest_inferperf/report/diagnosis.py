@@ -1,7 +1,7 @@
 """A diagnosis as text: the short block under a failure and the full reasoning.
 
 Owns: :func:`render` (moved here from ``classify``), the text of one
-:class:`~pytest_inferperf.classify.Diagnosis`: the primary finding with its evidence,
+:class:`~pytest_inferperf.diagnose.classify.Diagnosis`: the primary finding with its evidence,
 its estimated share of cycles (with the formula) and first recommendations, the
 change against the baseline, notes, what else fired with what it was ranked by
 (share, or confidence), what fired but is too small to matter and what could not be
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..change import MATERIAL_SHARE, metric_lines, part_lines
-from ..classify import LOW_IPC_ALONE
-from ..thresholds import CATEGORIES
+from ..diagnose.change import MATERIAL_SHARE, metric_lines, part_lines
+from ..diagnose.classify import LOW_IPC_ALONE
+from ..diagnose.thresholds_by_core import CATEGORIES
 
 if TYPE_CHECKING:
-    from ..classify import Diagnosis, Finding
+    from ..diagnose.classify import Diagnosis, Finding
 
 
 def _short_source(source: str) -> str:

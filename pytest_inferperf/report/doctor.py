@@ -19,7 +19,7 @@ from tabulate import tabulate
 from ..pmu.events import CATALOGUE, reason_cause, reason_group
 
 if TYPE_CHECKING:
-    from ..doctor import DoctorReport
+    from ..pmu.doctor import DoctorReport
 
 
 def _size(n: int) -> str:

@@ -6,7 +6,7 @@ logical name and how long it was counted; the metric table with the share of tim
 inputs were counted; what was not counted or not mapped; the diagnosis) and
 :func:`explain_json` (the same as plain data). Moved here from ``cli``.
 
-Must not: parse the file (:mod:`..perfstat`), compute metrics or diagnose: it is
+Must not: parse the file (:mod:`..ingest.perf_stat`), compute metrics or diagnose: it is
 handed them.
 """
 
@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from tabulate import tabulate
 
-from ..classify import diagnosis_as_dict
-from ..metrics import METRICS
+from ..core.metrics import METRICS
+from ..diagnose.classify import diagnosis_as_dict
 from .diagnosis import render
 
 if TYPE_CHECKING:
-    from ..classify import Diagnosis
+    from ..diagnose.classify import Diagnosis
 
 
 def explain_text(
@@ -168,7 +168,7 @@ def explain_json(
 
 
 def _logical(entry, arch: str) -> str | None:
-    from ..perfstat import logical_name
+    from ..ingest.perf_stat import logical_name
 
     return logical_name(entry.event, arch)
 

@@ -2,13 +2,13 @@
 and the plugin's per-test JSON files.
 
 Owns: :func:`write_analysis` (one assessed Profile), :func:`write_comparison` (a
-:class:`side_by_side.SideBySide`, with its differential operator flamegraphs and Pareto
+:class:`cli.compare.SideBySide`, with its differential operator flamegraphs and Pareto
 plot), the names of the plugin's per-test files (:func:`record_file_name`,
 :func:`write_records`) and :func:`write_text_atomic`, the one way every report file is
 written (a temp file beside it, then a rename).
 
 Must not: measure or compare (it writes what it is given), or render HTML itself
-(:mod:`.html`). A folder that cannot be written raises :class:`errors.UsageError` from
+(:mod:`.html`). A folder that cannot be written raises :class:`core.errors.UsageError` from
 the analysis and comparison writers; the plugin's writers let ``OSError`` through (the
 plugin says which option's output failed).
 """
@@ -24,14 +24,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 
 # The engine behind a report (ONNX Runtime, numpy) is imported by the writers that need
 # it, so the plugin can name and write its files without loading it.
 if TYPE_CHECKING:
-    from ..analyse import Analysis
-    from ..assessment import Assessment
-    from ..side_by_side import SideBySide
+    from ..cli.compare import SideBySide
+    from ..diagnose.assessment import Assessment
+    from ..measure.target import Analysis
 
 RECORD_STEM_CHARS = 120  # a per-test file's readable part, before its key's hash
 
@@ -61,7 +61,7 @@ def record_file_name(key: str) -> str:
     :data:`RECORD_STEM_CHARS`, then ``-<first 8 hex of the key's SHA-256>.json``: keys
     that read alike after the cut still get their own files.
     """
-    from ..baseline import short_hash
+    from ..judge.baseline_store import short_hash
 
     stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in key)[:RECORD_STEM_CHARS]
     return f"{stem}-{short_hash(key)}.json"
@@ -106,7 +106,7 @@ def write_analysis(
 
 
 def _diff_flamegraph(first: Analysis, entry: Analysis) -> str | None:
-    from ..flame import operator_diff_svg
+    from ..measure.flame import operator_diff_svg
 
     return operator_diff_svg(
         first.profile.operators,
@@ -124,9 +124,9 @@ def write_comparison(
 
     Returns ``side`` with its ``artifacts`` filled in, and every file written.
     """
-    from ..flame import safe_name
-    from ..pareto import Variant, render_pareto_svg
+    from ..measure.flame import safe_name
     from .html import render_html
+    from .pareto import Variant, render_pareto_svg
 
     out = Path(out_dir)
     artifacts: dict[str, str] = {}

@@ -10,7 +10,7 @@ diagnosis in a few words (:func:`diagnosis_headline`, the "diagnosis" cell): the
 finding, how sure, and what its events can cost where that was estimated.
 
 Must not: compute metrics, judge (``classify`` estimated the cost) or format numbers
-(:mod:`..numbers` does).
+(:mod:`..core.numbers` does).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..classify import Diagnosis, Finding
+    from ..diagnose.classify import Diagnosis, Finding
 
 
 @dataclass(frozen=True)

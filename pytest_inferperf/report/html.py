@@ -29,14 +29,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..change import MATERIAL_SHARE
-from ..metrics import METRICS
+from ..core.metrics import METRICS
+from ..diagnose.change import MATERIAL_SHARE
 from . import text as shared
 
 if TYPE_CHECKING:
-    from ..assessment import Assessment
-    from ..profile import Profile
-    from ..side_by_side import SideBySide
+    from ..cli.compare import SideBySide
+    from ..core.profile import Profile
+    from ..diagnose.assessment import Assessment
 
 MAX_OPERATOR_ROWS = 300
 _SCHEME = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*:")
@@ -183,7 +183,7 @@ def _latency(profile: Profile) -> str:
 
 
 def stages_html(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The ``region()`` stages, from :meth:`assessment.StageRow.to_dict` rows (a record's
+    """The ``region()`` stages, from :meth:`diagnose.assessment.StageRow.to_dict` rows (a record's
     ``stages``): ms per call, share of the call, and against the baseline where there is one."""
     if not rows:
         return (
@@ -272,7 +272,7 @@ def _operators(profile: Profile) -> str:
         rows = [(o.get("model"), *row) for o, row in zip(ops, rows, strict=False)]
         headers, numeric = ("model", *headers), (3, 4, 5, 6)
     table = _table(headers, rows, numeric=numeric)
-    from ..precision import precision_lines
+    from ..onnxrt.precision import precision_lines
 
     precision = "".join(
         f"<p>{'Precision: ' if i == 0 else ''}{esc(t)}</p>"
@@ -288,7 +288,7 @@ def _roofline(profile: Profile) -> str:
     roof = profile.roofline
     if not roof or "ceilings" not in roof:
         return f'<p class="muted">No roofline: {esc(shared.roofline_text(profile))}</p>'
-    from ..roofline import render_roofline_svg, roofline_from_dict
+    from ..onnxrt.roofline import render_roofline_svg, roofline_from_dict
 
     out = [f"<p>{esc(shared.roofline_text(profile))}</p>"]
     try:
@@ -363,7 +363,7 @@ def _diagnosis(diagnosis: Any) -> str:
 
 def change_html(change: Any, heading: str) -> str:
     """A change against a baseline: its summary, then the stage and op-type tables."""
-    from ..change import pct
+    from ..diagnose.change import pct
 
     out = [f"<p><b>{esc(heading)}</b>: {esc(change.summary)}</p>"]
     for title, parts, unit in (
@@ -567,7 +567,7 @@ def render_html(
 ) -> str:
     """One self-contained HTML page for one assessed Profile or several (then compared).
 
-    ``comparison`` is :func:`side_by_side.side_by_side`'s result for the same Profiles;
+    ``comparison`` is :func:`cli.compare.side_by_side`'s result for the same Profiles;
     ``svgs`` maps an artifact's relative path to its SVG text, to embed it.
     """
     assessments = (
@@ -637,9 +637,9 @@ def render_run_html(
 def assessment_of_record(record: Mapping[str, Any]) -> Assessment:
     """The Assessment a worker's record carries: its profile, metrics (hook metrics too)
     and diagnosis as judged there - read back, not judged again."""
-    from ..assessment import Assessment
-    from ..classify import diagnosis_from_dict
-    from ..profile import Profile as ProfileType
+    from ..core.profile import Profile as ProfileType
+    from ..diagnose.assessment import Assessment
+    from ..diagnose.classify import diagnosis_from_dict
 
     profile = ProfileType.from_dict(record["profile"]).with_(
         artifacts=dict(record.get("artifacts", {}))

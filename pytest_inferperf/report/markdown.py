@@ -15,13 +15,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..metrics import METRICS
+from ..core.metrics import METRICS
 from . import text as shared
 from .headline import names
 
 if TYPE_CHECKING:
-    from ..assessment import Assessment
-    from ..side_by_side import SideBySide
+    from ..cli.compare import SideBySide
+    from ..diagnose.assessment import Assessment
 
 ENV_VAR = "GITHUB_STEP_SUMMARY"
 KEY_METRICS = names("summary")  # the one headline list, its summary view

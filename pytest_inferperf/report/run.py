@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..partial import partial_label
+from ..core.partial import partial_label
 from .markdown import md
 from .terminal import columns, summary_rows
 

@@ -26,15 +26,15 @@ from typing import TYPE_CHECKING, Any
 
 from tabulate import tabulate
 
-from ..numbers import number
-from ..partial import partial_label
-from ..pmu.cpu_features import features_text
-from ..stages import metric_label
+from ..core.numbers import number
+from ..core.partial import partial_label
+from ..measure.simulate.cpu_features import features_text
+from ..measure.stages import metric_label
 from .headline import HEADLINE
 from .headline import headline as headline_of
 
 if TYPE_CHECKING:
-    from ..profile import Profile
+    from ..core.profile import Profile
 
 #: (metric, title, scale): the table's columns, from the one headline list; the
 #: optional ones only where some test has a value (a PMU, or the simulate backend).
@@ -598,8 +598,8 @@ def record_update_line(path: str, old: Profile | None, record: Mapping[str, Any]
     ``--update-baselines`` and ``inferperf accept`` alike): every metric later runs are
     judged on, old -> new, its ``region()`` stages too (ms per call). ``old``: the
     baseline replaced (None: the file is new); ``record``: :meth:`ProfileRecord.to_json`."""
-    from ..metrics import profile_metrics
-    from ..stages import stage_metric, stage_times
+    from ..core.metrics import profile_metrics
+    from ..measure.stages import stage_metric, stage_times
 
     stages = {
         stage_metric(s["name"]): s["ms_per_call"]
@@ -630,8 +630,8 @@ def update_metrics(new: Mapping[str, float], gated: Iterable[str] = ()) -> list[
     headline ones (memory growth and peak included) in their order, then every other metric
     that gates by default (``assessment.GATED_METRICS``) in the metric table's order, then
     ``gated`` (a test's own tolerance names and stages)."""
-    from ..assessment import GATED_METRICS
-    from ..metrics import METRICS
+    from ..core.metrics import METRICS
+    from ..diagnose.assessment import GATED_METRICS
 
     order = [h.metric for h in HEADLINE]
     order += [m for m in METRICS if m in GATED_METRICS]

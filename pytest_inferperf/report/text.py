@@ -4,7 +4,7 @@ Owns: the plain-text rendering (tabulate tables) of one Profile - what was count
 what was not (with the reasons), metrics, latency, peak memory, top operators, roofline,
 energy, diagnosis - and of a side-by-side comparison; also the small formatting helpers
 the HTML and Markdown reports share (:func:`not_counted`, :func:`facts`; ``fmt`` is
-:func:`numbers.number`).
+:func:`core.numbers.number`).
 
 Must not: measure, judge, diagnose, compute metrics (one Profile's are read from its
 Assessment), or write files. Pure functions of what they are given.
@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from tabulate import tabulate
 
-from ..change import part_lines
-from ..metrics import METRICS
-from ..numbers import number as fmt  # the one number formatter
+from ..core.metrics import METRICS
+from ..core.numbers import number as fmt  # the one number formatter
+from ..diagnose.change import part_lines
 
 if TYPE_CHECKING:
-    from ..assessment import Assessment
-    from ..profile import Profile
-    from ..side_by_side import SideBySide
+    from ..cli.compare import SideBySide
+    from ..core.profile import Profile
+    from ..diagnose.assessment import Assessment
 
 TOP_OPERATORS = 10
 LATENCY_FIELDS = (
@@ -114,7 +114,7 @@ def facts(profile: Profile) -> list[tuple[str, str]]:
         )
     )
     if profile.conditions:
-        from ..conditions import busy_reasons, summary
+        from ..measure.conditions import busy_reasons, summary
 
         busy = busy_reasons(profile.conditions)
         out.append(
@@ -191,7 +191,7 @@ def _uncosted(rows: Any) -> str:
     """``"; not costed: Einsum 80%"``: op types whose work the roofline cannot count."""
     if not rows:
         return ""
-    from ..roofline import uncosted_text
+    from ..onnxrt.roofline import uncosted_text
 
     return f"; not costed: {uncosted_text(rows)}"
 
@@ -271,7 +271,7 @@ def render_profile(assessment: Assessment) -> str:
             rows = [(o.get("model"), *row) for o, row in zip(ops, rows, strict=True)]
             headers = ("model", *headers)
         lines.append(_table(rows, headers))
-    from ..precision import precision_lines
+    from ..onnxrt.precision import precision_lines
 
     for i, text in enumerate(precision_lines(profile.operators)):
         lines.append(f"{'precision' if i == 0 else '':<12} {text}")

@@ -16,18 +16,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..classify import diagnosis_as_dict
-from ..metrics import METRICS
-from ..noise import clock_of
-from ..numbers import number
-from ..stages import metric_label
+from ..core.metrics import METRICS
+from ..core.numbers import number
+from ..diagnose.classify import diagnosis_as_dict
+from ..judge.noise import clock_of
+from ..measure.stages import metric_label
 from .diagnosis import render
 from .headline import diagnosis_headline, names
 
 if TYPE_CHECKING:
-    from ..assessment import Assessment
-    from ..change import ChangeExplanation
-    from ..classify import Diagnosis
+    from ..diagnose.assessment import Assessment
+    from ..diagnose.change import ChangeExplanation
+    from ..diagnose.classify import Diagnosis
 
 
 def record_of(verdict: Assessment) -> dict[str, Any]:

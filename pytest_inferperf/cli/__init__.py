@@ -1,0 +1,1 @@
+"""The ``inferperf`` command line and the commands only it runs."""

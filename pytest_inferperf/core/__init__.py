@@ -1,0 +1,1 @@
+"""The Profile and the leaves every layer reads: samples, metrics, errors, files."""

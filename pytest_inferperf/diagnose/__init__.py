@@ -1,0 +1,1 @@
+"""Why it is slow: rules, per-core thresholds and costs, the Assessment."""

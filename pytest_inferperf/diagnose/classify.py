@@ -1,0 +1,1734 @@
+"""Why is it slow: from metrics to a diagnosis with evidence and recommendations.
+
+Owns: the judging rules (which thresholds of :mod:`thresholds_by_core` crossed, how confident
+that makes us, what share of the cycles each cause explains and so which one wins),
+what could not be judged and why, the recommendations for CPU inference with ONNX
+Runtime, and a :class:`Diagnosis` as plain data (its text is :mod:`report.diagnosis`'s).
+The explanation of a change against a baseline is :mod:`change`'s (re-exported here:
+``explain_change``, ``ChangeExplanation``).
+
+Must not: read counters or files, compute metrics (``metrics`` does), render text, or
+import pytest.
+Pure functions over mappings: the plugin, the CLI and hook implementations call them.
+
+How a category is judged:
+
+* Each row of :data:`thresholds_by_core.THRESHOLDS` for the category and the core's family is a
+  signal. ``key`` signals can make the category fire; ``support`` signals only add
+  confidence once a key fired.
+* A crossed signal's strength grows with how far past the threshold it is:
+  ``0.4 + 0.6 * min(1, log(r) / log(4))`` where ``r`` is value/threshold (``>``) or
+  threshold/value (``<``): 0.4 at the threshold, 1.0 at four times past it.
+* Independent signals combine: ``confidence = 1 - prod(1 - 0.85 * w * strength)``
+  with ``w`` 1 for keys and 0.5 for supports, so one key alone reaches at most 0.85
+  and each agreeing signal adds to it.
+* A level-1 category whose more specific child also fired (Arm's top-down decision
+  tree: backend -> L1D / L2 / LLC / DTLB; frontend -> branch; IPC collapse -> any)
+  has its confidence halved (:data:`thresholds_by_core.CHILD_DISCOUNT`).
+* Low IPC alone is never a diagnosis: IPC collapse (ILP-limited compute) stands only
+  when memory/backend metrics (:data:`thresholds_by_core.MEMORY_EVIDENCE`) were measured and
+  none of the memory or backend categories fired; when one fired it explains the low
+  IPC and IPC collapse is dropped; when none was measured IPC collapse goes to
+  ``not_judged`` saying what to count. L1D refills alone rule memory out only when,
+  each charged at a miss to DRAM, they could take less than a fifth of the cycles.
+* IPC near the core's width (or top-down retiring) is its own finding, ``retiring``:
+  the core is busy with useful work and the fix is less work.
+* A cause that is a count of events must be material. Where every key signal that
+  fired is a count with a per-event cost in :data:`thresholds_by_core.CHANGE_COSTS` (page
+  faults, migrations, cache and TLB refills, mispredicted branches), the finding
+  carries an :class:`EstimatedCost`: the events x that cost, over the call's time
+  (per call: the shorter of its CPU and wall time, so threads do not dilute it; per
+  CPU-second: the rate itself; per 1000 instructions: the cycles of 1000 instructions
+  at the measured IPC). L1 refills with nothing below L1 counted are charged at a miss
+  to DRAM, as the IPC-collapse gate charges them. The costs are upper bounds, so the
+  share is too: a finding whose share stays below :data:`change.MATERIAL_SHARE` (a
+  fifth, the same as for a change) cannot explain the call and goes to
+  :attr:`Diagnosis.small` ("present but small"), not to the findings; it then neither
+  halves a parent nor explains low IPC. A finding that also rests on a ratio, a
+  fraction or a session setting (IPC, miss ratios, stall fractions, spinning) keeps
+  its logic and carries no estimate, and so does one whose cost cannot be estimated
+  (a count with no cost on record, no clock, or no IPC).
+* Findings are ranked by the share of the cycles they explain (:class:`CycleShare`,
+  :func:`cycle_share`, :func:`rank`): counted events x the core's typical penalty per
+  event (:mod:`cycle_costs`) over the cycles of 1000 instructions, or a measured
+  top-down / stall fraction, capped by what else was measured. Material shares first,
+  then findings without a share by confidence, then small shares; a top-down parent
+  measured as a fraction ranks right after its material child. Confidence breaks
+  ties. Mispredicted branches, whose penalty is paid in series, name the cause by a
+  material share alone; cache and TLB misses, which an out-of-order core overlaps,
+  only through their thresholds.
+* IPC below 0.75 x the width with no cause explaining a material share: the issue
+  slots left unused less what the specific counted causes explain is the remainder; a
+  material remainder is ILP-limited compute (``ipc_collapse``), under the same memory
+  gate as the IPC-collapse rule, else ``not_judged`` says what to count. "Nothing
+  crossed" is left for IPC near the width (or unmeasured).
+* The higher measured stall fraction (STALL_FRONTEND / STALL_BACKEND of the cycles),
+  when material, names its part by share (AWS perfrunbook top-down step 2); a backend
+  share defers where L2/LLC refills or memory stalls split it (:func:`_stall_share_fired`).
+  IPC collapse is a symptom: where counted causes explain the unused slots, the largest
+  of them is named instead (:func:`_defer_ipc_collapse`).
+* No core named: rows relative to the width are judged against every core of the
+  instruction set (``<`` at the narrowest, ``>`` at the widest:
+  :func:`thresholds_by_core.generic_facts`), at half the weight (:data:`GENERIC_DISCOUNT`).
+* The primary finding is the first in rank. A category none of whose key
+  signals could be evaluated goes to ``not_judged`` with the reason (missing events,
+  unknown core width, no session settings). A core not on record is judged with every
+  row (the generic fallback) and the diagnosis says so in ``notes``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..core.metrics import METRICS
+from ..pmu.events import CATALOGUE
+from .change import (  # the explanation of a change lives there; re-exported here
+    CHANGE_MIN_RELATIVE,
+    MATERIAL_SHARE,
+    ChangeExplanation,
+    MetricChange,
+    explain_change,
+    fmt,
+)
+from .cycle_costs import KINDS
+from .cycle_costs import penalties as cycle_penalties
+
+if TYPE_CHECKING:
+    from ..core.profile import Profile
+
+from .thresholds_by_core import (
+    CATEGORIES,
+    CHANGE_COSTS,
+    CHILD_DISCOUNT,
+    CHILDREN,
+    ISA_GENERIC,
+    JUDGEMENT,
+    L1_ONLY_EXONERATES_BELOW,
+    MEMORY_CATEGORIES,
+    MEMORY_EVIDENCE,
+    THRESHOLDS,
+    ChangeCost,
+    CoreFacts,
+    Threshold,
+    core_facts,
+)
+
+__all__ = [
+    "CHANGE_MIN_RELATIVE",
+    "ChangeExplanation",
+    "CycleShare",
+    "Diagnosis",
+    "EstimatedCost",
+    "Evidence",
+    "Finding",
+    "MetricChange",
+    "RuleContext",
+    "cycle_share",
+    "diagnose",
+    "explain_change",
+]
+
+KEY_WEIGHT, SUPPORT_WEIGHT, SIGNAL_CEILING = 1.0, 0.5, 0.85
+# A finding that rests on IPC against a generic width (no core named: every core of the
+# instruction set, thresholds.generic_facts) is judged for any such core, not this one:
+# its confidence is halved (engineering judgement, as CHILD_DISCOUNT) and it says so.
+GENERIC_DISCOUNT = 0.5
+GENERIC_TEXT = "generic judgement: no core named, so it holds for any core on record"
+_CACHE_MPKI = ("l1d_mpki", "l2_mpki", "llc_mpki")
+
+
+# -- records ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One measured value against one threshold, and where the threshold comes from."""
+
+    metric: str
+    value: float
+    threshold: float
+    comparison: str  # ">" | "<"
+    source: str
+
+    @property
+    def crossed(self) -> bool:
+        if self.comparison == ">":
+            return self.value > self.threshold
+        return self.value < self.threshold
+
+    def line(self) -> str:
+        return f"{self.metric} = {_fmt(self.value)} {self.comparison} {_fmt(self.threshold)}"
+
+
+@dataclass(frozen=True)
+class EstimatedCost:
+    """What the counted events of a finding can cost, at most, as a share of the call.
+
+    ``share`` is an upper bound (the per-event costs of :data:`thresholds_by_core.CHANGE_COSTS`
+    are); ``formula`` is how it was computed, in numbers the reader can check
+    (``42 page faults x <=10 µs / 1.2 ms CPU time per call``); ``source`` is the
+    per-event cost's source; ``metric`` the signal it was computed from.
+    """
+
+    metric: str
+    share: float
+    formula: str
+    source: str = ""
+
+    @property
+    def material(self) -> bool:
+        """Whether it can account for :data:`change.MATERIAL_SHARE` of the call."""
+        return self.share >= MATERIAL_SHARE
+
+    @property
+    def text(self) -> str:
+        """``up to 35% of the call: 42 page faults x <=10 µs / 1.2 ms CPU time per call``."""
+        return f"up to {share_text(self.share)}: {self.formula}"
+
+
+@dataclass(frozen=True)
+class CycleShare:
+    """The estimated share of the cycles one cause explains: what ranks the findings.
+
+    From counts: events per 1000 instructions x the core's penalty per event
+    (:mod:`cycle_costs`) over the cycles of 1000 instructions (1000 / IPC); from a
+    top-down or stall fraction: the fraction itself (it is a share of slots or
+    cycles). A typical estimate, not a bound: an out-of-order core overlaps misses, so
+    shares of different causes can overlap and add up to more than the whole; each is
+    capped at 1. ``formula`` shows the numbers (``718 LLC read misses/KI x 200 cycles
+    (Neoverse N1: AnandTech) / 2000 cycles/KI``); ``source`` the penalties' sources.
+    """
+
+    share: float
+    formula: str
+    source: str = ""
+    metric: str = ""  # the metric (or metrics, comma-separated) it was computed from
+
+    @property
+    def material(self) -> bool:
+        """Whether it explains :data:`change.MATERIAL_SHARE` of the cycles or more."""
+        return self.share >= MATERIAL_SHARE
+
+    @property
+    def short(self) -> str:
+        """``~62% of cycles``."""
+        return f"~{_percent(self.share)} of cycles"
+
+    @property
+    def text(self) -> str:
+        """``~62% of cycles: 718 LLC read misses/KI x 200 cycles (...) / 2000 cycles/KI``."""
+        return f"{self.short}: {self.formula}"
+
+
+def _percent(share: float) -> str:
+    percent = share * 100.0
+    return f"{percent:.0f}%" if percent >= 10 or percent == 0 else f"{percent:.2g}%"
+
+
+def share_text(share: float) -> str:
+    """``35% of the call``, ``0.043% of the call``; an upper bound past the whole call
+    (the per-event costs are bounds, not measurements) is ``the whole call``."""
+    if share >= 1.0:
+        return "the whole call"
+    percent = share * 100.0
+    return f"{percent:.0f}% of the call" if percent >= 10 else f"{percent:.2g}% of the call"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One category that fired, how sure we are, why, and what to try."""
+
+    category: str
+    title: str
+    confidence: float  # 0..1
+    evidence: tuple[Evidence, ...] = ()
+    recommendations: tuple[str, ...] = ()
+    explanation: str = ""
+    cost: EstimatedCost | None = None  # None: not a count of events, or not estimable
+    share: CycleShare | None = None  # None: no share of cycles can be estimated
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The verdict: the primary finding, the others, what could not be judged.
+
+    ``small`` holds the findings that crossed their thresholds but whose estimated
+    cost is below :data:`change.MATERIAL_SHARE` of the call ("present but small"):
+    never the primary finding, shown in the full reasoning only.
+    """
+
+    primary: Finding | None
+    secondary: tuple[Finding, ...] = ()
+    not_judged: Mapping[str, str] = field(default_factory=dict)
+    change: ChangeExplanation | None = None
+    core: str = ""
+    notes: tuple[str, ...] = ()  # what the reader must know about how it was judged
+    small: tuple[Finding, ...] = ()  # fired, but can cost less than MATERIAL_SHARE
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return ((self.primary,) if self.primary else ()) + self.secondary
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    """What a rule (built in, or a ``pytest_inferperf_rules`` hook) may look at."""
+
+    core: str
+    facts: CoreFacts
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+    session: Mapping[str, Any] | None = None
+    cpu_count: int | None = None
+
+    @classmethod
+    def of(
+        cls,
+        core: str,
+        *,
+        unavailable: Mapping[str, str] | None = None,
+        session: Mapping[str, Any] | None = None,
+        cpu_count: int | None = None,
+    ) -> RuleContext:
+        """The context ``diagnose`` builds, for callers of the rules hook."""
+        return cls(core, core_facts(core), dict(unavailable or {}), session, cpu_count)
+
+    @property
+    def configured_threads(self) -> int | None:
+        """Intra-op threads (+ inter-op threads in parallel mode); None if unknown/auto."""
+        if not self.session:
+            return None
+        intra = self.session.get("intra_op_threads")
+        if not isinstance(intra, int) or isinstance(intra, bool) or intra <= 0:
+            return None
+        inter = self.session.get("inter_op_threads")
+        if (
+            self.session.get("execution_mode") == "parallel"
+            and isinstance(inter, int)
+            and inter > 0
+        ):
+            return intra + inter
+        return intra
+
+    @property
+    def useful_threads(self) -> int | None:
+        """Threads expected to do the work: the configured count, or all CPUs for auto."""
+        configured = self.configured_threads
+        if configured is not None:
+            return configured
+        if self.session and self.session.get("intra_op_threads") == 0 and self.cpu_count:
+            return self.cpu_count  # ORT's default: one thread per (physical) core
+        return None
+
+
+# -- evaluation ------------------------------------------------------------------------
+
+
+_fmt = fmt  # one number format for diagnoses and changes (change.fmt)
+
+
+def strength(value: float, threshold: float, comparison: str) -> float:
+    """How far past ``threshold`` a crossed value is: 0.4 at it, 1.0 at 4x past it."""
+    if comparison == ">":
+        ratio = value / threshold if threshold > 0 else math.inf
+    else:
+        ratio = threshold / value if value > 0 else math.inf
+    if ratio <= 1.0:
+        return 0.0
+    return 0.4 + 0.6 * min(1.0, math.log(ratio) / math.log(4.0))
+
+
+def combine(strengths: Iterable[tuple[float, float]]) -> float:
+    """``1 - prod(1 - ceiling * weight * strength)`` over (weight, strength) pairs."""
+    miss = 1.0
+    for weight, s in strengths:
+        miss *= 1.0 - SIGNAL_CEILING * weight * s
+    return 1.0 - miss
+
+
+def _session_value(metric: str, ctx: RuleContext) -> float | None:
+    session = ctx.session
+    if session is None:
+        return None
+    if metric == "session.allow_spinning":
+        spin = session.get("allow_spinning")
+        if not isinstance(spin, bool):
+            return None
+        # A single intra-op thread means no pool: nothing to spin.
+        return 1.0 if spin and session.get("intra_op_threads") != 1 else 0.0
+    if metric == "session.enable_mem_arena":
+        arena = session.get("enable_mem_arena")
+        return None if not isinstance(arena, bool) else float(arena)
+    if metric == "session.threads":
+        threads = ctx.configured_threads
+        return None if threads is None else float(threads)
+    return None
+
+
+def _scale(row: Threshold, ctx: RuleContext) -> float | None:
+    if row.relative_to is None:
+        return 1.0
+    if row.relative_to == "width":
+        return ctx.facts.width_for(row.comparison)
+    if row.relative_to == "useful_threads":
+        return None if ctx.useful_threads is None else float(ctx.useful_threads)
+    if row.relative_to == "cpu_count":
+        return None if not ctx.cpu_count else float(ctx.cpu_count)
+    raise ValueError(f"unknown relative_to {row.relative_to!r} in thresholds")
+
+
+def _event_name(event: str) -> str:
+    spec = CATALOGUE.get(event)
+    if spec is None:
+        return event
+    if spec.arm:
+        return "/".join(name.upper() for name, _ in spec.arm)
+    return event.replace("_", "-")
+
+
+def why_missing(metric: str, ctx: RuleContext) -> str:
+    """Why ``metric`` has no value here, as specifically as the facts allow."""
+    if metric.startswith("session."):
+        if ctx.session is None:
+            return f"{metric}: no ONNX Runtime session settings given"
+        return f"{metric}: the session settings do not say (or ORT chooses the thread count)"
+    spec = METRICS.get(metric)
+    if spec is None:
+        return f"{metric}: not measured"
+    if not spec.inputs:
+        return f"{metric}: not measured (no latency statistics)"
+    reasons: list[str] = []
+    uncounted: dict[str, list[str]] = {}  # the reason's headline -> events
+    for event in spec.inputs:
+        if event in ctx.facts.lacks:
+            reasons.append(
+                f"no {_event_name(event)} on {ctx.facts.name} ({ctx.facts.lacks_source})"
+            )
+        elif event in ctx.unavailable:
+            headline = ctx.unavailable[event].split(":", 1)[0]  # full text: inferperf doctor
+            uncounted.setdefault(headline, []).append(_event_name(event))
+    reasons.extend(
+        f"{', '.join(events)} not counted: {headline}" for headline, events in uncounted.items()
+    )
+    if (
+        not reasons
+        and metric in ("frontend_bound", "backend_bound", "retiring", "bad_speculation")
+        and ctx.facts.family != "arm-topdown"
+    ):
+        reasons.append(f"no level-1 top-down formula for {ctx.facts.name}")
+    if not reasons:
+        reasons.append(f"not measured (needs {', '.join(spec.inputs)})")
+    return f"{metric}: {'; '.join(dict.fromkeys(reasons))}"
+
+
+@dataclass(frozen=True)
+class _Signal:
+    row: Threshold
+    evidence: Evidence | None  # None when it could not be evaluated
+    missing: str | None
+
+    @property
+    def crossed(self) -> bool:
+        return self.evidence is not None and self.evidence.crossed
+
+
+def _signal(row: Threshold, metrics: Mapping[str, float], ctx: RuleContext) -> _Signal:
+    if row.metric.startswith("session."):
+        value = _session_value(row.metric, ctx)
+    else:
+        value = metrics.get(row.metric)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return _Signal(row, None, why_missing(row.metric, ctx))
+    scale = _scale(row, ctx)
+    if scale is None:
+        what = {
+            "width": f"issue width of {ctx.facts.name} unknown",
+            "useful_threads": "threads configured for the work unknown (no session "
+            "settings, or ORT chooses and the CPU count is unknown)",
+            "cpu_count": "CPU count unknown",
+        }[row.relative_to or ""]
+        return _Signal(row, None, f"{row.metric}: {what}")
+    source = row.source if not row.judgement else f"{row.source}: {row.why}"
+    if row.relative_to == "width":
+        source += f" (width {_fmt(scale)}: {ctx.facts.width_source})"
+        if ctx.facts.widest is not None:
+            source += f"; {GENERIC_TEXT}"
+    return _Signal(
+        row, Evidence(row.metric, float(value), row.value * scale, row.comparison, source), None
+    )
+
+
+# -- what a finding's events cost -------------------------------------------------------
+
+# Metrics below L1: with one of them counted, an L1 refill is charged as an L2 hit (a
+# deeper miss is the L2/LLC finding's); without, it may be a miss to DRAM.
+_BELOW_L1 = ("l2_mpki", "llc_mpki")
+_L1_REFILLS = ("l1d_mpki", "l1i_mpki")
+_PER_SECOND = "_per_sec"
+
+
+def _cost_row(metric: str) -> ChangeCost | None:
+    """The per-event cost of a count metric; None for ratios, fractions and settings.
+
+    A rate per CPU-second (``page_faults_per_sec``) is the same event as its per-call
+    metric (``page_faults_per_call``) and costs the same."""
+    if metric.endswith(_PER_SECOND):
+        metric = metric[: -len(_PER_SECOND)] + "_per_call"
+    row = CHANGE_COSTS.get(metric)
+    return row if row is not None and row.kind in ("event_us", "mpki_cycles") else None
+
+
+def _events(metric: str) -> str:
+    """``page faults`` from "page faults per call": what the metric counts."""
+    spec = METRICS.get(metric)
+    return spec.description.split(" per ", 1)[0] if spec else metric
+
+
+def _call_clock(metrics: Mapping[str, float]) -> tuple[float, str] | None:
+    """The call's time in ms: the shorter of its CPU time (all threads) and wall time,
+    so a cause on the critical path is not diluted by other threads' CPU time."""
+    clocks = [
+        (float(metrics[name]), what)
+        for name, what in (("cpu_ms_per_call", "CPU"), ("latency_mean_ms", "wall"))
+        if metrics.get(name) is not None and float(metrics[name]) > 0
+    ]
+    return min(clocks) if clocks else None
+
+
+def estimate_cost(metric: str, value: float, metrics: Mapping[str, float]) -> EstimatedCost | None:
+    """What ``value`` of the count ``metric`` can cost, as a share of the call.
+
+    None when ``metric`` is not a count with a per-event cost on record, or the clock
+    it is measured against (the call's time, or the IPC) was not measured.
+    """
+    row = _cost_row(metric)
+    if row is None:
+        return None
+    events = _events(metric)
+    if row.kind == "event_us":
+        if metric.endswith(_PER_SECOND):
+            per_call = metric[: -len(_PER_SECOND)] + "_per_call"
+            if metrics.get(per_call) is not None:  # the same events, read per call
+                estimate = estimate_cost(per_call, float(metrics[per_call]), metrics)
+                if estimate is not None:
+                    return estimate
+            # per CPU-second (perf stat without --calls): the rate is the share
+            share = value * row.cost * 1e-6
+            formula = f"{fmt(value)} {events} per CPU-second x <={fmt(row.cost)} µs"
+            return EstimatedCost(metric, share, formula, row.source)
+        clock = _call_clock(metrics)
+        if clock is None:
+            return None
+        ms, what = clock
+        share = value * row.cost / 1000.0 / ms
+        formula = (
+            f"{fmt(value)} {events} x <={fmt(row.cost)} µs / {fmt(ms)} ms {what} time per call"
+        )
+        return EstimatedCost(metric, share, formula, row.source)
+    ipc = metrics.get("ipc")
+    if ipc is None or not ipc > 0:
+        return None
+    cost, charged, source = row.cost, "", row.source
+    if metric in _L1_REFILLS and not any(m in metrics for m in _BELOW_L1):
+        dram = CHANGE_COSTS["llc_mpki"]
+        cost, source = dram.cost, dram.source
+        charged = " (charged as a miss to DRAM: nothing below L1 was counted)"
+    share = value * cost * float(ipc) / 1000.0
+    formula = (
+        f"{fmt(value)} {events} per 1000 instructions x <={fmt(cost)} cycles{charged} / "
+        f"{fmt(1000.0 / float(ipc))} cycles (1000 instructions at IPC {fmt(float(ipc))})"
+    )
+    return EstimatedCost(metric, share, formula, source)
+
+
+def _finding_cost(signals: Iterable[_Signal], metrics: Mapping[str, float]) -> EstimatedCost | None:
+    """The largest estimate over the key signals that fired, when each of them is a
+    count whose cost could be estimated; else None (the finding keeps its logic).
+
+    The largest, not the sum: the keys of one category count the same events two ways
+    (faults per call and per CPU-second) or nested events (L2 refills and LLC misses).
+    """
+    estimates: list[EstimatedCost] = []
+    for sig in signals:
+        if sig.row.role != "key" or not sig.crossed or sig.evidence is None:
+            continue
+        estimate = estimate_cost(sig.row.metric, sig.evidence.value, metrics)
+        if estimate is None:
+            return None
+        estimates.append(estimate)
+    return max(estimates, key=lambda e: e.share) if estimates else None
+
+
+def _stalled_cost(
+    category: str, cost: EstimatedCost | None, metrics: Mapping[str, float], ctx: RuleContext
+) -> EstimatedCost | None:
+    """A count's cost bounded by the evidence of stalls (:func:`_stall_cap`).
+
+    Events x latency assumes each miss stalls the core for its whole latency. A miss the
+    core never waits on costs nothing: a hardware prefetcher running ahead of a
+    sequential or unit-stride stream turns the demand accesses into hits while the
+    refills it caused are still counted. Arm's Neoverse N1 counts them in
+    L2D_CACHE_REFILL ("any cacheable transaction from L1 which causes data to be read
+    from outside the core", only stashes excluded; the Cortex-A76 and Neoverse V1 lists
+    exclude "stashes and prefetches that target this level of cache"; ARM-software/data
+    pmu/neoverse-n1.json, cortex-a76.json, neoverse-v1.json), and Intel's
+    LONGEST_LAT_CACHE.MISS (x86 ``cache-misses``) counts hardware prefetches with the
+    demand requests (Intel perfmon event lists). So the cycles a miss count can cost are
+    at most the cycles the core was measured to stall: the issue slots IPC leaves
+    unused (1 - IPC / width) and, for data-side misses, the backend (memory) stall
+    fraction. A count whose cost so bounded falls below
+    :data:`change.MATERIAL_SHARE` is present but small, whatever its rate per 1000
+    instructions. Only per-1000-instruction costs are bounded (per-call OS events are
+    time, not stalls); without IPC, a width or a stall count nothing bounds it."""
+    if cost is None or CHANGE_COSTS.get(cost.metric, None) is None:
+        return cost
+    if CHANGE_COSTS[cost.metric].kind != "mpki_cycles":
+        return cost
+    ipc = _value(metrics, "ipc")
+    if ipc is None or not ipc > 0:
+        return cost
+    cap = _stall_cap(category, ipc, metrics, ctx)
+    if cap is None or cost.share <= cap[0]:
+        return cost
+    return EstimatedCost(
+        cost.metric,
+        cap[0],
+        f"{cost.formula} = {share_text(cost.share)}, capped at the measured stalls: "
+        f"{cap[1]} (a miss costs cycles only while the core waits on it)",
+        cost.source,
+    )
+
+
+# -- what share of the cycles a cause explains (the ranking) ---------------------------
+
+# A fraction that is itself a share of slots (top-down level 1) or of cycles (stalls),
+# per category, most specific first. Where the output has one, it is the share.
+_FRACTIONS: dict[str, tuple[str, ...]] = {
+    "retiring": ("retiring",),
+    "branch_misprediction": ("bad_speculation",),
+    "frontend_bound": ("frontend_bound", "frontend_stalled"),
+    "backend_bound": ("backend_bound", "backend_stalled"),
+    "l2_llc_residency": ("backend_mem_stalled",),
+}
+# Counted events, per category: (metric, penalty kind); the nested cache levels are
+# split so that each miss is charged once, at the level that served it.
+_COUNTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "l1d_residency": (("l1d_mpki", "l2_hit"),),
+    "l2_llc_residency": (("l2_mpki", "llc_hit"), ("llc_mpki", "dram")),
+    "tlb_churn": (("dtlb_mpki", "walk"),),
+    "branch_misprediction": (("branch_mpki", "mispredict"),),
+    "frontend_bound": (("l1i_mpki", "l2_hit"), ("itlb_mpki", "walk")),
+}
+# Causes whose counted cycles are not ILP-limited compute: subtracted from the issue
+# slots an IPC below the width leaves unused before the rest is called ILP-limited.
+# Backend stalls are not: a core waiting on a dependency chain stalls its backend too.
+_SPECIFIC_CAUSES = (
+    "l1d_residency",
+    "l2_llc_residency",
+    "tlb_churn",
+    "branch_misprediction",
+    "frontend_bound",
+)
+
+
+def _value(metrics: Mapping[str, float], name: str) -> float | None:
+    value = metrics.get(name)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return float(value)
+
+
+def _served(metrics: Mapping[str, float], metric: str) -> tuple[float, str] | None:
+    """Events per 1000 instructions of ``metric`` served at its own level: L1D refills
+    less the L2 refills (or LLC misses) counted below them, L2 refills less the LLC
+    misses; with ``what`` it counts, for the formula."""
+    value = _value(metrics, metric)
+    if value is None:
+        return None
+    below = {"l1d_mpki": ("l2_mpki", "llc_mpki"), "l2_mpki": ("llc_mpki",)}.get(metric, ())
+    deeper = next((m for m in below if _value(metrics, m) is not None), None)
+    what = _events(metric)
+    if deeper is None:
+        return value, f"{fmt(value)} {what}"
+    served = max(0.0, value - float(metrics[deeper]))
+    return served, f"({fmt(value)} - {fmt(float(metrics[deeper]))} {_events(deeper)}) {what}"
+
+
+def cycle_share(category: str, metrics: Mapping[str, float], ctx: RuleContext) -> CycleShare | None:
+    """The estimated share of the cycles ``category`` explains here, or None.
+
+    A top-down or stall fraction of :data:`_FRACTIONS` is the share itself; else the
+    counts of :data:`_COUNTS` x the core's penalties (:func:`cycle_costs.penalties`)
+    over 1000 / IPC cycles per 1000 instructions; ``retiring`` without a top-down
+    fraction is IPC / the core's width; ``thread_spinning`` the CPU time beyond the
+    threads configured to work. None when nothing it needs was measured, or when that
+    excess is small while the session lets its pool spin (then it is only a lower
+    bound: configured threads spin-waiting between parallel sections burn CPU that
+    task-clock cannot tell from work)."""
+    for name in _FRACTIONS.get(category, ()):
+        value = _value(metrics, name)
+        if value is not None:
+            of = "issue slots (top-down level 1)" if name in _LEVEL1 else "cycles"
+            return CycleShare(
+                min(max(value, 0.0), 1.0),
+                f"{name} {fmt(value)} (a fraction of {of}: the share itself)",
+                METRICS[name].source if name in METRICS else "",
+                name,
+            )
+    if category == "thread_spinning":
+        return _spinning_share(metrics, ctx)
+    ipc = _value(metrics, "ipc")
+    if category == "retiring":
+        width = ctx.facts.width_for(">")
+        if ipc is None or not width:
+            return None
+        return CycleShare(
+            min(ipc / width, 1.0),
+            f"IPC {fmt(ipc)} / width {fmt(width)}",
+            f"width: {ctx.facts.width_source}",
+            "ipc",
+        )
+    if ipc is None or not ipc > 0:
+        return None
+    table = cycle_penalties(ctx.core)
+    terms: list[str] = []
+    sources: list[str] = []
+    used: list[str] = []
+    cycles = 0.0
+    for metric, kind in _COUNTS.get(category, ()):
+        served = _served(metrics, metric)
+        if served is None:
+            continue
+        count, what = served
+        penalty = table.of(kind)
+        cycles += count * penalty.cycles
+        label = f"{penalty.fallback}: {penalty.label}" if penalty.fallback else penalty.label
+        terms.append(f"{what}/KI x {fmt(penalty.cycles)} cycles ({label})")
+        sources.append(f"{KINDS[kind]}: {penalty.source}")
+        used.append(metric)
+    if not terms:
+        return None
+    per_ki = 1000.0 / ipc
+    share, formula = cycles / per_ki, f"{' + '.join(terms)} / {fmt(per_ki)} cycles/KI"
+    cap = _stall_cap(category, ipc, metrics, ctx)
+    if cap is not None and share > cap[0]:
+        share, formula = cap[0], f"{formula} = {_percent(share)}, capped at {cap[1]}"
+    return CycleShare(min(share, 1.0), formula, "; ".join(dict.fromkeys(sources)), ",".join(used))
+
+
+def _spinning_share(metrics: Mapping[str, float], ctx: RuleContext) -> CycleShare | None:
+    """The CPU time beyond the threads configured to do the work: busy CPUs less the
+    useful threads, over the busy CPUs (the cycles of every thread, as the counters
+    count them). None without the CPU utilisation or the session's threads."""
+    busy, useful = _value(metrics, "cpu_utilisation"), ctx.useful_threads
+    if busy is None or not busy > 0 or useful is None:
+        return None
+    share = min(max(0.0, (busy - useful) / busy), 1.0)
+    if share < MATERIAL_SHARE and _session_value("session.allow_spinning", ctx) == 1.0:
+        return None
+    return CycleShare(
+        share,
+        f"({fmt(busy)} CPUs busy - {useful} threads configured) / {fmt(busy)} CPUs busy",
+        "task-clock / wall time, against the session's intra-op (+ inter-op) threads",
+        "cpu_utilisation",
+    )
+
+
+def _stall_cap(
+    category: str, ipc: float, metrics: Mapping[str, float], ctx: RuleContext
+) -> tuple[float, str] | None:
+    """What bounds a counted share where more was measured: a cycle in which a miss
+    stalls the core retires nothing, so stalls take at most the issue slots IPC leaves
+    unused (1 - IPC / width); and data-side misses stall the backend, so they take at
+    most the measured backend stall (or top-down backend) fraction. Events x latency
+    alone over-states what an out-of-order core, which overlaps misses, loses."""
+    caps: list[tuple[float, str]] = []
+    width = ctx.facts.width
+    if width:
+        lost = max(0.0, 1.0 - ipc / width)
+        caps.append((lost, f"1 - IPC {fmt(ipc)} / width {fmt(width)} = {_percent(lost)}"))
+    if category in MEMORY_CATEGORIES:
+        for name in ("backend_bound", "backend_stalled"):
+            value = _value(metrics, name)
+            if value is not None:
+                caps.append((max(0.0, value), f"{name} {fmt(value)}"))
+                break
+    if category in _CACHE_CATEGORIES:
+        # Arm STALL_BACKEND_MEM (V1, N2, V2): cycles the backend stalled with a demand
+        # load waiting on memory (ARM-software/data pmu/neoverse-v1.json).
+        value = _value(metrics, "backend_mem_stalled")
+        if value is not None:
+            caps.append((max(0.0, value), f"backend_mem_stalled {fmt(value)}"))
+    return min(caps) if caps else None
+
+
+_CACHE_CATEGORIES = ("l1d_residency", "l2_llc_residency")
+
+
+_LEVEL1 = ("frontend_bound", "backend_bound", "retiring", "bad_speculation")
+
+
+# Causes whose penalty is paid in series, one event after the other: a mispredicted
+# branch flushes the pipeline, and refilling it cannot overlap with the work it
+# replaces (Agner Fog, 'The microarchitecture of Intel, AMD and VIA CPUs', on the
+# misprediction penalty: the time to refill the pipeline). Their count x penalty is a
+# share of the cycles, and a material one names the cause even below the threshold on
+# its rate. Cache and TLB misses are not: an out-of-order core overlaps them with each
+# other and with independent work (memory-level parallelism, prefetching), so count x
+# latency over-states them; they name a cause through their thresholds only.
+_SERIAL = ("branch_misprediction",)
+
+
+# Stall counts that are a share of the cycles by definition: Arm's STALL_FRONTEND /
+# STALL_BACKEND count "every cycle counted by the CPU_CYCLES event on that no operation
+# was issued because ..." (Arm PMUv3 common events, ARM-software/data pmu/*.json), perf's
+# stalled-cycles-frontend/-backend the same on x86. The AWS Graviton perfrunbook's
+# top-down step 2 (debug_hw_perf.md): "measure stall_frontend_pkc and stall_backend_pkc
+# (pkc = per kilo cycle) and determine which is higher ... If stalls in the backend are
+# higher, it indicates the machinery that executes the instructions and reads data from
+# memory is causing slow-downs". So the higher of the two, when it is a material share of
+# the cycles (a fifth: also perf's lowest colour level for backend stalls, 20%,
+# stat-shadow.c get_ratio_color), names its part of the core though perf's middle level
+# (50% / 30%) was not crossed. Measured cycles, not counts x latency: no overlap to
+# over-state.
+_STALL_SHARES = {"frontend_bound": "frontend_stalled", "backend_bound": "backend_stalled"}
+# What splits a backend stall into memory and core: refills below L1, memory stalls.
+_MEMORY_SPLIT = ("l2_mpki", "llc_mpki", "llc_miss", "backend_mem_stalled")
+AWS_STALLS = (
+    "AWS Graviton perfrunbook (debug_hw_perf.md), top-down step 2: of stall_frontend and "
+    "stall_backend per kilo cycle, the higher names the part that slows the core"
+)
+
+
+def _stall_share_fired(
+    category: str, share: CycleShare | None, metrics: Mapping[str, float]
+) -> Evidence | None:
+    """Evidence that a measured stall fraction (:data:`_STALL_SHARES`) is a material
+    share of the cycles and the higher of the two measured; None otherwise."""
+    name = _STALL_SHARES.get(category)
+    if name is None or share is None or share.metric != name or not share.material:
+        return None
+    if category == "backend_bound" and any(_value(metrics, m) is not None for m in _MEMORY_SPLIT):
+        # Backend stalls are memory-bound or core-bound (Yasin, ISPASS 2014: Backend
+        # Bound = Memory Bound + Core Bound). With memory below L1 measured, the split
+        # is known: a memory cause fires on its own rows, and a core-bound stall is the
+        # ILP verdict's (ipc_collapse), the more specific finding.
+        return None
+    other = _value(metrics, next(n for c, n in _STALL_SHARES.items() if c != category))
+    if other is not None and other > share.share:
+        return None
+    versus = "" if other is None else f"; the other stall fraction is {fmt(other)}"
+    return Evidence(
+        name,
+        share.share,
+        MATERIAL_SHARE,
+        ">",
+        f"{AWS_STALLS}: a measured share of the cycles, {MATERIAL_SHARE:.0%} of them "
+        f"material (change.MATERIAL_SHARE; perf stat-shadow.c colours backend stalls "
+        f"from 20%){versus}",
+    )
+
+
+def _share_fired(
+    category: str, share: CycleShare | None, metrics: Mapping[str, float]
+) -> Evidence | None:
+    """Evidence that a counted cause with a serial penalty (:data:`_SERIAL`) explains a
+    material share though no threshold of its own crossed: its count against the
+    count at which it would take a fifth of the cycles (:data:`change.MATERIAL_SHARE`);
+    or that a measured stall fraction does (:func:`_stall_share_fired`). None unless
+    the share is material and rests on counts or stall cycles (top-down slot fractions
+    keep their thresholds)."""
+    stalls = _stall_share_fired(category, share, metrics)
+    if stalls is not None:
+        return stalls
+    if share is None or not share.material or category not in _SERIAL:
+        return None
+    metric = share.metric.split(",")[0]
+    if metric not in dict(_COUNTS[category]):
+        return None
+    value = _value(metrics, metric)
+    if value is None or value <= 0:
+        return None
+    at_fifth = value * MATERIAL_SHARE / share.share
+    return Evidence(
+        metric,
+        value,
+        at_fifth,
+        ">",
+        f"estimated share of cycles: {share.text}; {MATERIAL_SHARE:.0%} of the cycles "
+        f"at {fmt(at_fifth)} (change.MATERIAL_SHARE)",
+    )
+
+
+# -- explanations and recommendations ------------------------------------------------
+
+_EXPLAIN: dict[str, str] = {
+    "retiring": "The core retires close to its issue width every cycle: nothing stalls it, "
+    "the instructions themselves are the cost. Memory, threading or layout tuning will not "
+    "help; only doing less work will.",
+    "ipc_collapse": "The core retires few instructions per cycle for its width. With no "
+    "cache, TLB, branch or frontend signal to explain it, the likely cause is long "
+    "dependency chains: scalar or reference kernels, reductions, operators without a "
+    "vectorised implementation for this CPU.",
+    "l1d_residency": "Loads miss the L1 data cache often: the tiles the kernels work on do "
+    "not stay in L1D, so the core waits on L2.",
+    "l2_llc_residency": "Misses leave L2 (and the LLC): the working set - weights plus "
+    "activations of a layer - does not fit and streams from the last-level cache or DRAM. "
+    "The backend stalls on memory.",
+    "tlb_churn": "Address translation misses the TLBs and walks the page tables: the data "
+    "is spread over more 4 KiB pages than the TLBs cover.",
+    "branch_misprediction": "Branches are mispredicted often enough to flush the pipeline "
+    "regularly: data-dependent control flow, many small operators, or dispatch overhead.",
+    "frontend_bound": "The frontend cannot deliver instructions: the code footprint per "
+    "call (many distinct kernels) misses the L1 instruction cache or the ITLB.",
+    "backend_bound": "The backend cannot accept more work: execution units or their queues "
+    "are full. When no cache or TLB signal fires as well, the compute itself is the limit "
+    "(core-bound).",
+    "thread_spinning": "More CPU time is burnt than the configured threads can use: pool "
+    "threads spin-wait between parallel sections, or more threads than CPUs compete.",
+    "page_faults": "Calls keep touching freshly mapped memory: tensors are allocated from "
+    "the system every call (no arena, no preallocated outputs) and each new page faults.",
+    "noisy_machine": "The scheduler moves or preempts the threads: other load on the "
+    "machine, no pinning. Counters of a noisy run describe the machine, not the model.",
+}
+
+
+def _fired(finding_evidence: tuple[Evidence, ...], metric: str) -> bool:
+    return any(e.metric == metric and e.crossed for e in finding_evidence)
+
+
+def _recommend(category: str, evidence: tuple[Evidence, ...], ctx: RuleContext) -> list[str]:
+    session = ctx.session or {}
+    level = session.get("graph_optimization_level")
+    not_all = level is not None and level != "all"
+    cpus = f" ({ctx.cpu_count} CPUs here)" if ctx.cpu_count else ""
+    opt_all = (
+        "Set graph_optimization_level to ORT_ENABLE_ALL"
+        + (f" (it is '{level}')" if not_all else "")
+        + ": operator fusion and the NCHWc layout transformer cut intermediate "
+        "tensors and kernel count."
+    )
+    int8 = (
+        "Quantise to int8 (onnxruntime.quantization.quantize_dynamic / quantize_static): "
+        "weights and activations shrink 4x, and int8 dot-product kernels do 4x the "
+        "multiply-accumulates per instruction."
+    )
+    recs: list[str] = []
+    if category == "retiring":
+        recs += [
+            "Do less work: q" + int8[1:],
+            opt_all,
+            "Use a smaller or distilled model, or a shorter input, if the accuracy "
+            "budget allows: the core is already near its peak rate.",
+        ]
+    elif category == "ipc_collapse":
+        recs += [
+            "Profile operators (SessionOptions.enable_profiling) and find the ones that "
+            "take the time at low throughput: they are likely scalar/reference kernels; "
+            "replace, fuse or quantise them.",
+            opt_all,
+            int8,
+            "Batch more inputs per call so each kernel has independent rows to overlap.",
+        ]
+    elif category == "l1d_residency":
+        recs += [
+            "Shrink the per-kernel working set: a smaller batch or shorter sequence "
+            "keeps each tile within L1D.",
+            opt_all,
+            int8,
+        ]
+    elif category == "l2_llc_residency":
+        recs += [
+            "Use a shorter sequence length or a smaller batch so one layer's "
+            "activations fit in L2.",
+            int8,
+        ]
+        if _fired(evidence, "llc_mpki"):
+            recs.append(
+                "LLC misses go to DRAM: try intra_op_num_threads = physical cores of "
+                "one NUMA node; more threads only add bandwidth pressure."
+            )
+        recs.append(opt_all)
+    elif category == "tlb_churn":
+        recs += [
+            "Back tensors with huge pages: set transparent huge pages to 'madvise' or "
+            "'always' (/sys/kernel/mm/transparent_hugepage/enabled) and run with "
+            "GLIBC_TUNABLES=glibc.malloc.hugetlb=1.",
+            "Keep the ORT memory arena on (enable_cpu_mem_arena) so tensors come from a "
+            "few large blocks instead of scattered allocations.",
+            int8,
+        ]
+    elif category == "branch_misprediction":
+        recs += [
+            opt_all,
+            "Batch inputs per call: per-operator dispatch and shape checks are amortised "
+            "over more rows.",
+            "Keep data-dependent control flow (If/Loop, NonZero, dynamic shapes) out of "
+            "the hot path; tree ensembles are branchy by nature.",
+        ]
+    elif category == "frontend_bound":
+        recs += [
+            opt_all,
+            "Batch more work per call so each kernel's code stays hot in L1I.",
+            "Use static input shapes so ORT reuses one kernel variant per operator.",
+        ]
+        if _fired(evidence, "itlb_mpki"):
+            recs.append(
+                "ITLB walks: back the onnxruntime library text with huge pages "
+                "(THP for read-only file mappings)."
+            )
+    elif category == "backend_bound":
+        recs += [int8, f"Match intra_op_num_threads to the physical cores{cpus}.", opt_all]
+    elif category == "thread_spinning":
+        if _fired(evidence, "session.allow_spinning"):
+            recs.append(
+                "Set session.intra_op.allow_spinning=0 (and session.inter_op."
+                "allow_spinning=0): sess_options.add_session_config_entry("
+                "'session.intra_op.allow_spinning', '0')."
+            )
+        if _fired(evidence, "session.threads"):
+            recs.append(
+                f"Use at most one intra-op thread per CPU{cpus}; with several sessions "
+                "or pytest-xdist workers, divide the cores between them."
+            )
+        if _fired(evidence, "cpu_utilisation") and not _fired(evidence, "session.allow_spinning"):
+            recs.append(
+                "Other threads are busy too (other sessions, OpenMP/BLAS pools): set "
+                "OMP_NUM_THREADS=1 when ORT owns the threads."
+            )
+        recs.append(
+            "Pin the pool (session.intra_op_thread_affinities, or taskset/numactl) "
+            "so threads do not contend for the same CPUs."
+        )
+    elif category == "page_faults":
+        if _fired(evidence, "session.enable_mem_arena") or session.get("enable_mem_arena") is False:
+            recs.append(
+                "Turn the CPU memory arena on (SessionOptions.enable_cpu_mem_arena = "
+                "True): without it every call maps fresh pages."
+            )
+        recs += [
+            "Preallocate outputs and bind them with IOBinding (session.io_binding(), "
+            "bind_ortvalue_output) so outputs are not allocated every call.",
+            "Keep glibc from handing memory back between calls (MALLOC_TRIM_THRESHOLD_, "
+            "MALLOC_MMAP_THRESHOLD_) or preload a caching allocator (jemalloc, mimalloc).",
+            "Warm up longer so the arena reaches its steady size before measuring.",
+        ]
+    elif category == "noisy_machine":
+        recs += [
+            "Pin the process and ORT's threads to dedicated cores (taskset -c / numactl "
+            "--physcpubind, session.intra_op_thread_affinities).",
+            "Stop other load on the machine (or isolate CPUs) and use the 'performance' "
+            "cpufreq governor.",
+            "Repeat the measurement: a noisy run's counters describe the machine, not the model.",
+        ]
+    return list(dict.fromkeys(recs))
+
+
+def _weight(sig: _Signal, ctx: RuleContext) -> float:
+    """A signal's weight in :func:`combine`: 1 for keys, 0.5 for supports, halved again
+    (:data:`GENERIC_DISCOUNT`) where it was judged against a generic width."""
+    weight = KEY_WEIGHT if sig.row.role == "key" else SUPPORT_WEIGHT
+    if ctx.facts.widest is not None and sig.row.relative_to == "width":
+        weight *= GENERIC_DISCOUNT
+    return weight
+
+
+def _explanation(category: str, crossed: list[_Signal], discounted_by: list[str]) -> str:
+    parts = [_EXPLAIN.get(category, "")]
+    for sig in crossed:
+        ev = sig.evidence
+        assert ev is not None
+        parts.append(f"{ev.line()} [{sig.row.role}; {ev.source}].")
+    if discounted_by:
+        parts.append(
+            "Confidence halved: the more specific "
+            f"{', '.join(discounted_by)} also fired (top-down decision tree)."
+        )
+    return " ".join(p for p in parts if p)
+
+
+# -- the verdict --------------------------------------------------------------------------
+
+
+@dataclass
+class _Judged:
+    category: str
+    signals: list[_Signal]
+    confidence: float = 0.0
+    fired: bool = False
+    evaluable: bool = False
+    cost: EstimatedCost | None = None  # of a count finding that fired; None: not estimated
+    share: CycleShare | None = None  # the share of cycles it explains; None: not estimable
+    unconfirmed: str = ""  # why crossed refill counts are not named (_unconfirmed)
+
+    @property
+    def material(self) -> bool:
+        """Fired, and not shown by its estimated cost to be too small to matter."""
+        return self.fired and (self.cost is None or self.cost.material)
+
+
+def _judge(category: str, metrics: Mapping[str, float], ctx: RuleContext) -> _Judged:
+    rows = [
+        r.in_force(metrics)
+        for r in THRESHOLDS
+        if r.category == category and r.applies_to(ctx.facts.family)
+    ]
+    signals = [_signal(r, metrics, ctx) for r in rows]
+    keys = [s for s in signals if s.row.role == "key"]
+    # Keys of other core families say what this core would need (e.g. STALL_BACKEND).
+    seen = {s.row.metric for s in keys}
+    for row in THRESHOLDS:
+        if (
+            row.category == category
+            and row.role == "key"
+            and row.metric not in seen
+            and row.metric not in metrics
+            and not row.applies_to(ctx.facts.family)
+        ):
+            seen.add(row.metric)
+            signals.append(_Signal(row, None, why_missing(row.metric, ctx)))
+    judged = _Judged(category, signals)
+    if category != "ipc_collapse":  # its share is the remainder (diagnose_in)
+        judged.share = cycle_share(category, metrics, ctx)
+    judged.evaluable = any(s.evidence is not None for s in keys)
+    judged.fired = any(s.crossed for s in keys)
+    if not judged.fired:
+        # A counted cause that explains a material share of the cycles is a cause,
+        # whether or not the rule-of-thumb threshold on its rate crossed.
+        by_share = _share_fired(category, judged.share, metrics)
+        if by_share is not None:
+            row = Threshold(by_share.metric, ">", by_share.threshold, category, "key", "")
+            signals.append(_Signal(row, by_share, None))
+            judged.evaluable = judged.fired = True
+    if judged.fired:
+        judged.confidence = combine(
+            (
+                _weight(s, ctx),
+                strength(s.evidence.value, s.evidence.threshold, s.evidence.comparison),
+            )
+            for s in signals
+            if s.crossed and s.evidence is not None
+        )
+        judged.cost = _stalled_cost(category, _finding_cost(signals, metrics), metrics, ctx)
+        judged.unconfirmed = _unconfirmed(signals)
+        if judged.unconfirmed:
+            judged.fired = False
+    return judged
+
+
+# Refill counts that can include the refills a hardware prefetcher caused: Neoverse N1's
+# L2D_CACHE_REFILL counts "any cacheable transaction from L1 which causes data to be
+# read from outside the core" (only stashes excluded, ARM-software/data
+# pmu/neoverse-n1.json), and LL_CACHE_MISS_RD duplicates the last level's
+# L*D_CACHE_REFILL_RD where the core has no external LLC (same lists); Intel's
+# LONGEST_LAT_CACHE.MISS, the x86 ``cache-misses``, counts hardware prefetches with the
+# demand reads. L1D_CACHE_REFILL counts load, store and walk refills only ("prefetches"
+# not counted, pmu/neoverse-n1.json): the demand-side count.
+_PREFETCH_COUNTED = ("l2_mpki", "llc_mpki")
+# Measured evidence that the core stalled: IPC against the width, stall fractions.
+_STALL_EVIDENCE = ("ipc", "backend_stalled", "backend_bound", "backend_mem_stalled")
+
+
+def _unconfirmed(signals: Iterable[_Signal]) -> str:
+    """Why crossed L2/LLC refill counts do not name a memory-bound run here, or "".
+
+    A sequential or unit-stride stream that the hardware prefetcher runs ahead of
+    refills L2 (and the LLC) as fast as it reads, and those refills are counted
+    (:data:`_PREFETCH_COUNTED`), yet the demand loads hit and the core does not wait. So
+    where every key that fired is such a count and the stall evidence that was measured
+    (low IPC against the width, backend or memory stall fractions: the support rows
+    on :data:`_STALL_EVIDENCE`) all stayed under its threshold, the count alone names
+    nothing: the category goes to ``not_judged`` with what to count. Where no stall
+    evidence was measured at all, the count keeps its rule (nothing contradicts it)."""
+    signals = list(signals)
+    keys = [s for s in signals if s.row.role == "key" and s.crossed]
+    if not keys or any(s.row.metric not in _PREFETCH_COUNTED for s in keys):
+        return ""
+    stalls = [
+        s
+        for s in signals
+        if s.row.role == "support" and s.row.metric in _STALL_EVIDENCE and s.evidence is not None
+    ]
+    if not stalls or any(s.crossed for s in stalls):
+        return ""
+    counted = ", ".join(s.evidence.line() for s in keys if s.evidence is not None)
+    measured = ", ".join(
+        f"{s.evidence.metric} = {_fmt(s.evidence.value)}, not "
+        f"{s.evidence.comparison} {_fmt(s.evidence.threshold)}"
+        for s in stalls
+        if s.evidence is not None
+    )
+    return (
+        f"{counted}, but no measured stall agrees ({measured}): L2/LLC refill counts "
+        "include the refills a hardware prefetcher makes ahead of a sequential or "
+        "unit-stride stream, which the core never waits on (Neoverse N1 "
+        "L2D_CACHE_REFILL, x86 LONGEST_LAT_CACHE.MISS), so the count alone does not make "
+        "the run memory-bound; count stall_backend (stalled-cycles-backend), "
+        "STALL_BACKEND_MEM or top-down slots to judge"
+    )
+
+
+def diagnose(
+    metrics: Mapping[str, float],
+    *,
+    core: str,
+    unavailable: Mapping[str, str] | None = None,
+    session: Mapping[str, Any] | None = None,
+    cpu_count: int | None = None,
+    baseline_metrics: Mapping[str, float] | None = None,
+    extra_findings: Iterable[Finding] = (),
+) -> Diagnosis:
+    """Judge ``metrics`` (as :func:`core.metrics.compute` returns them) for ``core``.
+
+    ``unavailable`` maps logical events to why they were not counted; ``session`` is the
+    ONNX Runtime session description (``onnx.describe_session``); ``cpu_count`` the CPUs
+    the run could use; ``baseline_metrics`` the same metrics of a baseline run, to explain
+    a change; ``extra_findings`` are merged in (``pytest_inferperf_rules`` hook results).
+    """
+    ctx = RuleContext.of(core, unavailable=unavailable, session=session, cpu_count=cpu_count)
+    return diagnose_in(
+        ctx, metrics, baseline_metrics=baseline_metrics, extra_findings=extra_findings
+    )
+
+
+def diagnose_in(
+    ctx: RuleContext,
+    metrics: Mapping[str, float],
+    *,
+    baseline_metrics: Mapping[str, float] | None = None,
+    extra_findings: Iterable[Finding] = (),
+) -> Diagnosis:
+    """:func:`diagnose` for a context already built (the one the rules hook was given)."""
+    judged = {c: _judge(c, metrics, ctx) for c in CATEGORIES if c != "extra_work"}
+    findings: list[Finding] = []
+    small: list[Finding] = []
+    not_judged: dict[str, str] = {}
+    _defer_ipc_collapse(judged, metrics, ctx)
+    ipc_gate = _ipc_collapse_gate(judged, metrics)
+    if ipc_gate is not None:
+        judged["ipc_collapse"].fired = False
+        if ipc_gate:
+            not_judged["ipc_collapse"] = ipc_gate
+    for category, j in judged.items():
+        if category in not_judged:
+            continue
+        if j.unconfirmed:
+            not_judged[category] = j.unconfirmed
+            continue
+        if not j.evaluable:
+            reasons = [s.missing for s in j.signals if s.row.role == "key" and s.missing]
+            not_judged[category] = "; ".join(dict.fromkeys(reasons)) or (
+                f"no threshold on record for {ctx.facts.name} ({ctx.facts.family})"
+            )
+            continue
+        if not j.fired:
+            continue
+        # A child too small to matter explains nothing about its parent.
+        children = [c for c in CHILDREN.get(category, ()) if c in judged and judged[c].material]
+        confidence = j.confidence * (CHILD_DISCOUNT if children else 1.0)
+        # each crossed signal with its evidence (never None there), key signals first,
+        # then the strongest
+        pairs = sorted(
+            ((s, s.evidence) for s in j.signals if s.crossed and s.evidence is not None),
+            key=lambda pair: (
+                pair[0].row.role != "key",
+                -strength(pair[1].value, pair[1].threshold, pair[1].comparison),
+                pair[0].row.metric,
+            ),
+        )
+        crossed = [s for s, _ in pairs]
+        evidence = tuple(e for _, e in pairs)
+        explanation = _explanation(category, crossed, children)
+        if category == "backend_bound" and not any(m in metrics for m in _CACHE_MPKI):
+            explanation += (
+                " No cache refills were counted: waiting on memory and busy "
+                "execution units both look like this; count L1D/L2/LL refills "
+                "to tell them apart."
+            )
+        if j.cost is not None:
+            small_note = "" if j.cost.material else "present but small, "
+            explanation += f" Estimated cost: {small_note}{j.cost.text} [{j.cost.source}]."
+        share = j.share
+        if category == "ipc_collapse":
+            share = _remainder(judged, metrics, ctx)
+            if share is not None:
+                explanation += f" {_counted_text(metrics)}"
+        if share is not None:
+            explanation += f" Estimated share: {share.text} [{share.source}]."
+        (findings if j.material else small).append(
+            Finding(
+                category=category,
+                title=CATEGORIES[category],
+                confidence=round(confidence, 3),
+                evidence=evidence,
+                recommendations=tuple(_recommend(category, evidence, ctx)),
+                explanation=explanation,
+                cost=j.cost,
+                share=share,
+            )
+        )
+    if not any(f.share is not None and f.share.material for f in findings):
+        ilp = _ilp_limited(judged, metrics, ctx, findings, not_judged)
+        if ilp is not None:
+            findings.append(ilp)
+    findings.extend(extra_findings)
+    findings = rank(findings)
+    change = None
+    if baseline_metrics is not None:
+        change = explain_change(metrics, baseline_metrics)
+    return Diagnosis(
+        primary=findings[0] if findings else None,
+        secondary=tuple(findings[1:]),
+        not_judged=not_judged,
+        change=change,
+        core=ctx.core,
+        notes=_notes(ctx) + _ratio_only_note(judged, metrics),
+        small=tuple(sorted(small, key=lambda f: (-(f.cost.share if f.cost else 0.0), f.category))),
+    )
+
+
+def rank(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings, the largest share of cycles first.
+
+    Three groups: findings that explain a material share of the cycles
+    (:data:`change.MATERIAL_SHARE`), largest first; then those with no share (a ratio,
+    a setting, an OS count, a hook's finding), most confident first; then those whose
+    share is below material, largest first. A parent of the top-down tree
+    (:data:`thresholds_by_core.CHILDREN`) whose share is a measured fraction (backend stalls,
+    top-down slots) and whose child explains a material share ranks by that child's
+    share and right after it: the child's cycles are part of the parent's, and the
+    child is the more specific cause. IPC collapse is every cause's parent: its
+    share is the remainder no counted cause explains, which is no evidence of its own,
+    so a counted cause with a material share always ranks above it. Ties go to the
+    more confident finding."""
+    findings = list(findings)
+    shares = {f.category: f.share.share for f in findings if f.share is not None}
+    share_of = {f.category: f.share.metric for f in findings if f.share is not None}
+    ranked_by: dict[str, float] = {}
+    fractions = {name for names in _FRACTIONS.values() for name in names} | {"ipc"}
+    for f in findings:
+        # Only a measured fraction (or the remainder) contains its children's cycles; a
+        # share counted from the parent's own events (L1I refills) does not.
+        if f.share is None or f.share.metric not in fractions:
+            continue
+        # Two level-1 fractions are disjoint: the four level-1 categories partition the
+        # issue slots (Yasin, 'A Top-Down method for performance analysis and counters
+        # architecture', ISPASS 2014; Arm's Neoverse telemetry specifications use the
+        # same four), so a child measured by another level-1 fraction (branch
+        # misprediction by bad_speculation) is not part of its parent's slots.
+        children = [
+            shares[c]
+            for c in CHILDREN.get(f.category, ())
+            if shares.get(c, 0.0) >= MATERIAL_SHARE
+            and not (share_of.get(c) in _LEVEL1 and f.share.metric in _LEVEL1)
+        ]
+        if children:
+            ranked_by[f.category] = min(f.share.share, max(children))
+
+    def key(f: Finding) -> tuple[int, float, bool, float, str]:
+        share = ranked_by.get(f.category, shares.get(f.category))
+        if share is None:
+            return (1, 0.0, False, -f.confidence, f.category)
+        group = 0 if share >= MATERIAL_SHARE else 2
+        return (group, -share, f.category in ranked_by, -f.confidence, f.category)
+
+    return sorted(findings, key=key)
+
+
+def _near_width() -> float:
+    """The fraction of the width at which IPC is "near the width" (the retiring row)."""
+    return next(
+        r.value
+        for r in THRESHOLDS
+        if r.category == "retiring" and r.metric == "ipc" and r.relative_to == "width"
+    )
+
+
+def _remainder(
+    judged: Mapping[str, _Judged], metrics: Mapping[str, float], ctx: RuleContext
+) -> CycleShare | None:
+    """The issue slots an IPC below the width leaves unused (1 - IPC / width), less the
+    shares the specific counted causes explain (:data:`_SPECIFIC_CAUSES`): what is left
+    for ILP-limited compute. None without IPC or a width."""
+    ipc, width = _value(metrics, "ipc"), ctx.facts.width
+    if ipc is None or not width:
+        return None
+    lost = max(0.0, 1.0 - ipc / width)
+    explained = {
+        c: judged[c].share.share  # type: ignore[union-attr]
+        for c in _SPECIFIC_CAUSES
+        if c in judged and judged[c].share is not None
+    }
+    total = min(sum(explained.values()), 1.0)
+    less = (
+        ", ".join(f"{c} {_percent(v)}" for c, v in explained.items())
+        if explained
+        else "none counted"
+    )
+    return CycleShare(
+        max(0.0, lost - total),
+        f"1 - IPC {fmt(ipc)} / width {fmt(width)} = {_percent(lost)} of issue slots "
+        f"unused, less {_percent(total)} explained by counted causes ({less})",
+        f"width: {ctx.facts.width_source}",
+        "ipc",
+    )
+
+
+def _counted_text(metrics: Mapping[str, float]) -> str:
+    """Which counted causes were weighed against the remainder, and which were not
+    counted (so the reader knows what the ILP verdict rests on)."""
+    counted = [m for c in _SPECIFIC_CAUSES for m, _ in _COUNTS.get(c, ()) if m in metrics]
+    counted += [m for c in _SPECIFIC_CAUSES for m in _FRACTIONS.get(c, ()) if m in metrics]
+    missing = [m for c in _SPECIFIC_CAUSES for m, _ in _COUNTS.get(c, ()) if m not in metrics]
+    text = f"Weighed: {', '.join(dict.fromkeys(counted)) or 'nothing'}"
+    if missing:
+        text += f"; not counted: {', '.join(dict.fromkeys(missing))}"
+    return text + "."
+
+
+def _ilp_limited(
+    judged: Mapping[str, _Judged],
+    metrics: Mapping[str, float],
+    ctx: RuleContext,
+    findings: list[Finding],
+    not_judged: dict[str, str],
+) -> Finding | None:
+    """IPC below "near the width" with no cause explaining a material share: the
+    remainder is ILP-limited compute (``ipc_collapse``), when memory was measured and
+    is fine (:func:`_memory_gate`); else the reason goes to ``not_judged``. None when
+    the threshold rule already named it, IPC is near the width, or the remainder is
+    not material either."""
+    if any(f.category == "ipc_collapse" for f in findings) or "ipc_collapse" in not_judged:
+        return None
+    ipc, width = _value(metrics, "ipc"), ctx.facts.width
+    if ipc is None or not width:
+        return None
+    limit = _near_width() * width
+    if ipc >= limit:
+        return None
+    share = _remainder(judged, metrics, ctx)
+    if share is None or not share.material:
+        return None
+    evidence = Evidence(
+        "ipc",
+        ipc,
+        limit,
+        "<",
+        f"{JUDGEMENT}: below {fmt(_near_width())} x the width, where the retiring "
+        f"row calls IPC near it, and no counted cause explains "
+        f"{MATERIAL_SHARE:.0%} of the cycles (width {fmt(width)}: {ctx.facts.width_source})",
+    )
+    gate = _memory_gate(judged, metrics, f"IPC {evidence.line()}")
+    if gate is not None:
+        if gate:
+            not_judged["ipc_collapse"] = gate
+        return None
+    confidence = combine([(KEY_WEIGHT, strength(ipc, limit, "<"))])
+    if ctx.facts.widest is not None:
+        confidence *= GENERIC_DISCOUNT
+        evidence = Evidence(
+            evidence.metric,
+            evidence.value,
+            evidence.threshold,
+            evidence.comparison,
+            f"{evidence.source}; {GENERIC_TEXT}",
+        )
+    explanation = (
+        f"{_EXPLAIN['ipc_collapse']} {evidence.line()} [key; {evidence.source}]. "
+        f"{_counted_text(metrics)} Estimated share: {share.text} [{share.source}]."
+    )
+    return Finding(
+        category="ipc_collapse",
+        title=CATEGORIES["ipc_collapse"],
+        confidence=round(confidence, 3),
+        evidence=(evidence,),
+        recommendations=tuple(_recommend("ipc_collapse", (evidence,), ctx)),
+        explanation=explanation,
+        share=share,
+    )
+
+
+def _defer_ipc_collapse(
+    judged: Mapping[str, _Judged], metrics: Mapping[str, float], ctx: RuleContext
+) -> None:
+    """IPC collapse is a symptom: where its threshold crossed but the counted causes
+    explain the issue slots IPC leaves unused (no material remainder, :func:`_remainder`),
+    the low IPC is theirs, not ILP-limited compute, and the counted cause with the
+    largest material share is named (fired by its share) in its place.
+
+    Sources: the top-down method treats low IPC as the symptom and names the category
+    that takes the slots (Yasin, 'A Top-Down method for performance analysis and
+    counters architecture', ISPASS 2014; the AWS Graviton perfrunbook's top-down
+    checklist: IPC says *that* there is a problem, the stall and miss counts say where);
+    Brendan Gregg, 'CPU Utilization is Wrong' (brendangregg.com, 2017): "If your IPC is
+    < 1.0, you are likely memory stalled". The share is capped by the unused slots
+    (:func:`_stall_cap`), so it never claims more than the low IPC shows."""
+    j = judged.get("ipc_collapse")
+    if j is None or not j.fired:
+        return
+    if any(judged[c].material for c in _SPECIFIC_CAUSES if c in judged):
+        return  # a counted cause already fired: the memory gate drops IPC collapse
+    remainder = _remainder(judged, metrics, ctx)
+    if remainder is None or remainder.material:
+        return
+    shares = [
+        (judged[c].share, c)
+        for c in _SPECIFIC_CAUSES
+        if c in judged and judged[c].share is not None and judged[c].share.material  # type: ignore[union-attr]
+    ]
+    if not shares:
+        return
+    share, category = max(shares, key=lambda pair: pair[0].share)  # type: ignore[union-attr]
+    assert share is not None
+    ipc = next((s.evidence for s in j.signals if s.crossed and s.evidence), None)
+    evidence = Evidence(
+        share.metric.split(",")[0],
+        share.share,
+        MATERIAL_SHARE,
+        ">",
+        f"IPC collapse is the symptom ({ipc.line() if ipc else 'low IPC'}) and this cause "
+        f"explains the unused issue slots: {share.text}; remainder {remainder.text} "
+        "(top-down: low IPC says that, the counts say where; Gregg, 'CPU Utilization "
+        "is Wrong': IPC < 1.0, likely memory stalled)",
+    )
+    target = judged[category]
+    row = Threshold(evidence.metric, ">", MATERIAL_SHARE, category, "key", "")
+    target.signals.append(_Signal(row, evidence, None))
+    target.evaluable = target.fired = True
+    target.unconfirmed = ""
+    target.confidence = combine(
+        (
+            _weight(s, ctx),
+            strength(s.evidence.value, s.evidence.threshold, s.evidence.comparison),
+        )
+        for s in target.signals
+        if s.crossed and s.evidence is not None
+    )
+
+
+def _ipc_collapse_gate(judged: Mapping[str, _Judged], metrics: Mapping[str, float]) -> str | None:
+    """Why IPC collapse may not be named here: None when it may, "" when a memory or
+    backend category explains the low IPC, else the not-judged reason."""
+    j = judged.get("ipc_collapse")
+    if j is None or not j.fired:
+        return None
+    ipc = next((s.evidence for s in j.signals if s.crossed and s.evidence), None)
+    return _memory_gate(judged, metrics, f"IPC {ipc.line()}" if ipc else "low IPC")
+
+
+def _memory_gate(
+    judged: Mapping[str, _Judged], metrics: Mapping[str, float], low: str
+) -> str | None:
+    """Whether an IPC below the width (``low`` says how) may be called ILP-limited
+    compute: None when it may, "" when a memory or backend category explains it, else
+    why it cannot be judged (nothing counted that bounds what memory costs)."""
+    if any(judged[c].material for c in MEMORY_CATEGORIES if c in judged):
+        return ""  # the memory/backend finding is the explanation
+    if any(m in metrics for m in MEMORY_EVIDENCE):
+        return None  # memory was measured and is fine: ILP-limited compute
+    l1d, rate = metrics.get("l1d_mpki"), metrics.get("ipc")
+    if l1d is not None and rate:
+        cost = CHANGE_COSTS["llc_mpki"].cost
+        share = l1d * cost * rate / 1000.0  # worst-case refill cycles / cycles
+        if share < L1_ONLY_EXONERATES_BELOW:
+            return None  # even at DRAM latency the L1D refills cannot explain it
+        return (
+            f"{low}, and the only memory count is L1D refills: {l1d:.3g} MPKI; "
+            f"were each a {cost:.0f}-cycle miss to DRAM or to another core's cache, "
+            f"they would take {min(share, 1.0):.0%} of the cycles, so memory stalls "
+            f"are not ruled out ({LOW_IPC_ALONE}): count stall_backend "
+            "(stalled-cycles-backend), L2/LLC refills or top-down slots too"
+        )
+    return (
+        f"{low}, but nothing was counted that tells memory stalls from ILP-limited "
+        f"compute ({LOW_IPC_ALONE}): count stall_backend "
+        "(stalled-cycles-backend), L1D/L2/LLC refills or top-down slots too"
+    )
+
+
+# Words every reason that keeps IPC collapse from being named (memory not ruled out)
+# carries: report.diagnosis tells that case from "nothing crossed" by them.
+LOW_IPC_ALONE = "low IPC alone is not enough"
+
+
+def _ratio_only_note(
+    judged: Mapping[str, _Judged], metrics: Mapping[str, float]
+) -> tuple[str, ...]:
+    """What a run without an instruction count was judged on, and what it was not.
+
+    With no instructions there is no IPC and no rate per 1000 instructions, but a miss
+    ratio per access and a stall share of cycles are still measured and judged on their
+    own thresholds (``Threshold.key_without``): the note names them, so "nothing
+    crossed" is never read as "nothing could be judged". Not where the output has the
+    level-1 top-down fractions, which account for every issue slot without IPC."""
+    if "ipc" in metrics or any(m.endswith("_mpki") or m in _LEVEL1 for m in metrics):
+        return ()  # level-1 top-down fractions split every slot: nothing is left out
+    judged_on = dict.fromkeys(
+        s.row.metric
+        for j in judged.values()
+        for s in j.signals
+        if s.evidence is not None
+        and not s.row.metric.startswith("session.")
+        and s.row.metric in METRICS
+        and METRICS[s.row.metric].inputs
+        and not set(METRICS[s.row.metric].inputs) <= _SOFTWARE_EVENTS
+    )
+    if not judged_on:
+        return ()
+    return (
+        "no instructions counted: judged on ratios per access and shares of cycles only "
+        f"({', '.join(judged_on)}); the rules on MPKI and IPC (caches and TLBs per 1000 "
+        "instructions, IPC against the width) were not judged",
+    )
+
+
+_SOFTWARE_EVENTS = frozenset(n for n, spec in CATALOGUE.items() if spec.is_software)
+
+
+def _notes(ctx: RuleContext) -> tuple[str, ...]:
+    if ctx.facts.family != "unknown":
+        return ()
+    facts = ctx.facts
+    widths = (
+        f"IPC judged against every such core's width ({_fmt(facts.width or 0.0)} to "
+        f"{_fmt(facts.widest or 0.0)}: below a quarter of the narrowest, above three "
+        "quarters of the widest), at half the confidence"
+    )
+    if not ctx.core or ctx.core in ISA_GENERIC:
+        which = f"{ISA_GENERIC[ctx.core]} events in the file" if ctx.core else "no instruction set"
+        return (
+            f"no core named ({which}): judged with the generic rules (every threshold "
+            f"whose metric was counted; {widths}); pass --cpu",
+        )
+    return (
+        f"core '{ctx.core}' is not on record: judged with the generic rules (every "
+        f"threshold whose metric was counted; {widths})",
+    )
+
+
+# -- rendering --------------------------------------------------------------------------
+
+
+def _finding_as_dict(finding: Finding) -> dict[str, Any]:
+    return {
+        "category": finding.category,
+        "title": finding.title,
+        "confidence": finding.confidence,
+        "evidence": [
+            {
+                "metric": e.metric,
+                "value": e.value,
+                "threshold": e.threshold,
+                "comparison": e.comparison,
+                "crossed": e.crossed,
+                "source": e.source,
+            }
+            for e in finding.evidence
+        ],
+        "recommendations": list(finding.recommendations),
+        "explanation": finding.explanation,
+        "cost": None
+        if finding.cost is None
+        else {
+            "metric": finding.cost.metric,
+            "share": finding.cost.share,
+            "formula": finding.cost.formula,
+            "source": finding.cost.source,
+        },
+        "share": None
+        if finding.share is None
+        else {
+            "metric": finding.share.metric,
+            "share": finding.share.share,
+            "formula": finding.share.formula,
+            "text": finding.share.text,
+            "source": finding.share.source,
+        },
+    }
+
+
+def diagnosis_as_dict(diagnosis: Diagnosis) -> dict[str, Any]:
+    """The diagnosis as plain data (``inferperf explain --json``)."""
+    out: dict[str, Any] = {
+        "core": diagnosis.core,
+        "primary": None if diagnosis.primary is None else _finding_as_dict(diagnosis.primary),
+        "secondary": [_finding_as_dict(f) for f in diagnosis.secondary],
+        "not_judged": dict(diagnosis.not_judged),
+        "notes": list(diagnosis.notes),
+        "small": [_finding_as_dict(f) for f in diagnosis.small],
+    }
+    if diagnosis.change is not None:
+        out["change"] = {"summary": diagnosis.change.summary}
+    return out
+
+
+def diagnosis_from_dict(data: Mapping[str, Any]) -> Diagnosis:
+    """The Diagnosis back from :func:`diagnosis_as_dict` (the change is not carried).
+
+    A diagnosis written before costs or shares were estimated (no ``cost``, ``share``
+    or ``small``) loads with none."""
+
+    def cost(row: Mapping[str, Any] | None) -> EstimatedCost | None:
+        if not row:
+            return None
+        return EstimatedCost(
+            str(row["metric"]),
+            float(row["share"]),
+            str(row.get("formula") or ""),
+            str(row.get("source") or ""),
+        )
+
+    def share(row: Mapping[str, Any] | None) -> CycleShare | None:
+        if not row:
+            return None
+        return CycleShare(
+            float(row["share"]),
+            str(row.get("formula") or ""),
+            str(row.get("source") or ""),
+            str(row.get("metric") or ""),
+        )
+
+    def finding(row: Mapping[str, Any]) -> Finding:
+        return Finding(
+            category=str(row["category"]),
+            title=str(row["title"]),
+            confidence=float(row["confidence"]),
+            evidence=tuple(
+                Evidence(
+                    e["metric"],
+                    float(e["value"]),
+                    float(e["threshold"]),
+                    e["comparison"],
+                    e["source"],
+                )
+                for e in row.get("evidence") or ()
+            ),
+            recommendations=tuple(row.get("recommendations") or ()),
+            explanation=str(row.get("explanation") or ""),
+            cost=cost(row.get("cost")),
+            share=share(row.get("share")),
+        )
+
+    primary = data.get("primary")
+    return Diagnosis(
+        primary=None if primary is None else finding(primary),
+        secondary=tuple(finding(f) for f in data.get("secondary") or ()),
+        not_judged=dict(data.get("not_judged") or {}),
+        core=str(data.get("core") or ""),
+        notes=tuple(data.get("notes") or ()),
+        small=tuple(finding(f) for f in data.get("small") or ()),
+    )
+
+
+def rule_context(profile: Profile) -> RuleContext:
+    """What the rules may look at for ``profile``: its core, what it could not count, its
+    ONNX Runtime session and the CPUs it could use (the one reading of its CPU facts)."""
+    cpu = profile.machine.get("cpu") or {}
+    return RuleContext.of(
+        str(cpu.get("core_slug", "")),
+        unavailable=profile.unavailable,
+        session=profile.session,
+        cpu_count=cpu.get("cpu_count"),
+    )

@@ -1,0 +1,1 @@
+"""Counts measured elsewhere, read from files: ``perf stat``, ``topdown-tool``."""

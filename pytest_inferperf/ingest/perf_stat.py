@@ -1,0 +1,1511 @@
+"""Reading ``perf stat`` output into our logical counts.
+
+Owns: parsing ``perf stat -x<sep>`` CSV (``-x,``, ``-x;`` ...), ``perf stat -j`` JSON
+lines and the plain text report (locale digit grouping ``1,234`` / ``1.234`` /
+``1 234`` with narrow or plain no-break spaces, ``(57.14%)`` multiplexing,
+``<not supported>`` / ``<not counted>``, ``# ...`` shadow comments, ``seconds time
+elapsed``; two numbers of one line never read as one); mapping perf's event names
+(generic names, perf's hardware-cache names in every form perf decodes, Arm sysfs names,
+``pmu/event/`` and ``pmu/event=0x11/`` forms, raw ``r11`` codes, ``:u``-style
+modifiers, LL/L3 names) to the logical names of :mod:`pmu.events`; the level-1
+top-down fractions perf prints itself (``--topdown`` tables, ``-M TopdownL1`` and
+perf 6.x ``TopdownL1`` shadow comments, Intel ``topdown-*``/``slots`` events); handing
+Arm topdown-tool output to :mod:`topdown_tool` and its runs' metrics on; keeping
+several runs of one file apart (one :class:`PerfStat` per ``Performance counter stats
+for`` block, never summed); combining runs of one command whose events were split
+between them (:func:`combine_runs`: same target, instructions agreeing within
+:data:`BORROW_TOLERANCE`, a run lending the counts it has to the others); and turning a
+run into counts, unavailable reasons, a :class:`core.metrics.MetricContext` and its metrics,
+and several runs into one set of metrics (each metric derived within a run or a combined
+group, then the median over them), with what the counts cannot support in words
+(:meth:`PerfStatReport.limits`).
+
+Must not: run perf, or judge anything.
+
+Facts used: on Arm, Linux maps the generic events onto PMUv3 events as
+``drivers/perf/arm_pmuv3.c`` says (``cache-references`` = L1D_CACHE,
+``cache-misses`` = L1D_CACHE_REFILL, ``branches`` = PC_WRITE_RETIRED,
+``branch-misses`` = BR_MIS_PRED, ``dTLB-load-misses`` = L1D_TLB_REFILL); on x86
+``cache-*`` count the LLC and ``dTLB-load-misses`` the walks. perf prints counts
+already scaled by time_enabled/time_running, with the running percentage beside them.
+perf stat printed task-clock / cpu-clock in milliseconds: as ``msec task-clock`` (perf
+4.14+), ``task-clock (msec)`` (perf 3.13-4.13) and a bare ``task-clock`` with six
+decimals (perf 3.x and older, ``13141.967743``). Some recent builds print it bare as an
+integer count of **nanoseconds** (``2,868,419,549  task-clock  # 0.999 CPUs
+utilized`` over a 2.87 s run). A bare value is therefore ms when it has a fraction and
+ns when it is an integer, and where perf printed "CPUs utilized" and the elapsed time,
+the unit that reproduces perf's own figure decides.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..core.errors import InferperfError
+from ..core.metrics import METRICS, MetricContext, compute
+from ..pmu.events import CATALOGUE
+
+NOT_SUPPORTED = "<not supported>"
+NOT_COUNTED = "<not counted>"
+REASONS = {
+    NOT_SUPPORTED: "perf stat: <not supported> (the kernel or this CPU has no such event)",
+    NOT_COUNTED: "perf stat: <not counted> (never got a counter: the group did not fit, or "
+    "the task never ran on that PMU's CPUs)",
+}
+
+
+class PerfStatError(InferperfError, ValueError):
+    """Text that is not perf stat output, or a file that cannot be read."""
+
+
+#: What a file without one counter line (or topdown-tool metric) gets told.
+NO_COUNTERS = (
+    "no perf stat counter lines found (expected 'perf stat' text output, "
+    "'perf stat -x,' CSV, 'perf stat -j' JSON or Arm topdown-tool's output)"
+)
+
+
+# -- event names -----------------------------------------------------------------------
+
+_GENERIC: dict[str, str] = {
+    "cycles": "cycles",
+    "cpu-cycles": "cycles",
+    "instructions": "instructions",
+    "branches": "branches",
+    "branch-instructions": "branches",
+    "branch-misses": "branch_misses",
+    "stalled-cycles-frontend": "stall_frontend",
+    "idle-cycles-frontend": "stall_frontend",
+    "stalled-cycles-backend": "stall_backend",
+    "idle-cycles-backend": "stall_backend",
+    "task-clock": "task_clock",
+    "cpu-clock": "task_clock",
+    "page-faults": "page_faults",
+    "faults": "page_faults",
+    "major-faults": "major_faults",
+    "context-switches": "context_switches",
+    "cs": "context_switches",
+    "cpu-migrations": "cpu_migrations",
+    "migrations": "cpu_migrations",
+    "task-clock-msecs": "task_clock",  # perf 2.6.3x printed the unit in the name
+    # Arm PMUv3 LL/L3 names that are not in the catalogue's preferred list: L3D_CACHE
+    # (0x2B) and L3D_CACHE_REFILL (0x2A) count the L3 of cores with one, LL_CACHE (0x32) /
+    # LL_CACHE_MISS (0x33) the last level (Linux common-and-microarch.json); perf lists
+    # them as l3d_cache, l3d_cache_refill, ll_cache, ll_cache_miss.
+    "l3d_cache": "llc_read",
+    "l3d_cache_rd": "llc_read",
+    "ll_cache": "llc_read",
+    "l3d_cache_refill": "llc_miss",
+    "l3d_cache_refill_rd": "llc_miss",
+    "ll_cache_miss": "llc_miss",
+    "l3d_cache_lmiss_rd": "llc_miss",
+    # Intel named events that are the generic counts (Intel SDM vol. 3B: CPU_CLK_UNHALTED
+    # .THREAD, INST_RETIRED.ANY; RESOURCE_STALLS.ANY counts "resource-related stall
+    # cycles" at allocation, i.e. cycles the backend refused new uops).
+    "cpu_clk_unhalted.thread": "cycles",
+    "cpu_clk_unhalted.core": "cycles",
+    "inst_retired.any": "instructions",
+    "resource_stalls.any": "stall_backend",
+}
+_GENERIC_BY_ARCH: dict[str, dict[str, str]] = {
+    # drivers/perf/arm_pmuv3.c armv8_pmuv3_perf_map
+    "arm": {"cache-references": "l1d_access", "cache-misses": "l1d_refill"},
+    # x86: generic cache-* are LLC (arch/x86/events/intel/core.c intel_perfmon_event_map)
+    "x86": {"cache-references": "llc_read", "cache-misses": "llc_miss"},
+}
+
+# perf's generic hardware-cache events. perf reads such a name as
+# <cache>[-<op>][-<result>], op and result each optional and in either order, a missing
+# op meaning a read and a missing result an access (tools/perf/util/parse-events.c,
+# parse_events__decode_legacy_cache(): "Fall back to reads" / "Fall back to accesses").
+# So "L1-icache-misses" is the L1I read-miss counter that "L1-icache-load-misses"
+# opens, and "LLC-misses", "dTLB-misses", "L1-dcache" are LLC-load-misses,
+# dTLB-load-misses, L1-dcache-loads. The aliases of each part are perf's own tables
+# (tools/perf/util/evsel.c: evsel__hw_cache, evsel__hw_cache_op, evsel__hw_cache_result),
+# matched without case as perf's parse_aliases() does (strncasecmp); "L2" is perf's
+# alias of the last-level cache, not the L2.
+_HW_CACHE: dict[str, str] = {
+    **dict.fromkeys(("l1-dcache", "l1-d", "l1d", "l1-data"), "l1d"),
+    **dict.fromkeys(("l1-icache", "l1-i", "l1i", "l1-instruction"), "l1i"),
+    **dict.fromkeys(("llc", "l2"), "ll"),
+    **dict.fromkeys(("dtlb", "d-tlb", "data-tlb"), "dtlb"),
+    **dict.fromkeys(("itlb", "i-tlb", "instruction-tlb"), "itlb"),
+    **dict.fromkeys(("branch", "branches", "bpu", "btb", "bpc"), "bpu"),
+    "node": "node",
+}
+_HW_CACHE_OP: dict[str, str] = {
+    **dict.fromkeys(("load", "loads", "read"), "read"),
+    **dict.fromkeys(("store", "stores", "write"), "write"),
+    **dict.fromkeys(("prefetch", "prefetches", "speculative-read", "speculative-load"), "prefetch"),
+}
+_HW_CACHE_RESULT: dict[str, str] = {
+    **dict.fromkeys(("refs", "reference", "ops", "access"), "access"),
+    **dict.fromkeys(("misses", "miss"), "miss"),
+}
+# What the kernel counts for a read of (cache, result), per architecture. Arm:
+# drivers/perf/arm_pmuv3.c armv8_pmuv3_perf_cache_map (L1D_CACHE / L1D_CACHE_REFILL,
+# L1I_CACHE / L1I_CACHE_REFILL, LL_CACHE_RD / LL_CACHE_MISS_RD, L1D_TLB /
+# L1D_TLB_REFILL, L1I_TLB / L1I_TLB_REFILL, BR_PRED / BR_MIS_PRED; the Cortex-A53/A57/
+# A72 maps count the _RD forms of the same events). x86 (arch/x86/events/intel/core.c,
+# arch/x86/events/amd/core.c hw_cache_event_ids): the DTLB / ITLB read misses are page
+# walks. Only reads are mapped: stores and prefetches count other things, and an ITLB
+# miss on Arm (L1I_TLB_REFILL) has no logical name of ours.
+_HW_CACHE_READS: dict[str, dict[tuple[str, str], str]] = {
+    "arm": {
+        ("l1d", "access"): "l1d_access",
+        ("l1d", "miss"): "l1d_refill",
+        ("l1i", "access"): "l1i_access",
+        ("l1i", "miss"): "l1i_refill",
+        ("ll", "access"): "llc_read",
+        ("ll", "miss"): "llc_miss",
+        ("dtlb", "access"): "dtlb_access",
+        ("dtlb", "miss"): "l1d_tlb_refill",
+        ("itlb", "access"): "itlb_access",
+        ("bpu", "access"): "branches",
+        ("bpu", "miss"): "branch_misses",
+    },
+    "x86": {
+        ("l1d", "access"): "l1d_access",
+        ("l1d", "miss"): "l1d_refill",
+        ("l1i", "access"): "l1i_access",
+        ("l1i", "miss"): "l1i_refill",
+        ("ll", "access"): "llc_read",
+        ("ll", "miss"): "llc_miss",
+        ("dtlb", "access"): "dtlb_access",
+        ("dtlb", "miss"): "dtlb_walk",
+        ("itlb", "access"): "itlb_access",
+        ("itlb", "miss"): "itlb_walk",
+        ("bpu", "access"): "branches",
+        ("bpu", "miss"): "branch_misses",
+    },
+}
+
+
+def _longest_prefix(text: str, table: Mapping[str, str]) -> tuple[str, str] | None:
+    """(value, rest) of the longest alias of ``table`` that ``text`` starts with as a
+    whole ``-``-separated part; None when none does."""
+    for alias in sorted(table, key=len, reverse=True):
+        if text == alias:
+            return table[alias], ""
+        if text.startswith(alias + "-"):
+            return table[alias], text[len(alias) + 1 :]
+    return None
+
+
+def decode_hw_cache(name: str) -> tuple[str, str, str] | None:
+    """(cache, op, result) of a perf generic hardware-cache event name as perf decodes it
+    (``L1-icache-misses`` -> ``("l1i", "read", "miss")``); None for any other name."""
+    found = _longest_prefix(name.lower(), _HW_CACHE)
+    if found is None:
+        return None
+    cache, rest = found
+    op: str | None = None
+    result: str | None = None
+    while rest:
+        step = _longest_prefix(rest, _HW_CACHE_OP) if op is None else None
+        if step is not None:
+            op, rest = step
+            continue
+        step = _longest_prefix(rest, _HW_CACHE_RESULT) if result is None else None
+        if step is None:
+            return None  # a part that is neither (or a second op / result)
+        result, rest = step
+    return cache, op or "read", result or "access"
+
+
+def _hw_cache_logical(name: str, arch: str) -> str | None:
+    """Our logical name of a hw-cache event read (see _HW_CACHE_READS), else None."""
+    decoded = decode_hw_cache(name)
+    if decoded is None or decoded[1] != "read":
+        return None
+    return _HW_CACHE_READS.get(arch, _HW_CACHE_READS["arm"]).get((decoded[0], decoded[2]))
+
+
+_ARM_NAMES: dict[str, str] = {}
+_ARM_CODES: dict[int, str] = {}
+for _logical, _spec in CATALOGUE.items():
+    for _name, _code in _spec.arm:
+        _ARM_NAMES.setdefault(_name, _logical)
+        _ARM_CODES.setdefault(_code, _logical)
+# Raw codes of the LL/L3 names above (Arm ARM PMUv3 common events).
+for _code, _logical in (
+    (0x2B, "llc_read"),
+    (0x2A, "llc_miss"),
+    (0x32, "llc_read"),
+    (0x33, "llc_miss"),
+):
+    _ARM_CODES.setdefault(_code, _logical)
+
+# Intel top-down level-1 events. Ice Lake and later: slots and the topdown-* fractions of
+# it (Linux tools/perf/Documentation/topdown.txt). Sandy Bridge to Skylake: the generic
+# topdown-* slot counts of perf 4.6+ (Andi Kleen, "perf stat: Add computation of TopDown
+# formulas", lkml 2016-01): FrontendBound = fetch-bubbles / total-slots, BadSpeculation =
+# (slots-issued - slots-retired + recovery-bubbles) / total-slots, Retiring =
+# slots-retired / total-slots, BackendBound = 1 - the other three.
+_TOPDOWN_EVENTS = frozenset(
+    (
+        "slots",
+        "topdown-retiring",
+        "topdown-bad-spec",
+        "topdown-fe-bound",
+        "topdown-be-bound",
+        "topdown-total-slots",
+        "topdown-slots-issued",
+        "topdown-slots-retired",
+        "topdown-fetch-bubbles",
+        "topdown-recovery-bubbles",
+    )
+)
+
+_PMU_EVENT = re.compile(r"(?P<pmu>[A-Za-z0-9_.\-]+)/(?P<terms>[^/]*)/(?P<mods>[A-Za-z]*)")
+_RAW = re.compile(r"r(?P<code>[0-9a-fA-F]{1,4})")
+_ARM_PMU = re.compile(r"armv[89]_(?P<core>(?:cortex|neoverse)_[a-z]\d+[a-z]?)")
+_X86_PMUS = ("cpu", "cpu_core", "cpu_atom")
+
+
+@dataclass(frozen=True)
+class EventName:
+    """A perf event name taken apart."""
+
+    text: str  # as printed
+    pmu: str | None
+    base: str  # lower case, modifiers and PMU removed ("cpu_cycles", "r11", "event=0x11")
+    modifiers: str
+    code: int | None  # raw Arm event code, for rNNNN and pmu/event=0xNN/
+
+    @property
+    def arch_hint(self) -> str | None:
+        pmu = (self.pmu or "").lower()
+        if pmu.startswith(("armv8_", "armv9_", "arm_", "apple_")):
+            return "arm"
+        if pmu in _X86_PMUS:
+            return "x86"
+        if self.pmu is None and self.base in _ARM_NAMES:
+            return "arm"
+        if self.base in _TOPDOWN_EVENTS or re.fullmatch(r"[a-z0-9_]+\.[a-z0-9_.]+", self.base):
+            return "x86"  # Intel's EVENT.UMASK names (uops_issued.any) and topdown events
+        return None
+
+    @property
+    def core_hint(self) -> str | None:
+        match = _ARM_PMU.match((self.pmu or "").lower())
+        return match.group("core").replace("_", "-") if match else None
+
+
+def split_event(text: str) -> EventName:
+    """``armv8_pmuv3_0/l1d_cache_refill/u`` -> pmu, base, modifiers (and a code if raw)."""
+    name = text.strip()
+    match = _PMU_EVENT.fullmatch(name)
+    if match:
+        pmu, terms, mods = match.group("pmu"), match.group("terms").lower(), match.group("mods")
+        code = None
+        term = re.search(r"(?:^|,)(?:event|config)=(0x[0-9a-f]+|\d+)", terms)
+        if term:
+            code = int(term.group(1), 0)
+        base = terms.split(",", 1)[0]
+        return EventName(name, pmu, base, mods, code)
+    base, _, mods = name.partition(":")
+    base = base.lower()
+    raw = _RAW.fullmatch(base)
+    return EventName(name, None, base, mods, int(raw.group("code"), 16) if raw else None)
+
+
+def logical_name(event: str | EventName, arch: str = "arm") -> str | None:
+    """Our logical name for a perf event name, or None when we have none for it.
+
+    Raw codes (``r11``, ``pmu/event=0x11/``) are read with the Arm PMUv3 code table and
+    only when ``arch`` is ``"arm"``: on x86 the same digits mean another event.
+    """
+    ev = split_event(event) if isinstance(event, str) else event
+    if ev.base in _GENERIC:
+        return _GENERIC[ev.base]
+    if ev.base in _GENERIC_BY_ARCH.get(arch, {}):
+        return _GENERIC_BY_ARCH[arch][ev.base]
+    hw_cache = _hw_cache_logical(ev.base, arch)
+    if hw_cache is not None:
+        return hw_cache
+    if ev.base in _ARM_NAMES:
+        return _ARM_NAMES[ev.base]
+    if ev.code is not None and arch == "arm":
+        return _ARM_CODES.get(ev.code)
+    return None
+
+
+# -- numbers ----------------------------------------------------------------------------
+
+_GROUPING_ONLY = ("\u00a0", "\u202f", "\u2009", "'", " ")
+
+
+def parse_number(token: str, decimal: str | None = None) -> float:
+    """A number as perf prints it in any locale: ``1,234,567``, ``1.234.567,89``, ``1 234``.
+
+    ``decimal`` is the locale's decimal mark when known (``.`` or ``,``). Without it, a
+    single separator followed by exactly three digits is read as digit grouping (perf
+    prints counts as integers), anything else as the decimal mark.
+    """
+    text = token.strip()
+    for ch in _GROUPING_ONLY:
+        text = text.replace(ch, "")
+    if not text or not re.fullmatch(r"[0-9.,]+", text) or not text[0].isdigit():
+        raise ValueError(f"not a number: {token!r}")
+    if decimal is None:
+        if "." in text and "," in text:
+            decimal = "." if text.rfind(".") > text.rfind(",") else ","
+        elif text.count(".") + text.count(",") == 0:
+            decimal = "."
+        else:
+            sep = "." if "." in text else ","
+            tail = text.rpartition(sep)[2]
+            decimal = "" if (text.count(sep) > 1 or len(tail) == 3) else sep
+    grouping = {".": ",", ",": ".", "": ".,"}[decimal]
+    for ch in grouping:
+        text = text.replace(ch, "")
+    if decimal == ",":
+        text = text.replace(",", ".")
+    if text.count(".") > 1:
+        raise ValueError(f"not a number: {token!r}")
+    return float(text)
+
+
+def _is_number(token: str) -> bool:
+    try:
+        parse_number(token)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_value(token: str) -> bool:
+    return token.strip() in (NOT_SUPPORTED, NOT_COUNTED) or _is_number(token)
+
+
+def _looks_like_event(token: str) -> bool:
+    token = token.strip()
+    return bool(token) and not token[0].isdigit() and token[0] not in "<(#%"
+
+
+# -- records ------------------------------------------------------------------------------
+
+_MS_EVENTS = ("task-clock", "cpu-clock", "task-clock-msecs")
+_TIME_SCALE = {
+    "msec": 1e6,
+    "ms": 1e6,
+    "us": 1e3,
+    "usec": 1e3,
+    "ns": 1.0,
+    "nsec": 1.0,
+    "s": 1e9,
+    "sec": 1e9,
+    "seconds": 1e9,
+}
+
+
+@dataclass(frozen=True)
+class PerfStatEntry:
+    """One counter line of a perf stat report."""
+
+    event: EventName
+    value: float | None  # perf's (already scaled) value; None when not counted/supported
+    unit: str
+    status: str  # "counted" | NOT_SUPPORTED | NOT_COUNTED
+    running_pct: float | None = None  # share of the time the event had a counter
+    # A text line repeating an event of the same run (perf -M prints an event once per
+    # metric group that needs it): the copies count one thing, so they are averaged.
+    repeated: bool = False
+
+    @property
+    def value_in_base_units(self) -> float | None:
+        """Times in ns, everything else as printed.
+
+        perf prints task-clock / cpu-clock in ms; the text reader gives a bare one its unit
+        (ms or ns, see the module docstring); any other bare one is read as ms.
+        """
+        if self.value is None:
+            return None
+        unit = self.unit.strip().lower()
+        if not unit and self.event.base in _MS_EVENTS:
+            unit = "msec"
+        return self.value * _TIME_SCALE.get(unit, 1.0)
+
+
+@dataclass(frozen=True)
+class PerfStat:
+    """One parsed perf stat run, and its counts under our logical names."""
+
+    format: str  # "csv" | "json" | "text" | "topdown-tool"
+    entries: tuple[PerfStatEntry, ...]
+    arch: str  # "arm" | "x86"
+    elapsed_s: float | None = None
+    user_s: float | None = None
+    sys_s: float | None = None
+    separator: str | None = None
+    counts: dict[str, float] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    multiplexed: dict[str, float] = field(default_factory=dict)  # logical -> running %
+    unmapped: tuple[str, ...] = ()
+    superseded: tuple[str, ...] = ()  # events whose logical name another event gave first
+    # Metrics the tool computed itself, under our names: perf's level-1 top-down
+    # fractions (0..1), or those derived from Intel's topdown-* events; every metric
+    # Arm's topdown-tool printed that we have (:mod:`topdown_tool`).
+    perf_metrics: dict[str, float] = field(default_factory=dict)
+    title: str = ""  # "Performance counter stats for './stride'"
+    core_named: str | None = None  # the core the output names in words ("neoverse-v3")
+
+    @property
+    def core_hint(self) -> str | None:
+        """The core named by a PMU in the event names (``armv8_cortex_a72`` -> cortex-a72)."""
+        hints = [e.event.core_hint for e in self.entries if e.event.core_hint]
+        if not hints and self.core_named:
+            hints = [self.core_named]
+        return "+".join(dict.fromkeys(hints)) if hints else None
+
+    @property
+    def wall_ns(self) -> float:
+        if self.elapsed_s is not None:
+            return self.elapsed_s * 1e9
+        duration = next(
+            (e for e in self.entries if e.event.base == "duration_time" and e.value is not None),
+            None,
+        )
+        if duration is not None:
+            return float(duration.value_in_base_units or 0.0)
+        return 0.0
+
+    def context(self, core: str = "", calls: int = 1) -> MetricContext:
+        """The MetricContext of this run (a perf stat run knows no latency)."""
+        return MetricContext(calls=calls, wall_ns=self.wall_ns, core=core or self.core_hint or "")
+
+    def metrics(
+        self, core: str = "", calls: int = 1, borrowed: Mapping[str, float] | None = None
+    ) -> dict[str, float]:
+        """Every metric of this run; perf's own top-down fractions fill what the counts
+        cannot give (our formulas from the counts win where both exist).
+
+        ``borrowed``: counts this run lacks, taken from other runs of the same command
+        (:func:`combine_runs`); the run's own counts always win.
+
+        A level-1 fraction of slots the counts put outside 0..1 is impossible: one of its
+        events miscounts (Neoverse N2 r0p0 counts one STALL_SLOT per cycle too many, Arm
+        erratum notice SDEN1982442, which perf corrects from the MIDR a saved file does
+        not carry). It is dropped, and perf's own value, when printed, stands instead.
+        """
+        counts = {**borrowed, **self.counts} if borrowed else self.counts
+        out = compute(counts, self.context(core, calls))
+        for name in _LEVEL1:
+            value = out.get(name)
+            if value is not None and not -_FRACTION_SLACK <= value <= 1 + _FRACTION_SLACK:
+                del out[name]
+        for name, value in self.perf_metrics.items():
+            out.setdefault(name, value)
+        return out
+
+
+_LEVEL1 = ("retiring", "bad_speculation", "frontend_bound", "backend_bound")
+# How far outside 0..1 a level-1 fraction from the counts may fall before it is taken for
+# a miscounting event rather than rounding (the branch terms of Arm's formulas and
+# multiplexed estimates can push a true 0 or 1 slightly past the edge).
+_FRACTION_SLACK = 0.05
+
+
+def _topdown_fractions(raw: dict[str, float]) -> dict[str, float]:
+    """Level-1 fractions from Intel's topdown events (formulas: see _TOPDOWN_EVENTS)."""
+    out: dict[str, float] = {}
+    slots = raw.get("slots", 0.0)
+    if slots > 0:
+        for event, metric in (
+            ("topdown-retiring", "retiring"),
+            ("topdown-bad-spec", "bad_speculation"),
+            ("topdown-fe-bound", "frontend_bound"),
+            ("topdown-be-bound", "backend_bound"),
+        ):
+            if event in raw:
+                out[metric] = raw[event] / slots
+        return out
+    total = raw.get("topdown-total-slots", 0.0)
+    need = (
+        "topdown-slots-issued",
+        "topdown-slots-retired",
+        "topdown-fetch-bubbles",
+        "topdown-recovery-bubbles",
+    )
+    if total > 0 and all(n in raw for n in need):
+        out["frontend_bound"] = raw["topdown-fetch-bubbles"] / total
+        out["bad_speculation"] = (
+            raw["topdown-slots-issued"]
+            - raw["topdown-slots-retired"]
+            + raw["topdown-recovery-bubbles"]
+        ) / total
+        out["retiring"] = raw["topdown-slots-retired"] / total
+        out["backend_bound"] = (
+            1.0 - out["frontend_bound"] - out["bad_speculation"] - out["retiring"]
+        )
+    return out
+
+
+def _arch_of(entries: Iterable[PerfStatEntry]) -> str:
+    hints = {e.event.arch_hint for e in entries} - {None}
+    return "x86" if hints == {"x86"} else "arm"
+
+
+def _collect(
+    fmt: str,
+    entries: list[PerfStatEntry],
+    arch: str | None,
+    perf_metrics: dict[str, float] | None = None,
+    *,
+    elapsed_s: float | None = None,
+    user_s: float | None = None,
+    sys_s: float | None = None,
+    separator: str | None = None,
+    title: str = "",
+) -> PerfStat:
+    perf_metrics = dict(perf_metrics or {})
+    if not entries and not perf_metrics:
+        raise PerfStatError(NO_COUNTERS)
+    if arch is None:
+        arch = _arch_of(entries)
+    # Several perf names can give one logical event (branches and br_pred, cycles:u and
+    # cycles:k). Lines of the same name are summed (one per PMU on big.LITTLE, per CPU with
+    # -A, per interval with -I); of different names, the first that was counted is used.
+    groups: dict[str, dict[tuple[str, str], list[PerfStatEntry]]] = {}
+    unmapped: list[str] = []
+    topdown: dict[str, float] = {}
+    for entry in entries:
+        if entry.event.base in _TOPDOWN_EVENTS:
+            if entry.value is not None:
+                topdown[entry.event.base] = topdown.get(entry.event.base, 0.0) + entry.value
+            continue
+        logical = logical_name(entry.event, arch)
+        if logical is None:
+            if entry.event.base != "duration_time":
+                unmapped.append(entry.event.text)
+            continue
+        key = (entry.event.base, entry.event.modifiers)
+        groups.setdefault(logical, {}).setdefault(key, []).append(entry)
+    counted: dict[str, float] = {}
+    missing: dict[str, str] = {}
+    running: dict[str, float] = {}
+    superseded: list[str] = []
+    for logical, by_name in groups.items():
+        names = list(by_name.values())
+        use = next((g for g in names if any(e.status == "counted" for e in g)), names[0])
+        superseded.extend(e.event.text for g in names if g is not use for e in g)
+        values = []
+        for entry in use:
+            if entry.status != "counted":
+                missing.setdefault(logical, REASONS[entry.status])
+                continue
+            values.append(float(entry.value_in_base_units or 0))
+            if entry.running_pct is not None and entry.running_pct < 100.0:
+                running[logical] = min(running.get(logical, 100.0), entry.running_pct)
+        if values:
+            repeated = any(e.repeated for e in use)
+            counted[logical] = statistics.fmean(values) if repeated else sum(values)
+    for name, value in _topdown_fractions(topdown).items():
+        perf_metrics.setdefault(name, value)
+    unavailable = {k: v for k, v in missing.items() if k not in counted}
+    return PerfStat(
+        fmt,
+        tuple(entries),
+        arch,
+        counts=counted,
+        unavailable=unavailable,
+        multiplexed=running,
+        unmapped=tuple(dict.fromkeys(unmapped)),
+        superseded=tuple(dict.fromkeys(superseded)),
+        perf_metrics=perf_metrics,
+        elapsed_s=elapsed_s,
+        user_s=user_s,
+        sys_s=sys_s,
+        separator=separator,
+        title=title,
+    )
+
+
+# -- perf's own top-down metrics --------------------------------------------------------
+
+_TOPDOWN_NAMES = {
+    "retiring": "retiring",
+    "bad_speculation": "bad_speculation",
+    "frontend_bound": "frontend_bound",
+    "backend_bound": "backend_bound",
+    "bad speculation": "bad_speculation",
+    "frontend bound": "frontend_bound",
+    "backend bound": "backend_bound",
+}
+# "# 0.91 Backend_Bound" (-M TopdownL1, perf 5.x) and "# 53.4 % tma_backend_bound"
+# (perf 6.x default and --topdown output).
+_SHADOW_TOPDOWN = re.compile(
+    r"#\s*(?P<value>-?\d+(?:[.,]\d+)?)\s*(?P<pct>%)?\s*(?:tma_)?"
+    r"(?P<name>retiring|bad_speculation|frontend_bound|backend_bound)\b",
+    re.IGNORECASE,
+)
+# " 65.9 %  backend_bound   (20.00%)": a metric printed without its events, the value
+# first (perf -M output with the event columns cut away, as books and posts quote it).
+_METRIC_ONLY = re.compile(
+    r"^\s*(?P<value>-?\d+(?:[.,]\d+)?)\s*(?P<pct>%)?\s+(?:tma_)?"
+    r"(?P<name>retiring|bad_speculation|frontend_bound|backend_bound)\b",
+    re.IGNORECASE,
+)
+_PERCENT = re.compile(r"(-?\d+(?:[.,]\d+)?)\s*%")
+
+
+def _fraction(value: str, percent: bool) -> float:
+    number = float(value.replace(",", "."))
+    return number / 100.0 if percent else number
+
+
+def _table_columns(header: str) -> list[str]:
+    """The level-1 names of a --topdown table header, in column order."""
+    found = [
+        (m.start(), _TOPDOWN_NAMES[m.group(0).lower().replace("tma_", "")])
+        for m in re.finditer(
+            r"(?:tma_)?(?:retiring|bad[ _]speculation|frontend[ _]bound"
+            r"|backend[ _]bound)",
+            header,
+            re.IGNORECASE,
+        )
+    ]
+    return [name for _, name in sorted(found)]
+
+
+def topdown_from_text(lines: Sequence[str]) -> dict[str, float]:
+    """Level-1 fractions perf printed in a text report, whatever its version.
+
+    ``perf stat --topdown`` tables (a header naming the four columns, then one line of
+    percentages per CPU or core, or per interval with ``-I``: the mean of the lines is
+    used), ``#`` shadow comments naming a level-1 metric, and metric-only lines
+    (``65.9 %  backend_bound``: the value first, no event).
+    """
+    out: dict[str, float] = {}
+    rows: dict[str, list[float]] = {}
+    columns: list[str] = []
+    header_pct = False
+    for line in lines:
+        if columns:
+            numbers = _PERCENT.findall(line) or re.findall(r"(?<![\w.])-?\d+[.,]\d+", line)
+            if len(numbers) >= len(columns):
+                percent = header_pct or "%" in line
+                for name, value in zip(columns, numbers[-len(columns) :], strict=True):
+                    rows.setdefault(name, []).append(_fraction(value, percent))
+                continue
+            if line.strip():
+                columns = []
+        header = _table_columns(line)
+        if len(header) == 4 and not _SHADOW_TOPDOWN.search(line):
+            columns, header_pct = header, "%" in line
+            continue
+        for match in (*_SHADOW_TOPDOWN.finditer(line), *_METRIC_ONLY.finditer(line)):
+            out[match.group("name").lower()] = _fraction(
+                match.group("value"), bool(match.group("pct"))
+            )
+    for name, values in rows.items():
+        out[name] = statistics.fmean(values)
+    return out
+
+
+# -- CSV ----------------------------------------------------------------------------------
+
+_CSV_SEPARATORS = (",", ";", "\t", "|")
+_CPU_PREFIX = re.compile(r"CPU\d+")
+
+
+def _csv_fields(line: str, sep: str) -> list[str]:
+    fields = [f.strip() for f in line.split(sep)]
+    if fields and _CPU_PREFIX.fullmatch(fields[0]):
+        fields = fields[1:]  # perf stat -A: one line per CPU, summed below
+    if (
+        len(fields) >= 4
+        and _is_number(fields[0])
+        and _is_value(fields[1])
+        and not _looks_like_event(fields[2])
+        and _looks_like_event(fields[3])
+    ):
+        fields = fields[1:]  # perf stat -I: a timestamp first; intervals are summed
+    return fields
+
+
+def _csv_score(lines: list[str], sep: str) -> int:
+    score = 0
+    for line in lines:
+        fields = _csv_fields(line, sep)
+        if len(fields) >= 3 and _is_value(fields[0]) and _looks_like_event(fields[2]):
+            score += 1
+    return score
+
+
+def _csv_value(token: str, sep: str) -> float:
+    # -x, output has no digit grouping; with another separator a comma is a decimal mark
+    # (perf prints %f in the user's locale: "12,34;msec;task-clock" under de_DE).
+    return parse_number(token, "," if (sep != "," and "," in token and "." not in token) else ".")
+
+
+def parse_csv(text: str, sep: str | None = None, *, arch: str | None = None) -> PerfStat:
+    """``perf stat -x<sep>``: value, unit, event, run time, running %, metric, metric unit."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if sep is None:
+        scores = {s: _csv_score(lines, s) for s in _CSV_SEPARATORS}
+        sep = max(scores, key=lambda s: scores[s])
+        if scores[sep] == 0:
+            raise PerfStatError("no perf stat CSV lines found")
+    entries: list[PerfStatEntry] = []
+    perf_metrics: dict[str, float] = {}
+    for line in lines:
+        fields = _csv_fields(line, sep)
+        if len(fields) > 6:
+            perf_metrics.update(_csv_topdown(fields[5], fields[6], sep))
+        if len(fields) < 3 or not _looks_like_event(fields[2]) or not fields[0]:
+            continue  # metric-only lines (",,,,,1.23,insn per cycle") and noise
+        raw = fields[0]
+        if raw in (NOT_SUPPORTED, NOT_COUNTED):
+            value, status = None, raw
+        else:
+            try:
+                value, status = _csv_value(raw, sep), "counted"
+            except ValueError:
+                continue
+        pct = None
+        if len(fields) > 4 and fields[4]:
+            try:
+                pct = _csv_value(fields[4], sep)
+            except ValueError:
+                pct = None
+        entries.append(PerfStatEntry(split_event(fields[2]), value, fields[1], status, pct))
+    return _collect("csv", entries, arch, perf_metrics, separator=sep)
+
+
+def _csv_topdown(value: str, unit: str, sep: str) -> dict[str, float]:
+    """A level-1 metric in the metric columns of a CSV line ("53.4", "%  tma_retiring")."""
+    match = re.fullmatch(
+        r"\s*(%)?\s*(?:tma_)?(retiring|bad_speculation|frontend_bound"
+        r"|backend_bound)\s*",
+        unit,
+        re.IGNORECASE,
+    )
+    if not match or not value.strip():
+        return {}
+    try:
+        number = _csv_value(value, sep)
+    except ValueError:
+        return {}
+    return {match.group(2).lower(): number / 100.0 if match.group(1) else number}
+
+
+# -- JSON lines (perf stat -j) ------------------------------------------------------------
+
+
+def parse_json_lines(text: str, *, arch: str | None = None) -> PerfStat:
+    """``perf stat -j``: one JSON object per counter."""
+    entries: list[PerfStatEntry] = []
+    perf_metrics: dict[str, float] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(obj, dict):
+            continue
+        metric = obj.get("metric-value")
+        if isinstance(metric, (int, float)) or (isinstance(metric, str) and metric.strip()):
+            perf_metrics.update(_csv_topdown(str(metric), str(obj.get("metric-unit", "")), ","))
+        if "event" not in obj or "counter-value" not in obj:
+            continue
+        raw = str(obj["counter-value"]).strip()
+        if raw in (NOT_SUPPORTED, NOT_COUNTED):
+            value, status = None, raw
+        else:
+            try:
+                value, status = float(raw), "counted"
+            except ValueError:
+                continue
+        pct = obj.get("pcnt-running")
+        entries.append(
+            PerfStatEntry(
+                split_event(str(obj["event"])),
+                value,
+                str(obj.get("unit", "")),
+                status,
+                float(pct) if isinstance(pct, (int, float)) else None,
+            )
+        )
+    return _collect("json", entries, arch, perf_metrics)
+
+
+# -- plain text ---------------------------------------------------------------------------
+
+# Digits with grouping marks. perf prints counts with printf's "%'" flag, which groups
+# the integer part with the locale's thousands separator (tools/perf/util/stat-display.c;
+# --no-big-num / -B turns it off): ",", ".", "'", a no-break space (U+00A0) or a narrow
+# one (U+202F, U+2009). A plain space groups only an integer part made of one to three
+# digits and then groups of exactly three, before any decimal mark: so the time and the
+# count of "perf stat -I" ("1.001 123 cycles", "1,001 123 cycles") stay two numbers.
+_NUM = (
+    r"(?:\d{1,3}(?: \d{3})+(?:[.,]\d+)?(?![\d.,'\u00a0\u202f\u2009])"
+    r"|\d[\d.,'\u00a0\u202f\u2009]*)"
+)
+_LINE = re.compile(
+    rf"^\s*(?P<value>{NOT_SUPPORTED}|{NOT_COUNTED}|{_NUM})\s+"
+    r"(?:(?P<unit>msec|ms|usec|us|nsec|ns|seconds|sec|MiB|Joules)\s+)?"
+    r"(?P<event>[^\s#(]+)(?P<rest>.*)$"
+)
+_TIMES = re.compile(
+    rf"^\s*(?P<value>{_NUM})\s+(?:\+-\s+\S+\s+)?seconds\s+(?P<what>time elapsed?|user|sys)\b"
+)
+_RUNNING = re.compile(r"\((?P<pct>\d+(?:[.,]\d+)?)\s*%\)")
+_CPUS_UTILIZED = re.compile(r"#\s*(?P<cpus>\d+(?:[.,]\d+)?)\s+CPUs utilized")
+_TITLE = re.compile(r"Performance counter stats for")
+_UNIT_AFTER = re.compile(r"^\s*\((?P<unit>msec|ms|usec|us|nsec|ns)\)")  # perf 3.13-4.13
+
+
+def _text_decimal(lines: Iterable[str]) -> str | None:
+    """The locale's decimal mark, from a time line (perf always prints it with a fraction)."""
+    for line in lines:
+        match = _TIMES.match(line)
+        if match:
+            token = match.group("value")
+            marks = [i for i, ch in enumerate(token) if ch in ".,"]
+            if marks:
+                return token[marks[-1]]
+    return None
+
+
+def _counter_line(line: str) -> tuple[re.Match[str], bool] | None:
+    """The counter part of a text line, and whether a ``-I`` timestamp came first."""
+    match = _LINE.match(line)
+    interval = False
+    if match and not _looks_like_event(match.group("event")) and match.group("unit") is None:
+        match, interval = _LINE.match(line[match.start("event") :]), True
+    if match is None or not _looks_like_event(match.group("event")):
+        return None
+    return match, interval
+
+
+def _text_entry(line: str, decimal: str | None) -> tuple[PerfStatEntry, bool] | None:
+    """A counter line as an entry, and whether it was an interval (-I) line."""
+    found = _counter_line(line)
+    if found is None:
+        return None
+    match, interval = found
+    raw, unit, rest = match.group("value"), match.group("unit") or "", match.group("rest")
+    after = _UNIT_AFTER.match(rest)
+    if after and not unit:
+        unit = after.group("unit")
+    if (
+        not unit
+        and split_event(match.group("event")).base in _MS_EVENTS
+        and raw not in (NOT_SUPPORTED, NOT_COUNTED)
+    ):
+        # bare: old perf's "%18.6f" milliseconds, or a recent perf's integer nanoseconds
+        unit = "msec" if (decimal or ".") in raw else "nsec"
+    if raw in (NOT_SUPPORTED, NOT_COUNTED):
+        value, status = None, raw
+    else:
+        try:
+            value, status = parse_number(raw, decimal), "counted"
+        except ValueError:
+            return None
+    comment = rest.find("#")
+    running = _RUNNING.search(rest if comment < 0 else rest[comment:])
+    pct = float(running.group("pct").replace(",", ".")) if running else None
+    return PerfStatEntry(split_event(match.group("event")), value, unit, status, pct), interval
+
+
+def _bare_clock_unit(entry: PerfStatEntry, line: str, elapsed_s: float | None) -> PerfStatEntry:
+    """A bare task-clock / cpu-clock whose unit perf's own "CPUs utilized" settles."""
+    found = _CPUS_UTILIZED.search(line)
+    value = entry.value
+    if value is None or not elapsed_s or found is None:
+        return entry
+    cpus = float(found.group("cpus").replace(",", "."))
+    wall_ns = elapsed_s * 1e9
+    unit = min(("msec", "nsec"), key=lambda u: abs(value * _TIME_SCALE[u] / wall_ns - cpus))
+    return replace(entry, unit=unit)
+
+
+def _text_block(lines: Sequence[str], arch: str | None, decimal: str | None) -> PerfStat:
+    times: dict[str, float] = {}
+    entries: list[tuple[PerfStatEntry, bool]] = []
+    bare_clocks: dict[int, str] = {}  # entry index -> its line, for _bare_clock_unit
+    title = ""
+    for line in lines:
+        stripped = line.strip()
+        if _TITLE.search(line) and not title:
+            title = stripped.rstrip(":")
+        if not stripped or stripped.startswith("#"):
+            continue
+        times_match = _TIMES.match(line)
+        if times_match:
+            what = times_match.group("what")
+            what = "time elapsed" if what.startswith("time") else what
+            times[what] = parse_number(times_match.group("value"), decimal)
+            continue
+        found = _text_entry(line, decimal)
+        if found is not None:
+            entry = found[0]
+            if entry.event.base in _MS_EVENTS and not _has_unit(line, entry):
+                bare_clocks[len(entries)] = line
+            entries.append(found)
+    for index, line in bare_clocks.items():
+        entry, interval = entries[index]
+        entries[index] = (_bare_clock_unit(entry, line, times.get("time elapsed")), interval)
+    return _collect(
+        "text",
+        _mark_repeats(entries),
+        arch,
+        topdown_from_text(lines),
+        elapsed_s=times.get("time elapsed"),
+        user_s=times.get("user"),
+        sys_s=times.get("sys"),
+        title=title,
+    )
+
+
+def _has_unit(line: str, entry: PerfStatEntry) -> bool:
+    """Whether the line itself names the clock's unit (before the name, or after it)."""
+    found = _counter_line(line)
+    if found is None:
+        return True
+    match = found[0]
+    return bool(match.group("unit") or _UNIT_AFTER.match(match.group("rest")))
+
+
+def _mark_repeats(entries: list[tuple[PerfStatEntry, bool]]) -> list[PerfStatEntry]:
+    """Flag events printed more than once in one run outside interval mode (-I lines of
+    one event are summed: each counts its own interval)."""
+    seen: dict[str, int] = {}
+    for entry, interval in entries:
+        if not interval:
+            seen[entry.event.text] = seen.get(entry.event.text, 0) + 1
+    return [
+        replace(e, repeated=not interval and seen.get(e.event.text, 0) > 1)
+        for e, interval in entries
+    ]
+
+
+def _blocks(lines: Sequence[str]) -> list[list[str]]:
+    """The file cut at each ``Performance counter stats for`` line: one block per run.
+
+    Text before the first title (the program's own output) goes with the first run.
+    """
+    starts = [i for i, line in enumerate(lines) if _TITLE.search(line)]
+    if len(starts) < 2:
+        return [list(lines)]
+    cuts = [0, *starts[1:], len(lines)]
+    return [list(lines[a:b]) for a, b in itertools.pairwise(cuts)]
+
+
+def _text_runs(text: str, arch: str | None) -> list[PerfStat]:
+    lines = text.splitlines()
+    decimal = _text_decimal(lines)
+    if arch is None:
+        arch = _arch_of(
+            found[0] for line in lines if (found := _text_entry(line, decimal)) is not None
+        )
+    runs = []
+    for block in _blocks(lines):
+        try:
+            runs.append(_text_block(block, arch, decimal))
+        except PerfStatError:
+            continue  # a title with nothing under it (a run that printed no counters)
+    if not runs:
+        raise PerfStatError(NO_COUNTERS)
+    return runs
+
+
+def parse_text(text: str, *, arch: str | None = None) -> PerfStat:
+    """The plain ``perf stat`` report of one run, in any locale."""
+    return _single(_text_runs(text, arch))
+
+
+# -- several runs ------------------------------------------------------------------------
+
+# Runs of one command are combined when their counts can share normalisers: people split
+# their events over several ``perf stat`` runs of one program because the PMU has few
+# counters (Cortex-A72: 6 + the cycle counter).
+#
+# A borrowed normaliser (run 2's L1I refills over run 1's instructions) moves a metric by
+# the ratio of the two runs' true counts, so runs that counted a normaliser twice must
+# agree on it. Retired instructions are architectural: a re-run of one program on one
+# input retires the same instructions, give or take an overcount of about one per
+# hardware interrupt and per first-touch page fault (Weaver, Terpstra, Moore,
+# "Non-determinism and overcount on modern hardware performance counter
+# implementations", ISPASS 2013, doi:10.1109/ISPASS.2013.6557172): thousands on a run of
+# billions. A gap past BORROW_TOLERANCE is therefore other work (another input, another
+# thread count, ONNX Runtime's pool threads spinning a different time), and the runs stay
+# apart. 2% is the error accepted in a metric divided by a borrowed count, far above that
+# overcount. Cycles, cache, stall and software counts legitimately differ between runs of
+# one program (frequency, cache state, scheduling), so their differences prove nothing:
+# each run keeps its own where it has one.
+#
+# Where no command is named ('system wide', 'CPU(s) 0-3', a process id) the runs are the
+# same only when they cover time windows of the same length: elapsed times must agree
+# within the same tolerance, as a per-second rate would otherwise move by their ratio.
+#
+# perf prints the header as " Performance counter stats for '<argv>'" with " (N runs)"
+# after -r, or for 'system wide', 'CPU(s) <list>', process id '<pid>', thread id '<tid>'
+# (tools/perf/util/stat-display.c, print_header()).
+
+#: Largest relative gap between two runs' instructions (or elapsed times, where no command
+#: is named) for the runs to share normalisers (reasoning above).
+BORROW_TOLERANCE = 0.02
+# Counts fixed by the program and its input (architectural), checked where runs overlap.
+_DETERMINISTIC = ("instructions",)
+_TARGET = re.compile(r"Performance counter stats for\s+(?P<target>.*?)(?:\s*\(\d+ runs\))?\s*$")
+_NO_COMMAND = re.compile(r"^(?:'system wide'|'CPU\(s\) [^']*'|process id '|thread id ')")
+# Modifiers that change what is counted (user, kernel, hypervisor, guest, host); others
+# (p, P, S, D, W, e, I ...) change how.
+_PRIVILEGE = frozenset("ukhGH")
+_SOFTWARE = frozenset(n for n, spec in CATALOGUE.items() if spec.is_software)
+
+
+@dataclass(frozen=True)
+class RunTarget:
+    """What a run measured, from its header: a command, or a target with no command."""
+
+    text: str  # "'./stride'", "'system wide'", "process id '8113'"
+    command: bool  # a command line was named
+
+    @property
+    def label(self) -> str:
+        return self.text if self.command else f"no command ({self.text})"
+
+
+def run_target(run: PerfStat) -> RunTarget | None:
+    """The target of a run's ``Performance counter stats for`` header (``(N runs)`` of
+    ``-r`` removed), or None where the run has no header (CSV, JSON, topdown-tool)."""
+    if run.format == "topdown-tool":
+        return None
+    match = _TARGET.search(run.title)
+    if match is None or not match.group("target"):
+        return None
+    target = match.group("target").strip()
+    return RunTarget(target, not _NO_COMMAND.match(target))
+
+
+def _privilege(run: PerfStat) -> frozenset[str]:
+    """The privilege filters of a run's counted hardware events ("u" for ``:u``, "" for
+    none): runs that count different privilege levels count different things."""
+    out = set()
+    for entry in run.entries:
+        logical = logical_name(entry.event, run.arch)
+        if entry.status != "counted" or logical is None or logical in _SOFTWARE:
+            continue
+        out.add("".join(sorted(set(entry.event.modifiers) & _PRIVILEGE)))
+    return frozenset(out)
+
+
+def _gap(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(a), abs(b)) if max(abs(a), abs(b)) > 0 else 0.0
+
+
+def _conflict(a: PerfStat, b: PerfStat, target: RunTarget) -> str | None:
+    """Why two runs of one target cannot share normalisers, or None when they can."""
+    if not target.command:
+        if a.elapsed_s is None or b.elapsed_s is None:
+            return "no elapsed time to compare their windows"
+        gap = _gap(a.elapsed_s, b.elapsed_s)
+        if gap > BORROW_TOLERANCE:
+            return (
+                f"elapsed {a.elapsed_s:g} s and {b.elapsed_s:g} s differ "
+                f"by {gap:.1%} (> {BORROW_TOLERANCE:.0%})"
+            )
+    pa, pb = _privilege(a), _privilege(b)
+    if pa and pb and pa != pb:
+        shown = ", ".join(":" + p if p else "all levels" for p in sorted(pa))
+        other = ", ".join(":" + p if p else "all levels" for p in sorted(pb))
+        return f"different privilege levels counted ({shown} vs {other})"
+    for name in _DETERMINISTIC:
+        if name in a.counts and name in b.counts:
+            gap = _gap(a.counts[name], b.counts[name])
+            if gap > BORROW_TOLERANCE:
+                return (
+                    f"{name} {a.counts[name]:,.0f} and {b.counts[name]:,.0f} differ by "
+                    f"{gap:.1%} (> {BORROW_TOLERANCE:.0%}): not the same work"
+                )
+    return None
+
+
+@dataclass(frozen=True)
+class Combination:
+    """How the runs of one file were put together.
+
+    ``groups``: the runs (indices into the report's runs) whose counts are combined into
+    one result; every run is in exactly one group, a run kept alone in its own.
+    ``apart``: why runs were not combined, in words, one line each.
+    """
+
+    groups: tuple[tuple[int, ...], ...]
+    apart: tuple[str, ...] = ()
+
+
+def combine_runs(runs: Sequence[PerfStat]) -> Combination:
+    """Which runs of a file are runs of one command with events split between them.
+
+    Runs are combined when they have the same target (the command line of the header;
+    with no command, time windows of one length), count the same privilege levels, agree
+    on instructions where both counted them (:data:`BORROW_TOLERANCE`), and do not all
+    count the same events (runs with one event set are repeats: kept apart, the metrics
+    their median). A target whose runs conflict anywhere keeps all of them apart, so the
+    result never depends on the order of the runs.
+    """
+    by_target: dict[RunTarget | None, list[int]] = {}
+    for index, run in enumerate(runs):
+        by_target.setdefault(run_target(run), []).append(index)
+    groups: list[tuple[int, ...]] = []
+    apart: list[str] = []
+    for target, members in by_target.items():
+        if target is None or len(members) < 2:
+            groups.extend((i,) for i in members)
+            continue
+        conflicts = [
+            f"runs {i + 1} and {j + 1} of {target.label}: {why}"
+            for i, j in itertools.combinations(members, 2)
+            if (why := _conflict(runs[i], runs[j], target)) is not None
+        ]
+        if conflicts or len({frozenset(runs[i].counts) for i in members}) == 1:
+            groups.extend((i,) for i in members)
+            apart.extend(conflicts)
+        else:
+            groups.append(tuple(members))
+    if len(by_target) > 1 and any(len(g) > 1 for g in groups):
+        names = ", ".join(
+            f"run{'s' if len(m) > 1 else ''} {'+'.join(str(i + 1) for i in m)}: "
+            f"{t.label if t else 'no header'}"
+            for t, m in by_target.items()
+        )
+        apart.append(f"different targets ({names})")
+    return Combination(tuple(sorted(groups)), tuple(apart))
+
+
+def _own_inputs(run: PerfStat, metric: str) -> int:
+    """How many of a metric's inputs the run counted itself (perf's own metric: all)."""
+    spec = METRICS.get(metric)
+    if spec is None:
+        return 1
+    own = sum(1 for name in spec.inputs if name in run.counts)
+    if own == 0 and metric in run.perf_metrics:
+        return len(spec.inputs)
+    return own
+
+
+@dataclass(frozen=True)
+class PerfStatReport:
+    """Every run of one perf stat file.
+
+    Counts are never added across runs. Runs of one command with their events split
+    between them (:func:`combine_runs`) are combined: a metric comes from the run(s) that
+    counted the most of its inputs, each run lending the counts it has to the others
+    (L1I refills of run 2 over the instructions of run 1). Every other run is kept apart:
+    each derives its metrics from its own counts, and :meth:`metrics` takes the median
+    over the results that have the metric (for two, their mean).
+    """
+
+    runs: tuple[PerfStat, ...]
+    combination: Combination | None = None  # None: each run alone
+
+    @property
+    def groups(self) -> tuple[tuple[int, ...], ...]:
+        if self.combination is None:
+            return tuple((i,) for i in range(len(self.runs)))
+        return self.combination.groups
+
+    @property
+    def combined(self) -> tuple[tuple[int, ...], ...]:
+        """The groups of two runs or more that were combined."""
+        return tuple(g for g in self.groups if len(g) > 1)
+
+    @property
+    def apart(self) -> tuple[str, ...]:
+        """Why runs of the file were not combined (empty where there was nothing to say)."""
+        return () if self.combination is None else self.combination.apart
+
+    @property
+    def runs_note(self) -> str:
+        """How the runs were used, for a report's header ("" for one run)."""
+        runs, combined = len(self.runs), self.combined
+        if runs < 2:
+            return ""
+        if not combined:
+            return f"{runs} runs kept apart: metrics are the median over the runs"
+        if len(self.groups) == 1:
+            return f"combined {runs} runs of the same command"
+        parts = ", ".join("+".join(str(i + 1) for i in g) for g in combined)
+        return (
+            f"combined runs {parts} of the same command; {len(self.groups)} results kept "
+            "apart: metrics are the median over them"
+        )
+
+    @property
+    def format(self) -> str:
+        return self.runs[0].format
+
+    @property
+    def arch(self) -> str:
+        return self.runs[0].arch
+
+    @property
+    def elapsed_s(self) -> float | None:
+        times = [r.elapsed_s for r in self.runs if r.elapsed_s is not None]
+        return sum(times) if times else None
+
+    @property
+    def core_hint(self) -> str | None:
+        """The core the runs name; where none does, the instruction set their event names
+        show (``aarch64`` for Arm PMUv3 names, ``x86-64`` for Intel EVENT.UMASK names or
+        the ``cpu/.../`` PMU: :attr:`isa_hint`), which ``thresholds.core_facts`` reads as
+        "an unnamed core of that set" (generic widths); None when neither shows."""
+        hints = [h for r in self.runs if (h := r.core_hint)]
+        if hints:
+            return "+".join(dict.fromkeys(hints))
+        return self.isa_hint
+
+    @property
+    def isa_hint(self) -> str | None:
+        """``aarch64`` / ``x86-64`` when every event name that shows an instruction set
+        shows the same one (:attr:`EventName.arch_hint`); None when none shows one or
+        they disagree. Not the parser's default: generic names (cycles, cache-misses)
+        show nothing, and a file of only those gets None."""
+        hints = {e.event.arch_hint for e in self.entries} - {None}
+        if self.format == "topdown-tool":
+            hints.add("arm")  # Arm's topdown-tool reads Arm PMUs only (its README)
+        isa = {"arm": "aarch64", "x86": "x86-64"}
+        return isa[hints.pop() or ""] if len(hints) == 1 else None
+
+    @property
+    def entries(self) -> tuple[PerfStatEntry, ...]:
+        return tuple(e for r in self.runs for e in r.entries)
+
+    @property
+    def unavailable(self) -> dict[str, str]:
+        """Events not counted in any run, with perf's reason."""
+        counted = {name for r in self.runs for name in r.counts}
+        out: dict[str, str] = {}
+        for run in self.runs:
+            for name, why in run.unavailable.items():
+                if name not in counted:
+                    out.setdefault(name, why)
+        return out
+
+    @property
+    def multiplexed(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for run in self.runs:
+            for name, pct in run.multiplexed.items():
+                out[name] = min(out.get(name, 100.0), pct)
+        return out
+
+    @property
+    def unmapped(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(u for r in self.runs for u in r.unmapped))
+
+    def borrowed(self) -> dict[int, dict[str, tuple[int, ...]]]:
+        """Per run (index) of a combined group: each count it lacks -> the runs lending it."""
+        out: dict[int, dict[str, tuple[int, ...]]] = {}
+        for group in self.combined:
+            for i in group:
+                lent: dict[str, tuple[int, ...]] = {}
+                for j in group:
+                    for name in self.runs[j].counts:
+                        if j != i and name not in self.runs[i].counts:
+                            lent[name] = (*lent.get(name, ()), j)
+                if lent:
+                    out[i] = lent
+        return out
+
+    def per_run_metrics(self, core: str = "", calls: int = 1) -> list[dict[str, float]]:
+        return [run.metrics(core, calls) for run in self.runs]
+
+    def _group_metrics(self, group: tuple[int, ...], core: str, calls: int) -> dict[str, float]:
+        if len(group) == 1:
+            return self.runs[group[0]].metrics(core, calls)
+        runs = [self.runs[i] for i in group]
+        # A count several runs have: their median (they agree on instructions within
+        # BORROW_TOLERANCE; the median keeps the result independent of the run order).
+        shared = {
+            name: float(statistics.median(r.counts[name] for r in runs if name in r.counts))
+            for name in {n for r in runs for n in r.counts}
+        }
+        results = [
+            (r, r.metrics(core, calls, {k: v for k, v in shared.items() if k not in r.counts}))
+            for r in runs
+        ]
+        names = {n for _, m in results for n in m}
+        out: dict[str, float] = {}
+        for name in sorted(names, key=_metric_order):
+            scored = [(_own_inputs(r, name), m[name]) for r, m in results if name in m]
+            best = max(s for s, _ in scored)
+            out[name] = float(statistics.median(v for s, v in scored if s == best))
+        return out
+
+    def metrics(self, core: str = "", calls: int = 1) -> dict[str, float]:
+        """Each metric derived within each result (a run, or runs combined), then the
+        median over the results that have it.
+
+        ``calls`` is the calls of each run.
+        """
+        per_result = [self._group_metrics(g, core, calls) for g in self.groups]
+        names = dict.fromkeys(n for m in per_result for n in m)
+        return {n: float(statistics.median(m[n] for m in per_result if n in m)) for n in names}
+
+    def limits(self) -> tuple[str, ...]:
+        """What the counts cannot support, in words: the normalisers no run counted, and
+        a system-wide scope. Only facts about the file; judging is the classifier's."""
+        counted = {n for r in self.runs for n in r.counts}
+        hardware = counted - _SOFTWARE
+        out: list[str] = []
+        if hardware and "instructions" not in counted:
+            out.append(
+                "no instructions counted: no rate per 1,000 instructions (MPKI) and no IPC "
+                f"can be formed from {', '.join(sorted(hardware))}, so the causes judged on "
+                "MPKI or IPC (caches, TLBs, branches, front end, IPC collapse) are not judged; "
+                "miss ratios per access and stall shares of cycles still are"
+            )
+        if hardware and "cycles" not in counted:
+            out.append("no cycles counted: no IPC and no share of cycles stalled")
+        targets = {t.text for r in self.runs if (t := run_target(r)) and not t.command}
+        for target in sorted(targets):
+            out.append(
+                f"{target}: the counts are every task's on the counted CPUs, not one program's"
+            )
+        return tuple(out)
+
+    def rates(self) -> dict[str, float]:
+        """Every hardware count per second of elapsed time (the median over the runs that
+        have it and their elapsed time): what a run without instructions still gives."""
+        per: dict[str, list[float]] = {}
+        for run in self.runs:
+            if not run.elapsed_s:
+                continue
+            for name, value in run.counts.items():
+                if name not in _SOFTWARE:
+                    per.setdefault(name, []).append(value / run.elapsed_s)
+        return {n: float(statistics.median(v)) for n, v in per.items()}
+
+
+def _metric_order(name: str) -> tuple[int, str]:
+    order = list(METRICS)
+    return (order.index(name), "") if name in METRICS else (len(order), name)
+
+
+def _single(runs: Sequence[PerfStat]) -> PerfStat:
+    if len(runs) > 1:
+        raise PerfStatError(
+            f"the text holds {len(runs)} separate perf stat runs; read it with parse_report, "
+            "which keeps the runs apart"
+        )
+    return runs[0]
+
+
+# -- entry points ------------------------------------------------------------------------
+
+
+def _format(text: str) -> str:
+    body = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if body and sum(ln.lstrip().startswith("{") for ln in body) * 2 > len(body):
+        return "json"
+    text_score = sum(1 for ln in body if _TIMES.match(ln) or _counter_line(ln) is not None)
+    csv_scores = {s: _csv_score(body, s) for s in _CSV_SEPARATORS}
+    sep = max(csv_scores, key=lambda s: csv_scores[s])
+    if csv_scores[sep] > 0 and csv_scores[sep] >= text_score:
+        return "csv"
+    return "text"
+
+
+def _topdown_tool_runs(text: str) -> list[PerfStat]:
+    from .topdown_tool import core_slug, read_runs
+
+    runs = [
+        PerfStat(
+            format="topdown-tool",
+            entries=(),
+            arch="arm",
+            perf_metrics=run.metrics,
+            unmapped=tuple(f"{title} ({value:g})" for title, value in run.unmapped.items()),
+            title=run.title,
+            core_named=core_slug(run.cpu),
+        )
+        for run in read_runs(text)
+    ]
+    if not runs:
+        raise PerfStatError("topdown-tool output without a single metric line")
+    return runs
+
+
+def parse_report(text: str, *, arch: str | None = None) -> PerfStatReport:
+    """Every run of a perf stat output, in whichever format it is (CSV, JSON lines, text,
+    or Arm's topdown-tool, which drives perf stat and prints the metrics it computed).
+
+    ``arch`` (``"arm"`` / ``"x86"``) decides the arch-specific generic names and raw codes;
+    by default it is read from the event names in the file, else Arm. Text files are cut
+    into runs at each ``Performance counter stats for`` title; CSV and JSON output (which
+    print no title) are one run.
+    """
+    if not text.strip():
+        raise PerfStatError("empty file: no perf stat output")
+    from .topdown_tool import looks_like_topdown_tool
+
+    if looks_like_topdown_tool(text.splitlines()):
+        return PerfStatReport(tuple(_topdown_tool_runs(text)))
+    fmt = _format(text)
+    if fmt == "json":
+        return PerfStatReport((parse_json_lines(text, arch=arch),))
+    if fmt == "csv":
+        return PerfStatReport((parse_csv(text, arch=arch),))
+    runs = tuple(_text_runs(text, arch))
+    return PerfStatReport(runs, combine_runs(runs) if len(runs) > 1 else None)
+
+
+def parse(text: str, *, arch: str | None = None) -> PerfStat:
+    """Parse the perf stat output of one run (see :func:`parse_report` for several)."""
+    return _single(parse_report(text, arch=arch).runs)
+
+
+MAX_PERF_STAT_BYTES = 64 << 20  # perf stat output is a few KiB; refuse anything huge
+
+
+def _read(path: Path) -> str:
+    from ..core.safe_read import UnreadableFile, read_limited
+
+    try:
+        data = read_limited(path, MAX_PERF_STAT_BYTES, what="perf stat output")
+    except UnreadableFile as exc:
+        text = str(exc)
+        raise PerfStatError(
+            text
+            if text.startswith("cannot read")
+            else f"cannot read the perf stat output: {text} (write it with perf stat -o FILE)"
+        ) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")  # old locales' no-break space is 0xA0
+
+
+def load_report(path: str | Path, *, arch: str | None = None) -> PerfStatReport:
+    """Read and parse a perf stat output file, every run of it."""
+    path = Path(path)
+    text = _read(path)
+    try:
+        return parse_report(text, arch=arch)
+    except PerfStatError as exc:
+        raise PerfStatError(f"{path}: {exc}") from None
+
+
+def load(path: str | Path, *, arch: str | None = None) -> PerfStat:
+    """Read and parse a perf stat output file of one run."""
+    path = Path(path)
+    try:
+        return _single(load_report(path, arch=arch).runs)
+    except PerfStatError as exc:
+        if str(exc).startswith(str(path)) or str(exc).startswith("cannot read"):
+            raise
+        raise PerfStatError(f"{path}: {exc}") from None

@@ -1,0 +1,1 @@
+"""A Profile judged: its budgets, its baseline, and the noise floor between them."""

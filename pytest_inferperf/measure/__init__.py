@@ -1,0 +1,1 @@
+"""Measuring a workload: one seam, the Runner, simulate, flamegraph capture."""

@@ -1,0 +1,1 @@
+"""ONNX Runtime and ONNX graphs: sessions, inputs, operators, precision, roofline."""
