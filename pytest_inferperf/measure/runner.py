@@ -172,6 +172,43 @@ def calls_per_repeat(typical_call_ns: float, min_time: float) -> int:
 
 
 # -- the environment -----------------------------------------------------------
+#: Before a process's first measurement, its other threads are given time to stop
+#: using the CPU. numpy's OpenBLAS starts its worker threads when numpy is imported,
+#: and each spins for 2**THREAD_TIMEOUT ticks of its cycle counter before it sleeps
+#: (OpenBLAS driver/others/blas_server.c, THREAD_TIMEOUT 28 unless built otherwise or
+#: set by OPENBLAS_THREAD_TIMEOUT at start-up): measured here, 66 ms of a whole CPU on
+#: the project's 4 GHz x86 VM, longer where that counter ticks slower (Arm's generic
+#: timer runs at tens of MHz). The engine imports numpy just before a process's first
+#: measurement, so the spin landed in it: a fresh process's first test read +35% CPU
+#: time per call (a 0.6 ms call; its latency unchanged), which a baseline's or a
+#: confirmation's fresh process would take for the workload's.
+SETTLE_WINDOW_S = 0.02
+#: Most seconds waited (less where the measurement's timeout is short: a quarter of it).
+SETTLE_MAX_S = 2.0
+#: Other threads using less than this share of one CPU count as settled.
+SETTLE_BUSY_SHARE = 0.25
+_settled = False
+
+
+def settle_other_threads(limit_s: float = SETTLE_MAX_S) -> float:
+    """Once per process: wait, in windows of :data:`SETTLE_WINDOW_S` and at most
+    ``limit_s`` seconds, until the process's other threads use less than
+    :data:`SETTLE_BUSY_SHARE` of a CPU. Returns the seconds waited (0 after the first
+    call). The workload's own threads are not running then: nothing of it is called."""
+    global _settled
+    if _settled:
+        return 0.0
+    _settled = True
+    begin = time.perf_counter()
+    while time.perf_counter() - begin < limit_s:
+        cpu0, own0, wall0 = time.process_time(), time.thread_time(), time.perf_counter()
+        time.sleep(SETTLE_WINDOW_S)
+        others = (time.process_time() - cpu0) - (time.thread_time() - own0)
+        if others < SETTLE_BUSY_SHARE * (time.perf_counter() - wall0):
+            break
+    return time.perf_counter() - begin
+
+
 @contextlib.contextmanager
 def measurement_environment(settings: RunSettings) -> Iterator[None]:
     """gc collected then off, fixed seeds, optional pinning; all restored after.
@@ -474,6 +511,7 @@ class Runner:
         )
         with measurement_environment(s), Watchdog(deadline, timeout=s.timeout, name=name) as guard:
             warm, steady = self._warm_up(call, begin, deadline, guard)
+            settle_other_threads(min(SETTLE_MAX_S, s.timeout / 4))
             tail = warm[s.warmup :][-s.steady_window :] or warm[-s.steady_window :]
             typical = statistics.median(tail) if tail else 0.0
             per_repeat = calls_per_repeat(typical, s.min_time)
