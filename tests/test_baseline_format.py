@@ -180,3 +180,23 @@ def test_sidecar_puts_the_bulky_parts_back() -> None:
     assert back.stages == rich().stages  # each stage's counts, from the sidecar
     assert any(s.counts.get("task_clock", 0) > 0 for s in back.stages)
     assert '"counts"' not in json.dumps(small["stages"])
+
+
+def test_sessions_made_alike_write_their_options_once() -> None:
+    full = rich().to_dict()
+    options = {"intra_op_threads": 0, "providers": ["CPUExecutionProvider"], "x": 1}
+    sessions = [
+        {"label": f"s{i}", "options": dict(options), "inputs": [], "runs_per_call": 1}
+        for i in range(3)
+    ] + [{"label": "other", "options": {**options, "x": 2}, "inputs": [], "runs_per_call": 1}]
+    full["settings"] = {**full["settings"], "operator_pass": {"sessions": sessions}}
+    small = baseline_file.compact(full)
+    written = small["settings"]["operator_pass"]["sessions"]
+    assert written[0]["options"] == options
+    assert [s["options"] for s in written[1:3]] == ["as sessions[0]"] * 2
+    assert written[3]["options"] == {**options, "x": 2}
+    back = baseline_file.expand(small)
+    assert back["settings"]["operator_pass"]["sessions"] == sessions
+    small["settings"]["operator_pass"]["sessions"][1]["options"] = "as sessions[7]"
+    with pytest.raises(baseline_file.InvalidProfile, match=r"names no earlier session"):
+        baseline_file.expand(small)

@@ -198,12 +198,39 @@ def judged_settings(settings: Mapping[str, Any], session: Any) -> dict[str, Any]
     kept: dict[str, Any] = {k: operator_pass[k] for k in ("skipped",) if k in operator_pass}
     sessions = operator_pass.get("sessions")
     if isinstance(sessions, list):
-        kept["sessions"] = [
-            _judged_session(entry, session) if isinstance(entry, Mapping) else entry
-            for entry in sessions
-        ]
+        kept["sessions"] = _options_once(
+            [
+                _judged_session(entry, session) if isinstance(entry, Mapping) else entry
+                for entry in sessions
+            ]
+        )
     out["operator_pass"] = kept
     return out
+
+
+def _options_once(sessions: list[Any]) -> list[Any]:
+    """Each session whose options equal an earlier session's written
+    ``"options": "as sessions[<i>]"`` (a pipeline's sessions are usually made alike:
+    about 330 bytes each otherwise)."""
+    out: list[Any] = []
+    for index, entry in enumerate(sessions):
+        options = entry.get("options") if isinstance(entry, Mapping) else None
+        earlier = next(
+            (
+                i
+                for i, other in enumerate(sessions[:index])
+                if isinstance(options, Mapping)
+                and isinstance(other, Mapping)
+                and other.get("options") == options
+            ),
+            None,
+        )
+        out.append(entry if earlier is None else {**entry, "options": _as_session(earlier)})
+    return out
+
+
+def _as_session(index: int) -> str:
+    return f"as sessions[{index}]"
 
 
 def _judged_session(entry: Mapping[str, Any], session: Any) -> dict[str, Any]:
@@ -502,7 +529,8 @@ def expand(doc: Mapping[str, Any], detail_doc: Mapping[str, Any] | None = None) 
 
 def _expanded_settings(settings: Any, session: Any) -> Any:
     """``settings`` with each operator-pass session's ``"options": "session"`` replaced by
-    the profile's session options (:func:`judged_settings`)."""
+    the profile's session options, and ``"as sessions[i]"`` by that earlier session's
+    (:func:`judged_settings`)."""
     if not isinstance(settings, Mapping):
         return settings
     operator_pass = settings.get("operator_pass")
@@ -510,12 +538,27 @@ def _expanded_settings(settings: Any, session: Any) -> Any:
         operator_pass.get("sessions"), list
     ):
         return settings
-    sessions = [
-        {**entry, "options": session}
-        if isinstance(entry, Mapping) and entry.get("options") == SAME_AS_SESSION
-        else entry
-        for entry in operator_pass["sessions"]
-    ]
+    sessions: list[Any] = []
+    for entry in operator_pass["sessions"]:
+        options = entry.get("options") if isinstance(entry, Mapping) else None
+        if options == SAME_AS_SESSION:
+            entry = {**entry, "options": session}
+        elif isinstance(options, str) and options.startswith("as sessions["):
+            earlier = next(
+                (
+                    other.get("options")
+                    for i, other in enumerate(sessions)
+                    if options == _as_session(i) and isinstance(other, Mapping)
+                ),
+                None,
+            )
+            if earlier is None:
+                raise InvalidProfile(
+                    f"settings.operator_pass.sessions[{len(sessions)}].options: {options!r} "
+                    "names no earlier session"
+                )
+            entry = {**entry, "options": earlier}
+        sessions.append(entry)
     return {**settings, "operator_pass": {**operator_pass, "sessions": sessions}}
 
 
