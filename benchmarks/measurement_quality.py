@@ -61,9 +61,9 @@ from bench_runs import (
 
 from pytest_inferperf import profile
 from pytest_inferperf.core.profile import Profile
+from pytest_inferperf.diagnose.assessment import assess as judge
 from pytest_inferperf.judge.budgets import PerfSpec
 from pytest_inferperf.judge.comparison import DEFAULT_TOLERANCES, MIN_REPEATS
-from pytest_inferperf.report.old_names import judge
 
 SCHEMA = "pytest-inferperf/measurement-quality"
 DEFAULT_LEVELS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.10)

@@ -107,10 +107,11 @@ def _quiet() -> Iterator[None]:
 
 def drive(text: str, folder: Path, *, cli: bool = True) -> str:
     """Every path on ``text`` as a file; returns "refused" or "accepted". Raises on a crash."""
+    from pytest_inferperf.diagnose.assessment import assess as judge
     from pytest_inferperf.report.html import render_html, render_run_html
-    from pytest_inferperf.report.old_names import failure_text, judge
     from pytest_inferperf.report.run import run_document, run_markdown
     from pytest_inferperf.report.terminal import record_update_line, render_summary
+    from pytest_inferperf.report.verdict import failure_text
 
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "baseline.json"

@@ -395,6 +395,7 @@ class _EmulatedPerf:
     """A perf backend as QEMU's PMU answers: cycles == instructions, listed events at 0."""
 
     name = "perf"
+    needs_screening = True  # a hardware PMU's counts, as the perf backend's
     events = ("cycles", "instructions", "stall_frontend", "l1d_refill", "task_clock")
 
     def open(self):
@@ -452,6 +453,35 @@ def test_runner_takes_emulated_cycles_and_silent_events_out_of_the_profile():
     assert metrics["instructions_per_call"] == 2_000_000
 
 
+def test_the_backends_attribute_not_its_name_decides_the_screening():
+    from pytest_inferperf.measure.progress import ProgressCounters
+    from pytest_inferperf.measure.runner import Runner, RunSettings
+    from pytest_inferperf.pmu.base import needs_screening
+    from pytest_inferperf.pmu.null_backend import NullCounters
+    from pytest_inferperf.pmu.perf_backend import PerfEventCounters
+
+    assert needs_screening(PerfEventCounters()) and not needs_screening(NullCounters())
+    # a wrapper (the live progress line) answers for the backend it wraps
+    assert needs_screening(ProgressCounters(_EmulatedPerf(), 3, lambda _: None))
+
+    class Unscreened(_EmulatedPerf):
+        needs_screening = False  # named "perf", but says its counts need no screening
+
+    class Renamed(_EmulatedPerf):
+        name = "house-pmu"  # another name, a hardware PMU's counts all the same
+
+    settings = RunSettings(warmup=1, repeat=3, min_time=0)
+    kept = Runner(settings, backend=Unscreened(), events=_EmulatedPerf.events)
+    profile = kept.run(lambda: None, name="kept")
+    assert "cycles" not in profile.unavailable and "stall_frontend" not in profile.unavailable
+    assert profile.repeats[0].sample.counts["cycles"].value == 2_000_000
+    screened = Runner(settings, backend=Renamed(), events=_EmulatedPerf.events)
+    profile = screened.run(lambda: None, name="screened")
+    assert profile.backend == "house-pmu"
+    assert profile.unavailable["cycles"].startswith("emulated PMU (")
+    assert profile.unavailable["l1d_refill"].startswith("listed but did not count: ")
+
+
 def test_time_budgets_are_not_judged_on_an_emulated_machine(tmp_path):
     from pytest_inferperf.pmu.trust import unjudgeable_metrics
 
@@ -482,8 +512,8 @@ def test_time_budgets_are_not_judged_on_an_emulated_machine(tmp_path):
 
 
 def test_judging_an_emulated_profile_skips_ipc_and_time_budgets_and_keeps_memory():
+    from pytest_inferperf.diagnose.assessment import assess as judge
     from pytest_inferperf.measure.runner import Runner, RunSettings
-    from pytest_inferperf.report.old_names import judge
 
     backend = _EmulatedPerf()
     profile = Runner(

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from pytest_inferperf.core.default_paths import REPORT_DIR
-from pytest_inferperf.plugin import keys, session
+from pytest_inferperf.plugin import flamegraph_pass, keys
 
 ROOT = Path(__file__).resolve().parents[1]
 CI = ROOT / "examples" / "ci"
@@ -39,8 +39,8 @@ def _rel(path: Path) -> str:
 
 def _plugin_report_dir() -> str:
     """The folder the plugin writes flamegraphs to when no --inferperf-report is given."""
-    source = Path(session.__file__).read_text(encoding="utf-8")
-    assert "report_dir or Path(self.config.rootpath) / REPORT_DIR" in source, (
+    source = Path(flamegraph_pass.__file__).read_text(encoding="utf-8")
+    assert "settings.report_dir or Path(config.rootpath) / REPORT_DIR" in source, (
         "the plugin's default report folder moved: update this test"
     )
     return REPORT_DIR

@@ -879,7 +879,7 @@ def test_l1d_refills_alone_do_not_rule_out_memory():
     # The Arm learning path's false-sharing run on Neoverse N1 (corpus
     # arm_lp_false_sharing_n1): IPC 37,780,364,970 / 54,398,142,665 = 0.695 < 1.25, and
     # the only memory count is L1D refills, 262,171,680 / 37.78e9 x 1000 = 6.94 MPKI.
-    # Charged at 400 cycles each (a miss to DRAM, CHANGE_COSTS["llc_mpki"]) they could
+    # Charged at 400 cycles each (a miss to DRAM, llc_mpki's row cost) they could
     # take 6.94 x 400 x 0.695 / 1000 = 1.93 of the cycles, far above a fifth: the
     # false sharing the author found is not ruled out, so no ILP-limited-compute call.
     counts = {

@@ -1,6 +1,6 @@
 """A counted cause makes the diagnosis only when its estimated cost is material.
 
-Events per call x the per-event cost of ``thresholds.CHANGE_COSTS`` (an upper bound),
+Events per call x the per-event cost on each metric's row (``Metric.cost``, an upper bound),
 over the call's time, is the share of the call the cause can take; below
 ``change.MATERIAL_SHARE`` (a fifth) the finding is "present but small". The arithmetic
 of each case is written next to it, from those cited costs: 10 µs per page fault,
@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from pytest_inferperf.core.metrics import MetricContext, compute
+from pytest_inferperf.core.metrics import METRICS, MetricContext, compute
 from pytest_inferperf.diagnose.change import MATERIAL_SHARE
 from pytest_inferperf.diagnose.classify import (
     EstimatedCost,
@@ -23,7 +23,6 @@ from pytest_inferperf.diagnose.classify import (
     diagnosis_from_dict,
     estimate_cost,
 )
-from pytest_inferperf.diagnose.thresholds_by_core import CHANGE_COSTS
 from pytest_inferperf.report.diagnosis import render
 from pytest_inferperf.report.headline import diagnosis_headline, finding_headline
 
@@ -102,7 +101,8 @@ def test_the_formula_reads_as_the_share():
         "page-fault / allocator overhead, up to 35% of the call: "
         "42 page faults x <=10 µs / 1.2 ms CPU time per call"
     )
-    assert CHANGE_COSTS["page_faults_per_call"].cost == 10.0  # the one table's figure
+    cost = METRICS["page_faults_per_call"].cost
+    assert cost is not None and cost.cost == 10.0  # the metric's row's figure
 
 
 @pytest.mark.parametrize(

@@ -98,12 +98,26 @@ def test_the_tolerance_table():
     assert DEFAULT_TOLERANCES["latency_p99_ms"] == 0.20
 
 
-def test_a_metric_missing_from_the_table_uses_the_fallback(monkeypatch):
-    monkeypatch.delitem(DEFAULT_TOLERANCES, "ipc")
+def test_the_tolerance_table_is_a_view_of_the_rows():
+    assert {n: m.tolerance for n, m in METRICS.items()} == DEFAULT_TOLERANCES
+    assert compare_mod.tolerance_of("ipc") == METRICS["ipc"].tolerance == 0.05
+    assert compare_mod.floor_of("rss_growth_mb") == METRICS["rss_growth_mb"].floor == 1.0
+
+
+def test_a_metric_with_no_row_uses_the_fallback():
+    # a metric a hook adds has no row in core.metrics
+    assert compare_mod.tolerance_of("my_hook_metric") == FALLBACK_TOLERANCE == 0.10
+    assert compare_mod.floor_of("my_hook_metric") == 0.0
+
+
+def test_a_rows_tolerance_is_the_one_a_comparison_uses(monkeypatch):
+    from dataclasses import replace
+
+    monkeypatch.setitem(METRICS, "ipc", replace(METRICS["ipc"], tolerance=0.33))
     base = make_profile([1e6] * 3)
     change = compare_profiles(base, base).get("ipc")
     assert change is not None
-    assert change.tolerance == FALLBACK_TOLERANCE == 0.10
+    assert change.tolerance == 0.33
 
 
 # -- judging -----------------------------------------------------------------

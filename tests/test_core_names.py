@@ -1,6 +1,7 @@
 """Cores as users name them, and one table of facts per core: the tables agree.
 
-``thresholds.CORES`` (facts per core), ``thresholds.CORE_ALIASES`` (what users type),
+``thresholds_by_core.CORES`` (facts per core),
+``thresholds_by_core.CORE_ALIASES`` (what users type),
 ``pmu.cpu`` (what detection names), ``pmu.arm_data`` (Arm's event lists),
 ``metrics.TOPDOWN_MODELS`` (level-1 slot formulas), the ``--cpu`` help and the table in
 docs/diagnosis.md ("Naming a core") must name the same cores with the same facts.
@@ -25,6 +26,7 @@ from pytest_inferperf.diagnose.thresholds_by_core import (
     CORE_NAME_EXAMPLES,
     CORES,
     check_core,
+    core_candidates,
     core_facts,
     known_core,
     resolve_core,
@@ -126,6 +128,50 @@ def test_lacks_agrees_with_arm_data_where_both_have_the_core():
     for slug, missing in NOT_IMPLEMENTED.items():
         lacks = {n for n, s in CATALOGUE.items() if s.arm and all(c in missing for _, c in s.arm)}
         assert set(CORES[slug].lacks) == lacks, slug
+
+
+def test_names_users_type_are_unique_and_name_one_row():
+    names = [a.name for a in CORE_ALIASES]
+    assert len(names) == len(set(names)), "a name is on two rows"
+    assert not set(names) & set(CORES), "an alias is another core's slug"
+    for slug, facts in CORES.items():
+        assert all(a.slug == slug for a in facts.aliases), slug
+    # every name on a row folds to that row alone
+    for alias in CORE_ALIASES:
+        assert core_candidates(alias.name) == (alias.slug,), alias
+
+
+def test_a_rows_own_penalties_are_known_kinds_with_a_citation():
+    from pytest_inferperf.diagnose.cycle_costs import KINDS
+
+    owned = {slug for slug, facts in CORES.items() if facts.penalties}
+    assert owned == {
+        "neoverse-n1",
+        "neoverse-n2",
+        "intel-skylake",
+        "amd-zen",
+        "amd-zen+",
+        "amd-zen4",
+    }
+    for slug, facts in CORES.items():
+        for kind, penalty in facts.penalties.items():
+            assert kind in KINDS, (slug, kind)
+            assert penalty.cycles > 0 and not penalty.fallback, (slug, kind)
+            assert penalty.label and len(penalty.source) > 20, (slug, kind)
+
+
+def test_every_micro_architecture_detection_names_has_one_row_or_a_fallback():
+    detected = [u for c in CORES.values() for u in c.detected_as]
+    assert len(detected) == len(set(detected)), "a micro-architecture on two rows"
+    for slug, facts in CORES.items():
+        assert not facts.detected_as or facts.family == "x86", slug
+    for uarch in INTEL_MODELS.values():
+        facts = core_facts(f"intel-xeon-{uarch}")
+        row = next((c for c in CORES.values() if uarch in c.detected_as), None)
+        if row is not None:
+            assert facts is row, uarch
+        else:  # no row names it: the Intel family fallback, which says so
+            assert facts.fallback == "Intel", uarch
 
 
 def test_topdown_models_match_the_rows():

@@ -240,7 +240,9 @@ def test_importing_the_plugin_loads_no_engine():
         "pytest_inferperf",
         "pytest_inferperf.core",
         "pytest_inferperf.core.default_paths",  # the default folder names (no imports)
+        "pytest_inferperf.core.errors",  # the error base (no imports)
         "pytest_inferperf.measure",
+        "pytest_inferperf.measure.backends",  # the backend choices (standard library only)
         "pytest_inferperf.measure.child_process",
     ]
     assert "pytest_inferperf.plugin.fixtures" in added
@@ -269,6 +271,7 @@ def test_a_plain_run_loads_none_of_the_engine(pytester):
         "pytest_inferperf.diagnose",
         "pytest_inferperf.diagnose.hooks",
         "pytest_inferperf.measure",
+        "pytest_inferperf.measure.backends",  # the backend choices (standard library only)
         "pytest_inferperf.measure.child_process",
     ]
     assert all(not m.startswith(HEAVY) for m in mods)

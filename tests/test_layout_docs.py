@@ -71,3 +71,20 @@ def test_the_layer_table_names_the_contracts_packages() -> None:
         )
         == packages
     )
+
+
+def write_table() -> None:
+    """Rewrite the table in docs/development.md from the package as it is now."""
+    text = DOC.read_text(encoding="utf-8")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    table = [
+        "| package | module | what it holds (its docstring's first paragraph) |",
+        "|---|---|---|",
+        *_rows(),
+    ]
+    DOC.write_text(head + BEGIN + "\n\n" + "\n".join(table) + "\n\n" + END + tail, encoding="utf-8")
+
+
+if __name__ == "__main__":  # python tests/test_layout_docs.py: regenerate the table
+    write_table()

@@ -20,8 +20,7 @@ import pytest
 
 import pytest_inferperf.onnxrt.sessions  # noqa: F401
 from pytest_inferperf.judge.budgets import parse_marker
-from pytest_inferperf.measure import measurer as measure
-from pytest_inferperf.measure import operator_pass
+from pytest_inferperf.measure import backends, operator_pass
 from pytest_inferperf.measure.measurer import (
     ChildMeasurer,
     MeasureOptions,
@@ -95,19 +94,19 @@ def test_auto_is_none_without_perf_event_open(monkeypatch):
 
 def test_auto_is_simulate_only_where_asked_and_no_hardware_counter_opens(monkeypatch):
     monkeypatch.setattr(perf_event, "syscall_number", lambda: 298)
-    monkeypatch.setattr(measure, "has_hardware_counters", lambda: False)
+    monkeypatch.setattr(backends, "has_hardware_counters", lambda: False)
     assert backend_for("auto") == "perf"
     assert backend_for("auto", simulate_without_pmu=True) == "simulate"
     assert measurer_for("auto", _options(simulate_without_pmu=True)).kind == "simulate"
-    monkeypatch.setattr(measure, "has_hardware_counters", lambda: True)
+    monkeypatch.setattr(backends, "has_hardware_counters", lambda: True)
     assert backend_for("auto", simulate_without_pmu=True) == "perf"
 
 
 def test_this_machine_has_no_hardware_counters():
     """The development VM has no PMU: the probe says so (and is cached)."""
-    measure.has_hardware_counters.cache_clear()
-    assert measure.has_hardware_counters() is False
-    assert measure.has_hardware_counters.cache_info().currsize == 1
+    backends.has_hardware_counters.cache_clear()
+    assert backends.has_hardware_counters() is False
+    assert backends.has_hardware_counters.cache_info().currsize == 1
 
 
 # -- each measurer -------------------------------------------------------------------
@@ -203,7 +202,7 @@ def test_simulate_stops_the_shared_children_only_for_the_native_run_and_operator
         yield
         log.append("go")
 
-    monkeypatch.setattr(  # onnx.operator_times runs its profiled runs inside ``timed``
+    monkeypatch.setattr(  # onnxrt.sessions.operator_times runs its profiled runs inside ``timed``
         operator_pass,
         "with_operator_times",
         lambda p, c, t: log.append("operators" if t is timed else "untimed operators") or p,

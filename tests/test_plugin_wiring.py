@@ -233,8 +233,8 @@ def test_ran_clean_is_what_may_become_a_baseline():
 
 
 def test_of_verdict_carries_the_verdicts_summary():
+    from pytest_inferperf.diagnose.assessment import assess as judge
     from pytest_inferperf.judge.budgets import PerfSpec
-    from pytest_inferperf.report.old_names import judge
     from pytest_inferperf.report.records import ProfileRecord
 
     verdict = judge("t.py::test_a", _profile(), PerfSpec(), baseline=None, baseline_note="none")

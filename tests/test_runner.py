@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from pytest_inferperf import MeasurementTimeout, Profile, RunnerConfigError, profile, region
 from pytest_inferperf.core.profile import LatencyStats, nearest_rank
-from pytest_inferperf.measure.runner import calls_per_repeat, is_steady, relative_spread
+from pytest_inferperf.measure.runner import calls_per_repeat, is_steady, mad_over_median
 from pytest_inferperf.pmu.perf_backend import fd_count
 
 QUICK = {"warmup": 1, "repeat": 3, "min_time": 0.0}
@@ -46,8 +46,27 @@ def test_not_steady_before_the_window_fills():
     assert is_steady([1.0, 1.0, 1.0], warmup=1, window=5, threshold=0.05) == (False, float("inf"))
 
 
-def test_relative_spread_ignores_one_outlier():
-    assert relative_spread([10, 10, 10, 10, 100]) == 0.0
+def test_mad_over_median_ignores_one_outlier():
+    assert mad_over_median([10, 10, 10, 10, 100]) == 0.0
+
+
+def test_mad_over_median_values():
+    # median 3, absolute deviations 2, 1, 0, 1, 2: their median 1, over 3
+    assert mad_over_median([1, 2, 3, 4, 5]) == pytest.approx(1 / 3)
+    # median 100.5, deviations 0.5, 0, 1.5: 0.5 / 100.5 (the range would give 2 / 100.5)
+    assert mad_over_median([100, 100.5, 102]) == pytest.approx(0.5 / 100.5)
+    assert mad_over_median([0.0, 0.0, 0.0]) == 0.0  # no median to divide by
+    assert mad_over_median([-1.0, -1.0]) == 0.0
+
+
+def test_the_steady_window_is_judged_by_mad_over_median():
+    # warm-up 2 calls skipped; the last 5 of the rest: median 10, deviations 0,0,0,1,40
+    durations = [90.0, 50.0, 10.0, 10.0, 10.0, 11.0, 50.0]
+    assert is_steady(durations, warmup=2, window=5, threshold=0.05) == (True, 0.0)
+    assert is_steady([10.0, 12.0, 9.0, 11.0, 14.0], warmup=0, window=5, threshold=0.05) == (
+        False,
+        pytest.approx(1 / 11),
+    )
 
 
 def test_calls_per_repeat_calibration():

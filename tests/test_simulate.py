@@ -473,7 +473,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_inferperf.pmu import simulate
+from pytest_inferperf.measure.simulate import backend as simulate
 from pytest_inferperf.measure.runner import RunSettings
 
 SETTINGS = RunSettings(warmup=3, repeat=3)

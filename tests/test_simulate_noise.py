@@ -53,12 +53,20 @@ def sim_profile(
 
 
 # -- the pure functions ------------------------------------------------------------
-def test_relative_spread_is_range_over_median():
-    assert simulate_noise.relative_spread([100.0, 101.0, 102.0]) == pytest.approx(0.02 / 1.01)
-    assert simulate_noise.relative_spread([5.0, 5.0]) == 0.0
-    assert simulate_noise.relative_spread([7.0]) is None
-    assert simulate_noise.relative_spread([]) is None
-    assert simulate_noise.relative_spread([0.0, 0.0]) is None
+def test_range_over_median_values():
+    assert simulate_noise.range_over_median([100.0, 101.0, 102.0]) == pytest.approx(0.02 / 1.01)
+    # the worst repeat counts: 2 / 100.5, where the median absolute deviation gives 0.5 / 100.5
+    assert simulate_noise.range_over_median([100.0, 100.5, 102.0]) == pytest.approx(2 / 100.5)
+    assert simulate_noise.range_over_median([5.0, 5.0]) == 0.0
+    assert simulate_noise.range_over_median([7.0]) is None
+    assert simulate_noise.range_over_median([]) is None
+    assert simulate_noise.range_over_median([0.0, 0.0]) is None
+
+
+def test_the_noise_estimate_is_the_larger_of_range_and_run_to_run():
+    assert simulate_noise.noise_estimate([100.0, 101.0, 102.0]) == pytest.approx(2 / 101)
+    assert simulate_noise.noise_estimate([100.0, 101.0, 102.0], -0.05) == 0.05
+    assert simulate_noise.noise_estimate([7.0]) == 0.0
 
 
 def test_noise_is_the_larger_of_the_repeats_spread_and_the_run_to_run_difference():

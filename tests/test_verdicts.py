@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 from pytest_inferperf.core.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
+from pytest_inferperf.diagnose.assessment import assess as judge
+from pytest_inferperf.diagnose.assessment import with_confirmation
 from pytest_inferperf.judge.budgets import PerfSpec
 from pytest_inferperf.measure import conditions
 from pytest_inferperf.pmu.base import Count, CounterSample
-from pytest_inferperf.report.old_names import change_summary, failure_text, judge, with_confirmation
-from pytest_inferperf.report.verdict import record_of
+from pytest_inferperf.report.verdict import change_summary, failure_text, record_of
 
 CALLS = 50
 

@@ -235,56 +235,75 @@ def plan(outputs: RunOutputs, *, match: str | None = None) -> Plan:
     refused: list[Refusal] = []
     chosen: list[ProfileRecord] = []
     for key, entries in sorted(by_key.items()):
-        records = [f for f in entries if f.record is not None]
-        distinct: dict[str, Found] = {}
-        for f in records:
-            assert f.record is not None
-            distinct.setdefault(json.dumps(f.record.to_json(), sort_keys=True), f)
-        if len(distinct) > 1:
-            first, second = list(distinct.values())[:2]
-            refused.append(
-                Refusal(
-                    key,
-                    f"two different measurements, in {first.source} and {second.source}: "
-                    "give the outputs of one run",
-                )
-            )
-            continue
-        if not distinct:
-            refused.append(
-                Refusal(
-                    key,
-                    f"{entries[0].source} holds its summary only, not the measured profile: "
-                    "give the run's report folder (--inferperf-report) too",
-                )
-            )
-            continue
-        (mine,) = distinct.values()
-        record = mine.record
-        assert record is not None
-        other = next(
-            (f for f in entries if f.record is None and not _same_test(f.summary, record)), None
+        one = _one_record(key, entries, outputs.run_documents, in_runs)
+        if isinstance(one, Refusal):
+            refused.append(one)
+        else:
+            chosen.append(one)
+    accepted, kept = _accepted_and_kept(chosen, refused)
+    read = sum(1 for f in found if f.record is not None)
+    return Plan(
+        accepted,
+        refused,
+        list(outputs.ignored),
+        read,
+        unmatched,
+        outputs.run_documents,
+        kept,
+    )
+
+
+def _one_record(
+    key: str, entries: list[Found], run_documents: Sequence[str], in_runs: set[str]
+) -> ProfileRecord | Refusal:
+    """The one measured record of ``key`` among what the outputs hold of it, or why
+    there is none to accept (two measurements, a summary only, different runs, a
+    record an earlier run left)."""
+    records = [f for f in entries if f.record is not None]
+    distinct: dict[str, Found] = {}
+    for f in records:
+        assert f.record is not None
+        distinct.setdefault(json.dumps(f.record.to_json(), sort_keys=True), f)
+    if len(distinct) > 1:
+        first, second = list(distinct.values())[:2]
+        return Refusal(
+            key,
+            f"two different measurements, in {first.source} and {second.source}: "
+            "give the outputs of one run",
         )
-        if other is not None:
-            refused.append(
-                Refusal(
-                    key,
-                    f"{other.source} and {mine.source} are of different runs (outcome or "
-                    "metrics differ): give the outputs of one run",
-                )
-            )
-            continue
-        if outputs.run_documents and key not in in_runs:
-            refused.append(
-                Refusal(
-                    key,
-                    f"{mine.source} is not in the run JSON "
-                    f"({', '.join(outputs.run_documents)}): a record an earlier run left "
-                    "in the folder",
-                )
-            )
-            continue
-        chosen.append(record)
+    if not distinct:
+        return Refusal(
+            key,
+            f"{entries[0].source} holds its summary only, not the measured profile: "
+            "give the run's report folder (--inferperf-report) too",
+        )
+    (mine,) = distinct.values()
+    record = mine.record
+    assert record is not None
+    other = next(
+        (f for f in entries if f.record is None and not _same_test(f.summary, record)), None
+    )
+    if other is not None:
+        return Refusal(
+            key,
+            f"{other.source} and {mine.source} are of different runs (outcome or "
+            "metrics differ): give the outputs of one run",
+        )
+    if run_documents and key not in in_runs:
+        return Refusal(
+            key,
+            f"{mine.source} is not in the run JSON "
+            f"({', '.join(run_documents)}): a record an earlier run left "
+            "in the folder",
+        )
+    return record
+
+
+def _accepted_and_kept(
+    chosen: list[ProfileRecord], refused: list[Refusal]
+) -> tuple[list[ProfileRecord], list[Refusal]]:
+    """The chosen records to accept, and those whose baseline stands (their test failed
+    on another profile's verdict); the rest are added to ``refused`` with the reason."""
     failed_keys: dict[str, list[str]] = {}
     for record in chosen:
         if record.failed:
@@ -306,16 +325,7 @@ def plan(outputs: RunOutputs, *, match: str | None = None) -> Plan:
             )
         else:
             refused.append(Refusal(record.key, _why_not(record)))
-    read = sum(1 for f in found if f.record is not None)
-    return Plan(
-        accepted,
-        refused,
-        list(outputs.ignored),
-        read,
-        unmatched,
-        outputs.run_documents,
-        kept,
-    )
+    return accepted, kept
 
 
 # -- wording ----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import UsageError
 from ..core.metrics import METRICS, profile_metrics
@@ -25,8 +25,11 @@ from ..judge.comparison import IncomparableError, check_comparable
 from ..measure.target import Analysis, is_callable_target
 from ..onnxrt.precision import precision_findings, precision_table
 
+if TYPE_CHECKING:
+    import pluggy
+
 # A credible change in a metric that does not gate (percentiles, memory, OS events) is
-# reported as worse / better: only gated metrics regress (verdict.GATED_METRICS).
+# reported as worse / better: only gated metrics regress (a row's ``gates``).
 UNGATED_STATUS = {"regressed": "worse", "improved": "better"}
 
 
@@ -262,8 +265,15 @@ def side_by_side(
     quality: Sequence[tuple[str, float]] = (),
     quality_higher_is_better: bool = True,
     any_model: bool = False,
+    plugins: pluggy.PluginManager | None = None,
 ) -> SideBySide:
     """Compare every entry with the first: metrics, operator types, verdicts, Pareto front.
+
+    Each entry's diagnosis carries what the ``pytest_inferperf_*`` hooks add (its
+    verdict's and its own assessment's, :func:`~pytest_inferperf.diagnose.hooks.hook_results`,
+    the function every front-end calls): the hooks of ``plugins``, by default the
+    registry's (:func:`~pytest_inferperf.diagnose.hooks.registry`; a plugin that cannot
+    load is a :class:`~pytest_inferperf.core.errors.UsageError`, as for ``validate``).
 
     Two saved profiles (``.json``) of different models (content hash, or input names and
     shapes: :func:`~pytest_inferperf.measure.identity.different_models`) are refused with
@@ -272,10 +282,7 @@ def side_by_side(
     on the command line (``compare fp32.onnx int8.onnx``, ``--quantize dynamic``) the
     variants are compared on purpose, and the difference is a note.
     """
-    from ..diagnose.assessment import assess as judge
     from ..diagnose.assessment import assess_profile
-    from ..judge.budgets import PerfSpec
-    from ..measure.identity import different_models
     from ..report.pareto import Variant, pareto_front
 
     if len(entries) < 2:
@@ -283,10 +290,72 @@ def side_by_side(
             "compare needs at least two profiles or models",
             hint="(or one model with {quantize} dynamic).",
         )
+    hooked = _hook_additions(entries, plugins)
+    verdicts, notes = _verdicts(entries, hooked, any_model=any_model)
+    rows = _metric_rows(entries, verdicts)
+    for entry in entries:
+        notes.extend(
+            f"{entry.label}: {finding}"
+            for finding in precision_findings(precision_table(entry.profile.operators))
+        )
+    op_rows = _op_type_rows(entries)
+    scores = match_quality(entries, quality)
+    front: list[str] = []
+    if scores:
+        variants = [
+            Variant(e.label, e.profile.latency.mean_ms, scores.get(e.label)) for e in entries
+        ]
+        front = pareto_front(variants, quality_higher_is_better=quality_higher_is_better)
+    return SideBySide(
+        tuple(entries),
+        tuple(rows),
+        tuple(op_rows),
+        tuple(verdicts),
+        tuple(notes),
+        scores,
+        quality_higher_is_better,
+        tuple(front),
+        assessments=tuple(
+            v
+            if v is not None
+            else assess_profile(e.profile, extra_metrics=added, extra_findings=findings)
+            for e, v, (added, findings) in zip(entries, verdicts, hooked, strict=True)
+        ),
+    )
+
+
+def _hook_additions(
+    entries: Sequence[Analysis], plugins: pluggy.PluginManager | None
+) -> list[tuple[dict[str, float], list[Any]]]:
+    """What the hooks add to each entry's diagnosis: (extra metrics, extra findings)."""
+    from ..diagnose.hooks import PluginLoadError, hook_results, registry
+
+    try:
+        pm = plugins if plugins is not None else registry()
+    except PluginLoadError as exc:
+        raise UsageError(str(exc)) from None
+    return [hook_results(pm, e.profile) for e in entries]
+
+
+def _verdicts(
+    entries: Sequence[Analysis],
+    hooked: Sequence[tuple[dict[str, float], list[Any]]],
+    *,
+    any_model: bool,
+) -> tuple[list[Any], list[str]]:
+    """Each entry after the first judged against the first (None for the first and for
+    one measured elsewhere) with what the hooks added to it (``hooked``, per entry), and
+    the notes on what was not compared, or compared across models. Raises
+    :class:`~pytest_inferperf.cli.validate.ModelMismatch` for two saved profiles of
+    different models unless ``any_model``."""
+    from ..diagnose.assessment import assess as judge
+    from ..judge.budgets import PerfSpec
+    from ..measure.identity import different_models
+
     first = entries[0]
     verdicts: list[Any] = [None]
     notes: list[str] = []
-    for entry in entries[1:]:
+    for entry, (added, findings) in zip(entries[1:], hooked[1:], strict=True):
         try:
             check_comparable(entry.profile, first.profile)
         except IncomparableError:
@@ -318,8 +387,16 @@ def side_by_side(
                 PerfSpec(),
                 baseline=first.profile,
                 baseline_note=f"against {first.label}",
+                extra_metrics=added,
+                extra_findings=findings,
             )
         )
+    return verdicts, notes
+
+
+def _metric_rows(entries: Sequence[Analysis], verdicts: Sequence[Any]) -> list[MetricRow]:
+    """One row per metric any entry has: its values, the change from the first, and each
+    comparison's status (an ungated metric's status said as such)."""
     values = [profile_metrics(e.profile) for e in entries]
     rows = []
     for name, spec in METRICS.items():
@@ -343,13 +420,14 @@ def side_by_side(
                 tuple(statuses),
             )
         )
+    return rows
+
+
+def _op_type_rows(entries: Sequence[Analysis]) -> list[OpTypeRow]:
+    """One row per operator type, the slowest first: nodes, µs, the change from the
+    first entry and the precision it runs in, per entry."""
     times = [op_type_times(e.profile) for e in entries]
     precisions = [op_type_precision(e.profile) for e in entries]
-    for entry in entries:
-        notes.extend(
-            f"{entry.label}: {finding}"
-            for finding in precision_findings(precision_table(entry.profile.operators))
-        )
     op_rows = []
     order = sorted(
         {t for ts in times for t in ts},
@@ -366,24 +444,4 @@ def side_by_side(
                 tuple(p.get(op_type, "") for p in precisions),
             )
         )
-    scores = match_quality(entries, quality)
-    front: list[str] = []
-    if scores:
-        variants = [
-            Variant(e.label, e.profile.latency.mean_ms, scores.get(e.label)) for e in entries
-        ]
-        front = pareto_front(variants, quality_higher_is_better=quality_higher_is_better)
-    return SideBySide(
-        tuple(entries),
-        tuple(rows),
-        tuple(op_rows),
-        tuple(verdicts),
-        tuple(notes),
-        scores,
-        quality_higher_is_better,
-        tuple(front),
-        assessments=tuple(
-            v if v is not None else assess_profile(e.profile)
-            for e, v in zip(entries, verdicts, strict=True)
-        ),
-    )
+    return op_rows

@@ -45,16 +45,18 @@ def terminal_safe(value: T) -> T:
 
 
 def _doctor(args: argparse.Namespace) -> int:
+    from ..measure import backends
     from ..pmu.doctor import run_doctor
     from ..report.doctor import render_json, render_text
 
-    report = run_doctor()
+    report = run_doctor(backends=backends.statuses())
     print(render_json(report) if args.json else render_text(report))
     return EXIT_OK
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from ..diagnose.classify import diagnose
+    from ..diagnose.classify import RuleContext, diagnose_in
+    from ..diagnose.hooks import PluginLoadError, diagnosis_additions, registry
     from ..diagnose.thresholds_by_core import check_core, core_facts, resolve_core
     from ..ingest.perf_stat import PerfStatError, load_report
     from ..report.explain import explain_json, explain_text
@@ -77,8 +79,12 @@ def _explain(args: argparse.Namespace) -> int:
     hint = report.core_hint or ""
     core = cpu or resolve_core(hint) or hint  # a file's name for its core, as --cpu's
     metrics = report.metrics(core, calls=args.calls or 1)
-    if not args.calls:  # a perf stat run does not know its calls: per-call values are totals
-        metrics = {k: v for k, v in metrics.items() if not k.endswith("_per_call")}
+
+    # A perf stat run does not know its calls: without --calls, per-call values are totals.
+    def kept(name: str) -> bool:
+        return bool(args.calls) or not name.endswith("_per_call")
+
+    metrics = {k: v for k, v in metrics.items() if kept(k)}
     session: dict[str, object] | None = None
     if args.intra_op_threads is not None or args.spinning is not None:
         session = {}
@@ -86,9 +92,15 @@ def _explain(args: argparse.Namespace) -> int:
             session["intra_op_threads"] = args.intra_op_threads
         if args.spinning is not None:
             session["allow_spinning"] = args.spinning == "on"
-    diagnosis = diagnose(
-        metrics, core=core, unavailable=report.unavailable, session=session, cpu_count=args.cpus
-    )
+    ctx = RuleContext.of(core, unavailable=report.unavailable, session=session, cpu_count=args.cpus)
+    counted = [(run.counts, run.context(core, args.calls or 1)) for run in report.runs]
+    try:
+        added, findings = diagnosis_additions(registry(), counted, metrics, ctx, keep=kept)
+    except PluginLoadError as exc:
+        print(f"inferperf explain: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    metrics = {**metrics, **added}
+    diagnosis = diagnose_in(ctx, metrics, extra_findings=findings)
     if args.json:
         import json
 
@@ -106,8 +118,6 @@ def _metrics(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from ..core.metrics import METRICS
-    from ..judge.comparison import DEFAULT_TOLERANCES, FALLBACK_TOLERANCE
-    from ..report.old_names import GATED_METRICS
 
     rows = [
         (
@@ -115,8 +125,8 @@ def _metrics(args: argparse.Namespace) -> int:
             m.description + (f" ({m.unit})" if m.unit else ""),
             m.better,
             ", ".join(m.inputs) or "timer / memory",
-            f"{DEFAULT_TOLERANCES.get(name, FALLBACK_TOLERANCE):.0%}",
-            "yes" if name in GATED_METRICS else "no",
+            f"{m.tolerance:.0%}",
+            "yes" if m.gates else "no",
         )
         for name, m in METRICS.items()
     ]
@@ -276,16 +286,21 @@ def _analyse_entry(
 def _analyse_cmd(args: argparse.Namespace) -> int:
     from ..core.errors import UsageError
     from ..diagnose.assessment import assess_profile
+    from ..diagnose.hooks import PluginLoadError, hook_results, registry
     from ..report import markdown, text
     from ..report.files import write_analysis
 
     progress = _ProgressLine()
     try:
         options = _options(args, threads=1, warmup=3, repeat=30, timeout=60.0, backend="perf")
+        plugins = registry()  # a plugin that cannot load fails before measuring
         result = _analyse_entry(args.target, options, args, args.out, progress)
-        assessment = assess_profile(result.profile)  # judged once; every output reads it
+        added, findings = hook_results(plugins, result.profile)
+        assessment = assess_profile(  # judged once, hooks included; every output reads it
+            result.profile, extra_metrics=added, extra_findings=findings
+        )
         files = write_analysis(assessment, args.out, title=f"inferperf: {args.target}")
-    except (UsageError, TimeoutError) as exc:
+    except (UsageError, TimeoutError, PluginLoadError) as exc:
         return _usage("analyse", exc)
     profile = result.profile
     if args.json:
@@ -353,6 +368,7 @@ def _compare_cmd(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..core.errors import UsageError
+    from ..diagnose.hooks import PluginLoadError, registry
     from ..measure.target import Analysis, load_profile
     from ..onnxrt.quantize import quantize_dynamic
     from ..report import markdown, text
@@ -362,6 +378,10 @@ def _compare_cmd(args: argparse.Namespace) -> int:
     progress = _ProgressLine()
     targets = list(args.targets)
     try:
+        try:
+            plugins = registry()  # before measuring: a plugin that cannot load wastes no run
+        except PluginLoadError as exc:
+            raise UsageError(str(exc)) from None
         if args.quantize:
             if len(targets) != 1 or targets[0].endswith(".json"):
                 raise UsageError(
@@ -391,6 +411,7 @@ def _compare_cmd(args: argparse.Namespace) -> int:
             quality=args.quality or (),
             quality_higher_is_better=not args.quality_lower_is_better,
             any_model=args.any_model,
+            plugins=plugins,
         )
         side, files = write_comparison(
             side, args.out, title=f"inferperf compare: {', '.join(labels)}"
@@ -520,10 +541,13 @@ def _measure_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None
     parser.add_argument(
         "--threads", type=int, metavar="N", help="ONNX Runtime intra-op threads" + shown(1)
     )
+    from ..measure import backends  # the one list of backends (standard library only)
+
     parser.add_argument(
         "--backend",
-        choices=("perf", "none"),
-        help="counters: perf (perf_event_open) or none (timing and memory only)" + shown("perf"),
+        choices=backends.names(),
+        help=f"how to measure: {backends.described()}; one that cannot run here says why"
+        + shown("perf"),
     )
 
 
@@ -546,6 +570,13 @@ def _cache_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
+    """The commands that measure, in the order ``inferperf --help`` lists them."""
+    _add_analyse_command(sub)
+    _add_validate_command(sub)
+    _add_compare_command(sub)
+
+
+def _add_analyse_command(sub: argparse._SubParsersAction) -> None:
     analyse = sub.add_parser(
         "analyse",
         aliases=["analyze"],
@@ -576,6 +607,8 @@ def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
     _verbose(analyse)
     analyse.set_defaults(func=_analyse_cmd)
 
+
+def _add_validate_command(sub: argparse._SubParsersAction) -> None:
     validate = sub.add_parser(
         "validate",
         help="measure again (or load a report) and judge it against a baseline",
@@ -625,6 +658,8 @@ def _add_measuring_commands(sub: argparse._SubParsersAction) -> None:
     _verbose(validate)
     validate.set_defaults(func=_validate_cmd)
 
+
+def _add_compare_command(sub: argparse._SubParsersAction) -> None:
     compare = sub.add_parser(
         "compare",
         help="profiles and models side by side, deltas against the first",

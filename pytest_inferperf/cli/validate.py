@@ -2,7 +2,7 @@
 
 Owns: :func:`validate_target` and its result :class:`Validation`, and
 :func:`options_like` - the measurement options that repeat how a baseline was measured.
-The verdict is :func:`report.old_names.judge`'s, with the plugin's own gating and the same
+The verdict is :func:`diagnose.assessment.assess`'s, with the plugin's own gating and the same
 ``pytest_inferperf_*`` hooks (:func:`diagnose.hooks.load_plugins`).
 
 A baseline of another model (its content hash, or its input names and shapes) is
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from typing import Any
 from ..core.errors import UsageError
 from ..core.profile import Profile
 from ..judge.comparison import IncomparableError, check_comparable
+from ..measure import backends
 from ..measure.identity import different_models, identity_of, model_sha256
 from ..measure.in_fresh_processes import measure_in_fresh_processes, measure_target
 from ..measure.machine import this_cpu
@@ -50,7 +51,7 @@ def options_like(baseline: Profile, overrides: Mapping[str, Any]) -> tuple[Optio
         warmup=int(baseline.settings.get("warmup", 3)),
         repeat=int(baseline.settings.get("repeat", 30)),
         timeout=float(baseline.settings.get("timeout", 60.0)),
-        backend=baseline.backend if baseline.backend in ("perf", "none") else "perf",
+        backend=baseline.backend if baseline.backend in backends.names() else "perf",
     )
     dims = {str(k): int(v) for k, v in (facts.get("dims") or {}).items()}
     return replace(like, **{k: v for k, v in overrides.items() if v is not None}), dims
@@ -62,7 +63,7 @@ class Validation:
 
     label: str
     baseline_path: str
-    verdict: Any  # verdict.Verdict
+    verdict: Any  # diagnose.assessment.Assessment
 
 
 def validate_target(
@@ -82,7 +83,7 @@ def validate_target(
 
     The measurement repeats the baseline's settings (dims, threads, warm-up, repeats,
     backend) unless ``overrides``/``shapes`` say otherwise. Same verdict as the plugin:
-    :func:`report.old_names.judge` with ``tolerance`` for every metric (None: the defaults) and
+    :func:`diagnose.assessment.assess` with ``tolerance`` for every metric (None: the defaults) and
     the default gating. Raises :class:`UsageError` for a missing or unreadable file, and
     for a baseline from another machine class or backend; :class:`ModelMismatch` for a
     baseline of another model (content hash, or input names and shapes) unless
@@ -93,9 +94,21 @@ def validate_target(
     many fresh processes first and holds only across them (0: judged on the one
     measurement), as the plugin's ``--inferperf-processes``.
     """
-    from ..diagnose.assessment import assess as judge
-    from ..judge.budgets import PerfSpec
+    _check_arguments(tolerance, processes)
+    baseline = load_profile(baseline_file, "baseline")
+    profile, measured = _loaded_or_measured(
+        target, baseline, baseline_file, overrides or {}, shapes, progress, any_model=any_model
+    )
+    why = _why_another_model(target, profile, baseline, baseline_file, any_model=any_model)
+    judged = _judge(target, baseline, baseline_file, why, tolerance, strict, plugins)
+    verdict = judged(profile)
+    if measured is not None and processes > 0 and verdict.needs_confirmation:
+        verdict = _confirmed(verdict, judged, target, *measured, baseline, processes, progress)
+    return Validation(target, os.fspath(baseline_file), verdict)
 
+
+def _check_arguments(tolerance: float | None, processes: int) -> None:
+    """A tolerance or a number of processes no judgement can use: :class:`UsageError`."""
     if tolerance is not None and (not math.isfinite(tolerance) or tolerance < 0):
         raise UsageError(
             "a relative tolerance must be a finite number >= 0 (0.25 is 25%).",
@@ -108,66 +121,92 @@ def validate_target(
             setting="processes",
             value=processes,
         )
-    baseline = load_profile(baseline_file, "baseline")
-    measured: tuple[Options, dict[str, int]] | None = None  # how to measure it again
+
+
+def _loaded_or_measured(
+    target: str,
+    baseline: Profile,
+    baseline_file: str | os.PathLike[str],
+    overrides: Mapping[str, Any],
+    shapes: Sequence[tuple[str, str]],
+    progress: Progress | None,
+    *,
+    any_model: bool,
+) -> tuple[Profile, tuple[Options, dict[str, int]] | None]:
+    """The Profile to judge: a ``.json`` loaded, else ``target`` measured as the baseline was.
+
+    The second item says how it was measured (None: loaded), for measuring it again.
+    """
     if target.endswith(".json"):
-        profile = load_profile(target, "report")
-        label = target
-    else:
-        if not is_callable_target(target) and not Path(target).is_file():
-            raise UsageError(  # before any machine check: a wrong path is the first thing to fix
-                f"{target} does not exist (or is not a file). Pass an ONNX "
-                "model, a report.json, or MODULE:CALLABLE."
+        return load_profile(target, "report"), None
+    if not is_callable_target(target) and not Path(target).is_file():
+        raise UsageError(  # before any machine check: a wrong path is the first thing to fix
+            f"{target} does not exist (or is not a file). Pass an ONNX "
+            "model, a report.json, or MODULE:CALLABLE."
+        )
+    here = this_cpu().machine_class
+    if baseline.machine_class != here:
+        raise _incomparable(
+            baseline_file,
+            f"the baseline was measured on {baseline.machine_class}, this machine is {here}",
+        )
+    options, dims = options_like(baseline, overrides)
+    if shapes:
+        options = replace(options, shapes=tuple(shapes))
+    if not is_callable_target(target):
+        model = Path(target)
+        known = identity_of(baseline) or {}
+        digest = model_sha256(model)
+        if not any_model and known.get("sha256") and digest and digest != known["sha256"]:
+            raise _other_model(
+                baseline_file,
+                f"{target} (sha256 {digest[:12]}) is not the model of the baseline, "
+                f"{known.get('path') or 'a model'} (sha256 {str(known['sha256'])[:12]})",
             )
-        here = this_cpu().machine_class
-        if baseline.machine_class != here:
-            raise (
-                _incomparable(
-                    baseline_file,
-                    (
-                        f"the baseline was measured on {baseline.machine_class}, this machine is "
-                        f"{here}"
-                    ),
-                )
-            )
-        options, dims = options_like(baseline, overrides or {})
-        if shapes:
-            options = replace(options, shapes=tuple(shapes))
-        if not is_callable_target(target):
-            model = Path(target)
-            known = identity_of(baseline) or {}
-            digest = model_sha256(model)
-            if not any_model and known.get("sha256") and digest and digest != known["sha256"]:
-                raise (
-                    _other_model(
-                        baseline_file,
-                        (
-                            f"{target} (sha256 {digest[:12]}) is not the model of the baseline, "
-                            f"{known.get('path') or 'a model'} (sha256 {str(known['sha256'])[:12]})"
-                        ),
-                    )
-                )
-            dims = {**dims, **resolve_shapes(model, options.shapes)}
-        profile = measure_target(target, options, dims, progress)
-        measured = (options, dims)
-        label = target
+        dims = {**dims, **resolve_shapes(model, options.shapes)}
+    return measure_target(target, options, dims, progress), (options, dims)
+
+
+def _why_another_model(
+    label: str,
+    profile: Profile,
+    baseline: Profile,
+    baseline_file: str | os.PathLike[str],
+    *,
+    any_model: bool,
+) -> str | None:
+    """Why ``profile`` measured another model than the baseline (None: the same one).
+
+    Raises for another machine class or backend, and for another model unless ``any_model``.
+    """
     try:
         check_comparable(profile, baseline)
     except IncomparableError:
-        raise (
-            _incomparable(
-                baseline_file,
-                (
-                    f"{label} is from {profile.machine_class} with the {profile.backend} backend, "
-                    f"the baseline from {baseline.machine_class} with the {baseline.backend} "
-                    "backend"
-                ),
-            )
+        raise _incomparable(
+            baseline_file,
+            f"{label} is from {profile.machine_class} with the {profile.backend} backend, "
+            f"the baseline from {baseline.machine_class} with the {baseline.backend} backend",
         ) from None
     why = different_models(profile, baseline)
     if why and not any_model:
         raise _other_model(baseline_file, why)
+    return why
+
+
+def _judge(
+    label: str,
+    baseline: Profile,
+    baseline_file: str | os.PathLike[str],
+    why: str | None,
+    tolerance: float | None,
+    strict: bool,
+    plugins: Any,
+) -> Callable[[Profile], Any]:
+    """How a Profile of ``label`` is judged against the baseline, with the hooks' metrics
+    and findings (``plugins``, default the registry's plugins), as the plugin judges it."""
+    from ..diagnose.assessment import assess as judge
     from ..diagnose.hooks import PluginLoadError, hook_results, plugin_manager
+    from ..judge.budgets import PerfSpec
 
     try:
         pm = plugins if plugins is not None else plugin_manager(load_entrypoints=True)
@@ -189,10 +228,7 @@ def validate_target(
             strict=strict,
         )
 
-    verdict = judged(profile)
-    if measured is not None and processes > 0 and verdict.needs_confirmation:
-        verdict = _confirmed(verdict, judged, target, *measured, baseline, processes, progress)
-    return Validation(label, os.fspath(baseline_file), verdict)
+    return judged
 
 
 def _confirmed(

@@ -6,12 +6,12 @@ and back (:func:`expand`); the optional sidecar of bulky parts (:func:`detail`,
 :func:`with_detail`); the one text layout of both files (:func:`dumps`); and the digest
 that ties a sidecar to its baseline (:func:`digest`).
 
-Must not: read or write files (that is ``baseline``), build Profiles (``profile``), or
+Must not: read or write files (that is ``judge.baseline_store``), build Profiles (``profile``), or
 import anything above the core: it maps plain JSON documents to plain JSON documents.
 
 What the compact form keeps
 ---------------------------
-Exactly what judging reads from the *baseline* side (``compare``, ``noise``,
+Exactly what judging reads from the *baseline* side (``comparison``, ``noise``,
 ``between_processes``, ``change``, ``settings_change``, ``assessment``, ``validate``):
 
 * every counted event per measured repeat, as one array per event (``repeats.counts``),

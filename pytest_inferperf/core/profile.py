@@ -10,7 +10,7 @@ baseline file, ``report.json`` and a CLI result are all serialised Profiles: the
 full form is version 1, a baseline file's compact form version 2 (:mod:`.baseline_file`
 maps it to the full form, and :meth:`Profile.load` reads both).
 
-Must not: measure (that is ``runner``) or judge (that is ``verdict``).
+Must not: measure (that is ``measure.runner``) or judge (that is ``diagnose.assessment``).
 """
 
 from __future__ import annotations

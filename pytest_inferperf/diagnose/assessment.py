@@ -40,21 +40,20 @@ from ..judge.noise import (
 )
 from ..measure.conditions import busy_reasons
 from ..measure.stages import StageTime, metric_label, stage_metric, stage_times
-from ..pmu.events import SOFTWARE_EVENTS
 from ..pmu.trust import unjudgeable_metrics
 from .change import ChangeExplanation, explain_profiles
 from .classify import Diagnosis, diagnose_in, rule_context
 
-# Metrics whose change against the baseline fails a test by default. They are
-# judged on per-repeat distributions (a rank test), so noise alone rarely trips
-# them. Percentiles, tail ratios, OS event rates and memory vary run to run on
-# shared machines: they are reported, and gate only when a test names them in
-# ``tolerance={...}`` (or sets a budget on them). Every ``region()`` stage compared
-# (``stage:<name>``) gates too: a stage is judged on its per-repeat times as well, and
-# a slower stage is what its test was written to catch (``assess``).
-GATED_METRICS = frozenset(
-    name for name, m in METRICS.items() if any(e not in SOFTWARE_EVENTS for e in m.inputs)
-) | {"cpu_ms_per_call", "latency_mean_ms"}
+# Metrics whose change against the baseline fails a test by default: the rows with
+# ``gates`` (``core.metrics.Metric``; the rule, counted by a PMU or the time a call
+# costs, is held by tests/test_metric_rows.py). They are judged on per-repeat
+# distributions (a rank test), so noise alone rarely trips them. Percentiles, tail
+# ratios, OS event rates and memory vary run to run on shared machines: they are
+# reported, and gate only when a test names them in ``tolerance={...}`` (or sets a
+# budget on them). Every ``region()`` stage compared (``stage:<name>``) gates too: a
+# stage is judged on its per-repeat times as well, and a slower stage is what its test
+# was written to catch (``assess``).
+GATED_METRICS = frozenset(name for name, m in METRICS.items() if m.gates)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Owns: :func:`explain_change` (two sets of metrics) and :func:`explain_profiles` (two
 Profiles: their metrics, ``region()`` stages, ONNX Runtime op types, and the settings
 and inputs they ran with), the records they return (:class:`ChangeExplanation`,
-:class:`MetricChange`, :class:`PartChange`, :class:`Cause`, :class:`Slowdown`), and
+:class:`MetricMove`, :class:`PartChange`, :class:`Cause`, :class:`Slowdown`), and
 rendering them as text lines and plain data.
 
 Must not: measure, read files, print, or import pytest. Pure functions of mappings and
@@ -28,7 +28,7 @@ How a change is explained
      per run over the extra wall milliseconds per call. It must also *stand out*: grow
      :data:`STANDS_OUT` times more than the other op types together, since a busy
      machine slows every op type alike;
-   * a metric with a cost on record (:data:`thresholds_by_core.CHANGE_COSTS`): the extra
+   * a metric with a cost on record (its row's :attr:`core.metrics.Metric.cost`): the extra
      events times what one costs at most (extra context switches x 1 ms, extra page
      faults x 10 µs, extra L2 refills x 75 cycles, ...). Preemptions and migrations
      arrive at a rate per second, so a longer call has more of them: only those
@@ -56,7 +56,7 @@ from ..core.metrics import METRICS
 from ..core.numbers import reading as fmt  # the engine's sentences and the reports read alike
 from ..measure.stages import REST_STAGE
 from .settings_change import SettingChange, settings_changes, settings_text
-from .thresholds_by_core import CATEGORIES, CHANGE_COSTS, METRIC_CATEGORY
+from .thresholds_by_core import CATEGORIES
 
 if TYPE_CHECKING:
     from ..core.profile import Profile
@@ -74,29 +74,27 @@ LOCATED_SHARE = 1.0 - MATERIAL_SHARE
 #: least this: the 10-30% a shared 2-CPU machine moves every op type by stays below it.
 STANDS_OUT = 1.25
 #: A stage or op type without per-repeat values moves credibly beyond this (the 10-30%
-#: a shared 2-CPU machine moves timings by, see ``compare.DEFAULT_TOLERANCES``).
+#: a shared 2-CPU machine moves timings by, see ``core.metrics.Metric.tolerance``).
 PART_TOLERANCE = 0.25
 #: What the slowdown is measured in, the first one present is the headline.
 SLOWDOWN_METRICS = ("latency_mean_ms", "cpu_ms_per_call", "cycles_per_call")
-#: Metrics that are symptoms, not causes: reported when they move, never a pointer.
-SYMPTOMS = (
-    "cycles_per_call",
-    "cpu_ms_per_call",
-    "latency_mean_ms",
-    "latency_p50_ms",
-    "latency_p95_ms",
-    "latency_p99_ms",
-    "peak_rss_mb",
-    "rss_growth_mb",
-)
 
 
 # -- records ----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class MetricChange:
-    """One metric in the baseline and now, and what its move can account for."""
+class MetricMove:
+    """One metric in the baseline and now, and what share of the slowdown its move can
+    account for: a candidate cause.
+
+    Not :class:`judge.comparison.MetricChange`, which *judges* a metric (its tolerance,
+    absolute floor and rank test give ok / regressed / improved / noise, and a regression
+    may fail a test). This one *weighs* a move as a cause: its category, its share of the
+    slowdown at the cost on its row. It is built from two plain metric mappings where no
+    Profile or per-repeat values exist (:func:`explain_change`), and takes the
+    judgement's credibility where the caller has one (``credible``).
+    """
 
     metric: str
     baseline: float
@@ -211,7 +209,7 @@ class Slowdown:
 class ChangeExplanation:
     """What moved against the baseline, and what the slowdown can be blamed on."""
 
-    moved: tuple[MetricChange, ...]
+    moved: tuple[MetricMove, ...]
     points_to: str | None
     summary: str
     causes: tuple[Cause, ...] = ()
@@ -305,9 +303,9 @@ def _relative(current: float, baseline: float) -> float:
 
 
 def _tolerance(metric: str) -> float:
-    from ..judge.comparison import DEFAULT_TOLERANCES, FALLBACK_TOLERANCE
+    from ..judge.comparison import tolerance_of
 
-    return DEFAULT_TOLERANCES.get(metric, FALLBACK_TOLERANCE)
+    return tolerance_of(metric)
 
 
 def _credible_metric(
@@ -316,9 +314,9 @@ def _credible_metric(
     """The caller's judgement (rank test) where given, else a move beyond the tolerance."""
     if credible is not None and metric in credible:
         return bool(credible[metric])
-    from ..judge.comparison import ABSOLUTE_FLOORS, relative_delta
+    from ..judge.comparison import floor_of, relative_delta
 
-    delta = relative_delta(baseline, current, ABSOLUTE_FLOORS.get(metric, 0.0))
+    delta = relative_delta(baseline, current, floor_of(metric))
     return abs(delta) > _tolerance(metric)
 
 
@@ -334,24 +332,16 @@ def credible_part(
     compare.ALPHA``, medians moving the same way) and at least a 10% move; otherwise
     the point values must move by more than :data:`PART_TOLERANCE`.
     """
-    from ..judge.comparison import ALPHA, MIN_REPEATS, mann_whitney_u
+    from ..judge.comparison import rank_test
 
     rel = _relative(current, baseline)
-    if len(baseline_values) >= MIN_REPEATS and len(current_values) >= MIN_REPEATS:
-        p = mann_whitney_u(current_values, baseline_values)
-        base_mid, cur_mid = _median(baseline_values), _median(current_values)
-        same_way = (cur_mid - base_mid) * (current - baseline) > 0
-        ok = p < ALPHA and same_way and abs(rel) >= CHANGE_MIN_RELATIVE
-        return ok, (
-            f"p={p:.2g}, Mann-Whitney U over {len(current_values)} vs {len(baseline_values)}"
+    test = rank_test(current_values, baseline_values, current - baseline)
+    if test is not None:
+        return test.credible and abs(rel) >= CHANGE_MIN_RELATIVE, (
+            f"p={test.p_value:.2g}, Mann-Whitney U over {len(current_values)} vs "
+            f"{len(baseline_values)}"
         )
     return abs(rel) > PART_TOLERANCE, f"point values (tolerance {PART_TOLERANCE:.0%})"
-
-
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 # -- the slowdown and what a metric's move costs ------------------------------------------
@@ -407,7 +397,8 @@ def metric_share(
     ``(None, why)`` when the metric has no cost on record or the slowdown is not
     measured in the unit its cost is in.
     """
-    cost = CHANGE_COSTS.get(metric)
+    row = METRICS.get(metric)
+    cost = None if row is None else row.cost
     if cost is None or slowdown is None or metric not in metrics or metric not in baseline:
         return None, ""
     cur, base = float(metrics[metric]), float(baseline[metric])
@@ -488,9 +479,9 @@ def metric_changes(
     *,
     credible: Mapping[str, bool] | None = None,
     slowdown: Slowdown | None = None,
-) -> tuple[MetricChange, ...]:
+) -> tuple[MetricMove, ...]:
     """Every metric of both sides that moved by :data:`CHANGE_MIN_RELATIVE`, largest first."""
-    changes: list[MetricChange] = []
+    changes: list[MetricMove] = []
     for name in sorted(set(metrics) & set(baseline)):
         cur, base = float(metrics[name]), float(baseline[name])
         if any(math.isnan(v) for v in (cur, base)):
@@ -504,13 +495,13 @@ def metric_changes(
             worse = (rel > 0) == (spec.better == "lower")
         share, cost = metric_share(name, metrics, baseline, slowdown)
         changes.append(
-            MetricChange(
+            MetricMove(
                 name,
                 base,
                 cur,
                 rel,
                 worse,
-                METRIC_CATEGORY.get(name),
+                None if spec is None else spec.points_to,
                 _credible_metric(name, base, cur, credible),
                 share,
                 cost,
@@ -676,7 +667,7 @@ def _op_cause(op: PartChange, ops: Sequence[PartChange]) -> Cause:
     return Cause("op_type", op.name, op.share or 0.0, text)
 
 
-def _metric_cause(change: MetricChange) -> Cause:
+def _metric_cause(change: MetricMove) -> Cause:
     text = (
         f"{change.metric} {pct(change.relative)} ({fmt(change.baseline)} -> "
         f"{fmt(change.current)}) can account for up to {share_text(change.share)}"
@@ -684,16 +675,28 @@ def _metric_cause(change: MetricChange) -> Cause:
     return Cause("metric", change.metric, change.share or 0.0, text, change.category)
 
 
-def _what_moved(moved: Sequence[MetricChange], parts: Sequence[PartChange], limit: int = 4) -> str:
+def _symptom(metric: str) -> bool:
+    """A consequence of a slowdown, never its cause (:attr:`core.metrics.Metric.symptom`):
+    reported when it moves, never a pointer."""
+    row = METRICS.get(metric)
+    return row is not None and row.symptom
+
+
+def _cost_on_record(metric: str) -> bool:
+    row = METRICS.get(metric)
+    return row is not None and row.cost is not None
+
+
+def _what_moved(moved: Sequence[MetricMove], parts: Sequence[PartChange], limit: int = 4) -> str:
     items: list[tuple[int, float, str]] = []
     for c in moved:
-        if c.metric in SYMPTOMS:
+        if _symptom(c.metric):
             continue
         if not c.credible:
             tag = "within noise"
         elif c.share is not None:
             tag = f"at most {share_text(c.share)}"
-        elif c.metric in CHANGE_COSTS:
+        elif _cost_on_record(c.metric):
             tag = "credible"  # nothing to weigh it against: no slowdown in its unit
         else:
             tag = "credible, no cost on record"
@@ -796,7 +799,7 @@ def _explain(
             c.worse
             and c.credible
             and c.category
-            and c.metric not in SYMPTOMS
+            and not _symptom(c.metric)
             and _material(c.share)
             and located < LOCATED_SHARE
         ):

@@ -34,7 +34,7 @@ How a category is judged:
 * IPC near the core's width (or top-down retiring) is its own finding, ``retiring``:
   the core is busy with useful work and the fix is less work.
 * A cause that is a count of events must be material. Where every key signal that
-  fired is a count with a per-event cost in :data:`thresholds_by_core.CHANGE_COSTS` (page
+  fired is a count with a per-event cost in its metric's row (``core.metrics``, ``cost``) (page
   faults, migrations, cache and TLB refills, mispredicted branches), the finding
   carries an :class:`EstimatedCost`: the events x that cost, over the call's time
   (per call: the shorter of its CPU and wall time, so threads do not dilute it; per
@@ -83,13 +83,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.metrics import METRICS
+from ..core.metrics import METRICS, ChangeCost
 from ..pmu.events import CATALOGUE
 from .change import (  # the explanation of a change lives there; re-exported here
     CHANGE_MIN_RELATIVE,
     MATERIAL_SHARE,
     ChangeExplanation,
-    MetricChange,
+    MetricMove,
     explain_change,
     fmt,
 )
@@ -101,7 +101,6 @@ if TYPE_CHECKING:
 
 from .thresholds_by_core import (
     CATEGORIES,
-    CHANGE_COSTS,
     CHILD_DISCOUNT,
     CHILDREN,
     ISA_GENERIC,
@@ -110,7 +109,6 @@ from .thresholds_by_core import (
     MEMORY_CATEGORIES,
     MEMORY_EVIDENCE,
     THRESHOLDS,
-    ChangeCost,
     CoreFacts,
     Threshold,
     core_facts,
@@ -124,7 +122,7 @@ __all__ = [
     "EstimatedCost",
     "Evidence",
     "Finding",
-    "MetricChange",
+    "MetricMove",
     "RuleContext",
     "cycle_share",
     "diagnose",
@@ -167,7 +165,7 @@ class Evidence:
 class EstimatedCost:
     """What the counted events of a finding can cost, at most, as a share of the call.
 
-    ``share`` is an upper bound (the per-event costs of :data:`thresholds_by_core.CHANGE_COSTS`
+    ``share`` is an upper bound (the per-event costs of the metrics' rows, ``core.metrics`` ``cost``
     are); ``formula`` is how it was computed, in numbers the reader can check
     (``42 page faults x <=10 µs / 1.2 ms CPU time per call``); ``source`` is the
     per-event cost's source; ``metric`` the signal it was computed from.
@@ -476,8 +474,21 @@ def _cost_row(metric: str) -> ChangeCost | None:
     metric (``page_faults_per_call``) and costs the same."""
     if metric.endswith(_PER_SECOND):
         metric = metric[: -len(_PER_SECOND)] + "_per_call"
-    row = CHANGE_COSTS.get(metric)
+    row = _cost_of(metric)
     return row if row is not None and row.kind in ("event_us", "mpki_cycles") else None
+
+
+def _cost_of(metric: str) -> ChangeCost | None:
+    """What one more unit of ``metric`` costs at most: its row's (``core.metrics``)."""
+    row = METRICS.get(metric)
+    return None if row is None else row.cost
+
+
+def _dram_miss() -> ChangeCost:
+    """The cost of a miss to DRAM: ``llc_mpki``'s."""
+    cost = METRICS["llc_mpki"].cost
+    assert cost is not None  # the row holds one (tests/test_metric_rows.py)
+    return cost
 
 
 def _events(metric: str) -> str:
@@ -532,7 +543,7 @@ def estimate_cost(metric: str, value: float, metrics: Mapping[str, float]) -> Es
         return None
     cost, charged, source = row.cost, "", row.source
     if metric in _L1_REFILLS and not any(m in metrics for m in _BELOW_L1):
-        dram = CHANGE_COSTS["llc_mpki"]
+        dram = _dram_miss()
         cost, source = dram.cost, dram.source
         charged = " (charged as a miss to DRAM: nothing below L1 was counted)"
     share = value * cost * float(ipc) / 1000.0
@@ -582,9 +593,8 @@ def _stalled_cost(
     :data:`change.MATERIAL_SHARE` is present but small, whatever its rate per 1000
     instructions. Only per-1000-instruction costs are bounded (per-call OS events are
     time, not stalls); without IPC, a width or a stall count nothing bounds it."""
-    if cost is None or CHANGE_COSTS.get(cost.metric, None) is None:
-        return cost
-    if CHANGE_COSTS[cost.metric].kind != "mpki_cycles":
+    row = None if cost is None else _cost_of(cost.metric)
+    if cost is None or row is None or row.kind != "mpki_cycles":
         return cost
     ipc = _value(metrics, "ipc")
     if ipc is None or not ipc > 0:
@@ -647,7 +657,7 @@ def _served(metrics: Mapping[str, float], metric: str) -> tuple[float, str] | No
     value = _value(metrics, metric)
     if value is None:
         return None
-    below = {"l1d_mpki": ("l2_mpki", "llc_mpki"), "l2_mpki": ("llc_mpki",)}.get(metric, ())
+    below = METRICS[metric].beneath if metric in METRICS else ()
     deeper = next((m for m in below if _value(metrics, m) is not None), None)
     what = _events(metric)
     if deeper is None:
@@ -899,131 +909,156 @@ def _fired(finding_evidence: tuple[Evidence, ...], metric: str) -> bool:
     return any(e.metric == metric and e.crossed for e in finding_evidence)
 
 
+# Stand-ins in _RECOMMEND for texts worded for the session at hand (_recommend fills them in).
+_OPT_ALL = "<graph_optimization_level all>"
+_INT8 = "<int8>"
+_DO_LESS = "<do less work: int8>"
+_EXTRAS = "<the extras the evidence asks for>"  # where _extras' texts go
+_CPUS = "{cpus}"  # " (N CPUs here)" when the CPU count is known, else nothing
+
+_INT8_TEXT = (
+    "Quantise to int8 (onnxruntime.quantization.quantize_dynamic / quantize_static): "
+    "weights and activations shrink 4x, and int8 dot-product kernels do 4x the "
+    "multiply-accumulates per instruction."
+)
+
+#: The recommendations of each category, in the order they are shown (a text repeated
+#: by an extra is shown once, where it first appears).
+_RECOMMEND: dict[str, tuple[str, ...]] = {
+    "retiring": (
+        _DO_LESS,
+        _OPT_ALL,
+        "Use a smaller or distilled model, or a shorter input, if the accuracy "
+        "budget allows: the core is already near its peak rate.",
+    ),
+    "ipc_collapse": (
+        "Profile operators (SessionOptions.enable_profiling) and find the ones that "
+        "take the time at low throughput: they are likely scalar/reference kernels; "
+        "replace, fuse or quantise them.",
+        _OPT_ALL,
+        _INT8,
+        "Batch more inputs per call so each kernel has independent rows to overlap.",
+    ),
+    "l1d_residency": (
+        "Shrink the per-kernel working set: a smaller batch or shorter sequence "
+        "keeps each tile within L1D.",
+        _OPT_ALL,
+        _INT8,
+    ),
+    "l2_llc_residency": (
+        "Use a shorter sequence length or a smaller batch so one layer's activations fit in L2.",
+        _INT8,
+        _EXTRAS,
+        _OPT_ALL,
+    ),
+    "tlb_churn": (
+        "Back tensors with huge pages: set transparent huge pages to 'madvise' or "
+        "'always' (/sys/kernel/mm/transparent_hugepage/enabled) and run with "
+        "GLIBC_TUNABLES=glibc.malloc.hugetlb=1.",
+        "Keep the ORT memory arena on (enable_cpu_mem_arena) so tensors come from a "
+        "few large blocks instead of scattered allocations.",
+        _INT8,
+    ),
+    "branch_misprediction": (
+        _OPT_ALL,
+        "Batch inputs per call: per-operator dispatch and shape checks are amortised "
+        "over more rows.",
+        "Keep data-dependent control flow (If/Loop, NonZero, dynamic shapes) out of "
+        "the hot path; tree ensembles are branchy by nature.",
+    ),
+    "frontend_bound": (
+        _OPT_ALL,
+        "Batch more work per call so each kernel's code stays hot in L1I.",
+        "Use static input shapes so ORT reuses one kernel variant per operator.",
+        _EXTRAS,
+    ),
+    "backend_bound": (_INT8, f"Match intra_op_num_threads to the physical cores{_CPUS}.", _OPT_ALL),
+    "thread_spinning": (
+        _EXTRAS,
+        "Pin the pool (session.intra_op_thread_affinities, or taskset/numactl) "
+        "so threads do not contend for the same CPUs.",
+    ),
+    "page_faults": (
+        _EXTRAS,
+        "Preallocate outputs and bind them with IOBinding (session.io_binding(), "
+        "bind_ortvalue_output) so outputs are not allocated every call.",
+        "Keep glibc from handing memory back between calls (MALLOC_TRIM_THRESHOLD_, "
+        "MALLOC_MMAP_THRESHOLD_) or preload a caching allocator (jemalloc, mimalloc).",
+        "Warm up longer so the arena reaches its steady size before measuring.",
+    ),
+    "noisy_machine": (
+        "Pin the process and ORT's threads to dedicated cores (taskset -c / numactl "
+        "--physcpubind, session.intra_op_thread_affinities).",
+        "Stop other load on the machine (or isolate CPUs) and use the 'performance' "
+        "cpufreq governor.",
+        "Repeat the measurement: a noisy run's counters describe the machine, not the model.",
+    ),
+}
+
+
 def _recommend(category: str, evidence: tuple[Evidence, ...], ctx: RuleContext) -> list[str]:
+    """``category``'s recommendations (:data:`_RECOMMEND`) worded for the session at hand."""
     session = ctx.session or {}
     level = session.get("graph_optimization_level")
     not_all = level is not None and level != "all"
     cpus = f" ({ctx.cpu_count} CPUs here)" if ctx.cpu_count else ""
-    opt_all = (
-        "Set graph_optimization_level to ORT_ENABLE_ALL"
+    worded = {
+        _OPT_ALL: "Set graph_optimization_level to ORT_ENABLE_ALL"
         + (f" (it is '{level}')" if not_all else "")
         + ": operator fusion and the NCHWc layout transformer cut intermediate "
-        "tensors and kernel count."
-    )
-    int8 = (
-        "Quantise to int8 (onnxruntime.quantization.quantize_dynamic / quantize_static): "
-        "weights and activations shrink 4x, and int8 dot-product kernels do 4x the "
-        "multiply-accumulates per instruction."
-    )
+        "tensors and kernel count.",
+        _INT8: _INT8_TEXT,
+        _DO_LESS: "Do less work: q" + _INT8_TEXT[1:],
+    }
     recs: list[str] = []
-    if category == "retiring":
-        recs += [
-            "Do less work: q" + int8[1:],
-            opt_all,
-            "Use a smaller or distilled model, or a shorter input, if the accuracy "
-            "budget allows: the core is already near its peak rate.",
-        ]
-    elif category == "ipc_collapse":
-        recs += [
-            "Profile operators (SessionOptions.enable_profiling) and find the ones that "
-            "take the time at low throughput: they are likely scalar/reference kernels; "
-            "replace, fuse or quantise them.",
-            opt_all,
-            int8,
-            "Batch more inputs per call so each kernel has independent rows to overlap.",
-        ]
-    elif category == "l1d_residency":
-        recs += [
-            "Shrink the per-kernel working set: a smaller batch or shorter sequence "
-            "keeps each tile within L1D.",
-            opt_all,
-            int8,
-        ]
-    elif category == "l2_llc_residency":
-        recs += [
-            "Use a shorter sequence length or a smaller batch so one layer's "
-            "activations fit in L2.",
-            int8,
-        ]
-        if _fired(evidence, "llc_mpki"):
-            recs.append(
-                "LLC misses go to DRAM: try intra_op_num_threads = physical cores of "
-                "one NUMA node; more threads only add bandwidth pressure."
-            )
-        recs.append(opt_all)
-    elif category == "tlb_churn":
-        recs += [
-            "Back tensors with huge pages: set transparent huge pages to 'madvise' or "
-            "'always' (/sys/kernel/mm/transparent_hugepage/enabled) and run with "
-            "GLIBC_TUNABLES=glibc.malloc.hugetlb=1.",
-            "Keep the ORT memory arena on (enable_cpu_mem_arena) so tensors come from a "
-            "few large blocks instead of scattered allocations.",
-            int8,
-        ]
-    elif category == "branch_misprediction":
-        recs += [
-            opt_all,
-            "Batch inputs per call: per-operator dispatch and shape checks are amortised "
-            "over more rows.",
-            "Keep data-dependent control flow (If/Loop, NonZero, dynamic shapes) out of "
-            "the hot path; tree ensembles are branchy by nature.",
-        ]
-    elif category == "frontend_bound":
-        recs += [
-            opt_all,
-            "Batch more work per call so each kernel's code stays hot in L1I.",
-            "Use static input shapes so ORT reuses one kernel variant per operator.",
-        ]
-        if _fired(evidence, "itlb_mpki"):
-            recs.append(
-                "ITLB walks: back the onnxruntime library text with huge pages "
-                "(THP for read-only file mappings)."
-            )
-    elif category == "backend_bound":
-        recs += [int8, f"Match intra_op_num_threads to the physical cores{cpus}.", opt_all]
+    for text in _RECOMMEND.get(category, ()):
+        if text == _EXTRAS:
+            recs += _extras(category, evidence, session, cpus)
+        else:
+            recs.append(worded[text] if text in worded else text.replace(_CPUS, cpus))
+    return list(dict.fromkeys(recs))
+
+
+def _extras(
+    category: str, evidence: tuple[Evidence, ...], session: Mapping[str, Any], cpus: str
+) -> list[str]:
+    """The recommendations of ``category`` that only some evidence or settings call for."""
+    extras: list[str] = []
+    if category == "l2_llc_residency" and _fired(evidence, "llc_mpki"):
+        extras.append(
+            "LLC misses go to DRAM: try intra_op_num_threads = physical cores of "
+            "one NUMA node; more threads only add bandwidth pressure."
+        )
+    elif category == "frontend_bound" and _fired(evidence, "itlb_mpki"):
+        extras.append(
+            "ITLB walks: back the onnxruntime library text with huge pages "
+            "(THP for read-only file mappings)."
+        )
     elif category == "thread_spinning":
         if _fired(evidence, "session.allow_spinning"):
-            recs.append(
+            extras.append(
                 "Set session.intra_op.allow_spinning=0 (and session.inter_op."
                 "allow_spinning=0): sess_options.add_session_config_entry("
                 "'session.intra_op.allow_spinning', '0')."
             )
         if _fired(evidence, "session.threads"):
-            recs.append(
+            extras.append(
                 f"Use at most one intra-op thread per CPU{cpus}; with several sessions "
                 "or pytest-xdist workers, divide the cores between them."
             )
         if _fired(evidence, "cpu_utilisation") and not _fired(evidence, "session.allow_spinning"):
-            recs.append(
+            extras.append(
                 "Other threads are busy too (other sessions, OpenMP/BLAS pools): set "
                 "OMP_NUM_THREADS=1 when ORT owns the threads."
             )
-        recs.append(
-            "Pin the pool (session.intra_op_thread_affinities, or taskset/numactl) "
-            "so threads do not contend for the same CPUs."
+    elif category == "page_faults" and (
+        _fired(evidence, "session.enable_mem_arena") or session.get("enable_mem_arena") is False
+    ):
+        extras.append(
+            "Turn the CPU memory arena on (SessionOptions.enable_cpu_mem_arena = "
+            "True): without it every call maps fresh pages."
         )
-    elif category == "page_faults":
-        if _fired(evidence, "session.enable_mem_arena") or session.get("enable_mem_arena") is False:
-            recs.append(
-                "Turn the CPU memory arena on (SessionOptions.enable_cpu_mem_arena = "
-                "True): without it every call maps fresh pages."
-            )
-        recs += [
-            "Preallocate outputs and bind them with IOBinding (session.io_binding(), "
-            "bind_ortvalue_output) so outputs are not allocated every call.",
-            "Keep glibc from handing memory back between calls (MALLOC_TRIM_THRESHOLD_, "
-            "MALLOC_MMAP_THRESHOLD_) or preload a caching allocator (jemalloc, mimalloc).",
-            "Warm up longer so the arena reaches its steady size before measuring.",
-        ]
-    elif category == "noisy_machine":
-        recs += [
-            "Pin the process and ORT's threads to dedicated cores (taskset -c / numactl "
-            "--physcpubind, session.intra_op_thread_affinities).",
-            "Stop other load on the machine (or isolate CPUs) and use the 'performance' "
-            "cpufreq governor.",
-            "Repeat the measurement: a noisy run's counters describe the machine, not the model.",
-        ]
-    return list(dict.fromkeys(recs))
+    return extras
 
 
 def _weight(sig: _Signal, ctx: RuleContext) -> float:
@@ -1183,7 +1218,7 @@ def diagnose(
     """Judge ``metrics`` (as :func:`core.metrics.compute` returns them) for ``core``.
 
     ``unavailable`` maps logical events to why they were not counted; ``session`` is the
-    ONNX Runtime session description (``onnx.describe_session``); ``cpu_count`` the CPUs
+    ONNX Runtime session description (``onnxrt.sessions.describe_session``); ``cpu_count`` the CPUs
     the run could use; ``baseline_metrics`` the same metrics of a baseline run, to explain
     a change; ``extra_findings`` are merged in (``pytest_inferperf_rules`` hook results).
     """
@@ -1530,7 +1565,7 @@ def _memory_gate(
         return None  # memory was measured and is fine: ILP-limited compute
     l1d, rate = metrics.get("l1d_mpki"), metrics.get("ipc")
     if l1d is not None and rate:
-        cost = CHANGE_COSTS["llc_mpki"].cost
+        cost = _dram_miss().cost
         share = l1d * cost * rate / 1000.0  # worst-case refill cycles / cycles
         if share < L1_ONLY_EXONERATES_BELOW:
             return None  # even at DRAM latency the L1D refills cannot explain it

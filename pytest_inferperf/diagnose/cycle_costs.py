@@ -1,18 +1,20 @@
 """What one event costs in cycles, per core: the penalties a diagnosis ranks causes by.
 
-Owns: :data:`CORE_PENALTIES` (per core, by the canonical slugs of
-:data:`thresholds_by_core.CORES`; x86 per micro-architecture), :data:`FAMILY_PENALTIES` (the
-fallback of each core family, which says that it is one), and :func:`penalties`, the
-one reading of them: cycles per L1 miss served by L2 (data or instructions), per L2
+Owns: :data:`FAMILY_PENALTIES` (the fallback of each core family, which says that it
+is one, built from the figures of the cores it is named for) and :func:`penalties`, the
+one reading of a core's penalties: its own figures, on its row
+(:attr:`thresholds_by_core.CoreFacts.penalties`, one row per core), its family's for
+the rest: cycles per L1 miss served by L2 (data or instructions), per L2
 miss served by the last-level cache, per LLC miss served by DRAM, per TLB walk and per
 mispredicted branch, each with its source.
 
 Must not: judge (``classify`` weighs events with these numbers), read counters, or
-hold upper bounds: :data:`thresholds_by_core.CHANGE_COSTS` holds what an event can cost *at
-most* (to rule a cause out); these are *typical* latencies (to rank the causes that
-remain). A latency is the load-to-use time of one access; an out-of-order core overlaps
-several, so events x penalty over-states the stall and shares computed from it can
-overlap (``docs/diagnosis.md``, "How causes are ranked").
+hold a core's own figures (its row does) or upper bounds: the metrics' rows
+(``core.metrics``, ``cost``) hold what an event can cost *at most* (to rule a cause
+out); these are *typical* latencies (to rank the causes that remain). A latency is
+the load-to-use time of one access; an out-of-order core overlaps several, so events x
+penalty over-states the stall and shares computed from it can overlap
+(``docs/diagnosis.md``, "How causes are ranked").
 
 Sources (each row names its own):
 
@@ -31,7 +33,7 @@ Sources (each row names its own):
   processors": L2 hit ~10 cycles, L3 hit (unshared line) ~40 cycles, local DRAM
   ~60 ns (~180 cycles at the Xeon 5500's ~3 GHz).
 * A TLB walk: no per-core figure on record; engineering judgement, as
-  ``thresholds.CHANGE_COSTS`` does: its page-table loads hit the LLC, so a walk costs
+  the metrics' ``cost`` does: its page-table loads hit the LLC, so a walk costs
   an LLC hit.
 """
 
@@ -40,10 +42,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, replace
 
-from .thresholds_by_core import core_facts
+from .thresholds_by_core import CORES, Penalty, core_facts
 
 __all__ = [
-    "CORE_PENALTIES",
     "FAMILY_PENALTIES",
     "KINDS",
     "CorePenalties",
@@ -60,20 +61,6 @@ KINDS: dict[str, str] = {
     "walk": "a TLB walk",
     "mispredict": "a mispredicted branch",
 }
-
-
-@dataclass(frozen=True)
-class Penalty:
-    """Cycles one event costs, and where the figure comes from.
-
-    ``label`` is the short source a formula shows (``Neoverse N1: AnandTech``);
-    ``source`` the full citation; ``fallback`` is empty when the figure is this core's
-    own, else what it falls back to (``Arm family``)."""
-
-    cycles: float
-    label: str
-    source: str
-    fallback: str = ""
 
 
 @dataclass(frozen=True)
@@ -102,15 +89,6 @@ class CorePenalties:
 
 # -- sources --------------------------------------------------------------------------
 
-_LLVM = (
-    "LLVM scheduling model {} MispredictPenalty = {} "
-    "(from the vendor's software optimisation guide)"
-)
-_N1_ANANDTECH = "AnandTech, 'Cloud Clash: Amazon Graviton2 Arm against Intel and AMD' (2020), p. 3"
-_ZEN_ANANDTECH = (
-    "AnandTech, 'AMD Ryzen 7 2700X, 2700, Ryzen 5 2600X and 2600 review' (2018), p. 3, "
-    "AMD's latency figures"
-)
 _LEVINTHAL = (
     "Intel, 'Performance Analysis Guide for Intel Core i7 and Xeon 5500 processors' "
     "(Levinthal): L2 hit ~10 cycles, L3 hit (unshared line) ~40 cycles, local DRAM ~60 ns"
@@ -134,18 +112,15 @@ _ARM_LLC = Penalty(
     "Levinthal",
     f"{_LEVINTHAL} (no Arm LLC latency on record: the x86 figure)",
 )
+_N1 = CORES["neoverse-n1"].penalties
 _ARM = CorePenalties(
     "arm",
     "Arm family",
-    l2_hit=Penalty(11.0, "Neoverse N1: AnandTech", f"{_N1_ANANDTECH}: L2 access latency 11 cycles"),
+    l2_hit=_N1["l2_hit"],
     llc_hit=_ARM_LLC,
-    dram=Penalty(
-        200.0,
-        "Neoverse N1: AnandTech",
-        f"{_N1_ANANDTECH}: DRAM 81 ns structural latency (Arm: 83 ns) x 2.5 GHz",
-    ),
+    dram=_N1["dram"],
     walk=_walk_of(_ARM_LLC),
-    mispredict=Penalty(11.0, "Neoverse N1 SOG", _LLVM.format("AArch64SchedNeoverseN1.td", 11)),
+    mispredict=_N1["mispredict"],
 )
 _INTEL_LLC = Penalty(40.0, "Levinthal", _LEVINTHAL)
 _INTEL = CorePenalties(
@@ -155,22 +130,19 @@ _INTEL = CorePenalties(
     llc_hit=_INTEL_LLC,
     dram=Penalty(180.0, "Levinthal", f"{_LEVINTHAL} x ~3 GHz"),
     walk=_walk_of(_INTEL_LLC),
-    mispredict=Penalty(14.0, "Skylake: LLVM", _LLVM.format("X86SchedSkylakeClient.td", 14)),
+    mispredict=CORES["intel-skylake"].penalties["mispredict"],
 )
-_ZENP_LLC = Penalty(40.0, "Zen+: AnandTech", f"{_ZEN_ANANDTECH}: L3 9.2 ns x 4.3 GHz")
+# Zen+ is the AMD core with latencies on record at its boost clock; Zen 4 the one with
+# a mispredict penalty of its own.
+_ZEN_PLUS = CORES["amd-zen+"].penalties
 _AMD = CorePenalties(
     "amd",
     "AMD family",
-    l2_hit=Penalty(13.0, "Zen+: AnandTech", f"{_ZEN_ANANDTECH}: L2 3.0 ns x 4.3 GHz"),
-    llc_hit=_ZENP_LLC,
-    dram=Penalty(284.0, "Zen+: AnandTech", f"{_ZEN_ANANDTECH}: memory 66 ns x 4.3 GHz"),
-    walk=_walk_of(_ZENP_LLC),
-    mispredict=Penalty(
-        13.0,
-        "Zen 4 SOG",
-        _LLVM.format("X86ScheduleZnver4.td", 13)
-        + ": AMD Zen 4 SOG 2.8, 'the common case penalty is 13 cycles'",
-    ),
+    l2_hit=_ZEN_PLUS["l2_hit"],
+    llc_hit=_ZEN_PLUS["llc_hit"],
+    dram=_ZEN_PLUS["dram"],
+    walk=_walk_of(_ZEN_PLUS["llc_hit"]),
+    mispredict=CORES["amd-zen4"].penalties["mispredict"],
 )
 
 
@@ -206,58 +178,6 @@ def _own(base: CorePenalties, key: str, name: str, **own: Penalty) -> CorePenalt
     return CorePenalties(key, name, **rows)
 
 
-_N1_L2 = Penalty(11.0, "Neoverse N1: AnandTech", f"{_N1_ANANDTECH}: L2 access latency 11 cycles")
-_N1_DRAM = Penalty(
-    200.0,
-    "Neoverse N1: AnandTech",
-    f"{_N1_ANANDTECH}: DRAM 81 ns structural latency (Arm: 83 ns) x 2.5 GHz",
-)
-_N1_MISPREDICT = Penalty(11.0, "Neoverse N1 SOG", _LLVM.format("AArch64SchedNeoverseN1.td", 11))
-
-# Per core, by the canonical slugs of thresholds.CORES (Arm) and the <uarch> part of
-# x86 slugs. A core of thresholds.CORES that is not here takes its family's figures,
-# and says so (tests/test_cost_ranking.py checks that every core has one or the other).
-CORE_PENALTIES: dict[str, CorePenalties] = {
-    "neoverse-n1": _own(
-        _ARM, "neoverse-n1", "Neoverse N1", l2_hit=_N1_L2, dram=_N1_DRAM, mispredict=_N1_MISPREDICT
-    ),
-    "neoverse-n2": _own(
-        _ARM,
-        "neoverse-n2",
-        "Neoverse N2",
-        mispredict=Penalty(
-            10.0,
-            "Neoverse N2: Chips and Cheese",
-            "Chips and Cheese, 'ARM's Neoverse N2: Cortex A710 for Servers' (2023): "
-            "'According to ARM, N2 has a 10 cycle pipeline', the minimum mispredict penalty",
-        ),
-    ),
-    "skylake": _own(
-        _INTEL,
-        "skylake",
-        "Skylake",
-        mispredict=Penalty(14.0, "Skylake: LLVM", _LLVM.format("X86SchedSkylakeClient.td", 14)),
-    ),
-    "zen": _own(
-        _AMD,
-        "zen",
-        "Zen",
-        l2_hit=Penalty(18.0, "Zen: AnandTech", f"{_ZEN_ANANDTECH}: L2 4.6 ns x 4.0 GHz"),
-        llc_hit=Penalty(44.0, "Zen: AnandTech", f"{_ZEN_ANANDTECH}: L3 11.0 ns x 4.0 GHz"),
-        dram=Penalty(296.0, "Zen: AnandTech", f"{_ZEN_ANANDTECH}: memory 74 ns x 4.0 GHz"),
-    ),
-    "zen+": _own(
-        _AMD,
-        "zen+",
-        "Zen+",
-        l2_hit=_AMD.l2_hit,
-        llc_hit=_AMD.llc_hit,
-        dram=_AMD.dram,
-    ),
-    "zen4": _own(_AMD, "zen4", "Zen 4", mispredict=_AMD.mispredict),
-}
-
-
 def family_key(slug: str) -> str:
     """Which :data:`FAMILY_PENALTIES` row a core falls back to."""
     facts = core_facts(slug)
@@ -270,16 +190,9 @@ def family_key(slug: str) -> str:
 
 
 def penalties(slug: str) -> CorePenalties:
-    """The penalties of the core ``slug`` names (read through ``thresholds.core_facts``,
+    """The penalties of the core ``slug`` names (read through ``thresholds_by_core.core_facts``,
     so every name it accepts works): the core's own where on record, its family's for
     the rest, each marked with what it fell back to."""
     facts = core_facts(slug)
-    canonical = facts.slug
-    if canonical in CORE_PENALTIES:
-        return CORE_PENALTIES[canonical]
-    if facts.family == "x86":
-        uarch = canonical.split("-", 2)[-1]
-        if uarch in CORE_PENALTIES:
-            return CORE_PENALTIES[uarch]
     family = FAMILY_PENALTIES[family_key(slug)]
-    return _own(family, canonical or family.key, facts.name or family.name)
+    return _own(family, facts.slug or family.key, facts.name or family.name, **facts.penalties)

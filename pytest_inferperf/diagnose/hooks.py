@@ -4,10 +4,12 @@ the one registry both front-ends load them from.
 Owns: the specs of ``pytest_inferperf_metrics`` / ``pytest_inferperf_rules``, declared
 with pytest's own ``hookspec`` marker (as pytest-xdist's ``newhooks.py`` does), so
 pytest's plugin manager reads them as they are; :class:`InferperfPluginManager`, the
-manager outside pytest (``inferperf validate``) that reads the same specs and the same
-implementations; :func:`load_plugins`, the one place plugins come from for both (the
-``pytest_inferperf`` entry-point group and the modules named in ``$INFERPERF_PLUGINS``);
-and the helpers that call the hooks for a Profile and merge their results.
+manager outside pytest (every ``inferperf`` command that diagnoses: :func:`registry`)
+that reads the same specs and the same implementations; :func:`load_plugins`, the one
+place plugins come from for both (the ``pytest_inferperf`` entry-point group and the
+modules named in ``$INFERPERF_PLUGINS``); and :func:`diagnosis_additions`, the one
+function that calls the hooks for a diagnosis and merges their results (for a Profile:
+:func:`hook_results`).
 
 Must not: judge or compute anything itself, or import pytest.
 
@@ -34,8 +36,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import statistics
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -240,16 +243,57 @@ def extra_findings(
     return found
 
 
+def registry() -> pluggy.PluginManager:
+    """The plugins ``inferperf``'s own commands run (``explain``, ``analyse``, ``compare``,
+    ``validate``): the registry's (:func:`load_plugins`). A ``conftest.py`` is pytest's
+    and is not read here. Raises :class:`PluginLoadError` for a plugin that cannot load."""
+    return plugin_manager(load_entrypoints=True)
+
+
+def diagnosis_additions(
+    pm: pluggy.PluginManager,
+    counted: Sequence[tuple[Mapping[str, float], MetricContext]],
+    metrics: Mapping[str, float],
+    context: RuleContext,
+    *,
+    keep: Callable[[str], bool] | None = None,
+) -> tuple[dict[str, float], list[Finding]]:
+    """What the hooks add to one diagnosis: (extra metrics, extra findings).
+
+    The one place both hooks are called, wherever a diagnosis is made (the plugin,
+    ``inferperf validate``, ``analyse``, ``compare`` and ``explain``). ``counted``: the
+    counter totals of each run the diagnosis reads with its metric context (one for a
+    Profile; each run of a ``perf stat`` file, whose counts are never added across runs),
+    a hook metric being the median over the runs that gave it, as the built-in metrics of
+    runs kept apart are (``ingest.perf_stat.PerfStatReport.metrics``). ``metrics``: the
+    built-in metrics, which the rules hook sees with the added ones. ``keep``: which added
+    metric names stay (all by default).
+    """
+    from ..core.metrics import METRICS
+
+    per_run = [extra_metrics(pm, counts, ctx, builtin=METRICS) for counts, ctx in counted]
+    names = dict.fromkeys(n for added in per_run for n in added)
+    added = {
+        n: float(statistics.median(a[n] for a in per_run if n in a))
+        for n in names
+        if keep is None or keep(n)
+    }
+    return added, extra_findings(pm, {**metrics, **added}, context)
+
+
 def hook_results(pm: pluggy.PluginManager, profile: Profile) -> tuple[dict[str, float], list]:
     """What the hooks add to ``profile``'s judgement: (extra metrics, extra findings).
 
-    The same for the plugin and ``inferperf validate``: metrics from the counter totals
-    and the profile's metric context, findings from all metrics and the rule context of
-    the machine the profile was measured on.
+    :func:`diagnosis_additions` for a Profile: metrics from its counter totals and
+    metric context, findings from all metrics and the rule context of the machine the
+    profile was measured on.
     """
-    from ..core.metrics import METRICS, context_of, profile_metrics
+    from ..core.metrics import context_of, profile_metrics
     from .classify import rule_context
 
-    added = extra_metrics(pm, profile.totals, context_of(profile), builtin=METRICS)
-    ctx = rule_context(profile)
-    return added, extra_findings(pm, {**profile_metrics(profile), **added}, ctx)
+    return diagnosis_additions(
+        pm,
+        [(profile.totals, context_of(profile))],
+        profile_metrics(profile),
+        rule_context(profile),
+    )

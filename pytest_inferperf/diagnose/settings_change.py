@@ -47,7 +47,7 @@ KIND_HEADS = {
     "software": "the software changed",
 }
 
-#: ONNX Runtime's own names for what ``onnx.describe_session`` stores in short form
+#: ONNX Runtime's own names for what ``onnxrt.sessions.describe_session`` stores in short form
 #: (``onnxruntime.GraphOptimizationLevel`` and ``ExecutionMode``).
 _ORT_NAMES = {
     "graph_optimization_level": {

@@ -1,17 +1,20 @@
 """Thresholds of concern, as data: one table, per core family, each row with its source.
 
 Owns: :data:`THRESHOLDS` (which metric, which way, how far, for which category, for
-which core families, and where the number comes from), :data:`CORES` (per-core facts
-the rules need: issue width and its source, the logical events the core does not
-implement; a family fallback row where no source gives a core's width, which says it
-is one; for no core named, :func:`generic_facts`: the narrowest and widest width of the
-instruction set's cores on record), the names a user may type for a core and the core each means
-(:data:`CORE_ALIASES`, :func:`resolve_core`, :func:`check_core`), the evidence that
+which core families, and where the number comes from), :data:`CORES` (one
+:class:`CoreFacts` row per core, every per-core fact on it: issue width and its source,
+the logical events the core does not implement, the names users type for it with the
+source that maps a product to it, the x86 micro-architectures detection names that are
+it, and the cycles one event costs on it where a source gives its own figure, which
+``cycle_costs`` reads; a family fallback row where no source gives a core's width, which
+says it is one; for no core named, :func:`generic_facts`: the narrowest and widest width
+of the instruction set's cores on record), resolving the names a user may type for a
+core (:data:`CORE_ALIASES`, an index of the rows; :func:`resolve_core`,
+:func:`check_core`), the evidence that
 separates memory stalls from ILP-limited compute (:data:`MEMORY_EVIDENCE`), the
-category names and titles, which category a moving metric points to
-(:data:`METRIC_CATEGORY`), and what one more unit of a moved metric can cost at
-most, with its source (:data:`CHANGE_COSTS`: the one table of per-event costs, read
-both to explain a change and to weigh a diagnosis's counted events against the call).
+category names and titles (:data:`CATEGORIES`; which category a moving metric points
+to, and what one more unit of it can cost at most, are facts of the metric: its row in
+``core.metrics``, ``points_to`` and ``cost``).
 
 Must not: compute metrics (``metrics``) or judge (``classify``). Changing a number
 here changes every diagnosis; a number that is engineering judgement says so
@@ -49,6 +52,9 @@ import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..core.metrics import JUDGEMENT as JUDGEMENT  # threshold rows cite it; classify too
 
 # -- categories -------------------------------------------------------------
 
@@ -106,9 +112,9 @@ MEMORY_EVIDENCE: tuple[str, ...] = (
     "backend_mem_stalled",
 )
 # With nothing below L1 counted, L1D refills rule memory out only when, each charged
-# at the cost of a miss to DRAM (CHANGE_COSTS["llc_mpki"]), they could still take less
-# than this share of the cycles (engineering judgement: the same fifth that makes a
-# moved counter material in a change).
+# at the cost of a miss to DRAM (``llc_mpki``'s ``cost`` in core.metrics), they could
+# still take less than this share of the cycles (engineering judgement: the same fifth
+# that makes a moved counter material in a change).
 L1_ONLY_EXONERATES_BELOW = 0.20
 MEMORY_CATEGORIES: tuple[str, ...] = (
     "l1d_residency",
@@ -127,7 +133,6 @@ ORT_THREADS = (
     "ONNX Runtime threading docs (session.intra_op.allow_spinning; spinning is on by default)"
 )
 ORT_ARENA = "ONNX Runtime SessionOptions.enable_cpu_mem_arena"
-JUDGEMENT = "engineering judgement"
 
 
 @dataclass(frozen=True)
@@ -550,9 +555,10 @@ def thresholds_for(category: str, family: str) -> tuple[Threshold, ...]:
 # (``pmu.cpu.x86_core_name``), each with its issue width and where the number comes
 # from. A core whose width no source gives is a *family fallback* row: it borrows the
 # narrowest width of its family on record and says so (``fallback``). Names as users
-# type them (products, short forms, other spellings) resolve to a row through
-# :data:`CORE_ALIASES` (:func:`resolve_core`); tests/test_core_names.py checks that the
-# tables agree.
+# type them (products, short forms, other spellings) are on the row (``typed_as``) and
+# resolve to it (:func:`resolve_core`); so are the core's own cycle costs
+# (``penalties``). tests/test_core_names.py checks that the rows agree with detection
+# (pmu.cpu), Arm's event lists, the top-down models and the docs.
 
 _NO_BASIC = (
     "llc_read",
@@ -585,6 +591,30 @@ CORE_FAMILIES: tuple[str, ...] = ("arm-basic", "arm-cycles", "arm-topdown", "x86
 
 
 @dataclass(frozen=True)
+class CoreAlias:
+    """A name users type for a core. ``source`` says where a product name maps to its
+    core; it is empty for another spelling of the core's own name."""
+
+    name: str
+    slug: str
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Penalty:
+    """Cycles one event costs, and where the figure comes from.
+
+    ``label`` is the short source a formula shows (``Neoverse N1: AnandTech``);
+    ``source`` the full citation; ``fallback`` is empty when the figure is this core's
+    own, else what it falls back to (``Arm family``)."""
+
+    cycles: float
+    label: str
+    source: str
+    fallback: str = ""
+
+
+@dataclass(frozen=True)
 class CoreFacts:
     """What the rules need to know about one core.
 
@@ -605,6 +635,20 @@ class CoreFacts:
     # A generic row (no core named, :func:`generic_facts`): ``width`` is the narrowest
     # width of the cores it may be and ``widest`` the widest; None for a core on record.
     widest: float | None = None
+    # Names users type for it beside its slug, each with the source that maps a product
+    # to the core ("" for another spelling of its own name): (name, source).
+    typed_as: tuple[tuple[str, str], ...] = ()
+    # x86 micro-architectures as pmu.cpu.x86_core_name names them (the <uarch> of
+    # intel-<line>-<uarch>) that are this core.
+    detected_as: tuple[str, ...] = ()
+    # Cycles one event costs on this core where a source gives its own figure (a kind
+    # of cycle_costs.KINDS -> Penalty); the kinds not here are its family's.
+    penalties: Mapping[str, Penalty] = field(default_factory=dict)
+
+    @property
+    def aliases(self) -> tuple[CoreAlias, ...]:
+        """The names users type for this core, as :class:`CoreAlias` rows."""
+        return tuple(CoreAlias(name, self.slug, source) for name, source in self.typed_as)
 
     def width_for(self, comparison: str) -> float | None:
         """The width a threshold relative to the width is checked against: for a
@@ -616,19 +660,79 @@ class CoreFacts:
 
 
 def _arm(
-    slug: str, name: str, family: str, width: float, width_source: str, lacks: tuple[str, ...] = ()
+    slug: str,
+    name: str,
+    family: str,
+    width: float,
+    width_source: str,
+    lacks: tuple[str, ...] = (),
+    **more: Any,
 ) -> CoreFacts:
     source = (
         "Arm Cortex-A15 TRM PMU event list (ARMv7)"
         if slug == "cortex-a15"
         else f"ARM-software/data pmu/{slug}.json"
     )
-    return CoreFacts(slug, name, family, width, width_source, lacks, source if lacks else "")
+    return CoreFacts(
+        slug, name, family, width, width_source, lacks, source if lacks else "", **more
+    )
 
 
-def _x86(slug: str, name: str, width: float, width_source: str) -> CoreFacts:
-    return CoreFacts(slug, name, "x86", width, width_source)
+def _x86(slug: str, name: str, width: float, width_source: str, **more: Any) -> CoreFacts:
+    return CoreFacts(slug, name, "x86", width, width_source, **more)
 
+
+def _typed(source: str, *names: str) -> tuple[tuple[str, str], ...]:
+    return tuple((n, source) for n in names)
+
+
+_AWS_CORES = (
+    "aws/aws-graviton-getting-started README.md, 'Building for Graviton' table: "
+    "Graviton2 Neoverse-N1, Graviton3(E) Neoverse-V1, Graviton4 Neoverse-V2"
+)
+_RPI = (
+    "Raspberry Pi documentation, 'Processors' (raspberrypi.com/documentation/computers/"
+    "processors.html): BCM2837 (Pi 3) Cortex-A53, BCM2711 (Pi 4) Cortex-A72, BCM2712 "
+    "(Pi 5) Cortex-A76"
+)
+_ALTRA = (
+    "Chips and Cheese, 'LLVM's Ampere1B Commit' (chipsandcheese.com/p/llvms-ampere1b-"
+    "commit): 'For Altra, Ampere used Arm Ltd's Neoverse N1 core design'"
+)
+_GRACE = "NVIDIA Grace CPU Superchip datasheet: 72 Arm Neoverse V2 cores per Grace CPU"
+_COBALT = (
+    "Azure Cobalt 100 reports implementer 0x6D (Microsoft), part 0xD49 (Neoverse N2), "
+    "variant 0 revision 0 (pmu.cpu.ARM_PARTS; telemetry-solution neoverse-n2 r0p0)"
+)
+_KUNPENG = (
+    "Linux tools/perf/pmu-events/arch/arm64/mapfile.csv: MIDR 0x480fd010 (HiSilicon "
+    "part 0xD01, TSV110 in arch/arm64/include/asm/cputype.h) -> hisilicon/hip08; "
+    "WikiChip 'TaiShan v110': 'TaiShan-based CPUs are branded as the Kunpeng 920 series'"
+)
+_SKYLAKE_LINE = (
+    "WikiChip, 'Sunny Cove - Microarchitectures - Intel': 'a number of improvised "
+    "derivatives of Skylake including Kaby Lake, Coffee Lake, and Comet Lake'"
+)
+_ICELAKE = "WikiChip, 'Sunny Cove': core names Ice Lake (Client), Ice Lake (Server)"
+_GOLDEN_COVE = (
+    "Intel Architecture Day 2021: the Performance-core (Golden Cove) of Alder Lake "
+    "and of Sapphire Rapids"
+)
+_ZEN_PLUS = (
+    "AMD family 17h: Zen+ (Pinnacle Ridge, Picasso) is the Zen core on 12 nm "
+    "(pmu.cpu: family 17h models below 30h are Zen/Zen+)"
+)
+
+# Cycle costs of a core's own (cycle_costs reads them; sources in its docstring).
+_LLVM = (
+    "LLVM scheduling model {} MispredictPenalty = {} "
+    "(from the vendor's software optimisation guide)"
+)
+_N1_ANANDTECH = "AnandTech, 'Cloud Clash: Amazon Graviton2 Arm against Intel and AMD' (2020), p. 3"
+_ZEN_ANANDTECH = (
+    "AnandTech, 'AMD Ryzen 7 2700X, 2700, Ryzen 5 2600X and 2600 review' (2018), p. 3, "
+    "AMD's latency figures"
+)
 
 _TS = "telemetry-solution neoverse-{}.json product_configuration.num_slots"
 _AT_A73 = (
@@ -673,6 +777,7 @@ CORES: dict[str, CoreFacts] = {
             2,
             "Cortex-A53 TRM: dual-issue, in order",
             _NO_BASIC,
+            typed_as=_typed(_RPI, "raspberry-pi-3", "rpi3", "pi3"),
         ),
         _arm(
             "cortex-a55",
@@ -698,6 +803,7 @@ CORES: dict[str, CoreFacts] = {
             3,
             "Cortex-A72 software optimisation guide: 3-wide decode",
             _NO_BASIC,
+            typed_as=_typed(_RPI, "raspberry-pi-4", "rpi4", "pi4"),
         ),
         _arm(
             "cortex-a73",
@@ -723,6 +829,7 @@ CORES: dict[str, CoreFacts] = {
             4,
             "Cortex-A76 software optimisation guide: 4-wide decode",
             _NO_SLOTS,
+            typed_as=_typed(_RPI, "raspberry-pi-5", "rpi5", "pi5"),
         ),
         _arm(
             "cortex-a77",
@@ -758,17 +865,74 @@ CORES: dict[str, CoreFacts] = {
             5,
             "Cortex-X1 software optimisation guide: 5-wide decode",
         ),
-        _arm("neoverse-n1", "Neoverse N1", "arm-cycles", 5, _TS.format("n1"), _NO_SLOTS),
-        _arm("neoverse-v1", "Neoverse V1", "arm-topdown", 8, _TS.format("v1")),
-        _arm("neoverse-n2", "Neoverse N2", "arm-topdown", 5, _TS.format("n2-r0p3")),
+        _arm(
+            "neoverse-n1",
+            "Neoverse N1",
+            "arm-cycles",
+            5,
+            _TS.format("n1"),
+            _NO_SLOTS,
+            typed_as=(
+                *_typed(_AWS_CORES, "graviton2", "aws-graviton2"),
+                *_typed(_ALTRA, "altra", "ampere-altra"),
+            ),
+            penalties={
+                "l2_hit": Penalty(
+                    11.0, "Neoverse N1: AnandTech", f"{_N1_ANANDTECH}: L2 access latency 11 cycles"
+                ),
+                "dram": Penalty(
+                    200.0,
+                    "Neoverse N1: AnandTech",
+                    f"{_N1_ANANDTECH}: DRAM 81 ns structural latency (Arm: 83 ns) x 2.5 GHz",
+                ),
+                "mispredict": Penalty(
+                    11.0, "Neoverse N1 SOG", _LLVM.format("AArch64SchedNeoverseN1.td", 11)
+                ),
+            },
+        ),
+        _arm(
+            "neoverse-v1",
+            "Neoverse V1",
+            "arm-topdown",
+            8,
+            _TS.format("v1"),
+            typed_as=_typed(_AWS_CORES, "graviton3", "graviton3e", "aws-graviton3"),
+        ),
+        _arm(
+            "neoverse-n2",
+            "Neoverse N2",
+            "arm-topdown",
+            5,
+            _TS.format("n2-r0p3"),
+            penalties={
+                "mispredict": Penalty(
+                    10.0,
+                    "Neoverse N2: Chips and Cheese",
+                    "Chips and Cheese, 'ARM's Neoverse N2: Cortex A710 for Servers' (2023): "
+                    "'According to ARM, N2 has a 10 cycle pipeline', the minimum mispredict "
+                    "penalty",
+                ),
+            },
+        ),
         _arm(
             "azure-cobalt-100",
             "Azure Cobalt 100 (Neoverse N2 r0p0)",
             "arm-topdown",
             5,
             _TS.format("n2-r0p0"),
+            typed_as=_typed(_COBALT, "cobalt-100", "cobalt100"),
         ),
-        _arm("neoverse-v2", "Neoverse V2", "arm-topdown", 8, _TS.format("v2")),
+        _arm(
+            "neoverse-v2",
+            "Neoverse V2",
+            "arm-topdown",
+            8,
+            _TS.format("v2"),
+            typed_as=(
+                *_typed(_AWS_CORES, "graviton4", "aws-graviton4"),
+                *_typed(_GRACE, "grace", "nvidia-grace"),
+            ),
+        ),
         # V3's level-1 formulas are not in metrics yet: cycle accounting only.
         _arm("neoverse-v3", "Neoverse V3", "arm-cycles", 10, _TS.format("v3")),
         # Arm publishes no event list for these two (not in ARM-software/data): nothing
@@ -780,6 +944,7 @@ CORES: dict[str, CoreFacts] = {
             4,
             "Chips and Cheese, 'LLVM's Ampere1B Commit' (chipsandcheese.com/p/"
             "llvms-ampere1b-commit): 'Ampere One is a four-wide armv8.6-a core'",
+            typed_as=_typed("", "ampere-one", "ampere1"),
         ),
         CoreFacts(
             "hisilicon-tsv110",
@@ -789,10 +954,35 @@ CORES: dict[str, CoreFacts] = {
             "Linux tools/perf/pmu-events/arch/arm64/hisilicon/hip08/metrics.json: "
             "retiring = INST_RETIRED / (CPU_CYCLES * 4), frontend_bound = FETCH_BUBBLE "
             "/ (4 * CPU_CYCLES); WikiChip 'TaiShan v110': Decode 4-way",
+            typed_as=(
+                *_typed(_KUNPENG, "kunpeng-920", "kunpeng920", "taishan-v110"),
+                *_typed("", "tsv110"),
+            ),
         ),
         # x86, one row per core micro-architecture (pmu.cpu.x86_core_name names the
-        # product line and micro-architecture; _X86_DETECTED maps them here).
-        _x86("intel-skylake", "Intel Skylake", 4, _PERF_BOOK_SLOTS),
+        # product line and micro-architecture; ``detected_as`` maps them here). Product
+        # to core: Kaby Lake, Coffee Lake and Comet Lake are "improvised derivatives of
+        # Skylake" (WikiChip, 'Sunny Cove - Microarchitectures - Intel'), Skylake-X the
+        # same core; Ice Lake client and server are Sunny Cove (same page, "Core Names");
+        # Sapphire Rapids and Alder Lake's P-cores are Golden Cove (Intel Architecture Day
+        # 2021). A micro-architecture no row names (Haswell, Tiger Lake, Raptor Lake, ...)
+        # takes its vendor's family fallback.
+        _x86(
+            "intel-skylake",
+            "Intel Skylake",
+            4,
+            _PERF_BOOK_SLOTS,
+            typed_as=(
+                *_typed(_SKYLAKE_LINE, "kabylake", "coffeelake", "cometlake"),
+                *_typed("", "skl", "skylake-x", "skylake-sp", "skx"),
+            ),
+            detected_as=("skylake", "skylake-x", "kabylake", "cometlake"),
+            penalties={
+                "mispredict": Penalty(
+                    14.0, "Skylake: LLVM", _LLVM.format("X86SchedSkylakeClient.td", 14)
+                ),
+            },
+        ),
         _x86(
             "intel-sunnycove",
             "Intel Sunny Cove (Ice Lake)",
@@ -800,16 +990,52 @@ CORES: dict[str, CoreFacts] = {
             "WikiChip Fuse, 'Intel Sunny Cove Core To Deliver A Major Improvement In "
             "Single-Thread Performance' (fuse.wikichip.org/news/2371): 'Sunny Cove can "
             "now allocate up to five µOPs each cycle'",
+            typed_as=_typed(_ICELAKE, "icelake", "icelake-x", "icelake-sp", "icx"),
+            detected_as=("icelake-x", "icelake-d"),
         ),
         _x86(
             "intel-goldencove",
             "Intel Golden Cove (Sapphire Rapids, Alder Lake P-core)",
             6,
             _PERF_BOOK_SLOTS,
+            typed_as=_typed(_GOLDEN_COVE, "sapphirerapids", "spr", "alderlake", "adl"),
+            detected_as=("sapphirerapids", "alderlake", "alderlake-l"),
         ),
         # Zen and Zen 2 are no wider than Zen 3 (4 instructions decoded per cycle).
-        _x86("amd-zen", "AMD Zen", 4, f"{_PERF_BOOK_SLOTS}; Zen / Zen+ are no wider than Zen 3"),
-        _x86("amd-zen+", "AMD Zen+", 4, f"{_PERF_BOOK_SLOTS}; Zen / Zen+ are no wider than Zen 3"),
+        _x86(
+            "amd-zen",
+            "AMD Zen",
+            4,
+            f"{_PERF_BOOK_SLOTS}; Zen / Zen+ are no wider than Zen 3",
+            typed_as=_typed("", "zen1", "zen-1"),
+            penalties={
+                "l2_hit": Penalty(18.0, "Zen: AnandTech", f"{_ZEN_ANANDTECH}: L2 4.6 ns x 4.0 GHz"),
+                "llc_hit": Penalty(
+                    44.0, "Zen: AnandTech", f"{_ZEN_ANANDTECH}: L3 11.0 ns x 4.0 GHz"
+                ),
+                "dram": Penalty(
+                    296.0, "Zen: AnandTech", f"{_ZEN_ANANDTECH}: memory 74 ns x 4.0 GHz"
+                ),
+            },
+        ),
+        _x86(
+            "amd-zen+",
+            "AMD Zen+",
+            4,
+            f"{_PERF_BOOK_SLOTS}; Zen / Zen+ are no wider than Zen 3",
+            typed_as=_typed(_ZEN_PLUS, "zenplus", "zen-plus"),
+            penalties={
+                "l2_hit": Penalty(
+                    13.0, "Zen+: AnandTech", f"{_ZEN_ANANDTECH}: L2 3.0 ns x 4.3 GHz"
+                ),
+                "llc_hit": Penalty(
+                    40.0, "Zen+: AnandTech", f"{_ZEN_ANANDTECH}: L3 9.2 ns x 4.3 GHz"
+                ),
+                "dram": Penalty(
+                    284.0, "Zen+: AnandTech", f"{_ZEN_ANANDTECH}: memory 66 ns x 4.3 GHz"
+                ),
+            },
+        ),
         _x86("amd-zen2", "AMD Zen 2", 4, f"{_PERF_BOOK_SLOTS}; Zen 2 is no wider than Zen 3"),
         _x86("amd-zen3", "AMD Zen 3", 4, _PERF_BOOK_SLOTS),
         _x86(
@@ -817,6 +1043,14 @@ CORES: dict[str, CoreFacts] = {
             "AMD Zen 4",
             6,
             f"{_PERF_BOOK_SLOTS}; AMD Zen 4: 6 dispatch slots per cycle (slots = 6 x cycles)",
+            penalties={
+                "mispredict": Penalty(
+                    13.0,
+                    "Zen 4 SOG",
+                    _LLVM.format("X86ScheduleZnver4.td", 13)
+                    + ": AMD Zen 4 SOG 2.8, 'the common case penalty is 13 cycles'",
+                ),
+            },
         ),
         _x86(
             "amd-zen5",
@@ -914,24 +1148,9 @@ CORES.update(
     }
 )
 
-# x86 micro-architectures as pmu.cpu.x86_core_name names them (the <uarch> part of
-# intel-<line>-<uarch> / amd-<line>-<uarch>) -> the row of their core. Product to core:
-# Kaby Lake, Coffee Lake and Comet Lake are "improvised derivatives of Skylake"
-# (WikiChip, 'Sunny Cove - Microarchitectures - Intel'), Skylake-X the same core; Ice
-# Lake client and server are Sunny Cove (same page, "Core Names"); Sapphire Rapids and
-# Alder Lake's P-cores are Golden Cove (Intel Architecture Day 2021). A micro-architecture
-# not here (Haswell, Tiger Lake, Raptor Lake, ...) takes its vendor's family fallback.
-_X86_DETECTED: dict[str, str] = {
-    "skylake": "intel-skylake",
-    "skylake-x": "intel-skylake",
-    "kabylake": "intel-skylake",
-    "cometlake": "intel-skylake",
-    "icelake-x": "intel-sunnycove",
-    "icelake-d": "intel-sunnycove",
-    "sapphirerapids": "intel-goldencove",
-    "alderlake": "intel-goldencove",
-    "alderlake-l": "intel-goldencove",
-}
+# x86 micro-architectures as pmu.cpu.x86_core_name names them -> the row that names them
+# (its ``detected_as``): an index of the rows.
+_X86_DETECTED: dict[str, str] = {u: c.slug for c in CORES.values() for u in c.detected_as}
 
 # x86 slugs as pmu.cpu.x86_core_name makes them: intel-<line>-<uarch>, amd-<line>-<uarch>.
 _X86_SLUG = re.compile(r"(?P<vendor>intel|amd)-[a-z0-9]+-(?P<uarch>[a-z0-9][a-z0-9.+-]*)")
@@ -953,81 +1172,11 @@ def _detected_x86(slug: str) -> CoreFacts | None:
 # -- naming a core -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CoreAlias:
-    """A name users type for a core. ``source`` says where a product name maps to its
-    core; it is empty for another spelling of the core's own name."""
-
-    name: str
-    slug: str
-    source: str = ""
-
-
-_AWS_CORES = (
-    "aws/aws-graviton-getting-started README.md, 'Building for Graviton' table: "
-    "Graviton2 Neoverse-N1, Graviton3(E) Neoverse-V1, Graviton4 Neoverse-V2"
-)
-_RPI = (
-    "Raspberry Pi documentation, 'Processors' (raspberrypi.com/documentation/computers/"
-    "processors.html): BCM2837 (Pi 3) Cortex-A53, BCM2711 (Pi 4) Cortex-A72, BCM2712 "
-    "(Pi 5) Cortex-A76"
-)
-_ALTRA = (
-    "Chips and Cheese, 'LLVM's Ampere1B Commit' (chipsandcheese.com/p/llvms-ampere1b-"
-    "commit): 'For Altra, Ampere used Arm Ltd's Neoverse N1 core design'"
-)
-_GRACE = "NVIDIA Grace CPU Superchip datasheet: 72 Arm Neoverse V2 cores per Grace CPU"
-_COBALT = (
-    "Azure Cobalt 100 reports implementer 0x6D (Microsoft), part 0xD49 (Neoverse N2), "
-    "variant 0 revision 0 (pmu.cpu.ARM_PARTS; telemetry-solution neoverse-n2 r0p0)"
-)
-_KUNPENG = (
-    "Linux tools/perf/pmu-events/arch/arm64/mapfile.csv: MIDR 0x480fd010 (HiSilicon "
-    "part 0xD01, TSV110 in arch/arm64/include/asm/cputype.h) -> hisilicon/hip08; "
-    "WikiChip 'TaiShan v110': 'TaiShan-based CPUs are branded as the Kunpeng 920 series'"
-)
-_SKYLAKE_LINE = (
-    "WikiChip, 'Sunny Cove - Microarchitectures - Intel': 'a number of improvised "
-    "derivatives of Skylake including Kaby Lake, Coffee Lake, and Comet Lake'"
-)
-_ICELAKE = "WikiChip, 'Sunny Cove': core names Ice Lake (Client), Ice Lake (Server)"
-_GOLDEN_COVE = (
-    "Intel Architecture Day 2021: the Performance-core (Golden Cove) of Alder Lake "
-    "and of Sapphire Rapids"
-)
-_ZEN_PLUS = (
-    "AMD family 17h: Zen+ (Pinnacle Ridge, Picasso) is the Zen core on 12 nm "
-    "(pmu.cpu: family 17h models below 30h are Zen/Zen+)"
-)
-
-
-def _aliases(slug: str, source: str, *names: str) -> tuple[CoreAlias, ...]:
-    return tuple(CoreAlias(n, slug, source) for n in names)
-
-
-#: What users type -> the core's slug. Spellings that only differ in case, spaces,
-#: underscores, dashes or a vendor / line prefix ("A72", "cortex a72", "amd-zen4",
-#: "zen 4", "neoverse_n1") need no row: :func:`resolve_core` folds them.
-CORE_ALIASES: tuple[CoreAlias, ...] = (
-    *_aliases("neoverse-n1", _AWS_CORES, "graviton2", "aws-graviton2"),
-    *_aliases("neoverse-v1", _AWS_CORES, "graviton3", "graviton3e", "aws-graviton3"),
-    *_aliases("neoverse-v2", _AWS_CORES, "graviton4", "aws-graviton4"),
-    *_aliases("neoverse-v2", _GRACE, "grace", "nvidia-grace"),
-    *_aliases("neoverse-n1", _ALTRA, "altra", "ampere-altra"),
-    *_aliases("ampereone", "", "ampere-one", "ampere1"),
-    *_aliases("azure-cobalt-100", _COBALT, "cobalt-100", "cobalt100"),
-    *_aliases("cortex-a53", _RPI, "raspberry-pi-3", "rpi3", "pi3"),
-    *_aliases("cortex-a72", _RPI, "raspberry-pi-4", "rpi4", "pi4"),
-    *_aliases("cortex-a76", _RPI, "raspberry-pi-5", "rpi5", "pi5"),
-    *_aliases("hisilicon-tsv110", _KUNPENG, "kunpeng-920", "kunpeng920", "taishan-v110"),
-    *_aliases("hisilicon-tsv110", "", "tsv110"),
-    *_aliases("intel-skylake", _SKYLAKE_LINE, "kabylake", "coffeelake", "cometlake"),
-    *_aliases("intel-skylake", "", "skl", "skylake-x", "skylake-sp", "skx"),
-    *_aliases("intel-sunnycove", _ICELAKE, "icelake", "icelake-x", "icelake-sp", "icx"),
-    *_aliases("intel-goldencove", _GOLDEN_COVE, "sapphirerapids", "spr", "alderlake", "adl"),
-    *_aliases("amd-zen", "", "zen1", "zen-1"),
-    *_aliases("amd-zen+", _ZEN_PLUS, "zenplus", "zen-plus"),
-)
+#: What users type -> the core's slug: every row's ``typed_as``, an index of the rows.
+#: Spellings that only differ in case, spaces, underscores, dashes or a vendor / line
+#: prefix ("A72", "cortex a72", "amd-zen4", "zen 4", "neoverse_n1") need no name:
+#: :func:`resolve_core` folds them.
+CORE_ALIASES: tuple[CoreAlias, ...] = tuple(a for c in CORES.values() for a in c.aliases)
 
 #: Names that fit several cores: refused, with the choices.
 AMBIGUOUS_CORE_NAMES: dict[str, tuple[str, ...]] = {
@@ -1260,159 +1409,3 @@ def check_core(slug: str) -> str | None:
         f"{', '.join(X86_EXAMPLES)}). Pass one of them to --cpu, or leave --cpu out to "
         "use the core named in the file or the generic rules."
     )
-
-
-# -- what a moving metric points to -----------------------------------------------
-
-METRIC_CATEGORY: dict[str, str] = {
-    "ipc": "ipc_collapse",
-    "l1d_mpki": "l1d_residency",
-    "l1_miss": "l1d_residency",
-    "l2_mpki": "l2_llc_residency",
-    "l2_miss": "l2_llc_residency",
-    "llc_mpki": "l2_llc_residency",
-    "llc_miss": "l2_llc_residency",
-    "backend_mem_stalled": "l2_llc_residency",
-    "dtlb_mpki": "tlb_churn",
-    "dtlb_miss": "tlb_churn",
-    "l1d_tlb_mpki": "tlb_churn",
-    "l1d_tlb_miss": "tlb_churn",
-    "branch_mpki": "branch_misprediction",
-    "branch_miss": "branch_misprediction",
-    "bad_speculation": "branch_misprediction",
-    "l1i_mpki": "frontend_bound",
-    "l1i_miss": "frontend_bound",
-    "itlb_mpki": "frontend_bound",
-    "itlb_miss": "frontend_bound",
-    "frontend_stalled": "frontend_bound",
-    "frontend_bound": "frontend_bound",
-    "backend_stalled": "backend_bound",
-    "backend_bound": "backend_bound",
-    "cpu_utilisation": "thread_spinning",
-    "context_switches_per_call": "thread_spinning",
-    "context_switches_per_sec": "thread_spinning",
-    "page_faults_per_call": "page_faults",
-    "page_faults_per_sec": "page_faults",
-    "cpu_migrations_per_call": "noisy_machine",
-    "cpu_migrations_per_sec": "noisy_machine",
-    "latency_tail_ratio": "noisy_machine",
-    "instructions_per_call": "extra_work",
-}
-
-
-# -- what a moved metric can cost ---------------------------------------------------
-#
-# A metric may point to a cause of a change only if its move could account for a
-# meaningful share of the slowdown (:mod:`change`). These rows say what one more event
-# costs at most, and where the figure comes from. They are upper bounds on purpose: a
-# move they cannot make material is not the cause; one they can is only a candidate.
-# The diagnosis of one run reads the same rows (``classify.estimate_cost``): a finding
-# whose keys are counts ("event_us", "mpki_cycles") names its cause only when the
-# events, at these costs, can take a material share of the call; a rate per CPU-second
-# (``page_faults_per_sec``) costs what its per-call event does.
-
-
-@dataclass(frozen=True)
-class ChangeCost:
-    """What one more unit of a metric costs, at most, and against which slowdown.
-
-    ``kind``:
-
-    * ``"event_us"`` - a per-call OS event costing ``cost`` µs each, against the time
-      per call; ``time_driven`` events (preemptions, migrations) also arrive at a rate
-      per second, so a longer call has more of them: only those beyond the baseline's
-      rate count.
-    * ``"mpki_cycles"`` - an event per 1000 instructions costing ``cost`` cycles each,
-      against the cycles per call.
-    * ``"cycle_fraction"`` - a fraction of cycles (or slots): the stalled cycles
-      themselves, against the cycles per call.
-    * ``"instructions"`` - instructions per call, at the baseline's IPC.
-    * ``"ipc"`` - the cycles the same instructions take at the lower IPC.
-    * ``"utilisation"`` - busy CPUs x wall time per call, against the CPU time per call.
-    """
-
-    kind: str
-    cost: float = 1.0
-    unit: str = ""
-    source: str = ""
-    time_driven: bool = False
-
-
-_LI_2007 = (
-    "Li, Ding & Shen, 'Quantifying the Cost of Context Switch', ExpCS 2007: direct "
-    "cost 3.8 µs, total cost 'from several microseconds to more than one thousand "
-    "microseconds' with the working set (2.1-2.4 µs direct measured on a 2-vCPU "
-    "x86 VM with a pipe ping-pong pinned to one CPU)"
-)
-_MIGRATION = (
-    "Linux kernel/sched/fair.c sysctl_sched_migration_cost = 500000 ns: the "
-    "scheduler's own estimate of how long a task stays cache-hot"
-)
-_FAULT = (
-    f"{JUDGEMENT}: 5x the 1.8 µs a minor fault (anonymous page, zeroed) took when "
-    "measured on a 2-vCPU x86 VM (mmap + first touch of 65536 pages, 8.8 µs in a cold "
-    "first pass); faults that read a file (major_faults) cost more and are not modelled"
-)
-_LEVINTHAL = (
-    "Intel, 'Performance Analysis Guide for Intel Core i7 and Xeon 5500 "
-    "processors' (Levinthal), data-source latencies: L2 hit ~10 cycles, L3 hit "
-    "~40-75 cycles, local DRAM ~60 ns, remote DRAM ~100 ns"
-)
-
-CHANGE_COSTS: dict[str, ChangeCost] = {
-    "context_switches_per_call": ChangeCost(
-        "event_us", 1000.0, "µs per switch", _LI_2007, time_driven=True
-    ),
-    "cpu_migrations_per_call": ChangeCost(
-        "event_us", 500.0, "µs per migration", _MIGRATION, time_driven=True
-    ),
-    "page_faults_per_call": ChangeCost("event_us", 10.0, "µs per fault", _FAULT),
-    "l1d_mpki": ChangeCost("mpki_cycles", 15.0, "cycles per L1D refill (an L2 hit)", _LEVINTHAL),
-    "l1i_mpki": ChangeCost("mpki_cycles", 15.0, "cycles per L1I refill (an L2 hit)", _LEVINTHAL),
-    "l2_mpki": ChangeCost("mpki_cycles", 75.0, "cycles per L2 refill (an L3 hit)", _LEVINTHAL),
-    "llc_mpki": ChangeCost(
-        "mpki_cycles", 400.0, "cycles per LLC miss (100 ns of DRAM at 4 GHz)", _LEVINTHAL
-    ),
-    "dtlb_mpki": ChangeCost(
-        "mpki_cycles",
-        75.0,
-        "cycles per page walk (its loads hit L3)",
-        f"{JUDGEMENT} on {_LEVINTHAL}",
-    ),
-    "itlb_mpki": ChangeCost(
-        "mpki_cycles",
-        75.0,
-        "cycles per page walk (its loads hit L3)",
-        f"{JUDGEMENT} on {_LEVINTHAL}",
-    ),
-    "l1d_tlb_mpki": ChangeCost(
-        "mpki_cycles",
-        75.0,
-        "cycles per L1D TLB refill (at most a walk)",
-        f"{JUDGEMENT} on {_LEVINTHAL}",
-    ),
-    "branch_mpki": ChangeCost(
-        "mpki_cycles",
-        20.0,
-        "cycles per mispredicted branch",
-        "Agner Fog, 'The microarchitecture of Intel, AMD and VIA CPUs': "
-        "15-20 cycles on recent x86 cores; Arm Neoverse N1 software "
-        "optimization guide: 11 cycles",
-    ),
-    **{
-        name: ChangeCost("cycle_fraction", source="the stalled cycles (or slots) themselves")
-        for name in (
-            "frontend_stalled",
-            "backend_stalled",
-            "backend_mem_stalled",
-            "frontend_bound",
-            "backend_bound",
-            "bad_speculation",
-        )
-    },
-    "instructions_per_call": ChangeCost(
-        "instructions", source="the extra instructions at the baseline's IPC"
-    ),
-    "ipc": ChangeCost("ipc", source="the current instructions at the baseline's IPC"),
-    "cpu_utilisation": ChangeCost("utilisation", source="extra busy CPUs x wall time per call"),
-}

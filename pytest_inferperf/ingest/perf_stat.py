@@ -1261,7 +1261,7 @@ class PerfStatReport:
     def core_hint(self) -> str | None:
         """The core the runs name; where none does, the instruction set their event names
         show (``aarch64`` for Arm PMUv3 names, ``x86-64`` for Intel EVENT.UMASK names or
-        the ``cpu/.../`` PMU: :attr:`isa_hint`), which ``thresholds.core_facts`` reads as
+        the ``cpu/.../`` PMU: :attr:`isa_hint`), which ``thresholds_by_core.core_facts`` reads as
         "an unnamed core of that set" (generic widths); None when neither shows."""
         hints = [h for r in self.runs if (h := r.core_hint)]
         if hints:

@@ -8,7 +8,7 @@ pass of a run (:func:`write_pass`: which judged profiles become baselines, and t
 files two tests would share).
 
 Must not: parse Profiles itself (that is :meth:`Profile.load`), compare them
-(that is ``compare``), import pytest, word what it did for a reader (the front-end
+(that is ``comparison``), import pytest, word what it did for a reader (the front-end
 does, from :class:`BaselineWrite`), or delete any file it did not create.
 
 File names

@@ -1,12 +1,13 @@
 """Comparing a Profile with its baseline: which metrics moved, and is the move real.
 
-Owns: the relative tolerance of every metric (:data:`DEFAULT_TOLERANCES`) and of
+Owns: reading the relative tolerance of every metric from its row
+(:attr:`core.metrics.Metric.tolerance`, :func:`tolerance_of`) and that of
 every ``region()`` stage (:data:`STAGE_TOLERANCE`), the direction-aware judgement
 of each metric and stage (ok / regressed / improved / noise), the two-sided
 Mann-Whitney U test that decides whether a change beyond tolerance is
 statistically credible, and :class:`Comparison`.
 
-Must not: read or write files (that is ``baseline``), measure, print, or
+Must not: read or write files (that is ``baseline_store``), measure, print, or
 import pytest. Pure functions of two Profiles.
 
 How one metric is judged
@@ -23,7 +24,7 @@ change beyond tolerance counts as credible. A credible change in the bad
 direction is "regressed", in the good direction "improved" (the baseline is
 stale: the caller suggests ``--update-baselines``).
 
-A change no larger than the metric's :data:`ABSOLUTE_FLOORS` entry (default 0)
+A change no larger than the metric's absolute floor (:attr:`core.metrics.Metric.floor`)
 is no change: ``delta`` is 0. So a stray event in thousands of calls is not a
 regression, nor is a cache that almost never misses missing a few more times
 (a 480 MiB last-level cache simulated for a 20-million-instruction call: 0.0028
@@ -45,6 +46,7 @@ the time outside every region, are not rows: the whole call's metrics judge that
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -62,74 +64,29 @@ if TYPE_CHECKING:  # numpy is imported where the rank test runs: importing the p
 ALPHA = 0.01
 #: Fewest per-repeat values on each side for the rank test; fewer: point values decide.
 MIN_REPEATS = 5
-#: Tolerance of a metric missing from :data:`DEFAULT_TOLERANCES`.
+#: Tolerance of a metric with no row in :data:`core.metrics.METRICS` (one a hook adds).
 FALLBACK_TOLERANCE = 0.10
 
-_RATIO = 0.10  # cache / TLB / branch miss ratios: vary with what else shares the cache
-_MPKI = 0.10  # same events per 1000 instructions: as noisy as the ratios
-_SLOTS = 0.10  # stall and top-down fractions of cycles or slots: interrupt and SMT noise
 
-#: Relative tolerance per metric: the change that is worth a look on a quiet machine.
-DEFAULT_TOLERANCES: dict[str, float] = {
-    # IPC is a ratio of two counters of the same run on one core; steady within a few %.
-    "ipc": 0.05,
-    "l1_miss": _RATIO,
-    "l1i_miss": _RATIO,
-    "l2_miss": _RATIO,
-    "llc_miss": _RATIO,  # shared LLC: neighbours move it; 10% is above that noise
-    "dtlb_miss": _RATIO,
-    "itlb_miss": _RATIO,
-    "branch_miss": _RATIO,
-    "l1d_tlb_miss": _RATIO,
-    "l1d_mpki": _MPKI,
-    "l1i_mpki": _MPKI,
-    "l2_mpki": _MPKI,
-    "llc_mpki": _MPKI,
-    "l1d_tlb_mpki": _MPKI,
-    "dtlb_mpki": _MPKI,
-    "itlb_mpki": _MPKI,
-    "branch_mpki": _MPKI,
-    "frontend_stalled": _SLOTS,
-    "backend_stalled": _SLOTS,
-    "backend_mem_stalled": _SLOTS,
-    "frontend_bound": _SLOTS,
-    "backend_bound": _SLOTS,
-    "retiring": _SLOTS,
-    "bad_speculation": _SLOTS,
-    # Retired instructions are nearly deterministic for the same model and inputs: 2% is
-    # already a code-path change (another kernel, another thread count). Two simulated
-    # profiles use a tolerance measured from their own noise instead (simulate_noise).
-    "instructions_per_call": 0.02,
-    # Cycles do not depend on the clock frequency but do on cache and memory state.
-    "cycles_per_call": 0.05,
-    # CPU time follows the clock frequency (turbo, thermal limits) and, on shared VMs,
-    # the neighbours: 10-15% between runs, and once 30%, was seen on a 2-vCPU cloud VM
-    # (docs/plugin.md, "Baselines"). A regression must also stand above the noise floor
-    # (``noise``: the calibration workload measured next to the test and the baseline,
-    # the machine's contention) and hold when measured again before a test fails, so
-    # 10% here catches a 20% slowdown on a quiet machine without failing a busy one.
-    "cpu_ms_per_call": 0.10,
-    # Busy CPUs during the region: thread-pool spinning varies with scheduling.
-    "cpu_utilisation": 0.15,
-    # Page faults come from the allocator reusing or returning memory: coarse, bursty.
-    "page_faults_per_call": 0.25,
-    # Scheduler events: small counts, driven by everything else on the machine.
-    "context_switches_per_call": 0.50,
-    "cpu_migrations_per_call": 0.50,
-    # The same OS events per second of CPU time: as coarse as per call.
-    "page_faults_per_sec": 0.25,
-    "context_switches_per_sec": 0.50,
-    "cpu_migrations_per_sec": 0.50,
-    # Wall-clock latency: the median and mean are stable, the tail much less so.
-    "latency_mean_ms": 0.10,  # as CPU time: judged against the noise floor (see above)
-    "latency_p50_ms": 0.10,
-    "latency_p95_ms": 0.15,
-    "latency_p99_ms": 0.20,
-    "latency_tail_ratio": 0.20,  # p99 / p50: as noisy as the p99 it is made of
-    # Peak RSS moves with allocator arenas and page granularity.
-    "peak_rss_mb": 0.10,
-    "rss_growth_mb": 0.10,
-}
+def tolerance_of(name: str) -> float:
+    """The default relative tolerance of metric ``name``: its row's
+    (:attr:`core.metrics.Metric.tolerance`), :data:`FALLBACK_TOLERANCE` for a name with no
+    row (a metric added by a hook)."""
+    row = metrics_mod.METRICS.get(name)
+    return FALLBACK_TOLERANCE if row is None else row.tolerance
+
+
+def floor_of(name: str) -> float:
+    """The absolute change of metric ``name`` that is no change: its row's
+    (:attr:`core.metrics.Metric.floor`), 0 for a name with no row."""
+    row = metrics_mod.METRICS.get(name)
+    return 0.0 if row is None else row.floor
+
+
+#: Relative tolerance per metric, a view of the rows (:attr:`core.metrics.Metric.tolerance`,
+#: the change worth a look on a quiet machine, each with its reason) for the readers that
+#: list them all (``inferperf metrics``).
+DEFAULT_TOLERANCES: Mapping[str, float] = {n: m.tolerance for n, m in metrics_mod.METRICS.items()}
 
 #: Relative tolerance of a ``region()`` stage's wall ms per call. A stage is a part of
 #: the call, so noisier than the whole call's latency (10%): the same disturbance (an
@@ -149,18 +106,6 @@ STAGE_TOLERANCE = 0.25
 #: that, so a stage of a few µs is not failed for a few µs more.
 STAGE_FLOOR_MS = 0.01
 
-#: Absolute change a metric may make and still count as unchanged (from any baseline,
-#: zero included): below these the change is too small to cost anything.
-ABSOLUTE_FLOORS: dict[str, float] = {
-    "page_faults_per_call": 0.1,  # under one fault every ten calls
-    "context_switches_per_call": 0.1,
-    "cpu_migrations_per_call": 0.1,
-    "rss_growth_mb": 1.0,  # a region that grew nothing, then under 1 MiB: unchanged
-    **{n: 10.0 for n in metrics_mod.METRICS if n.endswith("_per_sec")},  # 10 per CPU second
-    **{n: 0.01 for n in metrics_mod.METRICS if n.endswith("_mpki")},  # 1 per 10^5 instr.
-    **{n: 0.001 for n in metrics_mod.METRICS if n.endswith("_miss")},  # 0.1% of accesses
-}
-
 Status = str  # "ok" | "regressed" | "improved" | "noise"
 
 
@@ -170,7 +115,13 @@ class IncomparableError(InferperfError, ValueError):
 
 @dataclass(frozen=True)
 class MetricChange:
-    """How one metric moved from the baseline to the current Profile."""
+    """How one metric moved from the baseline to the current Profile, judged.
+
+    The judgement (tolerance, absolute floor, rank test: ok / regressed / improved /
+    noise) a test's verdict rests on. Not :class:`diagnose.change.MetricMove`, which
+    weighs a move as a *cause* of a slowdown (its category and share of the slowdown)
+    and exists where only two metric mappings do (no per-repeat values to judge).
+    """
 
     metric: str
     baseline: float
@@ -241,7 +192,7 @@ def compare_profiles(
     """Judge every metric and ``region()`` stage present in both Profiles (or only
     ``metrics``: metric names, and ``stage:<name>`` for a stage)."""
     check_comparable(current, baseline)
-    # Simulated counts bring their own measured noise (pmu/simulate_noise.py); the
+    # Simulated counts bring their own measured noise (measure/simulate/noise.py); the
     # user's tolerances still win.
     tols = _tolerances(tolerances, noise_tolerances(current, baseline))
     cur_values = metrics_mod.profile_metrics(current)
@@ -260,7 +211,7 @@ def compare_profiles(
                 name,
                 base_values[name],
                 cur_values[name],
-                tolerance=tols.get(name, FALLBACK_TOLERANCE),
+                tolerance=tols.get(name, tolerance_of(name)),
                 baseline_repeats=[r[name] for r in base_rep if name in r],
                 current_repeats=[r[name] for r in cur_rep if name in r],
             )
@@ -325,27 +276,24 @@ def judge_metric(
 ) -> MetricChange:
     """One metric's :class:`MetricChange` from its point values and per-repeat values.
 
-    ``floor``: the absolute change that is no change (default: :data:`ABSOLUTE_FLOORS`).
+    ``floor``: the absolute change that is no change (default: :func:`floor_of`).
     """
     better = metrics_mod.METRICS[name].better if name in metrics_mod.METRICS else "lower"
     if floor is None:
-        floor = ABSOLUTE_FLOORS.get(name, 0.0)
+        floor = floor_of(name)
     delta = relative_delta(baseline, current, floor)
     beyond = abs(delta) > tolerance
     worse = delta > 0 if better == "lower" else delta < 0
     p_value: float | None = None
-    if len(baseline_repeats) >= MIN_REPEATS and len(current_repeats) >= MIN_REPEATS:
-        import numpy as np
-
-        p_value = mann_whitney_u(current_repeats, baseline_repeats)
-        med_move = float(np.median(current_repeats) - np.median(baseline_repeats))
-        same_way = delta != 0 and med_move != 0 and (med_move > 0) == (delta > 0)
-        credible = p_value < ALPHA and same_way
+    test = rank_test(current_repeats, baseline_repeats, delta)
+    if test is not None:
+        p_value = test.p_value
+        credible = test.credible
         detail = (
             f"p={p_value:.3g}, Mann-Whitney U over {len(current_repeats)} vs "
             f"{len(baseline_repeats)} repeats"
         )
-        if p_value < ALPHA and delta != 0 and not same_way:
+        if p_value < ALPHA and delta != 0 and not test.same_way:
             detail += "; per-repeat medians moved the other way"
     else:
         credible = beyond
@@ -375,6 +323,35 @@ def relative_delta(baseline: float, current: float, floor: float = 0.0) -> float
 
 
 # -- the rank test -----------------------------------------------------------
+@dataclass(frozen=True)
+class RankTest:
+    """The rank test of a move between two samples of per-repeat (or per-run) values."""
+
+    p_value: float  # two-sided, :func:`mann_whitney_u`
+    same_way: bool  # the samples' medians moved the way the point values did
+
+    @property
+    def credible(self) -> bool:
+        """The move is beyond chance (``p <`` :data:`ALPHA`) and the medians agree on it."""
+        return self.p_value < ALPHA and self.same_way
+
+
+def rank_test(current: Sequence[float], baseline: Sequence[float], move: float) -> RankTest | None:
+    """Whether the move ``move`` (the point values' ``current - baseline``, or its relative
+    delta: only its sign is read) stands out of the two samples' noise; None where a side
+    has fewer than :data:`MIN_REPEATS` values (the point values alone decide then).
+
+    The one rank test of a change: a metric against its baseline (:func:`judge_metric`)
+    and a stage's or an operator type's time (``diagnose.change``) are judged by it.
+    A rank test alone would take a shift of the distributions against the point values
+    (a mean moved by one outlier) for the move: the medians must move the same way.
+    """
+    if len(current) < MIN_REPEATS or len(baseline) < MIN_REPEATS:
+        return None
+    median_move = statistics.median(current) - statistics.median(baseline)
+    return RankTest(mann_whitney_u(current, baseline), median_move * move > 0)
+
+
 def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> float:
     """Two-sided p-value of the Mann-Whitney U test of ``x`` against ``y``.
 
@@ -444,7 +421,9 @@ def _rank(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _tolerances(
     overrides: Mapping[str, float] | None, measured: Mapping[str, float] | None = None
 ) -> dict[str, float]:
-    tols = {**DEFAULT_TOLERANCES, **(measured or {})}
+    """The tolerances that differ from the rows' (:func:`tolerance_of`): measured noise,
+    then the test's own."""
+    tols = dict(measured or {})
     for name, value in (overrides or {}).items():
         value = float(value)
         if not math.isfinite(value) or value < 0:

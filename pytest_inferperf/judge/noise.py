@@ -1,7 +1,8 @@
 """The noise floor: can a timing change be told apart from the machine's own state?
 
 Owns: which metrics are timings (and whether they follow wall or CPU time:
-:func:`clock_of`; a ``region()`` stage is wall time),
+:func:`clock_of`, read from each metric's row, ``core.metrics.Metric.clock``; a
+``region()`` stage is wall time),
 :class:`NoiseFloor` - how much slower the machine ran now than when the baseline was
 recorded (the calibration workload measured next to both), and whether either run was
 contended (``conditions.busy_reasons``) - and :func:`judge_timing`, which turns a
@@ -39,29 +40,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.metrics import METRICS
 from ..measure.conditions import CALIBRATION_VERSION, busy_reasons
 from ..measure.stages import metric_label, stage_of
 
-#: Timing metrics and which of the calibration's clocks they follow.
-TIMING_CLOCK: dict[str, str] = {
-    "cpu_ms_per_call": "cpu",
-    "cycles_per_call": "cpu",
-    "latency_mean_ms": "wall",
-    "latency_p50_ms": "wall",
-    "latency_p95_ms": "wall",
-    "latency_p99_ms": "wall",
-    "latency_tail_ratio": "wall",
-}
-
 
 def clock_of(metric: str) -> str | None:
-    """Which clock a timing follows ("wall" | "cpu"); None for a metric that is no timing.
+    """Which of the calibration's clocks a timing follows ("wall" | "cpu"): its row's
+    ``clock``; None for a metric that is no timing (or has no row: a hook's).
 
     A ``region()`` stage (``stage:<name>``) is wall time, as latency is.
     """
     if stage_of(metric) is not None:
         return "wall"
-    return TIMING_CLOCK.get(metric)
+    row = METRICS.get(metric)
+    return row.clock if row is not None else None
 
 
 #: Extra headroom of wall-time metrics when this run was measured on a contended machine.
@@ -322,12 +315,7 @@ def judge_timing(
 
 
 def _what(metric: str) -> str:
-    return {
-        "cpu_ms_per_call": "CPU time",
-        "cycles_per_call": "cycles",
-        "latency_mean_ms": "mean latency",
-        "latency_p50_ms": "median latency",
-        "latency_p95_ms": "p95 latency",
-        "latency_p99_ms": "p99 latency",
-        "latency_tail_ratio": "the latency tail",
-    }.get(metric, metric_label(metric))
+    """The metric in a sentence: its row's words (``Metric.said``); a stage as output
+    shows it (``stage preprocess``)."""
+    row = METRICS.get(metric)
+    return row.said if row is not None else metric_label(metric)

@@ -9,7 +9,8 @@ one plain ``conditions`` mapping (stored in the Profile); the calibration worklo
 one CPU a round) timed next to every measurement; and :func:`busy_reasons`, which says in words
 whether those conditions were contended.
 
-Must not: judge a test (that is ``noise`` and ``verdict``) or measure the workload.
+Must not: judge a test (that is ``judge.noise`` and ``diagnose.assessment``) or measure the
+workload.
 Everything it cannot read is recorded as ``None`` with the reason, never as 0.
 
 The calibration's work never changes within one ``CALIBRATION_VERSION``: its timings

@@ -8,16 +8,18 @@ progress=None) -> Profile``, and its implementations, chosen once per test by
   perf_event on every thread, or ``none``), saying "repeat k/n" as it goes
   (progress.ProgressCounters);
 * :class:`SimulateMeasurer` - a native run for the timings, then the region
-  under valgrind in a child (pmu.simulate_parent), in the session's shared
+  under valgrind in a child (simulate.parent), in the session's shared
   child where one serves it;
 * :class:`ChildMeasurer` - inside that valgrind child: the region measured for
-  the parent (pmu.simulate_child); the Profile it returns is never judged;
+  the parent (simulate.child); the Profile it returns is never judged;
 * :class:`SmokeMeasurer` - without ``--inferperf``: one uncounted call.
 
-Also what ``auto`` stands for (:func:`backend_for`: perf, none where
-perf_event_open does not exist, or simulate where asked for and no hardware
-counter opens) and the operator pass and model identity every counted profile
-gets (operator_pass). "The simulate backend cannot run here" is
+Which measurer a backend gets is its row in :mod:`.backends` (the one list of
+backends); this module says what ``auto`` stands for (:func:`backend_for`: perf,
+none where perf_event_open does not exist, or simulate where asked for and no
+hardware counter opens) and adds the operator pass and model identity every
+counted profile gets (:func:`.operator_pass.with_operator_pass`, one pass for every
+front-end). "The simulate backend cannot run here" is
 :class:`SimulateUnavailable`, carrying the reason.
 
 Must not: import pytest (the plugin and the CLI both use it), judge or render.
@@ -27,20 +29,22 @@ Callers make one ``measure()`` call and never branch on which measurer runs.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import child_process
+from .backends import has_hardware_counters, stands_for
 from .simulate.protocol import SimulateUnavailable
 
 if TYPE_CHECKING:
     from ..core.profile import Profile
     from ..judge.budgets import PerfSpec
+    from ..pmu.base import CounterBackend
+    from .backends import Backend
     from .runner import RunSettings
     from .simulate.shared import SharedChildren
 
@@ -93,7 +97,8 @@ class MeasureOptions:
     written (a simulated baseline runs its region twice). ``simulate_without_pmu``:
     ``auto`` may stand for simulate. ``worker_index``: the xdist worker, whose
     profiles pin to one CPU each. ``spec``: the marker (runner overrides; the
-    metrics it needs choose the simulate mode; its timeout bounds the child).
+    metrics it needs choose the simulate mode; its timeout bounds the child); None:
+    no marker (``inferperf analyse``), every simulated event.
     ``shared_child``: the session's valgrind child for many tests, asked for only
     when a region is simulated. ``timed``: a context in which this process times
     something (the shared children stop meanwhile); None: nothing to stop.
@@ -101,7 +106,8 @@ class MeasureOptions:
     asked for only when a region is simulated (working them out runs the project's
     ``pytest_addoption`` hooks again); ``child_cwd``: where the child starts, the
     parent's own starting folder (None: the rootdir), so that relative paths in those
-    options and in the tests mean the same.
+    options and in the tests mean the same. ``operator_pass``: False leaves out the
+    operator pass (``inferperf validate`` judges no operator table).
     """
 
     nodeid: str
@@ -116,6 +122,7 @@ class MeasureOptions:
     timed: Callable[[], AbstractContextManager[Any]] | None = None
     child_args: Callable[[], tuple[str, ...]] | None = None
     child_cwd: Path | None = None
+    operator_pass: bool = True
 
     @property
     def runner(self) -> Mapping[str, Any]:
@@ -123,44 +130,20 @@ class MeasureOptions:
 
 
 def measurer_for(choice: str, options: MeasureOptions) -> Measurer:
-    """The measurer for ``--inferperf-backend choice`` (auto, perf, simulate, none)."""
+    """The measurer for ``--inferperf-backend choice``: the kind its row in
+    :mod:`.backends` names (``auto``: the row it stands for here). Raises
+    :class:`~.backends.UnknownBackend` for a name that is no row."""
     if not options.enabled:
         return SmokeMeasurer()
-    backend = backend_for(choice, simulate_without_pmu=options.simulate_without_pmu)
-    if backend == "simulate":
-        return SimulateMeasurer(options)
-    return NativeMeasurer(backend, options)
+    backend = stands_for(choice, simulate_without_pmu=options.simulate_without_pmu)
+    return _KINDS[backend.measurer or ""](backend, options)
 
 
 def backend_for(choice: str, *, simulate_without_pmu: bool = False) -> str:
-    """The backend ``choice`` stands for: ``auto`` is perf, none where perf_event_open
-    does not exist, or simulate where ``simulate_without_pmu`` and no hardware counter
-    opens; any other choice is itself."""
-    if choice != "auto":
-        return choice
-    from ..pmu.perf_event import syscall_number
-
-    try:
-        syscall_number()
-    except OSError:
-        return "none"
-    if simulate_without_pmu and not has_hardware_counters():
-        return "simulate"
-    return "perf"
-
-
-@functools.lru_cache(maxsize=1)
-def has_hardware_counters() -> bool:
-    """True when an ``instructions`` counter opens here (probed once per process)."""
-    from ..pmu.events import resolve
-    from ..pmu.perf_backend import probe_event
-    from .machine import this_cpu
-
-    cpu = this_cpu()
-    for event in resolve(["cycles", "instructions"], cpu).events.get("instructions", ()):
-        if probe_event(event, exclude_kernel=True, paranoid=cpu.paranoid) is None:
-            return True
-    return False
+    """The backend ``choice`` stands for (:func:`.backends.stands_for`): ``auto`` is perf,
+    none where perf_event_open does not exist, or simulate where ``simulate_without_pmu``
+    and no hardware counter opens; any other choice is itself."""
+    return stands_for(choice, simulate_without_pmu=simulate_without_pmu).name
 
 
 def _quiet(progress: Progress | None) -> Any:
@@ -175,15 +158,10 @@ def _with_operator_pass(
     progress: Any,
     timed: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> Profile:
-    """A counted profile as every front-end gets it: operator times (their profiled runs
-    inside ``timed``) and the model."""
-    import sys
+    """:func:`.operator_pass.with_operator_pass`, saying so on ``progress``."""
+    from .operator_pass import with_operator_pass
 
-    from .operator_pass import with_model, with_operator_times
-
-    if "onnxruntime" in sys.modules:
-        progress.phase("operator times (ONNX Runtime profiler)")
-    return with_model(with_operator_times(profile, call, timed), call)
+    return with_operator_pass(profile, call, timed, progress.phase)
 
 
 class SmokeMeasurer:
@@ -205,13 +183,23 @@ class SmokeMeasurer:
 
 
 class NativeMeasurer:
-    """The Runner with a counter backend (``perf`` or ``none``) in this process."""
+    """The Runner with a counter backend (``perf`` or ``none``) in this process.
+
+    ``counters`` makes the counter backend for the events (the backend's row in
+    :mod:`.backends`; default: :func:`pmu.make_backend` of ``backend``).
+    """
 
     kind = "native"
 
-    def __init__(self, backend: str, options: MeasureOptions) -> None:
+    def __init__(
+        self,
+        backend: str,
+        options: MeasureOptions,
+        counters: Callable[[Sequence[str]], CounterBackend] | None = None,
+    ) -> None:
         self.backend = backend
         self.options = options
+        self.counters = counters
 
     def settings_for(self, settings: RunSettings) -> RunSettings:
         """``settings``, pinned to the xdist worker's own CPU unless the marker pins."""
@@ -232,13 +220,19 @@ class NativeMeasurer:
         progress: Progress | None = None,
     ) -> Profile:
         from ..pmu import make_backend
+        from ..pmu.events import DEFAULT_EVENTS
         from .progress import ProgressCounters
         from .runner import Runner, session_facts
 
         line = _quiet(progress)
         settings = self.settings_for(settings)
         line.phase("warm-up")
-        counters = ProgressCounters(make_backend(self.backend), settings.repeat, line.phase)
+        inner = (
+            self.counters(DEFAULT_EVENTS)
+            if self.counters is not None
+            else make_backend(self.backend, DEFAULT_EVENTS)
+        )
+        counters = ProgressCounters(inner, settings.repeat, line.phase)
         # a new baseline's fresh process gives its timings as measured, and nothing else:
         # no calibration (its values are taken as they are: between_processes), no
         # operator pass
@@ -251,7 +245,9 @@ class NativeMeasurer:
             name=name or self.options.label,
             session=session_facts(getattr(call, "func", call)),
         )
-        return result if values_only else _with_operator_pass(result, call, line)
+        if values_only or not self.options.operator_pass:
+            return result
+        return _with_operator_pass(result, call, line)
 
 
 class SimulateMeasurer:
@@ -295,7 +291,8 @@ class SimulateMeasurer:
         simulate = SimulateOptions(
             rootdir=options.rootdir,
             settings=settings,
-            mode=mode_for(spec_metrics(options.spec)),
+            # no marker (inferperf analyse): every simulated event, the full mode
+            mode=mode_for(spec_metrics(options.spec) if options.spec is not None else None),
             run_twice=options.update,
             timeout=DEFAULT_TIMEOUT if timeout is None else float(timeout),
             extra_args=options.child_args() if options.child_args is not None else (),
@@ -313,6 +310,8 @@ class SimulateMeasurer:
                 shared=shared,
                 timed=timed,
             )
+        if not options.operator_pass:
+            return result
         return _with_operator_pass(result, call, line, timed)
 
 
@@ -338,3 +337,12 @@ class ChildMeasurer:
         from .simulate.child import child_measure
 
         return child_measure(call, name=name, settings=settings, nodeid=self.nodeid)
+
+
+# the measurer of each kind a row of .backends names
+_KINDS: dict[str, Callable[[Backend, MeasureOptions], Measurer]] = {
+    NativeMeasurer.kind: lambda backend, options: NativeMeasurer(
+        backend.name, options, backend.counters
+    ),
+    SimulateMeasurer.kind: lambda backend, options: SimulateMeasurer(options),
+}

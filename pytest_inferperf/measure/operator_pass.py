@@ -1,10 +1,13 @@
 """The ONNX Runtime operator pass around a measured profile, and the model it ran.
 
-Owns: asking the ONNX helpers for per-operator times of a workload already
-measured (:func:`with_operator_times`: each session run as the workload ran it, every
-feed of one call and the session's own options; ``settings["operator_pass"]`` keeps,
-per session, those options and the inputs of each run, which ``settings_change``
-compares with a baseline's) and the model identity of the call (:func:`with_model`).
+Owns: the one operator pass every front-end's profile gets (:func:`with_operator_pass`:
+the measurers of :mod:`.measurer` run it inside ``measure()``, so ``pytest --inferperf``
+and ``inferperf analyse`` share it; :func:`runner.profile` runs its
+:func:`with_operator_times`): asking the ONNX helpers for per-operator times of a
+workload already measured (each session run as the workload ran it, every feed of one
+call and the session's own options; ``settings["operator_pass"]`` keeps, per session,
+those options and the inputs of each run, which ``settings_change`` compares with a
+baseline's) and the model identity of the call (:func:`with_model`).
 Imports ONNX Runtime only where a session can exist (it is already imported).
 
 Must not: measure counters, judge or render; import pytest.
@@ -20,6 +23,19 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..core.profile import Profile
+
+
+def with_operator_pass(
+    profile: Profile,
+    call: Callable[[], Any],
+    timed: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+    say: Callable[[str], None] | None = None,
+) -> Profile:
+    """A counted profile as every front-end gets it: operator times (their profiled runs
+    inside ``timed``) and the model. ``say`` is told the pass runs (where it can)."""
+    if say is not None and "onnxruntime" in sys.modules:
+        say("operator times (ONNX Runtime profiler)")
+    return with_model(with_operator_times(profile, call, timed), call)
 
 
 def with_operator_times(

@@ -39,7 +39,7 @@ from ..core.profile import (
 )
 from ..core.watchdog import CallOverrun, Watchdog
 from ..pmu import make_backend
-from ..pmu.base import CounterBackend, CounterSample
+from ..pmu.base import CounterBackend, CounterSample, needs_screening
 from ..pmu.events import DEFAULT_EVENTS
 from ..pmu.trust import screen
 from . import conditions
@@ -138,8 +138,17 @@ def normalise_pin(pin: int | Sequence[int] | None) -> tuple[int, ...] | None:
 
 
 # -- pure helpers ------------------------------------------------------------
-def relative_spread(durations: Sequence[float]) -> float:
-    """Median absolute deviation over the median: robust to a single outlier."""
+def mad_over_median(durations: Sequence[float]) -> float:
+    """The median absolute deviation of ``durations`` over their median (0 for a median <= 0).
+
+    What the warm-up's steadiness test (:func:`is_steady`) needs: a scale that one slow
+    call in the window (an interrupt, a page fault, a collection) does not move, so a
+    workload whose calls agree is declared steady despite it. The median absolute
+    deviation ignores up to half the values (breakdown point 50%: Rousseeuw and Croux,
+    "Alternatives to the Median Absolute Deviation", JASA 88(424), 1993); the range
+    (:func:`measure.simulate.noise.range_over_median`) is moved by any one of them.
+    ``steady_threshold`` is documented as this ratio (docs/api.md).
+    """
     med = statistics.median(durations)
     if med <= 0:
         return 0.0
@@ -153,7 +162,7 @@ def is_steady(
     tail = list(durations[warmup:])[-window:]
     if len(tail) < window:
         return False, math.inf
-    spread = relative_spread(tail)
+    spread = mad_over_median(tail)
     return spread <= threshold, spread
 
 
@@ -375,7 +384,8 @@ def profile(
     """Warm ``fn(*args, **kwargs)`` until steady, count ``repeat`` repeats, return a Profile.
 
     With ``operators=True`` a separate pass adds ONNX Runtime's operator tables of every
-    session the workload runs, whatever wraps it (:func:`onnxrt.sessions.with_operator_times`).
+    session the workload runs, whatever wraps it (:func:`.operator_pass.with_operator_times`,
+    the pass every front-end runs).
     The runner's own keywords are reserved; pass a workload keyword of the same
     name through ``functools.partial``.
     """
@@ -397,7 +407,7 @@ def profile(
         call, name=name or workload_name(fn), session=session
     )
     if operators:
-        from ..onnxrt.sessions import with_operator_times
+        from .operator_pass import with_operator_times
 
         result = with_operator_times(result, call)
     return result
@@ -532,7 +542,7 @@ class Runner:
                 statuses = counters.statuses()
             finally:
                 counters.close()
-        if counters.name == "perf" and repeats:  # an emulated PMU's cycles, silent events
+        if needs_screening(counters) and repeats:  # an emulated PMU's cycles, silent events
             statuses, samples = screen(this_cpu(), statuses, [r.sample for r in repeats])
             repeats = [replace(r, sample=s) for r, s in zip(repeats, samples, strict=True)]
         if not repeats:

@@ -13,7 +13,8 @@ does nothing and costs a context-variable lookup.
 Also owns how a Profile's stages read per call (:func:`stage_times`: wall ms per
 measured call of the workload, the share of the call, the value of each repeat) and
 the one name a stage has where it sits beside the metrics (``stage:<name>``, see
-:func:`stage_metric`). Must not: judge a stage (``budgets``, ``compare``) or render it.
+:func:`stage_metric`). Must not: judge a stage (``judge.budgets``, ``judge.comparison``) or
+render it.
 """
 
 from __future__ import annotations

@@ -6,12 +6,15 @@ Owns:
 * :func:`resolve_shapes` - ``--shape`` values (a symbolic dim or a whole input shape)
   checked against the model.
 * :func:`analyse_model` - one ONNX model measured the way the plugin measures a test:
-  a session with the stated settings, valid inputs, :func:`runner.profile` over
-  ``session.run``, then separate passes for the operator table (ONNX Runtime's
-  profiler), the roofline, energy and, when asked, flamegraphs. A view that could not
-  be made is left out with its reason in ``settings["analyse"]["notes"]``.
+  a session with the stated settings, valid inputs, and ``session.run`` measured
+  through the plugin's own seam (:func:`.measurer.measurer_for`, then ``measure()``:
+  any backend of :mod:`.backends`, its operator pass included), then separate passes
+  for the roofline, energy and, when asked, flamegraphs. A view that could not be made
+  is left out with its reason in ``settings["analyse"]["notes"]``.
 * :func:`analyse_callable` - a Python callable taking no arguments
-  (``package.module:callable`` or ``path/to/file.py:callable``).
+  (``package.module:callable`` or ``path/to/file.py:callable``), measured the same way.
+* :func:`workload` - the target rebuilt in the simulate backend's valgrind child (a
+  generated test, :data:`SIMULATED_TEST`, that calls ``pmu_profile`` on it).
 * :func:`analyse_target` - either of those behind the result cache (:mod:`.cache`).
 * :func:`load_profile` - a saved Profile (``report.json``, a baseline) as a target;
   what the user asked for that cannot work raises :class:`core.errors.UsageError` (the CLI exits 2).
@@ -33,7 +36,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +52,8 @@ Progress = Callable[[str], None]
 """Told what is being done now (``"warm-up…"``, ``"repeat 3/30"``); prints, never measures."""
 
 ENERGY_SECONDS = 0.5  # how long the energy pass runs the workload
-OPERATOR_RUNS = 10  # profiled runs of the operator pass (fewer when --repeat is smaller)
-CACHE_OPTIONS_VERSION = 1  # bump when what an analysis contains changes
+# bump when what an analysis contains changes (2: the plugin's operator pass, op_types)
+CACHE_OPTIONS_VERSION = 2
 
 
 # -- options -------------------------------------------------------------------------
@@ -181,19 +184,49 @@ def resolve_shapes(
 
 
 # -- measuring ---------------------------------------------------------------------------
-def _counters(backend: str, repeat: int, progress: Progress | None) -> Any:
-    from ..pmu import make_backend
-    from ..pmu.base import CountersError
+SIMULATED_TEST = "test_target.py"
+_SIMULATED_SOURCE = '''"""The target of inferperf analyse, rebuilt in the valgrind child."""
 
-    try:
-        inner = make_backend(backend)
-    except CountersError as exc:
-        raise UsageError(str(exc), setting="backend", value=backend) from None
-    if progress is None:
-        return inner
-    from .progress import ProgressCounters
+from pytest_inferperf.measure.target import workload
 
-    return ProgressCounters(inner, repeat, progress)
+
+def test_target(pmu_profile):
+    pmu_profile(workload({spec!r}))
+'''
+
+
+def workload(spec: Mapping[str, Any]) -> Callable[[], Any]:
+    """The workload ``spec`` describes as a no-argument callable, built as the parent
+    built it: ``{"model": PATH, "dims": {...}, "threads": N}`` (a session of the model
+    with those settings, fed :func:`onnxrt.sessions.make_inputs`, which are seeded) or
+    ``{"callable": "MODULE:CALLABLE"}``. The simulation child of ``--backend simulate``
+    calls it (:data:`SIMULATED_TEST`)."""
+    if "callable" in spec:
+        return load_callable(str(spec["callable"]))[0]
+    from ..onnxrt.sessions import make_inputs, make_session
+
+    model = Path(spec["model"])
+    inputs = make_inputs(model, {str(k): int(v) for k, v in spec["dims"].items()})
+    session = make_session(model, SessionSettings(intra_op_threads=int(spec["threads"])))
+    return functools.partial(session.run, None, inputs)
+
+
+_COUNTED = re.compile(r"repeat \d+/\d+")  # progress.ProgressCounters' "repeat k/n"
+
+
+class _Said:
+    """The measurer's progress (phase, tick) told to a :data:`Progress` callable, in
+    the command line's words: a phase under way ends with "…" (``warm-up…``), the
+    repeat being counted does not (``repeat 3/30``)."""
+
+    def __init__(self, progress: Progress | None) -> None:
+        self.progress = progress
+
+    def phase(self, text: str) -> None:
+        _say(self.progress, text if _COUNTED.fullmatch(text) else f"{text}…")
+
+    def tick(self) -> None:
+        pass
 
 
 def _say(progress: Progress | None, text: str) -> None:
@@ -202,32 +235,64 @@ def _say(progress: Progress | None, text: str) -> None:
 
 
 def _measure(
-    fn: Callable[..., Any],
-    args: tuple,
+    call: Callable[[], Any],
+    spec: Mapping[str, Any],
     *,
     name: str,
     warmup: int,
     repeat: int,
     timeout: float,
     backend: str,
+    operator_pass: bool,
     progress: Progress | None,
 ) -> Profile:
-    from .runner import RunnerConfigError, profile
+    """``call`` measured through the one seam the plugin measures with
+    (:func:`measurer.measurer_for`, then its ``measure()``), the operator pass included
+    unless ``operator_pass`` is False. ``spec``: how the simulation child rebuilds the
+    workload (:func:`workload`). A backend that cannot run here raises
+    :class:`UsageError` saying "not available: <reason>" (its row's ``why_not``)."""
+    import tempfile
 
-    _say(progress, "warm-up…")
+    from .backends import UnknownBackend, row
+    from .measurer import MeasureOptions, SimulateMeasurer, SimulateUnavailable, measurer_for
+    from .runner import RunnerConfigError, RunSettings
+
     try:
-        return profile(
-            fn,
-            *args,
-            name=name,
-            backend=_counters(backend, repeat, progress),
-            warmup=warmup,
-            warmup_max=max(50, warmup),
-            repeat=repeat,
-            timeout=timeout,
+        reason = row(backend).why_not()
+    except UnknownBackend as exc:
+        raise UsageError(str(exc), setting="backend", value=backend) from None
+    if reason:
+        raise UsageError(reason, setting="backend", value=backend)
+    try:
+        settings = RunSettings(
+            warmup=warmup, warmup_max=max(50, warmup), repeat=repeat, timeout=timeout
         )
     except RunnerConfigError as exc:
         raise UsageError(str(exc)) from None
+    options = MeasureOptions(
+        nodeid=f"{SIMULATED_TEST}::test_target",
+        label=name,
+        child_cwd=Path.cwd(),
+        operator_pass=operator_pass,
+    )
+    with contextlib.ExitStack() as stack:
+        measurer = measurer_for(backend, options)
+        if isinstance(measurer, SimulateMeasurer):  # its child runs a test rebuilding it
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="inferperf-")))
+            (folder / SIMULATED_TEST).write_text(_SIMULATED_SOURCE.format(spec=dict(spec)))
+            measurer = measurer_for(backend, replace(options, rootdir=folder))
+        try:
+            return measurer.measure(call, name=None, settings=settings, progress=_Said(progress))
+        except RunnerConfigError as exc:
+            raise UsageError(str(exc)) from None
+        except SimulateUnavailable as exc:
+            raise UsageError(exc.reason, setting="backend", value=backend) from None
+
+
+def _operator_note(profile: Profile) -> str | None:
+    """Why the operator pass made no table (its ``skipped`` reason), or None."""
+    record = profile.settings.get("operator_pass") or {}
+    return str(record["skipped"]) if "skipped" in record else None
 
 
 @functools.lru_cache(maxsize=8)
@@ -236,19 +301,6 @@ def _ceilings(threads: int) -> Any:
     from ..onnxrt.roofline import measure_ceilings
 
     return measure_ceilings(seconds=0.3, threads=threads)
-
-
-def _operators(
-    path: Path, inputs: Mapping[str, Any], settings: SessionSettings, repeat: int
-) -> tuple[list[Any], str | None]:
-    from ..onnxrt.sessions import profile_operators
-
-    try:
-        return profile_operators(
-            path, inputs, settings=settings, runs=max(1, min(repeat, OPERATOR_RUNS)), warmup=2
-        ), None
-    except Exception as exc:  # an optional view: a failure is reported, never fatal
-        return [], f"not available: ONNX Runtime's profiler failed: {exc}"
 
 
 def _roofline(
@@ -344,26 +396,33 @@ def analyse_model(
     except ModelError as exc:
         raise UsageError(f"{exc}. Pass a .onnx file ONNX Runtime can load.") from None
     name = model.stem
+    call = functools.partial(session.run, None, inputs)
+    spec = {
+        "model": os.path.abspath(model),
+        "dims": dict(full_dims),
+        "threads": settings.intra_op_threads,
+    }
     profile = _measure(
-        session.run,
-        (None, inputs),
+        call,
+        spec,
         name=name,
         warmup=warmup,
         repeat=repeat,
         timeout=timeout,
         backend=backend,
+        operator_pass=details,
         progress=progress,
     )
-    call = functools.partial(session.run, None, inputs)
     notes: dict[str, str] = {}
     changes: dict[str, Any] = {"model": describe_model(model, inputs)}
     operators: list[Any] = []
     if details:
-        _say(progress, "operators (ONNX Runtime profiler)…")
-        operators, reason = _operators(model, inputs, settings, repeat)
+        from ..onnxrt.operators import OperatorStat
+
+        operators = [OperatorStat.from_dict(o) for o in profile.operators]
+        reason = _operator_note(profile)
         if reason:
             notes["operators"] = reason
-        changes["operators"] = tuple(op.to_dict() for op in operators)
         _say(progress, "roofline…")
         roofline, reason = _roofline(model, full_dims, operators, settings.intra_op_threads)
         changes["roofline"] = roofline
@@ -487,12 +546,13 @@ def analyse_callable(
     fn, name = load_callable(spec)
     profile = _measure(
         fn,
-        (),
+        {"callable": spec},
         name=name,
         warmup=warmup,
         repeat=repeat,
         timeout=timeout,
         backend=backend,
+        operator_pass=details,
         progress=progress,
     )
     notes = {
@@ -500,17 +560,12 @@ def analyse_callable(
         "on its .onnx model for the roofline",
     }
     changes: dict[str, Any] = {}
-    operators: list[Any] = []
+    operators: list[Any] = list(profile.operators)
     settings = dict(profile.settings)
     if details:
-        _say(progress, "operators (ONNX Runtime sessions the callable runs)…")
-        fields, reason = _callable_operators(fn, profile.latency.mean_ms)
+        reason = _operator_note(profile)
         if reason:
             notes["operators"] = reason
-        if fields:
-            settings["operator_pass"] = fields.pop("operator_pass")
-            changes.update(fields)
-            operators = list(fields["operators"])
         _say(progress, "energy…")
         changes["energy"] = _energy(fn, profile.latency.mean_ms)
     else:
@@ -527,17 +582,6 @@ def analyse_callable(
     notes.update(reasons)
     facts = {"kind": "callable", "target": spec, "flamegraph": flamegraph, "notes": notes}
     return profile.with_(settings={**settings, "analyse": facts}, **changes)
-
-
-def _callable_operators(
-    fn: Callable[[], Any], latency_ms: float
-) -> tuple[dict[str, Any], str | None]:
-    from ..onnxrt.sessions import operator_times
-
-    try:
-        return operator_times(fn, latency_ms=latency_ms)
-    except Exception as exc:  # the watched call can raise: an optional view, never fatal
-        return {}, f"not available: the watched call of the callable failed: {exc}"
 
 
 # -- targets and the cache -------------------------------------------------------------

@@ -55,7 +55,7 @@ Counting conventions (the same for every model, so results compare):
 * Shapes that stay unknown (a dim no inference could fix) count 0 elements; a matmul,
   conv or attention left so is not costed ("shapes unknown") rather than given 0 FLOPs.
 
-Must not: import pytest, run models (the operator times come from ``onnx.profile_operators``;
+Must not: import pytest, run models (the operator times come from ``sessions.profile_operators``;
 only tiny shape-arithmetic nodes are evaluated, with onnx's reference evaluator) or decide
 pass/fail. Everything here is a pure function of its arguments except
 :func:`measure_ceilings`, which times this machine.

@@ -16,8 +16,8 @@ This module owns everything pytest-inferperf does with ONNX Runtime itself:
   workload: every session it runs (``session.run`` itself, or found by watching
   ``InferenceSession.run`` during one more call, whatever wraps it) with every feed it
   got in that call, each profiled again in a second session made with the first one's
-  own options and providers (:func:`replica_session`) and labelled by its model;
-  :func:`with_operator_times` puts the result in a Profile.
+  own options and providers (:func:`replica_session`) and labelled by its model
+  (``measure.operator_pass`` puts the result in a Profile).
 
 It never imports pytest, nor ``onnx``: :func:`make_inputs` and :func:`default_dims`
 read the graph with :mod:`pytest_inferperf.onnxrt.graph`, so a suite's processes (xdist
@@ -1103,13 +1103,6 @@ def _unique_labels(found: tuple[SessionCall, ...]) -> tuple[SessionCall, ...]:
     return tuple(out)
 
 
-def find_session_call(call: Any) -> SessionCall | None:
-    """The session behind a workload: ``session.run`` itself, or the one it runs longest
-    (:func:`find_session_calls` has them all)."""
-    search = find_session_calls(call)
-    return search.sessions[0] if search.sessions else None
-
-
 #: ``SessionOptions`` attributes a replica copies from the session it stands for: every
 #: one that changes how the model runs. Not copied: the profiler's own (set for the
 #: replica), ``optimized_model_filepath`` (it would write the model again) and the
@@ -1417,20 +1410,6 @@ def _operator_times(
         "op_types": tuple(_merge_op_types(tables)),
         "operator_pass": record,
     }, None
-
-
-def with_operator_times(profile: Any, call: Any) -> Any:
-    """``profile`` (a :class:`~pytest_inferperf.core.profile.Profile`) with the operator tables
-    of every session ``call`` runs (:func:`operator_times`), and in
-    ``settings["operator_pass"]`` the pass's facts or, when none was found, why. The pass
-    is bounded by the run's own ``timeout``."""
-    from ..core.watchdog import pass_timeout
-
-    fields, reason = operator_times(
-        call, latency_ms=profile.latency.mean_ms, timeout=pass_timeout(profile.settings)
-    )
-    record = fields.pop("operator_pass", None) or {"skipped": reason or "no session found"}
-    return profile.with_(settings={**profile.settings, "operator_pass": record}, **fields)
 
 
 def operator_table(

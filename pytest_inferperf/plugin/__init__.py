@@ -1,8 +1,8 @@
 """pytest wiring for inferperf: options, ini, the ``perf`` marker, fixtures, xdist.
 
 This package is the ``pytest11`` entry point. Only hooks and fixtures live here;
-measuring, judging and rendering are the engine's (``runner``, ``verdict``,
-``report``), which never import pytest.
+measuring, judging and rendering are the engine's (``measure.runner``,
+``diagnose.assessment``, ``report``), which never import pytest.
 
 Flow: the ``pmu_profile`` fixture measures (on the xdist worker that runs the test)
 and records Profiles on the item; after the test body passes, each Profile is

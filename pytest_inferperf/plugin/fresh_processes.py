@@ -138,12 +138,12 @@ def measure_in_fresh_processes(
 def timing_values(profile: Profile) -> dict[str, float]:
     """What one process contributes to a baseline's process values: each timing metric
     and each ``region()`` stage's ms per call (``stage:<name>``), where above 0."""
-    from ..core.metrics import profile_metrics
-    from ..judge.noise import TIMING_CLOCK
+    from ..core.metrics import METRICS, profile_metrics
     from ..measure.stages import stage_metric, stage_times
 
     metrics = profile_metrics(profile)
-    values = {m: float(metrics[m]) for m in TIMING_CLOCK if metrics.get(m, 0) > 0}
+    timings = sorted(name for name, row in METRICS.items() if row.clock)  # by name, as ever
+    values = {m: float(metrics[m]) for m in timings if metrics.get(m, 0) > 0}
     for stage in stage_times(profile):
         if stage.named and stage.ms_per_call > 0:
             values[stage_metric(stage.name)] = stage.ms_per_call

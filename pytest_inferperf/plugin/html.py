@@ -16,7 +16,7 @@ import pytest
 # engine (numpy, ONNX Runtime, counters, judging) is imported inside the hooks that
 # need it, and only when --inferperf asks for it or a test uses pmu_profile.
 if TYPE_CHECKING:
-    from ..report.old_names import Verdict
+    from ..diagnose.assessment import Assessment as Verdict
 
 
 def html_extras(item: pytest.Item, report: pytest.TestReport, verdicts: list[Verdict]) -> None:

@@ -1,6 +1,7 @@
 """Names the plugin's modules share: option choices, stash keys, limits.
 
-Owns: constants only. Must not: import the engine."""
+Owns: constants only. Must not: import the engine (``measure.backends``, whose names
+are the backend choices, imports the standard library only)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..measure import backends
+
 if TYPE_CHECKING:
     from ..core.profile import Profile
-    from ..report.old_names import Verdict
+    from ..diagnose.assessment import Assessment as Verdict
 
 
-BACKEND_CHOICES = ("auto", "perf", "simulate", "none")
+BACKEND_CHOICES = backends.names()  # the registry's rows (stdlib only at load)
 FLAMEGRAPH_CHOICES = ("failed", "all", "none")
 MARKERS = ("inferperf", "perf")  # the unambiguous name first; "perf" is the short one
 FIXTURES = ("pmu_profile",)  # a test that uses one of these is an inferperf test

@@ -3,7 +3,7 @@
 Owns: the two small plugin objects one of which :func:`register_measurers`
 registers per process, as xdist registers its worker interactor only in workers:
 :class:`EngineMeasurers` everywhere but in a simulation child (the engine's
-``measure.measurer_for``), :class:`SimulationChild` only there (the child
+``measure.measurer.measurer_for``), :class:`SimulationChild` only there (the child
 measurer, and a shared child's test gating: it stops running tests once the
 parent hung up). The parent's object stops its shared children while something is
 timed: a timed run of ``pmu_profile``, or the whole body of any other test.
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..measure import child_process
+from ..measure import backends, child_process
 from .keys import MEASURERS
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 
 class EngineMeasurers:
-    """The measurer ``--inferperf-backend`` chooses (measure.measurer_for), and the
+    """The measurer ``--inferperf-backend`` chooses (measure.measurer.measurer_for), and the
     simulate backend's valgrind children for many tests (the parent's side)."""
 
     judges = True  # profiles measured here are judged here
@@ -83,7 +83,7 @@ class EngineMeasurers:
         settings = plugin_of(self.config).settings
         return (
             settings.enabled
-            and settings.backend == "simulate"
+            and backends.row(settings.backend).shared_children
             and bool(self.config.getini("inferperf_simulate_shared"))
             and not is_worker(self.config)
             and settings.workers == 0

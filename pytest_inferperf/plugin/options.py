@@ -6,6 +6,7 @@ validation. Must not: measure, judge or render.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..core.default_paths import BASELINES_DIR
-from .keys import BACKEND_CHOICES, FLAMEGRAPH_CHOICES, SHORT_UPDATE
+from ..measure import backends
+from .keys import FLAMEGRAPH_CHOICES, SHORT_UPDATE
 
 # Loading this module is what every pytest run pays once the package is installed,
 # with or without --inferperf: it imports pytest and the standard library only. The
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """The inferperf options (each with its ini key) and the ini-only keys, in the order
+    ``pytest --help`` lists them."""
     group = parser.getgroup("inferperf", "CPU inference performance (pytest-inferperf)")
 
     def option(name: str, ini: str, help: str, **kwargs: Any) -> None:
@@ -33,6 +37,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         else:
             parser.addini(ini, help=help, type="string", default=None)
 
+    _add_measuring_options(option)
+    _add_ini_only_keys(parser)
+    _add_requirement_options(option)
+    _add_output_options(option)
+    _add_judging_options(option)
+
+
+#: Adds one option and its ini key: (name, ini key, help, **argparse keywords).
+_Option = Callable[..., None]
+
+
+def _add_measuring_options(option: _Option) -> None:
+    """Whether to measure, the baselines it is judged against, and the counter backend."""
     option(
         "--inferperf",
         "inferperf",
@@ -58,14 +75,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     option(
         "--inferperf-backend",
         "inferperf_backend",
-        choices=BACKEND_CHOICES,
+        choices=backends.names(),
         default=None,
-        help="counter backend: perf (perf_event_open on every thread), simulate "
-        "(deterministic counts from valgrind's callgrind, for machines without a "
-        "PMU), none (timing and memory only), auto (perf; simulate instead where "
-        "the machine has no hardware counters and inferperf_simulate_without_pmu "
-        "is set); default auto",
+        help=f"counter backend: {backends.described()}; default auto",
     )
+
+
+def _add_ini_only_keys(parser: pytest.Parser) -> None:
+    """The keys set in the ini file only: when and how the simulate backend runs, progress lines."""
     parser.addini(
         "inferperf_simulate_without_pmu",
         type="bool",
@@ -94,6 +111,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "is not a terminal (CI logs); on a terminal one status is kept up "
         "to date in place; -q shows none",
     )
+
+
+def _add_requirement_options(option: _Option) -> None:
+    """What a run requires of the machine and the baselines, else a test fails."""
     option(
         "--inferperf-require-pmu",
         "inferperf_require_pmu",
@@ -110,6 +131,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "backend (a CI runner of a new class), instead of passing it with 'no baseline'; "
         "ignored with --inferperf-update-baselines",
     )
+
+
+def _add_output_options(option: _Option) -> None:
+    """The files a run writes and what the terminal report shows of failed tests."""
     option(
         "--inferperf-report",
         "inferperf_report",
@@ -149,6 +174,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "operators, difference from the baseline) to failed tests (default), all "
         "profiled tests, or none",
     )
+
+
+def _add_judging_options(option: _Option) -> None:
+    """How a change against the baseline is judged: stale, inconclusive, confirmed in
+    fresh processes, and the processes a new baseline is recorded over."""
     option(
         "--inferperf-fail-stale",
         "inferperf_fail_stale",
@@ -280,7 +310,7 @@ class Settings:
         report = _get(config, "inferperf_report")
         run_json = _get(config, "inferperf_json")
         run_html = _get(config, "inferperf_html")
-        backend = _choice(config, "inferperf_backend", BACKEND_CHOICES, "auto")
+        backend = _choice(config, "inferperf_backend", backends.names(), "auto")
         workerinput = getattr(config, "workerinput", None)
         worker_index = None
         if workerinput is not None:

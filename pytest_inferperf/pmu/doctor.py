@@ -3,7 +3,9 @@
 Owns: gathering the machine facts and probing every catalogued event once
 with the real backend, a short self-test that the counters move (which also
 finds an emulated PMU, cycles equal to instructions, and listed events that
-never count). Its text and JSON are :mod:`report.doctor`'s.
+never count); beside them, the measuring backends a front-end hands in (the rows of
+``measure.backends`` with whether each can run here and why not: that registry sits
+above this layer, so the caller reads it). Its text and JSON are :mod:`report.doctor`'s.
 
 Must not: change anything on the machine, or render the report.
 """
@@ -11,7 +13,9 @@ Must not: change anything on the machine, or render the report.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .cpu import CpuInfo, identify
 from .events import CATALOGUE, DEFAULT_EVENTS
@@ -29,9 +33,11 @@ class DoctorReport:
     exclude_kernel: bool
     self_test: dict
     emulation: str | None = None  # why the PMU is emulated (files or the self-test)
+    # the measuring backends (name, description, available, reason); None: not asked
+    backends: tuple[dict, ...] | None = None
 
     def to_dict(self) -> dict:
-        return {
+        document = {
             "machine_class": self.cpu.machine_class,
             "cpu": self.cpu.to_dict(),
             "emulated_pmu": self.emulation,
@@ -40,9 +46,17 @@ class DoctorReport:
             "events": self.statuses,
             "self_test": self.self_test,
         }
+        if self.backends is not None:
+            document["backends"] = [dict(b) for b in self.backends]
+        return document
 
 
-def run_doctor(cpu: CpuInfo | None = None) -> DoctorReport:
+def run_doctor(
+    cpu: CpuInfo | None = None, *, backends: Sequence[Mapping[str, Any]] | None = None
+) -> DoctorReport:
+    """Probe this machine (``cpu``: its identification, default :func:`cpu.identify`);
+    ``backends``: the measuring backends to list with it (``measure.backends.statuses()``),
+    None for none."""
     cpu = cpu or identify()
     counters = PerfEventCounters(events=DEFAULT_EVENTS, cpu=cpu)
     counters.open()
@@ -76,5 +90,11 @@ def run_doctor(cpu: CpuInfo | None = None) -> DoctorReport:
         "counted": {name: count.value for name, count in sample.counts.items()},
     }
     return DoctorReport(
-        cpu, rows, dict(counters.capacities), counters.exclude_kernel, self_test, emulation
+        cpu,
+        rows,
+        dict(counters.capacities),
+        counters.exclude_kernel,
+        self_test,
+        emulation,
+        None if backends is None else tuple(dict(b) for b in backends),
     )

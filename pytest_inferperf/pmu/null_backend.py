@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from .base import CounterSample, EventStatus
 from .events import DEFAULT_EVENTS, check_names
@@ -20,6 +21,7 @@ REASON = "not available: the 'none' backend counts nothing (timing and memory on
 class NullCounters:
     events: Sequence[str] = DEFAULT_EVENTS
     name: str = "none"
+    needs_screening: ClassVar[bool] = False  # it counts nothing to screen
 
     def open(self) -> None:
         check_names(self.events)

@@ -27,7 +27,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from . import perf_event as pe
 from .base import Count, CounterSample, CountersError, EventStatus
@@ -258,6 +258,67 @@ def deferred_sample(layout: tuple[_Layout, ...], begin: bytes | None, end: bytes
     return sample
 
 
+def plan_groups(
+    events: Sequence[str], cpu: CpuInfo, *, exclude_kernel: bool, free_running: bool
+) -> tuple[dict[str, EventStatus], list[list[ResolvedEvent]], dict[str, int]]:
+    """What of ``events`` counts here, before anything is opened for counting: a status
+    per event (in the order asked; why not, where an event does not open), the counter
+    groups of those that do (per PMU, sized to its probed capacity), and each hardware
+    PMU's capacity."""
+    resolution = resolve(events, cpu)
+    statuses: dict[str, EventStatus] = {
+        name: EventStatus(name, False, reason=reason)
+        for name, reason in resolution.unavailable.items()
+    }
+    usable: dict[str, tuple[ResolvedEvent, ...]] = {}
+    for name, instances in resolution.events.items():
+        reason = None
+        for inst in instances:
+            reason = probe_event(inst, exclude_kernel=exclude_kernel, paranoid=cpu.paranoid)
+            if reason:
+                break
+        if reason:
+            statuses[name] = EventStatus(name, False, reason=reason)
+        else:
+            statuses[name] = EventStatus(name, True, source="; ".join(i.source for i in instances))
+            usable[name] = instances
+    ordered = {n: statuses[n] for n in events if n in statuses}
+    capacities: dict[str, int] = {}
+    plan = _pack_plan(usable, capacities, exclude_kernel=exclude_kernel, free_running=free_running)
+    return ordered, plan, capacities
+
+
+def _pack_plan(
+    usable: dict[str, tuple[ResolvedEvent, ...]],
+    capacities: dict[str, int],
+    *,
+    exclude_kernel: bool,
+    free_running: bool,
+) -> list[list[ResolvedEvent]]:
+    """Groups of concrete events, per PMU, sized to the PMU's probed capacity (each
+    probed capacity added to ``capacities``)."""
+    by_pmu: dict[str, dict[str, ResolvedEvent]] = {}
+    for name, instances in usable.items():
+        for inst in instances:
+            by_pmu.setdefault(inst.pmu, {})[name] = inst
+    plan: list[list[ResolvedEvent]] = []
+    for pmu, members in by_pmu.items():
+        capacity = None
+        if pmu != "software":
+            first = next(iter(members.values()))
+            capacity = probe_capacity(first, exclude_kernel=exclude_kernel)
+            capacities[pmu] = capacity
+        groups = pack_groups(list(members), capacity)
+        if pmu == "software" and free_running:
+            # The task clock and the other software events lose page faults
+            # in one group only across disable/enable cycles (events.py);
+            # free-running counters never cycle, so one group, one read.
+            groups = [[n for g in groups for n in g]]
+        for names in groups:
+            plan.append([members[n] for n in names])
+    return plan
+
+
 @dataclass
 class PerfEventCounters:
     """Counts the requested events on every thread of this process.
@@ -283,6 +344,8 @@ class PerfEventCounters:
     events: Sequence[str] = DEFAULT_EVENTS
     cpu: CpuInfo | None = None
     name: str = "perf"
+    #: a hardware PMU's counts: screened before use (``base.needs_screening``)
+    needs_screening: ClassVar[bool] = True
     free_running: bool = True
     _statuses: dict[str, EventStatus] = field(default_factory=dict, init=False)
     _plan: list[list[ResolvedEvent]] = field(default_factory=list, init=False)
@@ -301,29 +364,10 @@ class PerfEventCounters:
     def open(self) -> None:
         cpu = self.cpu = self.cpu or identify()
         self.exclude_kernel = needs_exclude_kernel(cpu)
-        resolution = resolve(self.events, cpu)
-        statuses: dict[str, EventStatus] = {
-            name: EventStatus(name, False, reason=reason)
-            for name, reason in resolution.unavailable.items()
-        }
-        usable: dict[str, tuple[ResolvedEvent, ...]] = {}
-        for name, instances in resolution.events.items():
-            reason = None
-            for inst in instances:
-                reason = probe_event(
-                    inst, exclude_kernel=self.exclude_kernel, paranoid=cpu.paranoid
-                )
-                if reason:
-                    break
-            if reason:
-                statuses[name] = EventStatus(name, False, reason=reason)
-            else:
-                statuses[name] = EventStatus(
-                    name, True, source="; ".join(i.source for i in instances)
-                )
-                usable[name] = instances
-        self._statuses = {n: statuses[n] for n in self.events if n in statuses}
-        self._plan = self._make_plan(usable)
+        self._statuses, self._plan, capacities = plan_groups(
+            self.events, cpu, exclude_kernel=self.exclude_kernel, free_running=self.free_running
+        )
+        self.capacities.update(capacities)
         try:
             self._open_groups()
             self._prepare_reads()
@@ -336,29 +380,6 @@ class PerfEventCounters:
         self._owner = threading.get_ident()
         with _OPEN_LOCK:
             _OPEN_BY_THREAD[self._owner] = _OPEN_BY_THREAD.get(self._owner, 0) + 1
-
-    def _make_plan(self, usable: dict[str, tuple[ResolvedEvent, ...]]) -> list[list[ResolvedEvent]]:
-        """Groups of concrete events, per PMU, sized to the PMU's probed capacity."""
-        by_pmu: dict[str, dict[str, ResolvedEvent]] = {}
-        for name, instances in usable.items():
-            for inst in instances:
-                by_pmu.setdefault(inst.pmu, {})[name] = inst
-        plan: list[list[ResolvedEvent]] = []
-        for pmu, members in by_pmu.items():
-            capacity = None
-            if pmu != "software":
-                first = next(iter(members.values()))
-                capacity = probe_capacity(first, exclude_kernel=self.exclude_kernel)
-                self.capacities[pmu] = capacity
-            groups = pack_groups(list(members), capacity)
-            if pmu == "software" and self.free_running:
-                # The task clock and the other software events lose page faults
-                # in one group only across disable/enable cycles (events.py);
-                # free-running counters never cycle, so one group, one read.
-                groups = [[n for g in groups for n in g]]
-            for names in groups:
-                plan.append([members[n] for n in names])
-        return plan
 
     def _open_groups(self) -> None:
         seen: set[int] = set()

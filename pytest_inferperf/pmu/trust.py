@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..core.metrics import METRICS
 from .base import CounterSample, EventStatus
 from .cpu import CpuInfo
 
@@ -136,14 +137,11 @@ def screen(
 
 
 #: Metrics measured on the machine's clock: under an emulator that clock is the
-#: emulator's (QEMU -icount shift=0 ticks once per instruction), not a CPU's.
-CLOCK_METRICS = (
-    "latency_mean_ms",
-    "latency_p50_ms",
-    "latency_p95_ms",
-    "latency_p99_ms",
-    "cpu_ms_per_call",
-)
+#: emulator's (QEMU -icount shift=0 ticks once per instruction), not a CPU's. Read from
+#: the rows: a timing (``Metric.clock``) whose value is a time (``ms``). Cycles per call
+#: go with the cycle events (:data:`CYCLE_EVENTS`); the tail ratio, one time over
+#: another of the same clock, carries no unit of it.
+CLOCK_METRICS = tuple(n for n, m in METRICS.items() if m.clock and m.unit == "ms")
 
 
 def unjudgeable_metrics(

@@ -1,8 +1,9 @@
 """``inferperf doctor``'s report as text and as JSON.
 
 Owns: :func:`render_text` (the machine's facts, every catalogued event counted or not
-with one numbered note per cause however many events share it, the self-test, and
-what no hardware event means for budgets), :func:`render_json`, and
+with one numbered note per cause however many events share it, the self-test, what
+no hardware event means for budgets, and the measuring backends: whether each runs
+here or why not), :func:`render_json`, and
 :func:`emulation_line` (an emulated PMU in one line, for doctor and report footers).
 Moved here from ``doctor``.
 
@@ -12,7 +13,8 @@ Must not: probe the machine (:func:`doctor.run_doctor` does) or change anything 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from tabulate import tabulate
 
@@ -90,7 +92,17 @@ def render_text(report: DoctorReport) -> str:
             "No hardware event can be counted: budgets on IPC, caches, TLB and branches will be "
             "skipped with this reason. Time, page faults and context switches still work."
         )
+    if report.backends is not None:
+        lines.append("")
+        lines.append(backends_table(report.backends))
     return "\n".join(lines)
+
+
+def backends_table(backends: Sequence[Mapping[str, Any]]) -> str:
+    """The measuring backends (``measure.backends.statuses()``): each one's name and
+    whether it runs here ("yes") or why not (its "not available: <reason>")."""
+    rows = [(b["name"], "yes" if b["available"] else b["reason"]) for b in backends]
+    return tabulate(rows, headers=("backend", "runs here"), tablefmt="simple")
 
 
 def emulation_line(evidence: str) -> str:

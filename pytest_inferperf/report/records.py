@@ -65,7 +65,8 @@ class ProfileRecord:
     # -- the worker's side ------------------------------------------------------------
     @classmethod
     def of_verdict(cls, verdict: Any, failure: str | None = None) -> ProfileRecord:
-        """The record of a :class:`~pytest_inferperf.report.old_names.Verdict` (its summary)."""
+        """The record of an :class:`~pytest_inferperf.diagnose.assessment.Assessment` (its
+        summary)."""
         from .verdict import record_of
 
         return cls.from_json({**record_of(verdict), "failure": failure})

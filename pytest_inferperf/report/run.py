@@ -18,22 +18,24 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.metrics import METRICS
 from ..core.partial import partial_label
 from .markdown import md
 from .terminal import columns, summary_rows
 
 RUN_SCHEMA = "pytest-inferperf/run"
 RUN_SCHEMA_VERSION = 1
-#: Metrics exported for trend tools, and which way is better (None: bigger is better).
-TREND_METRICS = {
-    "latency_p50_ms": ("ms", True),
-    "latency_p99_ms": ("ms", True),
-    "cpu_ms_per_call": ("ms", True),
-    "instructions_per_call": ("instructions", True),
-    "ipc": ("instructions/cycle", False),
-    "peak_rss_mb": ("MiB", True),
-    "rss_growth_mb": ("MiB", True),
-}
+#: Metrics exported for trend tools, in this order (each row's ``export_unit`` names the
+#: unit, its ``better`` the direction: ``core.metrics``).
+TREND_METRICS = (
+    "latency_p50_ms",
+    "latency_p99_ms",
+    "cpu_ms_per_call",
+    "instructions_per_call",
+    "ipc",
+    "peak_rss_mb",
+    "rss_growth_mb",
+)
 
 
 def commit_of(root: Path, env: Mapping[str, str] | None = None) -> str | None:
@@ -93,7 +95,8 @@ def run_document(
     ]
     benchmarks = []
     for test in tests:
-        for metric, (unit, smaller) in TREND_METRICS.items():
+        for metric in TREND_METRICS:
+            unit, smaller = METRICS[metric].export_unit, METRICS[metric].better == "lower"
             value = test["metrics"].get(metric)
             if value is not None:
                 benchmarks.append(

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from tabulate import tabulate
 
+from ..core.metrics import METRICS
 from ..core.numbers import number
 from ..core.partial import partial_label
 from ..measure.simulate.cpu_features import features_text
@@ -135,12 +136,6 @@ def not_counted_lines(records: Sequence[dict]) -> list[str]:
     lines = ["Not counted here: run `inferperf doctor` for the fixes."]
     lines.extend(f"  {reason}: {', '.join(events)}" for reason, events in by_reason.items())
     return lines
-
-
-def not_counted_line(records: Sequence[dict]) -> str | None:
-    """:func:`not_counted_lines` as one text, or None when everything was counted."""
-    lines = not_counted_lines(records)
-    return "\n".join(lines) if lines else None
 
 
 def emulated_pmu(records: Sequence[dict]) -> str | None:
@@ -357,15 +352,15 @@ LOG_WIDTH = 120
 KEY_MIN = 30
 #: Indent of the text under a row, and of the continuation of a wrapped line.
 UNDER = "    "
-#: Short titles tried when the full ones do not fit; a legend line spells them out.
-SHORT_TITLES = {
-    "latency_p50_ms": "p50",
-    "latency_p99_ms": "p99",
-    "cpu_ms_per_call": "CPU",
-    "instructions_per_call": "Minstr",
-    "l1_miss": "L1D",
-    "rss_growth_mb": "+RSS",
-}
+
+
+def short_title(metric: str, title: str) -> str:
+    """The title tried when the full ones do not fit (a legend line spells it out): the
+    metric's row's ``short_title`` (``core.metrics``), else ``title``."""
+    row = METRICS.get(metric)
+    return row.short_title if row is not None and row.short_title else title
+
+
 #: The metric columns in the order they move under the rows when even short titles do
 #: not fit: the ones no baseline comparison gates by default go first (the tail latency,
 #: memory growth), the work and CPU time a verdict rests on last.
@@ -483,9 +478,7 @@ def summary_table(records: Sequence[Mapping[str, Any]], width: int | None = None
     text = render([*metric_columns, change, verdict, diagnosis])
     if _widest(text.split("\n")) <= width:
         return text
-    short = [
-        _Column(c.metric, SHORT_TITLES.get(c.metric, c.title), c.cells) for c in metric_columns
-    ]
+    short = [_Column(c.metric, short_title(c.metric, c.title), c.cells) for c in metric_columns]
     text = render([*short, change, verdict, diagnosis])
     legend = _legend(metric_columns)
     if _widest(text.split("\n")) <= width:
@@ -496,9 +489,9 @@ def summary_table(records: Sequence[Mapping[str, Any]], width: int | None = None
 def _legend(metric_columns: Sequence[_Column]) -> str:
     """``p50 = p50 ms, CPU = CPU ms/call``: what each short title stands for."""
     pairs = [
-        f"{SHORT_TITLES[c.metric]} = {c.title}"
+        f"{short_title(c.metric, c.title)} = {c.title}"
         for c in metric_columns
-        if SHORT_TITLES.get(c.metric, c.title) != c.title
+        if short_title(c.metric, c.title) != c.title
     ]
     return f"Columns: {', '.join(pairs)}" if pairs else ""
 
@@ -628,12 +621,9 @@ def written_lines(entry: str, width: int | None = None) -> list[str]:
 def update_metrics(new: Mapping[str, float], gated: Iterable[str] = ()) -> list[str]:
     """The metrics a written baseline's line lists, those with a value in ``new``: the
     headline ones (memory growth and peak included) in their order, then every other metric
-    that gates by default (``assessment.GATED_METRICS``) in the metric table's order, then
-    ``gated`` (a test's own tolerance names and stages)."""
-    from ..core.metrics import METRICS
-    from ..diagnose.assessment import GATED_METRICS
-
+    that gates by default (its row's ``gates``, ``core.metrics``) in the metric table's
+    order, then ``gated`` (a test's own tolerance names and stages)."""
     order = [h.metric for h in HEADLINE]
-    order += [m for m in METRICS if m in GATED_METRICS]
+    order += [n for n, m in METRICS.items() if m.gates]
     order += sorted(gated)
     return [m for m in dict.fromkeys(order) if new.get(m) is not None]

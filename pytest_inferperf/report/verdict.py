@@ -6,7 +6,7 @@ cell saying how a run compares with its baseline), :func:`headline` (the diagnos
 in a few words), :func:`missing_baseline_text` (why a test without a baseline fails
 under ``--inferperf-require-baseline``) and :func:`record_of` (the plain JSON record of
 an Assessment that travels from an xdist worker to the controller and that the run's summary table,
-JSON, Markdown and HTML are drawn from). Moved here from ``verdict``.
+JSON, Markdown and HTML are drawn from). Moved here from the old top-level ``verdict`` module.
 
 Must not: judge, diagnose or compute metrics: everything it writes is read from the
 Assessment.

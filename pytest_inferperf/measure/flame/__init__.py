@@ -290,182 +290,275 @@ def capture(
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    stem = safe_name(name)
-    paths: dict[str, str] = {}
-    reasons: dict[str, str] = {}
-    main: dict[str, int] = {}
-    view = ""
-    calls, ms_per_count = 0, 0.0
-    result: NativeSamples | None = None
-
+    views = _Views(out, safe_name(name), name)
     op_stacks: dict[str, Any] = {}
     if operators is not None:
-        op_stacks = operator_stacks(operators, model_name)
-        drawn, below = op_stacks, ""
-        if op_stacks and native:  # native frames below each node, where perf samples them
-            from .native_ops import native_operator_view
-
-            drawn, why = native_operator_view(
-                call, op_stacks, seconds=seconds, call_graph=call_graph, event=event, perf=perf
-            )
-            if why:  # not made at all, or made from frames without symbols
-                kind = "operators.native" if why.startswith("not ") else "operators.stripped"
-                reasons[kind] = why
-            below = "; native frames below" if any(k not in op_stacks for k in drawn) else ""
-        if op_stacks:
-            models = sorted({k.split(";", 1)[0] for k in op_stacks})
-            _draw(
-                out,
-                stem,
-                "operators",
-                drawn,
-                title=f"{name}: ONNX Runtime operators",
-                subtitle=f"{', '.join(models)}; kernel time per node from ONNX Runtime's "
-                f"profiler (model -> op type -> node{below})",
-                unit="µs",
-                paths=paths,
-            )
-        else:
-            reasons["operators"] = "the operator table has no node with kernel time"
-    if op_stacks and baseline_operators:
-        svg = operator_diff_svg(
-            baseline_operators,
-            operators or (),
-            title=f"{name}: operators against the baseline",
-            model_name=model_name,
+        op_stacks = _operator_view(
+            views,
+            call,
+            operators,
+            model_name,
+            native=native,
+            seconds=seconds,
+            call_graph=call_graph,
+            event=event,
+            perf=perf,
         )
-        if svg is None:
-            reasons["operators.diff"] = "the baseline's operator table has no kernel time"
-        else:
-            diff_path = out / f"{stem}.operators.diff.svg"
-            diff_path.write_text(svg, encoding="utf-8")
-            paths["operators.diff.svg"] = str(diff_path)
+    if op_stacks and baseline_operators:
+        _operator_diff(views, operators or (), baseline_operators, model_name)
 
+    result: NativeSamples | None = None
     if native:
-        sweep_abandoned_workdirs()
-        with tempfile.TemporaryDirectory(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-") as work:
-            result = sample_native(
-                call,
-                seconds=seconds,
-                call_graph=call_graph,
-                event=event,
-                workdir=work,
-                perf=perf,
-                frequency=NATIVE_FREQUENCY,
-                timeout=timeout,
-            )
-        if result.folded:
-            _draw(
-                out,
-                stem,
-                "native",
-                result.folded,
-                title=f"{name}: native stacks",
-                subtitle=_subtitle_native(result),
-                unit="samples",
-                paths=paths,
-            )
-            main, view = result.folded, "native"
-            calls, ms_per_count = result.calls, 1000.0 / NATIVE_FREQUENCY
-            instead = (
-                "the operators view has each operator's time (ONNX Runtime's profiler)"
-                if op_stacks
-                else "the Python view shows the callers"
-            )
-            note = _stripped_note(result, instead)
-            if note:
-                reasons["stripped"] = note
-        else:
-            reasons["native"] = result.reason or "not available: perf recorded no stacks"
+        result = _native_view(
+            views,
+            call,
+            has_operators=bool(op_stacks),
+            seconds=seconds,
+            call_graph=call_graph,
+            event=event,
+            perf=perf,
+            timeout=timeout,
+        )
     else:
-        reasons["native"] = "not requested"
+        views.reasons["native"] = "not requested"
 
     if result is not None and result.stopped:  # past the timeout once: not again
-        reasons["python"] = "not sampled: the native sampling pass stopped at the timeout"
+        views.reasons["python"] = "not sampled: the native sampling pass stopped at the timeout"
     elif (
         result is None
         or not result.folded
         or not result.python_samples
-        or ("stripped" in reasons and not op_stacks)
+        or ("stripped" in views.reasons and not op_stacks)
     ):
-        stats: dict[str, float] = {}
-        try:
-            python = sample_python(call, seconds=seconds, stats=stats, timeout=timeout)
-        except PassStopped as stopped:
-            python, reasons["python"] = {}, str(stopped)
-        if python:
-            total = sum(python.values())
-            _draw(
-                out,
-                stem,
-                "python",
-                python,
-                title=f"{name}: Python stacks",
-                subtitle=f"built-in Python sampler, {total:,} samples at ~1 ms; native "
-                "time is charged to the calling Python function",
-                unit="samples",
-                paths=paths,
-            )
-            if not main:
-                main, view = python, "python"
-                if stats.get("calls") and stats.get("caller_samples"):
-                    calls = int(stats["calls"])
-                    ms_per_count = stats["seconds"] * 1000.0 / stats["caller_samples"]
-        elif "python" not in reasons:
-            reasons["python"] = "the Python sampler took no samples (the workload was too short)"
+        _python_view(views, call, seconds=seconds, timeout=timeout)
 
     baseline_record = baseline_stacks
     if baseline_record is None and baseline_folded is not None:
         baseline_record = {"folded": dict(baseline_folded)}
     if baseline_record is not None:
-        base = dict(baseline_record.get("folded") or {})
-        if not main:
-            reasons["diff"] = "no current stacks to compare with the baseline"
-        elif not any(v > 0 for v in base.values()):
-            reasons["diff"] = "the baseline has no stacks"
-        else:
-            diff_path = out / f"{stem}.diff.svg"
-            base_ms = _per_call(baseline_record)
-            if (
-                base_ms is not None
-                and calls
-                and ms_per_count
-                and baseline_record.get("view", view) == view
-            ):
-                now_ms = {k: v * ms_per_count / calls for k, v in main.items()}
-                before, after = total_change(base_ms, now_ms)
-                svg = render_svg(
-                    now_ms,
-                    title=f"{name}: change against the baseline",
-                    subtitle=f"{view} stacks, time per call: "
-                    f"{change_text(before, after, 'ms per call')}",
-                    unit="ms per call",
-                    change=diff_per_call(base_ms, now_ms),
-                )
-            else:
-                svg = render_svg(
-                    main,
-                    title=f"{name}: change against the baseline",
-                    subtitle=f"{view} stacks; {sum(main.values()):,} samples now, "
-                    f"{sum(base.values()):,} in the baseline (share-based: the "
-                    "baseline stored no call count)",
-                    unit="samples",
-                    diff=diff_stacks(base, main),
-                )
-            diff_path.write_text(svg, encoding="utf-8")
-            paths["diff.svg"] = str(diff_path)
+        _sampled_diff(views, baseline_record)
 
-    primary = "operators" if op_stacks else view
     return Flamegraphs(
-        paths=paths,
-        reasons=reasons,
-        folded=dict(main),
-        view=view,
+        paths=views.paths,
+        reasons=views.reasons,
+        folded=dict(views.main),
+        view=views.view,
         native=result,
-        primary=primary,
-        calls=calls,
-        ms_per_count=ms_per_count,
+        primary="operators" if op_stacks else views.view,
+        calls=views.calls,
+        ms_per_count=views.ms_per_count,
     )
+
+
+@dataclass
+class _Views:
+    """What one :func:`capture` has written so far, step by step: each view's files, why
+    a view is missing or partial, and the sampled main view (native, else Python) with
+    what turns its counts into milliseconds per call."""
+
+    out: Path
+    stem: str
+    name: str
+    paths: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+    main: dict[str, int] = field(default_factory=dict)
+    view: str = ""
+    calls: int = 0
+    ms_per_count: float = 0.0
+
+    def draw(
+        self, view: str, folded: Mapping[str, int], *, title: str, subtitle: str, unit: str
+    ) -> None:
+        """``folded`` as the view ``view``: folded file, SVG and speedscope file."""
+        _draw(
+            self.out,
+            self.stem,
+            view,
+            folded,
+            title=title,
+            subtitle=subtitle,
+            unit=unit,
+            paths=self.paths,
+        )
+
+
+def _operator_view(
+    views: _Views,
+    call: Callable[[], object],
+    operators: Sequence[Any],
+    model_name: str,
+    *,
+    native: bool,
+    seconds: float,
+    call_graph: str,
+    event: str | None,
+    perf: str | None,
+) -> dict[str, Any]:
+    """The operator view (model -> op type -> node, native frames below each node where
+    perf samples them); returns the operator stacks, empty when no node has time."""
+    op_stacks = operator_stacks(operators, model_name)
+    drawn, below = op_stacks, ""
+    if op_stacks and native:  # native frames below each node, where perf samples them
+        from .native_ops import native_operator_view
+
+        drawn, why = native_operator_view(
+            call, op_stacks, seconds=seconds, call_graph=call_graph, event=event, perf=perf
+        )
+        if why:  # not made at all, or made from frames without symbols
+            kind = "operators.native" if why.startswith("not ") else "operators.stripped"
+            views.reasons[kind] = why
+        below = "; native frames below" if any(k not in op_stacks for k in drawn) else ""
+    if op_stacks:
+        models = sorted({k.split(";", 1)[0] for k in op_stacks})
+        views.draw(
+            "operators",
+            drawn,
+            title=f"{views.name}: ONNX Runtime operators",
+            subtitle=f"{', '.join(models)}; kernel time per node from ONNX Runtime's "
+            f"profiler (model -> op type -> node{below})",
+            unit="µs",
+        )
+    else:
+        views.reasons["operators"] = "the operator table has no node with kernel time"
+    return op_stacks
+
+
+def _operator_diff(
+    views: _Views,
+    operators: Sequence[Any],
+    baseline_operators: Sequence[Any],
+    model_name: str,
+) -> None:
+    """``<name>.operators.diff.svg``: the operator view against the baseline's table."""
+    svg = operator_diff_svg(
+        baseline_operators,
+        operators,
+        title=f"{views.name}: operators against the baseline",
+        model_name=model_name,
+    )
+    if svg is None:
+        views.reasons["operators.diff"] = "the baseline's operator table has no kernel time"
+    else:
+        diff_path = views.out / f"{views.stem}.operators.diff.svg"
+        diff_path.write_text(svg, encoding="utf-8")
+        views.paths["operators.diff.svg"] = str(diff_path)
+
+
+def _native_view(
+    views: _Views,
+    call: Callable[[], object],
+    *,
+    has_operators: bool,
+    seconds: float,
+    call_graph: str,
+    event: str | None,
+    perf: str | None,
+    timeout: float | None,
+) -> NativeSamples:
+    """The native pass (``perf record``) and its view, the main view when it has stacks."""
+    sweep_abandoned_workdirs()
+    with tempfile.TemporaryDirectory(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-") as work:
+        result = sample_native(
+            call,
+            seconds=seconds,
+            call_graph=call_graph,
+            event=event,
+            workdir=work,
+            perf=perf,
+            frequency=NATIVE_FREQUENCY,
+            timeout=timeout,
+        )
+    if not result.folded:
+        views.reasons["native"] = result.reason or "not available: perf recorded no stacks"
+        return result
+    views.draw(
+        "native",
+        result.folded,
+        title=f"{views.name}: native stacks",
+        subtitle=_subtitle_native(result),
+        unit="samples",
+    )
+    views.main, views.view = result.folded, "native"
+    views.calls, views.ms_per_count = result.calls, 1000.0 / NATIVE_FREQUENCY
+    instead = (
+        "the operators view has each operator's time (ONNX Runtime's profiler)"
+        if has_operators
+        else "the Python view shows the callers"
+    )
+    note = _stripped_note(result, instead)
+    if note:
+        views.reasons["stripped"] = note
+    return result
+
+
+def _python_view(
+    views: _Views, call: Callable[[], object], *, seconds: float, timeout: float | None
+) -> None:
+    """The built-in Python sampler's pass and view; the main view when perf gave none."""
+    stats: dict[str, float] = {}
+    try:
+        python = sample_python(call, seconds=seconds, stats=stats, timeout=timeout)
+    except PassStopped as stopped:
+        python, views.reasons["python"] = {}, str(stopped)
+    if python:
+        total = sum(python.values())
+        views.draw(
+            "python",
+            python,
+            title=f"{views.name}: Python stacks",
+            subtitle=f"built-in Python sampler, {total:,} samples at ~1 ms; native "
+            "time is charged to the calling Python function",
+            unit="samples",
+        )
+        if not views.main:
+            views.main, views.view = python, "python"
+            if stats.get("calls") and stats.get("caller_samples"):
+                views.calls = int(stats["calls"])
+                views.ms_per_count = stats["seconds"] * 1000.0 / stats["caller_samples"]
+    elif "python" not in views.reasons:
+        views.reasons["python"] = "the Python sampler took no samples (the workload was too short)"
+
+
+def _sampled_diff(views: _Views, baseline_record: Mapping[str, Any]) -> None:
+    """``<name>.diff.svg``: the main view against a baseline's stored stacks, in ms per
+    call when both know their call counts, else share-based."""
+    main, view, name = views.main, views.view, views.name
+    base = dict(baseline_record.get("folded") or {})
+    if not main:
+        views.reasons["diff"] = "no current stacks to compare with the baseline"
+        return
+    if not any(v > 0 for v in base.values()):
+        views.reasons["diff"] = "the baseline has no stacks"
+        return
+    diff_path = views.out / f"{views.stem}.diff.svg"
+    base_ms = _per_call(baseline_record)
+    if (
+        base_ms is not None
+        and views.calls
+        and views.ms_per_count
+        and baseline_record.get("view", view) == view
+    ):
+        now_ms = {k: v * views.ms_per_count / views.calls for k, v in main.items()}
+        before, after = total_change(base_ms, now_ms)
+        svg = render_svg(
+            now_ms,
+            title=f"{name}: change against the baseline",
+            subtitle=f"{view} stacks, time per call: {change_text(before, after, 'ms per call')}",
+            unit="ms per call",
+            change=diff_per_call(base_ms, now_ms),
+        )
+    else:
+        svg = render_svg(
+            main,
+            title=f"{name}: change against the baseline",
+            subtitle=f"{view} stacks; {sum(main.values()):,} samples now, "
+            f"{sum(base.values()):,} in the baseline (share-based: the "
+            "baseline stored no call count)",
+            unit="samples",
+            diff=diff_stacks(base, main),
+        )
+    diff_path.write_text(svg, encoding="utf-8")
+    views.paths["diff.svg"] = str(diff_path)
 
 
 STACKS_KEPT_BYTES = 256 << 10  # folded stacks a Profile keeps (a baseline's, for later diffs)

@@ -272,7 +272,7 @@ def native_operator_view(
 ) -> tuple[dict[str, int], str | None]:
     """``op_stacks`` with native frames folded below each node, and a note (or None).
 
-    The sessions ``call`` runs (``onnx.find_session_calls``, or ``found``: a
+    The sessions ``call`` runs (``onnxrt.sessions.find_session_calls``, or ``found``: a
     ``SessionSearch``) are opened a second time with ONNX Runtime's profiler on and run
     with their feeds for ``seconds`` under ``perf record -k monotonic``; each sample is
     placed in the node that was running when it was taken (:func:`attribute`). The note

@@ -281,14 +281,7 @@ def sample_native(
     Never raises for a missing or refusing perf; exceptions (and KeyboardInterrupt)
     from ``call`` propagate after perf has been stopped and its files removed.
     """
-    if not isinstance(call_graph, str) or not _CALL_GRAPH.fullmatch(call_graph):
-        raise ValueError(
-            f"call_graph must be 'fp', 'dwarf', 'dwarf,<bytes>' or 'lbr'; got {call_graph!r}"
-        )
-    if not seconds > 0:
-        raise ValueError(f"seconds must be positive; got {seconds!r}")
-    if isinstance(frequency, bool) or not isinstance(frequency, int) or frequency < 1:
-        raise ValueError(f"frequency must be a positive int; got {frequency!r}")
+    _check_arguments(call_graph, seconds, frequency)
     executable = shutil.which(perf or "perf")
     chosen = event or "cpu-clock"
     if executable is None:
@@ -298,41 +291,9 @@ def sample_native(
     work.mkdir(parents=True, exist_ok=True)
 
     with contextlib.ExitStack() as stack:
-        fifo_dir = _fifo_dir(work, stack)
-        tag = f"inferperf-{os.getpid()}-{time.monotonic_ns()}"
-        ctl, ack = fifo_dir / f"{tag}.ctl", fifo_dir / f"{tag}.ack"
-        data = work / f"{tag}.perf.data"
-        stderr_path = work / f"{tag}.perf.stderr"
-        for leftover in (data, Path(f"{data}.old"), stderr_path, ctl, ack):
-            stack.callback(_unlink, leftover)
-        os.mkfifo(ctl, 0o600)
-        os.mkfifo(ack, 0o600)
-        ctl_fd = os.open(ctl, os.O_RDWR)  # never blocks on a FIFO, on Linux
-        stack.callback(os.close, ctl_fd)
-        ack_fd = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
-        stack.callback(os.close, ack_fd)
-        command = [
-            executable,
-            "record",
-            "-p",
-            str(os.getpid()),
-            "-e",
-            chosen,
-            "-F",
-            str(frequency),
-            "--call-graph",
-            call_graph,
-            "-D",
-            "-1",
-            "--control",
-            f"fifo:{ctl},{ack}",
-            "--no-buildid",
-            "--no-buildid-cache",
-            *(["-k", clock] if clock else []),
-            "-o",
-            str(data),
-        ]
-        with open(stderr_path, "wb") as err:
+        files = _PerfFiles.make(work, stack)
+        command = _record_command(executable, chosen, frequency, call_graph, files, clock=clock)
+        with open(files.stderr, "wb") as err:
             try:
                 proc = subprocess.Popen(
                     command,
@@ -353,69 +314,169 @@ def sample_native(
             with _trampoline(python_frames) as map_file:
                 if map_file is not None:
                     stack.callback(_unlink, map_file)
-                _send(ctl_fd, ack_fd, proc, "enable", attach_timeout, stderr_path)
+                _send(files.ctl_fd, files.ack_fd, proc, "enable", attach_timeout, files.stderr)
                 with pass_guard(timeout, "native sampling pass") as guard:
                     calls = run_window(call, seconds, guard)
                 with contextlib.suppress(_Stopped):
-                    _send(ctl_fd, ack_fd, proc, "disable", stop_timeout, stderr_path)
+                    _send(files.ctl_fd, files.ack_fd, proc, "disable", stop_timeout, files.stderr)
         except _Stopped as stopped:
             return _unavailable(chosen, stopped.reason, call_graph)
         except PassStopped as overrun:  # perf is stopped and its files removed on the way out
             return _unavailable(chosen, str(overrun), call_graph, stopped=True)
         _stop(proc, stop_timeout)
-        if not data.exists() or data.stat().st_size == 0:
-            return _unavailable(
-                chosen,
-                _failure(_read(stderr_path), "perf record wrote no data"),
-                call_graph,
-                calls,
-            )
-        try:
-            script = subprocess.run(
-                [executable, "script", "-i", str(data)],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=script_timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return _unavailable(
-                chosen,
-                f"not available: perf script took over {script_timeout:.0f} s to read "
-                f"{data.stat().st_size} bytes; record fewer seconds or use call_graph='fp'",
-                call_graph,
-                calls,
-            )
-        text = script.stdout.decode("utf-8", errors="replace")
-        if on_script is not None:
-            on_script(text)
-        if script.returncode != 0 and not text.strip():
-            return _unavailable(
-                chosen,
-                _failure(script.stderr.decode("utf-8", "replace"), "perf script failed"),
-                call_graph,
-                calls,
-            )
-        folded: FoldedStacks = fold_perf_script(text)
-        if not folded.samples:
-            return _unavailable(
-                chosen,
-                no_samples_reason(chosen, seconds, calls, _read(stderr_path)),
-                call_graph,
-                calls,
-            )
-        # perf names the event it really sampled (``cpu-clock:u`` after a user-only fallback)
-        recorded = max(folded.events.items(), key=lambda kv: kv[1])[0] or chosen
-        return NativeSamples(
-            folded=folded.stacks,
-            samples=folded.samples,
-            event=recorded,
-            reason=None,
-            call_graph=call_graph,
-            stripped=folded.stripped,
-            python_samples=folded.python_samples,
+        return _read_samples(
+            executable,
+            chosen,
+            call_graph,
+            files,
             calls=calls,
+            seconds=seconds,
+            script_timeout=script_timeout,
+            on_script=on_script,
         )
+
+
+def _check_arguments(call_graph: object, seconds: float, frequency: object) -> None:
+    """Bad arguments raise (a missing or refusing perf never does)."""
+    if not isinstance(call_graph, str) or not _CALL_GRAPH.fullmatch(call_graph):
+        raise ValueError(
+            f"call_graph must be 'fp', 'dwarf', 'dwarf,<bytes>' or 'lbr'; got {call_graph!r}"
+        )
+    if not seconds > 0:
+        raise ValueError(f"seconds must be positive; got {seconds!r}")
+    if isinstance(frequency, bool) or not isinstance(frequency, int) or frequency < 1:
+        raise ValueError(f"frequency must be a positive int; got {frequency!r}")
+
+
+@dataclass(frozen=True)
+class _PerfFiles:
+    """The files of one window: control and ack FIFOs (open), perf.data, perf's stderr;
+    each removed (and each descriptor closed) when the window's stack unwinds."""
+
+    ctl: Path
+    ack: Path
+    data: Path
+    stderr: Path
+    ctl_fd: int
+    ack_fd: int
+
+    @classmethod
+    def make(cls, work: Path, stack: contextlib.ExitStack) -> _PerfFiles:
+        fifo_dir = _fifo_dir(work, stack)
+        tag = f"inferperf-{os.getpid()}-{time.monotonic_ns()}"
+        ctl, ack = fifo_dir / f"{tag}.ctl", fifo_dir / f"{tag}.ack"
+        data = work / f"{tag}.perf.data"
+        stderr_path = work / f"{tag}.perf.stderr"
+        for leftover in (data, Path(f"{data}.old"), stderr_path, ctl, ack):
+            stack.callback(_unlink, leftover)
+        os.mkfifo(ctl, 0o600)
+        os.mkfifo(ack, 0o600)
+        ctl_fd = os.open(ctl, os.O_RDWR)  # never blocks on a FIFO, on Linux
+        stack.callback(os.close, ctl_fd)
+        ack_fd = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
+        stack.callback(os.close, ack_fd)
+        return cls(ctl, ack, data, stderr_path, ctl_fd, ack_fd)
+
+
+def _record_command(
+    executable: str,
+    event: str,
+    frequency: int,
+    call_graph: str,
+    files: _PerfFiles,
+    *,
+    clock: str | None,
+) -> list[str]:
+    """``perf record`` of this process, events disabled until the control FIFO enables them."""
+    return [
+        executable,
+        "record",
+        "-p",
+        str(os.getpid()),
+        "-e",
+        event,
+        "-F",
+        str(frequency),
+        "--call-graph",
+        call_graph,
+        "-D",
+        "-1",
+        "--control",
+        f"fifo:{files.ctl},{files.ack}",
+        "--no-buildid",
+        "--no-buildid-cache",
+        *(["-k", clock] if clock else []),
+        "-o",
+        str(files.data),
+    ]
+
+
+def _read_samples(
+    executable: str,
+    chosen: str,
+    call_graph: str,
+    files: _PerfFiles,
+    *,
+    calls: int,
+    seconds: float,
+    script_timeout: float,
+    on_script: Callable[[str], None] | None,
+) -> NativeSamples:
+    """What perf recorded, through ``perf script``, folded; or why there is nothing."""
+    data = files.data
+    if not data.exists() or data.stat().st_size == 0:
+        return _unavailable(
+            chosen,
+            _failure(_read(files.stderr), "perf record wrote no data"),
+            call_graph,
+            calls,
+        )
+    try:
+        script = subprocess.run(
+            [executable, "script", "-i", str(data)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=script_timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return _unavailable(
+            chosen,
+            f"not available: perf script took over {script_timeout:.0f} s to read "
+            f"{data.stat().st_size} bytes; record fewer seconds or use call_graph='fp'",
+            call_graph,
+            calls,
+        )
+    text = script.stdout.decode("utf-8", errors="replace")
+    if on_script is not None:
+        on_script(text)
+    if script.returncode != 0 and not text.strip():
+        return _unavailable(
+            chosen,
+            _failure(script.stderr.decode("utf-8", "replace"), "perf script failed"),
+            call_graph,
+            calls,
+        )
+    folded: FoldedStacks = fold_perf_script(text)
+    if not folded.samples:
+        return _unavailable(
+            chosen,
+            no_samples_reason(chosen, seconds, calls, _read(files.stderr)),
+            call_graph,
+            calls,
+        )
+    # perf names the event it really sampled (``cpu-clock:u`` after a user-only fallback)
+    recorded = max(folded.events.items(), key=lambda kv: kv[1])[0] or chosen
+    return NativeSamples(
+        folded=folded.stacks,
+        samples=folded.samples,
+        event=recorded,
+        reason=None,
+        call_graph=call_graph,
+        stripped=folded.stripped,
+        python_samples=folded.python_samples,
+        calls=calls,
+    )
 
 
 def _unlink(path: Path) -> None:

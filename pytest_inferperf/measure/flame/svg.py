@@ -36,7 +36,6 @@ PAD_X = 10
 TOP = 72
 BOTTOM = 34
 MIN_WIDTH_PX = 0.1
-SEARCH_COLOUR = "rgb(230,0,230)"
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
@@ -172,8 +171,6 @@ def render_svg(
     share-based) frames are coloured by the change in their share. Widths are always
     the current profile's counts.
     """
-    from .diff import change_text
-
     root = _tree(folded)
     total = root.count
     usable = WIDTH - 2 * PAD_X
@@ -223,43 +220,62 @@ def render_svg(
     if not boxes:
         out.append(f'<text class="subtitle" x="{WIDTH / 2:.0f}" y="{TOP + 12}">no samples</text>\n')
     out.append('<g id="frames">\n')
-    for box in boxes:
-        y = height - BOTTOM - (box.depth + 1) * FRAME_HEIGHT
-        name = box.name if box.path else "all"
-        attrs = (
-            f'data-n="{_esc(name)}" data-c="{_number(box.count)}" data-x="{box.x:.2f}" '
-            f'data-w="{box.width:.2f}" data-y="{y}"'
-        )
-        pct = 100.0 * box.count / total
-        tip = f"{name} ({_number(box.count)} {unit}, {pct:.2f}%"
-        if change is not None:
-            before, after = change.get(box.path if box.path else "", (0.0, 0.0))
-            if not box.path:  # the root: the whole profile
-                before = sum(b for p, (b, _) in change.items() if ";" not in p)
-                after = box.count
-            attrs += f' data-b="{before:.6g}" data-a="{after:.6g}"'
-            tip += f"; {change_text(before, after, unit)}"
-            fill = diff_colour(after - before, diff_scale)
-        elif diff is not None:
-            delta = diff.get(box.path, 0.0) if box.path else 0.0
-            attrs += f' data-d="{delta:.6g}"'
-            tip += f", {100.0 * delta / total:+.2f} points vs baseline"
-            fill = diff_colour(delta, diff_scale)
-        else:
-            fill = "rgb(230,230,225)" if not box.path else frame_colour(name)
-        out.append(
-            f'<g class="f" {attrs}><title>{_esc(tip + ")")}</title>'
-            f'<rect x="{box.x:.2f}" y="{y}" width="{box.width:.2f}" '
-            f'height="{FRAME_HEIGHT - 1}" rx="2" fill="{fill}"/>'
-            f'<text x="{box.x + 3:.2f}" y="{y + FRAME_HEIGHT - 4}">{_esc(_fit(name, box.width))}'
-            "</text></g>\n"
-        )
+    out.extend(
+        _frame(box, height, total, unit, change=change, diff=diff, diff_scale=diff_scale)
+        for box in boxes
+    )
     out.append("</g>\n")
     out.append(f'<text id="details" x="10" y="{height - 12}"> </text>\n')
     out.append(f'<text id="matched" x="{WIDTH - 10}" y="{height - 12}"> </text>\n')
     out.append(f"<script><![CDATA[{_SCRIPT}]]></script>\n")
     out.append("</svg>\n")
     return "".join(out)
+
+
+def _frame(
+    box: _Box,
+    height: int,
+    total: float,
+    unit: str,
+    *,
+    change: Mapping[str, tuple[float, float]] | None,
+    diff: Mapping[str, float] | None,
+    diff_scale: float,
+) -> str:
+    """One frame's ``<g>``: its box, label, tooltip and the data the script zooms by;
+    coloured by its change (``change``), its share's change (``diff``) or its name."""
+    from .diff import change_text
+
+    y = height - BOTTOM - (box.depth + 1) * FRAME_HEIGHT
+    name = box.name if box.path else "all"
+    attrs = (
+        f'data-n="{_esc(name)}" data-c="{_number(box.count)}" data-x="{box.x:.2f}" '
+        f'data-w="{box.width:.2f}" data-y="{y}"'
+    )
+    pct = 100.0 * box.count / total
+    tip = f"{name} ({_number(box.count)} {unit}, {pct:.2f}%"
+    if change is not None:
+        before, after = change.get(box.path if box.path else "", (0.0, 0.0))
+        if not box.path:  # the root: the whole profile
+            before = sum(b for p, (b, _) in change.items() if ";" not in p)
+            after = box.count
+        attrs += f' data-b="{before:.6g}" data-a="{after:.6g}"'
+        tip += f"; {change_text(before, after, unit)}"
+        fill = diff_colour(after - before, diff_scale)
+    elif diff is not None:
+        delta = diff.get(box.path, 0.0) if box.path else 0.0
+        attrs += f' data-d="{delta:.6g}"'
+        tip += f", {100.0 * delta / total:+.2f} points vs baseline"
+        fill = diff_colour(delta, diff_scale)
+    else:
+        fill = "rgb(230,230,225)" if not box.path else frame_colour(name)
+    return (
+        f'<g class="f" {attrs}><title>{_esc(tip + ")")}</title>'
+        f'<rect x="{box.x:.2f}" y="{y}" width="{box.width:.2f}" '
+        f'height="{FRAME_HEIGHT - 1}" rx="2" fill="{fill}"/>'
+        f'<text x="{box.x + 3:.2f}" y="{y + FRAME_HEIGHT - 4}">{_esc(_fit(name, box.width))}'
+        "</text></g>\n"
+    )
 
 
 _STYLE = """

@@ -11,7 +11,7 @@ How (see ``docs/simulate.md``):
   simulate measurer inside the test body): optionally runs the workload natively
   for latency and memory, then starts ``valgrind --tool=callgrind ... python -m
   pytest <nodeid>`` with ``INFERPERF_SIMULATE_CHILD`` set, and reads one
-  callgrind dump per callback (parser: ``pmu/callgrind.py``).
+  callgrind dump per callback (parser: :mod:`.callgrind`).
 * **child** (:mod:`.child`: :func:`child_measure`, what the child's
   measurer does in the valgrind child): warms the workload up without
   instrumentation, switches callgrind's instrumentation on (``vgdb ...
@@ -31,11 +31,11 @@ How (see ``docs/simulate.md``):
   no software event is counted; each says why.
 
 The backend is split by process role, with no cycle between the parts:
-``simulate_protocol`` (the typed records that cross between parent and child, the
-child's environment, the errors), ``simulate_valgrind`` (availability, cache
-geometry, the child's command line), ``simulate_events`` (callgrind events as
-logical events, modes), ``simulate_child``, ``simulate_parent`` and
-``simulate_shared`` (one child for many tests). This module gathers their public
+``protocol`` (the typed records that cross between parent and child, the
+child's environment, the errors), ``valgrind`` (availability, cache
+geometry, the child's command line), ``events`` (callgrind events as
+logical events, modes), ``child``, ``parent`` and
+``shared`` (one child for many tests). This module gathers their public
 names for callers; nothing in the package imports it.
 
 Must not: hold code of its own (each part owns its piece), judge or render.

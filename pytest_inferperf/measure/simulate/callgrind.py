@@ -6,7 +6,7 @@ Owns: parsing the header and the totals of one callgrind profile dump: the
 ``part:``, ``pid:``, ``cmd:`` and the ``desc:`` lines (the trigger of the dump
 and the simulated cache geometry), and finding the dumps one run wrote.
 
-Must not: run valgrind or know what the counts mean (that is ``simulate``).
+Must not: run valgrind or know what the counts mean (that is :mod:`.events`).
 
 Format: Valgrind's "Callgrind Format Specification" (valgrind docs,
 ``docs/callgrind-format``, format version 1). Cost lines are not read: a dump's

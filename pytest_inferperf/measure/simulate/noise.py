@@ -8,7 +8,7 @@ the tolerance a comparison of two simulated Profiles uses for
 (smallest separable change) a simulated Profile reports about itself.
 
 Must not: measure, judge, render, or import numpy, pytest or the engine's
-heavy parts (``compare`` imports it; the plugin's import must stay light).
+heavy parts (``judge.comparison`` imports it; the plugin's import must stay light).
 Pure functions of numbers and Profiles.
 
 Why a multiple and a floor: a comparison is two runs, so its change carries
@@ -36,8 +36,15 @@ RESOLUTION_FLOOR = 0.001
 BACKEND = "simulate"
 
 
-def relative_spread(values: Sequence[float]) -> float | None:
-    """``(max - min) / median`` of ``values``; None for fewer than 2 or a median <= 0."""
+def range_over_median(values: Sequence[float]) -> float | None:
+    """``(max - min) / median`` of ``values``; None for fewer than 2 or a median <= 0.
+
+    The noise a tolerance is built from must not hide the worst repeat: with the 3
+    repeats a simulated Profile has, the median absolute deviation
+    (:func:`measure.runner.mad_over_median`) is the smaller of the two outer
+    deviations and ignores the larger one, while the range keeps it (docs/simulate.md,
+    "Resolution": the noise is the repeats' ``(max - min) / median``).
+    """
     clean = sorted(float(v) for v in values)
     if len(clean) < 2:
         return None
@@ -51,7 +58,7 @@ def relative_spread(values: Sequence[float]) -> float | None:
 def noise_estimate(per_repeat: Sequence[float], run_to_run: float | None = None) -> float:
     """The relative noise one simulated measurement shows: its repeats' spread, or the
     difference between two runs of its region, whichever is larger (0 when neither exists)."""
-    estimates = [relative_spread(per_repeat), abs(run_to_run) if run_to_run is not None else None]
+    estimates = [range_over_median(per_repeat), abs(run_to_run) if run_to_run is not None else None]
     return max((e for e in estimates if e is not None), default=0.0)
 
 

@@ -4,7 +4,7 @@ Owns: :func:`profile_via_child` (called by the simulate measurer inside the test
 body): the native run of the workload for latency and memory, starting
 ``valgrind --tool=callgrind ... python -m pytest <nodeid>`` as a child for one
 test (or asking the shared child, :mod:`.shared`), reading one callgrind
-dump per callback (``pmu/callgrind.py``) and turning them into a Profile with
+dump per callback (:mod:`.callgrind`) and turning them into a Profile with
 backend ``simulate``; the honesty check (did the child do the work the native run
 did: result digests and ONNX Runtime session runs per call), the run-to-run noise
 of a second run and the resolution that noise allows.
@@ -423,11 +423,58 @@ def build_profile(
     raw_names = list(run.dumps[0].events)
     statuses = event_statuses(events, raw_names, run.mode)
     counted = [e for e in events if statuses[e].available]
-    vg_walls = [p.wall_ns for _, p in pairs if p.kind == "repeat"]
     calls = record.calls
-    vg_per_call = statistics.median(vg_walls) / calls
-    warm = record.warmup_ns
     native_per_call = native.latency.p50_ms * 1e6 if native is not None else None
+    repeats = _repeats(pairs, counted, calls, native_per_call)
+    overhead_dump = next(d for d, p in pairs if p.kind == "overhead")
+    overhead_values = logical_counts(overhead_dump.events)
+    overhead = {e: float(overhead_values[e]) for e in counted}
+    spread = _instructions_spread(repeats)
+    warnings = session_warnings(record, session or (native.session if native else None))
+    if spread is not None and spread > REPEAT_SPREAD_WARN:
+        warnings.append(
+            f"the repeats' instruction counts differ by {spread:.1%}: the workload "
+            "did different work in some repeat (time- or state-dependent code, "
+            "e.g. periodic bookkeeping); compare the smallest or the median repeat, "
+            "or raise calls per repeat"
+        )
+    simulation = _simulation_record(run, plan, pairs, spread, native_per_call, warnings, retried)
+    latency, memory, steady, stages, latency_source = _timings(
+        native, record.warmup_ns, repeats, settings
+    )
+    run_settings = {
+        **settings.to_dict(),
+        "repeat": len(repeats),
+        "repeat_requested": settings.repeat,
+        "calls_per_repeat": calls,
+        "latency_source": latency_source,
+        "simulation": simulation,
+    }
+    return stamped_profile(
+        name=name,
+        backend=BACKEND,
+        events=tuple(statuses[e] for e in events),
+        repeats=tuple(repeats),
+        latency=latency,
+        memory=memory,
+        steady=steady,
+        settings=run_settings,
+        session=session or (native.session if native else None) or record.session,
+        stages=stages,
+        overhead=overhead,
+        outputs_ok=record.outputs_ok and (native.outputs_ok if native else True),
+        conditions=native.conditions if native is not None else None,  # timings' machine state
+    )
+
+
+def _repeats(
+    pairs: Sequence[tuple[Any, Any]],
+    counted: Sequence[str],
+    calls: int,
+    native_per_call: float | None,
+) -> list[Repeat]:
+    """One Repeat per repeat dump: its logical counts, and its wall time as the native
+    median latency times the calls (valgrind's own wall time where there is none)."""
     repeats = []
     for dump, step in pairs:
         if step.kind != "repeat":
@@ -437,25 +484,36 @@ def build_profile(
         counts = {e: Count(float(values[e]), int(values[e]), wall, wall) for e in counted}
         estimate = round(native_per_call * calls) if native_per_call else wall
         repeats.append(Repeat(calls, estimate, CounterSample(counts=counts)))
-    overhead_dump = next(d for d, p in pairs if p.kind == "overhead")
-    overhead_values = logical_counts(overhead_dump.events)
-    overhead = {e: float(overhead_values[e]) for e in counted}
+    return repeats
+
+
+def _instructions_spread(repeats: Sequence[Repeat]) -> float | None:
+    """(max - min) / min of the repeats' instructions per call; None without counts."""
     per_call: list[float] = [
         r.sample.counts["instructions"].value / r.calls
         for r in repeats
         if "instructions" in r.sample.counts and r.calls
     ]
-    spread: float | None = None
     if per_call and min(per_call) > 0:
-        spread = (max(per_call) - min(per_call)) / min(per_call)
-    warnings = session_warnings(record, session or (native.session if native else None))
-    if spread is not None and spread > REPEAT_SPREAD_WARN:
-        warnings.append(
-            f"the repeats' instruction counts differ by {spread:.1%}: the workload "
-            "did different work in some repeat (time- or state-dependent code, "
-            "e.g. periodic bookkeeping); compare the smallest or the median repeat, "
-            "or raise calls per repeat"
-        )
+        return (max(per_call) - min(per_call)) / min(per_call)
+    return None
+
+
+def _simulation_record(
+    run: ChildRun,
+    plan: Sequence[Any],
+    pairs: Sequence[tuple[Any, Any]],
+    spread: float | None,
+    native_per_call: float | None,
+    warnings: list[str],
+    retried: str | None,
+) -> dict[str, Any]:
+    """``settings.simulation``: how the region was simulated, what valgrind saw, and
+    how its timings compare with the native run's (keys without a value left out)."""
+    record = run.record
+    warm = record.warmup_ns
+    vg_walls = [p.wall_ns for _, p in pairs if p.kind == "repeat"]
+    vg_per_call = statistics.median(vg_walls) / record.calls
     switched = record.instrumentation.mode if record.instrumentation else None
     simulation: dict[str, Any] = {
         "tool": "callgrind",
@@ -503,49 +561,37 @@ def build_profile(
         simulation["vgdb_failure"] = retried
     for key in [k for k, v in simulation.items() if v is None]:
         del simulation[key]
+    return simulation
+
+
+def _timings(
+    native: Profile | None,
+    warm: Sequence[int],
+    repeats: Sequence[Repeat],
+    settings: Any,
+) -> tuple[LatencyStats, MemoryStats, Steadiness, tuple, str]:
+    """Latency, memory, steadiness and stages: the native run's, else the child's
+    uninstrumented warm-up under valgrind (said in the returned latency source)."""
     if native is not None:
-        latency, memory, steady = native.latency, native.memory, native.steady
-        stages, latency_source = (
+        return (
+            native.latency,
+            native.memory,
+            native.steady,
             native.stages,
-            ("native run in the pytest process (backend none), before the simulation child"),
+            "native run in the pytest process (backend none), before the simulation child",
         )
-    else:
-        latency = LatencyStats.from_durations_ns(warm or [repeats[0].wall_ns])
-        memory = MemoryStats(
-            None, "none", "not measured: the simulate backend was given no native callable"
-        )
-        steady = Steadiness(
-            False, len(warm), -1.0, settings.steady_threshold, settings.steady_window
-        )
-        stages, latency_source = (
-            (),
-            (
-                "warm-up in the simulation child under valgrind without instrumentation (NOT "
-                "native: valgrind runs it several times slower)"
-            ),
-        )
-    run_settings = {
-        **settings.to_dict(),
-        "repeat": len(repeats),
-        "repeat_requested": settings.repeat,
-        "calls_per_repeat": calls,
-        "latency_source": latency_source,
-        "simulation": simulation,
-    }
-    return stamped_profile(
-        name=name,
-        backend=BACKEND,
-        events=tuple(statuses[e] for e in events),
-        repeats=tuple(repeats),
-        latency=latency,
-        memory=memory,
-        steady=steady,
-        settings=run_settings,
-        session=session or (native.session if native else None) or record.session,
-        stages=stages,
-        overhead=overhead,
-        outputs_ok=record.outputs_ok and (native.outputs_ok if native else True),
-        conditions=native.conditions if native is not None else None,  # timings' machine state
+    latency = LatencyStats.from_durations_ns(list(warm) or [repeats[0].wall_ns])
+    memory = MemoryStats(
+        None, "none", "not measured: the simulate backend was given no native callable"
+    )
+    steady = Steadiness(False, len(warm), -1.0, settings.steady_threshold, settings.steady_window)
+    return (
+        latency,
+        memory,
+        steady,
+        (),
+        "warm-up in the simulation child under valgrind without instrumentation (NOT "
+        "native: valgrind runs it several times slower)",
     )
 
 

@@ -43,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -201,19 +201,16 @@ class SharedChild:
         self._proc: subprocess.Popen[bytes] | None = None
         self._workdir: Path | None = None
         self._hang_up: int | None = None  # the parent's end of the pipe the child watches
-        self._replies: int | None = None
-        self._buffer = b""
         self._built: Any = None
         self._launch = launched  # its process (launched early, or once it starts)
         self._told = False  # its start file is written
-        self._regions: dict[tuple[str, str], RegionReply] = {}  # arrived, not yet taken
-        self._finished: set[str] = set()  # tests the child has run to the end
+        self._inbox = _Inbox(self._take_dumps)  # what it sent, not yet taken
 
     def serves(self, nodeid: str) -> bool:
         """True while a region of ``nodeid`` may still come from this child."""
         if self.failed is not None or nodeid not in self._reachable:
             return False
-        return nodeid not in self._finished or any(k[0] == nodeid for k in self._regions)
+        return self._inbox.may_send(nodeid)
 
     @property
     def pid(self) -> int | None:
@@ -264,15 +261,23 @@ class SharedChild:
         if self.failed is not None:
             return None
         del self._reachable[: self._reachable.index(nodeid)]  # the parent went past those
-        self._forget_passed()
+        self._inbox.forget_passed(self._reachable)
         begin = time.monotonic() if since is None else since
         try:
-            reply = self._wait_for(nodeid, variant, begin + timeout, timeout)
+            reply = self._inbox.wait_for(nodeid, variant, self._reachable, begin + timeout)
+        except _NoAnswer:
+            tail_text = self.output_tail()
+            self.close(f"no answer within timeout={timeout:g}s")
+            raise SimulateError(
+                f"{nodeid}: the shared simulation child gave no result within "
+                f"timeout={timeout:g}s under valgrind. Raise the timeout or make the "
+                f"workload smaller.\n{tail_text}"
+            ) from None
         except OSError as exc:
             self.close(f"the shared simulation child stopped answering: {exc}")
             return None
         if reply is None:
-            if self.failed is None and nodeid not in self._finished:
+            if self.failed is None and not self._inbox.finished_test(nodeid):
                 self.close(f"the shared simulation child exited (status {self._status()})")
             return None
         record = reply.record
@@ -320,7 +325,7 @@ class SharedChild:
         if self._launch is not None:  # its pipes, valgrind and any vgdb, its files
             self._launch.close()
             self._launch = None
-        self._hang_up = self._replies = None
+        self._hang_up = self._inbox.fd = None
         self._workdir = None
 
     # -- internals -----------------------------------------------------------
@@ -331,7 +336,7 @@ class SharedChild:
             )
         launched = self._launch
         self._proc, self._workdir = launched.proc, launched.workdir
-        self._hang_up, self._replies = launched.hang_up, launched.replies
+        self._hang_up, self._inbox.fd = launched.hang_up, launched.replies
         self._built = child_command(
             self.nodeids,
             rootdir=self.rootdir,
@@ -355,54 +360,6 @@ class SharedChild:
         except OSError as exc:
             self.close(f"the shared simulation child could not be told its tests: {exc}")
 
-    def _wait_for(
-        self, nodeid: str, variant: str, deadline: float, timeout: float
-    ) -> RegionReply | None:
-        """The region's reply, reading (and keeping) the child's lines until it arrives;
-        None when the child finished that test without it, or exited."""
-        while True:
-            reply = self._regions.pop((nodeid, variant), None)
-            if reply is not None:
-                return reply
-            if nodeid in self._finished:
-                return None
-            reply = self._receive(nodeid, deadline, timeout)
-            if reply is None:
-                return None
-            if reply.finished:
-                self._finished.add(reply.nodeid)
-            elif reply.nodeid in self._reachable and reply.record is not None:
-                self._regions[(reply.nodeid, reply.variant)] = reply
-            else:
-                self._take_dumps(reply.dumps)  # a region the parent went past
-
-    def _forget_passed(self) -> None:
-        for key in [k for k in self._regions if k[0] not in self._reachable]:
-            self._take_dumps(self._regions.pop(key).dumps)
-
-    def _receive(self, nodeid: str, deadline: float, timeout: float) -> RegionReply | None:
-        """The child's next line; None when it closed the pipe (it exited)."""
-        assert self._replies is not None
-        while b"\n" not in self._buffer:
-            left = deadline - time.monotonic()
-            ready, _, _ = select.select([self._replies], [], [], max(0.0, min(left, 5.0)))
-            if not ready:
-                if time.monotonic() >= deadline:
-                    tail_text = self.output_tail()
-                    self.close(f"no answer within timeout={timeout:g}s")
-                    raise SimulateError(
-                        f"{nodeid}: the shared simulation child gave no result within "
-                        f"timeout={timeout:g}s under valgrind. Raise the timeout or make the "
-                        f"workload smaller.\n{tail_text}"
-                    )
-                continue
-            chunk = os.read(self._replies, 1 << 16)
-            if not chunk:
-                return None
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return RegionReply.from_json(line)
-
     def _take_dumps(self, folder: str | None) -> list:
         """The dumps of one region (read, then their folder removed), in order."""
         if folder is None or self._proc is None:
@@ -418,6 +375,75 @@ class SharedChild:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._proc.wait(timeout=5)
         return str(self._proc.returncode)
+
+
+class _NoAnswer(Exception):
+    """The child sent no line before the deadline."""
+
+
+class _Inbox:
+    """What a shared child sent, as the parent reads it: its reply lines read from the
+    pipe (``fd``) as they come, the regions that arrived before the parent asked for
+    them kept until taken, and the tests it ran to the end. A region the parent went
+    past is thrown away with its dumps (``discard``)."""
+
+    def __init__(self, discard: Callable[[str | None], object]) -> None:
+        self.fd: int | None = None  # the child's reply pipe, once it started
+        self._discard = discard
+        self._buffer = b""
+        self._regions: dict[tuple[str, str], RegionReply] = {}  # arrived, not yet taken
+        self._finished: set[str] = set()  # tests the child has run to the end
+
+    def may_send(self, nodeid: str) -> bool:
+        """True while a region of ``nodeid`` may still arrive (or is waiting)."""
+        return nodeid not in self._finished or any(k[0] == nodeid for k in self._regions)
+
+    def finished_test(self, nodeid: str) -> bool:
+        return nodeid in self._finished
+
+    def wait_for(
+        self, nodeid: str, variant: str, reachable: Sequence[str], deadline: float
+    ) -> RegionReply | None:
+        """The region's reply, reading (and keeping) the child's lines until it arrives;
+        None when the child finished that test without it, or exited. Raises
+        :class:`_NoAnswer` past ``deadline`` (``time.monotonic()``)."""
+        while True:
+            reply = self._regions.pop((nodeid, variant), None)
+            if reply is not None:
+                return reply
+            if nodeid in self._finished:
+                return None
+            reply = self._receive(deadline)
+            if reply is None:
+                return None
+            if reply.finished:
+                self._finished.add(reply.nodeid)
+            elif reply.nodeid in reachable and reply.record is not None:
+                self._regions[(reply.nodeid, reply.variant)] = reply
+            else:
+                self._discard(reply.dumps)  # a region the parent went past
+
+    def forget_passed(self, reachable: Sequence[str]) -> None:
+        """Throw away the kept regions of tests the parent went past."""
+        for key in [k for k in self._regions if k[0] not in reachable]:
+            self._discard(self._regions.pop(key).dumps)
+
+    def _receive(self, deadline: float) -> RegionReply | None:
+        """The child's next line; None when it closed the pipe (it exited)."""
+        assert self.fd is not None
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([self.fd], [], [], max(0.0, min(left, 5.0)))
+            if not ready:
+                if time.monotonic() >= deadline:
+                    raise _NoAnswer
+                continue
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return RegionReply.from_json(line)
 
 
 def child_count(tests: int, wanted: int | None = None) -> int:
