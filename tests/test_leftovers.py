@@ -89,7 +89,7 @@ def test_perf_work_folders_of_exited_processes_are_removed(tmp_path):
 
 
 @pytest.mark.slow  # a minute of valgrind or several pytest runs
-def test_a_simulate_child_is_killed_with_its_group_on_ctrl_c(tmp_path, monkeypatch):
+def test_a_simulate_child_is_killed_with_its_group_on_ctrl_c(tmp_path, monkeypatch, request):
     """Ctrl-C while waiting for a child in its own session: the child's group goes too."""
     from pytest_inferperf.measure.simulate import (
         backend as simulate,
@@ -113,6 +113,9 @@ def test_a_simulate_child_is_killed_with_its_group_on_ctrl_c(tmp_path, monkeypat
         # child (_thread.interrupt_main only sets a flag, seen when that wait ends)
         os.kill(os.getpid(), signal.SIGINT)
 
+    # Ctrl-C as Python answers it by default, whatever an earlier test left installed
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, previous))
     threading.Thread(target=interrupt_when_started, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
         simulate_parent.run_child(
