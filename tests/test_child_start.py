@@ -114,7 +114,11 @@ def test_without_its_start_file_the_child_runs_nothing(tmp_path, monkeypatch):
     assert exit_info.value.code == 3 and ran == []
 
 
-def test_the_child_waits_for_a_start_file_written_late_and_not_for_ever(tmp_path):
+def test_the_child_waits_for_a_start_file_written_late_and_not_for_ever(tmp_path, monkeypatch):
+    from pytest_inferperf.measure import child_process
+
+    # this process stands for the child: its parent named itself, as the parent does
+    monkeypatch.setenv(child_process.ENV_PARENT, str(os.getppid()))
     path = tmp_path / "start.json"
     start = ChildStart(("-x", "t.py::a"), env={"A": "1"}, bytecode={"/x.py": "/f/0.pyc"})
 
@@ -169,3 +173,35 @@ def test_module_sources_are_the_py_files_modules_came_from():
 
     sources = module_sources({"json": json_module, "sys": sys, "__main__": sys.modules[__name__]})
     assert sources == [json_module.__spec__.origin]
+
+
+def test_a_child_whose_parent_is_pid_1_waits_for_it(tmp_path, monkeypatch):
+    """pytest as a container's entry point is pid 1: its simulation child must not read
+    that as orphaned when the parent said who it is; without that, pid 1 still is."""
+    from pytest_inferperf.measure import child_process
+
+    path = tmp_path / "start.json"
+    start = ChildStart(("-x", "t.py::a"))
+    write_start(path, start)
+    monkeypatch.setattr(os, "getppid", lambda: 1)
+    monkeypatch.delenv(child_process.ENV_PARENT, raising=False)
+    late = tmp_path / "late.json"
+    assert read_start(str(late), wait_s=30) is None  # no parent named, pid 1: orphaned
+    monkeypatch.setenv(child_process.ENV_PARENT, "1")
+
+    def write_late() -> None:
+        time.sleep(0.3)
+        write_start(late, start)
+
+    writer = threading.Thread(target=write_late)
+    writer.start()
+    try:
+        assert read_start(str(late), wait_s=30) == start
+    finally:
+        writer.join()
+    monkeypatch.setenv(child_process.ENV_PARENT, "4242")  # the parent it named is gone
+    assert read_start(str(tmp_path / "never.json"), wait_s=30) is None
+    assert child_process.start_env("/s.json") == {
+        child_process.ENV_START: "/s.json",
+        child_process.ENV_PARENT: str(os.getpid()),
+    }

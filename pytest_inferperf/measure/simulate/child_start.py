@@ -49,7 +49,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..child_process import ENV_START
+from ..child_process import ENV_START, parent_pid
 
 #: How long a child waits for its start file: the parent writes it once its tests are
 #: known (a shared child is started before collection ends); a parent that did not
@@ -210,11 +210,14 @@ def write_start(path: str | os.PathLike[str], start: ChildStart) -> None:
 def read_start(path: str, wait_s: float | None = None) -> ChildStart | None:
     """The start file at ``path``, waiting for the parent to write it; None when the
     parent is gone (this process was handed to another parent) or ``wait_s`` (default
-    :data:`START_WAIT_S`) passed first, or the file cannot be read."""
-    parent = os.getppid()
+    :data:`START_WAIT_S`) passed first, or the file cannot be read. The parent is the pid
+    it passed (:func:`..child_process.parent_pid`); without one, pid 1 reads as orphaned."""
+    expected = parent_pid()
+    parent = expected if expected is not None else os.getppid()
+    orphaned_at_start = expected is None and parent == 1
     deadline = time.monotonic() + (START_WAIT_S if wait_s is None else wait_s)
     while not os.path.exists(path):
-        if time.monotonic() >= deadline or os.getppid() != parent or parent == 1:
+        if time.monotonic() >= deadline or os.getppid() != parent or orphaned_at_start:
             return None
         time.sleep(0.01)
     try:

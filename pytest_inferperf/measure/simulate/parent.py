@@ -36,7 +36,7 @@ from ...core.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadine
 from ...core.result_digest import result_digest
 from ...pmu.base import Count, CounterSample
 from ...pmu.events import DEFAULT_EVENTS, check_names
-from ..child_process import ENV_START
+from ..child_process import start_env
 from ..runner import Runner, RunSettings, stamped_profile
 from . import noise as simulate_noise
 from .callgrind import read_dumps
@@ -167,7 +167,7 @@ def run_child(
     timeout = options.timeout
     start_file = workdir / "start.json"
     env = child_env(result, variant, request, options.env)
-    env[ENV_START] = str(start_file)
+    env.update(start_env(str(start_file)))
     begin = time.monotonic()
     proc = subprocess.Popen(
         command,

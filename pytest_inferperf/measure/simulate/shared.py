@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..child_process import ENV_CLAIMS, ENV_SHARED, ENV_START
+from ..child_process import ENV_CLAIMS, ENV_SHARED, start_env
 from .callgrind import read_dumps
 from .child_start import ChildStart, handoff, write_start
 from .protocol import (
@@ -138,7 +138,7 @@ def launch(
         reply_r, reply_w = os.pipe()
         child = child_env(workdir / "unused.json", "", built.request, env)
         child[ENV_SHARED] = f"{hang_up_r},{reply_w},{os.getpid()}"
-        child[ENV_START] = str(workdir / START_FILE)
+        child.update(start_env(str(workdir / START_FILE)))
         with open(workdir / "child-output.txt", "wb") as output:
             try:
                 proc = subprocess.Popen(
