@@ -425,6 +425,7 @@ def test_make_inputs_refuses_a_dimension_the_model_does_not_have():
         make_inputs(model, {"batch": 2, "sequence": 3, "sequense": 4})
 
 
+@pytest.mark.slow  # an ONNX Runtime session profiled and sampled for flamegraphs: about 11 s
 def test_a_wrapped_session_run_gets_its_operator_view(pytester):
     pytester.makepyfile(
         test_a=f"""

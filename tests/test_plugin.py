@@ -583,6 +583,7 @@ def test_more_workers_than_physical_cores_is_warned(suite):
     )
 
 
+@pytest.mark.slow  # two full runs, the second sampled for flamegraphs: about 8 s
 def test_failed_test_gets_flamegraphs_and_a_diff_against_the_baseline(suite):
     suite.makepyfile(
         test_a="""
