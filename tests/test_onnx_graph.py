@@ -267,3 +267,16 @@ def test_a_model_that_is_not_one_names_the_file_and_the_fix(tmp_path: Path) -> N
         make_inputs(empty)
     with pytest.raises(ModelError, match=r"no graph \(ModelProto field 7\)"):
         make_inputs(b"\x08\x07")  # ir_version 7 and nothing else
+
+
+def test_a_placeholder_dim_param_is_sized_per_axis():
+    """Paddle2ONNX writes dim_param "?" for every free axis; ONNX names are C90
+    identifiers, so "?" is no name, and each such axis is sized on its own."""
+    from pytest_inferperf.onnxrt.graph import Dim
+
+    assert Dim(param="?").key("x", 2) == "x:2"
+    assert Dim(param="?").key("x", 3) == "x:3"
+    assert Dim(param="").key("x", 0) == "x:0"
+    assert Dim(param="batch_size").key("x", 0) == "batch_size"
+    assert Dim(param="unk__25").key("x", 1) == "unk__25"
+    assert Dim(param="N:0").key("x", 1) == "x:1"

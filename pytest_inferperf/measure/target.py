@@ -387,7 +387,10 @@ def analyse_model(
         from ..onnxrt.input_memory import FIX
 
         text, hint = f"{exc}.", "Give it with {shape} NAME=N."
-        if str(exc).endswith(FIX):  # too large: the fix names the setting as the front-end does
+        if exc.dimension is not None:  # the CLI's words, not make_inputs'
+            text = str(exc).split("; pass it", 1)[0] + "."
+            hint = f"Give it with {{shape}} {exc.dimension}=N (e.g. {exc.dimension}=1)."
+        elif str(exc).endswith(FIX):  # too large: the fix names the setting as the front-end does
             text = str(exc).removesuffix(FIX).rstrip()
             hint = "Lower the {shape} values (e.g. batch=1, sequence=128)."
         raise UsageError(f"{model}: {text}", hint=hint) from None

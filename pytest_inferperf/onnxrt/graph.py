@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,10 @@ class GraphFormatError(InferperfError, ValueError):
     """The bytes are not a protobuf message onnx.proto's ModelProto could be read from."""
 
 
+#: C90 identifier syntax, which ONNX's IR spec asks of every name (dimension variables too).
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 @dataclass(frozen=True)
 class Dim:
     """One axis of a shape: a fixed ``value``, a symbolic ``param``, or neither (unnamed)."""
@@ -80,8 +85,16 @@ class Dim:
         return self.value if self.value is not None and self.value > 0 else None
 
     def key(self, input_name: str, axis: int) -> str:
-        """The name a caller sizes this axis by: its ``dim_param``, else ``<input>:<axis>``."""
-        return self.param if self.param else f"{input_name}:{axis}"
+        """The name a caller sizes this axis by: its ``dim_param``, else ``<input>:<axis>``.
+
+        A ``dim_param`` that is no identifier (Paddle2ONNX writes ``"?"`` for every free
+        axis) is a placeholder, not a name: ONNX's IR spec ("Names Within a Graph") holds
+        names, dimension variables among them, to C90 identifier syntax, and two axes
+        that share a real name must share their size, which two ``"?"`` axes (a text
+        line's height and width) do not. Such an axis is sized by ``<input>:<axis>``."""
+        if self.param and _IDENTIFIER.fullmatch(self.param):
+            return self.param
+        return f"{input_name}:{axis}"
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,16 @@ class ModelError(InferperfError, ValueError):
 
 
 class InputSpecError(InferperfError, ValueError):
-    """Inputs for a model cannot be made from what the caller gave (e.g. a missing dim)."""
+    """Inputs for a model cannot be made from what the caller gave (e.g. a missing dim).
+
+    ``dimension``: the symbolic dimension that had no value, where that was the cause (a
+    front-end names it in its own option: the CLI's ``--shape NAME=N``)."""
+
+    dimension: str | None = None
+
+    def __init__(self, message: str, *, dimension: str | None = None) -> None:
+        super().__init__(message)
+        self.dimension = dimension
 
 
 @dataclass(frozen=True)

@@ -405,7 +405,8 @@ def _resolve_shape(vi: ValueInfo, dims: Mapping[str, int]) -> tuple[int, ...]:
         if key not in dims:
             raise InputSpecError(
                 f"input {vi.name!r} has symbolic dimension {key!r} (axis {axis}) and no value "
-                f"was given for it; pass it, e.g. make_inputs(model, dims={{{key!r}: 128}})."
+                f"was given for it; pass it, e.g. make_inputs(model, dims={{{key!r}: 128}}).",
+                dimension=key,
             )
         value = dims[key]
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
