@@ -592,3 +592,42 @@ def test_github_step_summary_gets_markdown(
 def test_markdown_escapes_names() -> None:
     assert md("a|b<c>`d\ne") == "a\\|b&lt;c&gt;\\`d e"
     assert "<" not in md(SCRIPT_NAME) and "|" not in md("x|y").replace("\\|", "")
+
+
+def test_a_model_with_placeholder_dims_is_sized_per_axis_in_shapes_words(tmp_path, capsys):
+    """x[-1, 3, "?", "?"] as Paddle2ONNX exports it: each free axis is its own
+    <input>:<axis>, and the error says how to give it with --shape."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 3, "?", "?"])
+    x.type.tensor_type.shape.dim[0].dim_value = -1
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 3, "?", "?"])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "paddle_like.onnx"
+    onnx.save(model, path)
+    assert main(["analyse", str(path), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "input 'x' has symbolic dimension 'x:0' (axis 0) and no value was given for it." in err
+    assert "Give it with --shape x:0=N (e.g. x:0=1)." in err
+    assert "make_inputs" not in err and ".." not in err.replace(str(tmp_path), "")
+    code = main(
+        [
+            "analyse",
+            str(path),
+            "--shape",
+            "x:0=1",
+            "--shape",
+            "x:2=4",
+            "--shape",
+            "x:3=6",
+            "--repeat",
+            "2",
+            "--warmup",
+            "1",
+            "--out",
+            str(tmp_path / "r"),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "inputs   x:0=1, x:2=4, x:3=6" in out

@@ -384,16 +384,7 @@ def analyse_model(
         inputs = make_inputs(model, full_dims)
         session = make_session(model, settings)
     except InputSpecError as exc:
-        from ..onnxrt.input_memory import FIX
-
-        text, hint = f"{exc}.", "Give it with {shape} NAME=N."
-        if exc.dimension is not None:  # the CLI's words, not make_inputs'
-            text = str(exc).split("; pass it", 1)[0] + "."
-            hint = f"Give it with {{shape}} {exc.dimension}=N (e.g. {exc.dimension}=1)."
-        elif str(exc).endswith(FIX):  # too large: the fix names the setting as the front-end does
-            text = str(exc).removesuffix(FIX).rstrip()
-            hint = "Lower the {shape} values (e.g. batch=1, sequence=128)."
-        raise UsageError(f"{model}: {text}", hint=hint) from None
+        raise _inputs_usage_error(model, exc) from None
     except SessionSettingsError as exc:  # more threads than this process can create
         raise UsageError(str(exc), setting="threads", hint="Lower {threads}.") from None
     except ModelError as exc:
@@ -707,3 +698,18 @@ def load_profile(path: str | os.PathLike[str], role: str) -> Profile:
             "`inferperf analyse MODEL --out DIR` (DIR/report.json), or restore "
             "it from version control."
         ) from None
+
+
+def _inputs_usage_error(model: Path, exc: InputSpecError) -> UsageError:
+    """Inputs that could not be made, as the front-end's usage error: the fix names the
+    shape setting as the front-end spells it, never the Python API's ``dims=``."""
+    from ..onnxrt.input_memory import FIX
+
+    text, hint = f"{exc}.", "Give it with {shape} NAME=N."
+    if exc.dimension is not None:  # a symbolic dimension without a value
+        text = str(exc).split("; pass it", 1)[0] + "."
+        hint = f"Give it with {{shape}} {exc.dimension}=N (e.g. {exc.dimension}=1)."
+    elif str(exc).endswith(FIX):  # too large: the fix names the setting as the front-end does
+        text = str(exc).removesuffix(FIX).rstrip()
+        hint = "Lower the {shape} values (e.g. batch=1, sequence=128)."
+    return UsageError(f"{model}: {text}", hint=hint)
