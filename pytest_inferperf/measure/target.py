@@ -707,7 +707,7 @@ def _inputs_usage_error(model: Path, exc: InputSpecError) -> UsageError:
 
     text, hint = f"{exc}.", "Give it with {shape} NAME=N."
     if exc.dimension is not None:  # a symbolic dimension without a value
-        text = str(exc).split("; pass it", 1)[0] + "."
+        text = (exc.message or str(exc)).rstrip(";") + "."
         hint = f"Give it with {{shape}} {exc.dimension}=N (e.g. {exc.dimension}=1)."
     elif str(exc).endswith(FIX):  # too large: the fix names the setting as the front-end does
         text = str(exc).removesuffix(FIX).rstrip()

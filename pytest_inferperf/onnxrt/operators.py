@@ -38,12 +38,15 @@ class InputSpecError(InferperfError, ValueError):
     """Inputs for a model cannot be made from what the caller gave (e.g. a missing dim).
 
     ``dimension``: the symbolic dimension that had no value, where that was the cause (a
-    front-end names it in its own option: the CLI's ``--shape NAME=N``)."""
+    front-end names it in its own option: the CLI's ``--shape NAME=N``); ``hint`` the fix
+    in the Python API's words, which such a front-end leaves out (:attr:`message` is the
+    cause alone)."""
 
     dimension: str | None = None
 
-    def __init__(self, message: str, *, dimension: str | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, dimension: str | None = None, hint: str = "") -> None:
+        self.about(message, hint=hint)
+        super().__init__(self.text())
         self.dimension = dimension
 
 

@@ -405,7 +405,9 @@ def _resolve_shape(vi: ValueInfo, dims: Mapping[str, int]) -> tuple[int, ...]:
         if key not in dims:
             raise InputSpecError(
                 f"input {vi.name!r} has symbolic dimension {key!r} (axis {axis}) and no value "
-                f"was given for it; pass it, e.g. make_inputs(model, dims={{{key!r}: 128}}).",
+                "was given for it;",
+                # a hint is a format string ({setting}); these braces are the dict's
+                hint=f"pass it, e.g. make_inputs(model, dims={{{{{key!r}: 128}}}}).",
                 dimension=key,
             )
         value = dims[key]
