@@ -426,26 +426,16 @@ def analyse_model(
         changes["energy"] = _energy(call, profile.latency.mean_ms)
     else:
         notes["details"] = "not measured: operators, roofline and energy (validate)"
-    views, reasons = _flamegraphs(
-        call,
-        requested=flamegraph,
-        name=name,
-        out_dir=Path(out_dir),
-        operators=operators,
-        progress=progress,
-    )
-    changes.update(views)
-    notes.update(reasons)
     facts = {
         "kind": "onnx",
         "target": os.fspath(path),
         "model_sha256": file_sha256(model),
         "dims": dict(full_dims),
         "session_settings": settings.to_dict(),
-        "flamegraph": flamegraph,
-        "notes": notes,
     }
-    return profile.with_(settings={**profile.settings, "analyse": facts}, **changes)
+    return _with_views_and_facts(
+        profile, call, facts, changes, notes, flamegraph, name, out_dir, operators, progress
+    )
 
 
 def load_callable(spec: str) -> tuple[Callable[[], Any], str]:
@@ -555,7 +545,6 @@ def analyse_callable(
     }
     changes: dict[str, Any] = {}
     operators: list[Any] = list(profile.operators)
-    settings = dict(profile.settings)
     if details:
         reason = _operator_note(profile)
         if reason:
@@ -564,18 +553,39 @@ def analyse_callable(
         changes["energy"] = _energy(fn, profile.latency.mean_ms)
     else:
         notes["operators"] = "not measured (validate)"
+    facts = {"kind": "callable", "target": spec}
+    return _with_views_and_facts(
+        profile, fn, facts, changes, notes, flamegraph, name, out_dir, operators or None, progress
+    )
+
+
+def _with_views_and_facts(
+    profile: Profile,
+    call: Callable[[], Any],
+    facts: dict[str, Any],
+    changes: dict[str, Any],
+    notes: dict[str, str],
+    flamegraph: bool,
+    name: str,
+    out_dir: str | os.PathLike[str],
+    operators: Sequence[Any] | None,
+    progress: Progress | None,
+) -> Profile:
+    """The end of ``analyse_model`` and ``analyse_callable``: the flamegraph views asked
+    for, and what was analysed (``facts``, with the flamegraph choice and the notes) in
+    the Profile's ``settings.analyse``."""
     views, reasons = _flamegraphs(
-        fn,
+        call,
         requested=flamegraph,
         name=name,
         out_dir=Path(out_dir),
-        operators=operators or None,
+        operators=operators,
         progress=progress,
     )
     changes.update(views)
     notes.update(reasons)
-    facts = {"kind": "callable", "target": spec, "flamegraph": flamegraph, "notes": notes}
-    return profile.with_(settings={**settings, "analyse": facts}, **changes)
+    facts = {**facts, "flamegraph": flamegraph, "notes": notes}
+    return profile.with_(settings={**profile.settings, "analyse": facts}, **changes)
 
 
 # -- targets and the cache -------------------------------------------------------------
