@@ -46,6 +46,7 @@ class Outcome:
     half: str = "tuning"
     arch: str | None = None
     ml_inference: bool = False
+    batch: int | None = None  # the sidecar's "round": the batch it was collected in
 
     @property
     def hit(self) -> bool:
@@ -116,6 +117,7 @@ def run_case(name: str, case: dict, corpus: Path = CORPUS) -> Outcome:
         half_of(case),
         case.get("arch"),
         bool(case.get("ml_inference")),
+        case.get("round"),
     )
 
 
@@ -136,12 +138,20 @@ def by_half(outcomes: list[Outcome]) -> dict[str, list[Outcome]]:
     }
 
 
-def _line(label: str, outcomes: list[Outcome]) -> str:
+def held_out_batches(outcomes: list[Outcome]) -> dict[str, list[Outcome]]:
+    """The held-out half by the batch each case was collected in ("round N"): each
+    batch is measured once, so each keeps its own accuracy beside the half's."""
+    held = [o for o in outcomes if o.half == "held-out"]
+    rounds = sorted({o.batch for o in held if o.batch is not None})
+    return {f"round {r}": [o for o in held if o.batch == r] for r in rounds}
+
+
+def _line(label: str, outcomes: list[Outcome], indent: str = "  ") -> str:
     hits, total = accuracy(outcomes)
     share = f"{hits / total:.1%}" if total else "n/a"
     arm = sum(o.arch == "arm" for o in outcomes)
     ml = sum(o.ml_inference for o in outcomes)
-    return f"  {label:<9} {hits}/{total} = {share}  ({arm} Arm, {ml} ML inference)"
+    return f"{indent}{label:<9} {hits}/{total} = {share}  ({arm} Arm, {ml} ML inference)"
 
 
 def report(outcomes: list[Outcome]) -> str:
@@ -162,6 +172,8 @@ def report(outcomes: list[Outcome]) -> str:
     lines.append("accuracy on the primary category:")
     for label, group in by_half(outcomes).items():
         lines.append(_line(label, group))
+        if label == "held-out":
+            lines.extend(_line(b, g, "    ") for b, g in held_out_batches(outcomes).items())
     misses = [o for o in outcomes if not o.hit]
     if misses:
         lines.append("misses:")
@@ -183,12 +195,17 @@ def as_data(outcomes: list[Outcome]) -> dict:
     for label, group in by_half(outcomes).items():
         hits, total = accuracy(group)
         halves[label] = {"cases": total, "hits": hits, "accuracy": hits / total if total else None}
+    batches = {}
+    for label, group in held_out_batches(outcomes).items():
+        hits, total = accuracy(group)
+        batches[label] = {"cases": total, "hits": hits, "accuracy": hits / total}
     hits, total = accuracy(outcomes)
     return {
         "cases": total,
         "hits": hits,
         "accuracy": hits / total,
         "halves": halves,
+        "held_out_batches": batches,
         "outcomes": [{**vars(o), "hit": o.hit} for o in outcomes],
     }
 

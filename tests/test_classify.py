@@ -1242,3 +1242,16 @@ def test_corpus_tuning_misses_are_exactly_the_marked_ones_and_held_out_is_measur
     data = module.as_data(outcomes)
     assert data["halves"]["all"]["cases"] == len(CORPUS_CASES)
     assert data["halves"]["tuning"]["hits"] + hits == data["hits"]
+    # each held-out batch keeps its own accuracy, and the batches add up to the half
+    batches = module.held_out_batches(outcomes)
+    assert sum(len(group) for group in batches.values()) == total
+    for label, group in batches.items():
+        assert label == f"round {group[0].batch}"
+        assert {o.batch for o in group} == {group[0].batch}
+        b_hits, b_total = module.accuracy(group)
+        assert f"    {label:<9} {b_hits}/{b_total} = " in report
+        assert data["held_out_batches"][label] == {
+            "cases": b_total,
+            "hits": b_hits,
+            "accuracy": b_hits / b_total,
+        }
