@@ -340,18 +340,23 @@ def test_validate_passes_against_its_own_baseline(
     assert main(["validate", str(baseline), "--baseline", str(baseline)]) == 0
 
 
-def test_validate_fails_against_a_three_times_faster_baseline(
+def test_validate_fails_against_a_ten_times_faster_baseline(
     models: dict[str, Path], baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def three_times_faster(data: dict) -> None:
+    # Ten times, not three: each fresh process's value is divided by the machine slowdown
+    # its own calibration measured, and on a machine busy with other tests that factor
+    # is itself noisy (a 3x change once read +78% .. +183% across the 4 processes, below
+    # the true +200%: over-corrected, so not separated at one-sided 0.005). The product
+    # is right to call such a spread inconclusive; this test checks the failure path.
+    def ten_times_faster(data: dict) -> None:
         for rep in data["repeats"]:
-            rep["calls"] *= 3  # same counts and wall time over three times the calls
+            rep["calls"] *= 10  # same counts and wall time over ten times the calls
         data["repeats"] = data["repeats"] * 2  # 12 repeats: the rank test can be credible
         for key in ("mean_ms", "min_ms", "max_ms", "stddev_ms", "p50_ms", "p95_ms", "p99_ms"):
-            data["latency"][key] /= 3
-        data["latency"]["calls_per_second"] *= 3
+            data["latency"][key] /= 10
+        data["latency"]["calls_per_second"] *= 10
 
-    faster = _edit(baseline, tmp_path / "faster.json", three_times_faster)
+    faster = _edit(baseline, tmp_path / "faster.json", ten_times_faster)
     rc = main(["validate", str(models["mobilenet_v2"]), "--baseline", str(faster)])
     out = capsys.readouterr().out
     assert rc == 1, out
