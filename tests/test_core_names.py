@@ -358,3 +358,50 @@ def test_a_neoverse_core_named_in_the_file_takes_the_fallback(tmp_path, capsys):
     assert (data["core"], data["core_from"]) == ("neoverse-n4", "file")
     evidence = data["diagnosis"]["primary"]["evidence"][0]
     assert "Neoverse N family fallback: width 5" in evidence["source"]
+
+
+# An Asahi Linux run on an M1: Apple's PMUs name their core in the event names
+# (drivers/perf/apple_m1_cpu_pmu.c registers apple_icestorm_pmu and apple_firestorm_pmu).
+# The counts are made up for the test: IPC 7 on the 8-wide core, 3.5 on the 4-wide one.
+ASAHI_RUN = """
+ Performance counter stats for './kernel':
+
+     1,000,000,000      apple_{core}_pmu/cycles/
+     {instructions}      apple_{core}_pmu/instructions/
+       700,000,000      apple_{core}_pmu/branches/
+         1,000,000      apple_{core}_pmu/branch-misses/
+
+       0.350000000 seconds time elapsed
+"""
+
+
+@pytest.mark.parametrize(
+    ("core", "instructions", "width"),
+    [("firestorm", "7,000,000,000", 8), ("icestorm", "3,500,000,000", 4)],
+)
+def test_an_apple_core_named_by_its_pmu_is_judged_against_its_width(
+    core, instructions, width, tmp_path, capsys
+):
+    path = tmp_path / f"{core}.txt"
+    path.write_text(ASAHI_RUN.format(core=core, instructions=instructions), encoding="utf-8")
+    data = _explain_json(capsys, str(path))
+    assert (data["core"], data["core_from"]) == (f"apple-{core}", "file")
+    primary = data["diagnosis"]["primary"]
+    assert primary["category"] == "retiring"
+    evidence = primary["evidence"][0]
+    assert (evidence["metric"], evidence["threshold"]) == ("ipc", pytest.approx(0.75 * width))
+    # The PMU counts no cache event: the memory categories say why they are not judged.
+    assert "apple_m1_cpu_pmu.c" in data["diagnosis"]["not_judged"]["l1d_residency"]
+
+
+def test_apple_parts_detection_names_reach_their_rows_or_the_apple_fallback():
+    from pytest_inferperf.pmu.cpu import arm_core_name
+
+    assert arm_core_name(0x61, 0x023)[1] == "apple-firestorm"
+    assert arm_core_name(0x61, 0x028)[1] == "apple-icestorm"  # M1 Max E-core
+    assert core_facts("apple-firestorm").width == 8 and not core_facts("apple-firestorm").fallback
+    # An Apple part no table names (a later M-series core) takes the Apple fallback.
+    _name, slug = arm_core_name(0x61, 0x048)
+    facts = core_facts(slug)
+    assert (facts.fallback, facts.width, facts.family) == ("Apple", 4, "arm-basic")
+    assert core_candidates("m1") == ("apple-firestorm", "apple-icestorm")

@@ -585,6 +585,30 @@ _NO_SLOTS = (
     "op_spec",
 )
 
+# Apple's PMU as Linux drives it maps four generic events (drivers/perf/apple_m1_cpu_pmu.c
+# m1_pmu_perf_map: cycles, instructions, branches, branch misses) and no cache map.
+_NO_APPLE = (
+    "l1d_access",
+    "l1d_refill",
+    "l1i_access",
+    "l1i_refill",
+    "l2_access",
+    "l2_refill",
+    "l1d_tlb_refill",
+    *_NO_BASIC,
+)
+_APPLE_PMU = (
+    "Linux drivers/perf/apple_m1_cpu_pmu.c, m1_pmu_perf_map: cycles, instructions, "
+    "branches and branch misses only"
+)
+_DOUGALLJ = (
+    "Dougall Johnson, 'Apple Microarchitecture Research' (dougallj.github.io/applecpu/{}.html)"
+)
+_ASAHI_PMU = (
+    "Linux drivers/perf/apple_m1_cpu_pmu.c names the PMUs apple_icestorm_pmu and "
+    "apple_firestorm_pmu"
+)
+
 #: Families of threshold rows, from the core that can count least to the one that can
 #: count most (a family fallback takes the least capable family of its members).
 CORE_FAMILIES: tuple[str, ...] = ("arm-basic", "arm-cycles", "arm-topdown", "x86", "unknown")
@@ -946,6 +970,30 @@ CORES: dict[str, CoreFacts] = {
             "llvms-ampere1b-commit): 'Ampere One is a four-wide armv8.6-a core'",
             typed_as=_typed("", "ampere-one", "ampere1"),
         ),
+        # Apple's cores under Linux (Asahi): the PMU driver maps cycles, instructions,
+        # branches and branch misses and no cache event (drivers/perf/apple_m1_cpu_pmu.c,
+        # m1_pmu_perf_map), so every other logical event is missing. No Arm event list.
+        CoreFacts(
+            "apple-firestorm",
+            "Apple Firestorm (M1 P-core)",
+            "arm-basic",
+            8,
+            _DOUGALLJ.format("firestorm")
+            + ": uops 'count towards the \"pipeline width\" limit of 8 uops per cycle'",
+            _NO_APPLE,
+            _APPLE_PMU,
+            typed_as=_typed(_ASAHI_PMU, "firestorm", "m1-firestorm", "apple-firestorm-pmu"),
+        ),
+        CoreFacts(
+            "apple-icestorm",
+            "Apple Icestorm (M1 E-core)",
+            "arm-basic",
+            4,
+            _DOUGALLJ.format("icestorm") + ": 'Retires per cycle: 4'",
+            _NO_APPLE,
+            _APPLE_PMU,
+            typed_as=_typed(_ASAHI_PMU, "icestorm", "m1-icestorm", "apple-icestorm-pmu"),
+        ),
         CoreFacts(
             "hisilicon-tsv110",
             "HiSilicon TSV110 (Kunpeng 920)",
@@ -1093,6 +1141,7 @@ CORE_FAMILY_FALLBACKS: tuple[CoreFamily, ...] = (
     ),
     CoreFamily("cortex-a7xx", "Cortex-A7xx", r"cortex-a7\d\d[a-z]*", r"cortex-a7\d\d"),
     CoreFamily("cortex-a", "Cortex-A", r"cortex-a[0-9a-z]*", r"cortex-a\d+"),
+    CoreFamily("apple", "Apple", r"apple(-[0-9a-z]+)?", r"apple-(icestorm|firestorm)"),
     CoreFamily("intel", "Intel", r"intel(-[0-9a-z.+-]+)?", r"intel-[a-z0-9]+"),
     CoreFamily("amd", "AMD", r"amd(-[0-9a-z.+-]+)?", r"amd-[a-z0-9+]+"),
 )
@@ -1144,6 +1193,19 @@ CORES.update(
             _fallback_row("cortex-a510", "Cortex-A510", "cortex-a5xx", "arm-cycles"),
             _fallback_row("cortex-x2", "Cortex-X2", "cortex-x", "arm-cycles"),
             _fallback_row("neoverse-n3", "Neoverse N3", "neoverse-n", "arm-cycles"),
+            # M2's cores: no width on record; Apple's PMU counts the same four events.
+            replace(
+                _fallback_row("apple-blizzard", "Apple Blizzard (M2 E-core)", "apple", "arm-basic"),
+                lacks=_NO_APPLE,
+                lacks_source=_APPLE_PMU,
+            ),
+            replace(
+                _fallback_row(
+                    "apple-avalanche", "Apple Avalanche (M2 P-core)", "apple", "arm-basic"
+                ),
+                lacks=_NO_APPLE,
+                lacks_source=_APPLE_PMU,
+            ),
         )
     }
 )
@@ -1184,6 +1246,8 @@ AMBIGUOUS_CORE_NAMES: dict[str, tuple[str, ...]] = {
     "raspberry-pi": ("cortex-a53", "cortex-a72", "cortex-a76"),
     "rpi": ("cortex-a53", "cortex-a72", "cortex-a76"),
     "ampere": ("neoverse-n1", "ampereone"),
+    "m1": ("apple-icestorm", "apple-firestorm"),
+    "apple-m1": ("apple-icestorm", "apple-firestorm"),
 }
 
 #: What the --cpu help shows (each resolves; tests/test_core_names.py checks).

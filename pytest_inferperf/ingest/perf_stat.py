@@ -265,7 +265,13 @@ _TOPDOWN_EVENTS = frozenset(
 
 _PMU_EVENT = re.compile(r"(?P<pmu>[A-Za-z0-9_.\-]+)/(?P<terms>[^/]*)/(?P<mods>[A-Za-z]*)")
 _RAW = re.compile(r"r(?P<code>[0-9a-fA-F]{1,4})")
-_ARM_PMU = re.compile(r"armv[89]_(?P<core>(?:cortex|neoverse)_[a-z]\d+[a-z]?)")
+# Arm's PMUs name their core (armv8_cortex_a72); Apple's as Linux registers them too
+# (drivers/perf/apple_m1_cpu_pmu.c: apple_icestorm_pmu, apple_firestorm_pmu, and M2's
+# apple_blizzard_pmu, apple_avalanche_pmu).
+_ARM_PMU = re.compile(
+    r"armv[89]_(?P<core>(?:cortex|neoverse)_[a-z]\d+[a-z]?)"
+    r"|(?P<apple>apple_(?:icestorm|firestorm|blizzard|avalanche))_pmu"
+)
 _X86_PMUS = ("cpu", "cpu_core", "cpu_atom")
 
 
@@ -295,7 +301,9 @@ class EventName:
     @property
     def core_hint(self) -> str | None:
         match = _ARM_PMU.match((self.pmu or "").lower())
-        return match.group("core").replace("_", "-") if match else None
+        if not match:
+            return None
+        return (match.group("core") or match.group("apple")).replace("_", "-")
 
 
 def split_event(text: str) -> EventName:

@@ -31,7 +31,9 @@ from pathlib import Path
 # pmu/cpus.json; 0x6D/0xD49 Azure Cobalt 100 and 0xC0/0xAC3 AmpereOne from the
 # vendors' MIDR documentation as collected in the reference notes; 0x48/0xD01 HiSilicon
 # TSV110 (Kunpeng 920) from Linux arch/arm64/include/asm/cputype.h (HISI_CPU_PART_TSV110)
-# and tools/perf/pmu-events/arch/arm64/mapfile.csv (0x480fd010 -> hisilicon/hip08).
+# and tools/perf/pmu-events/arch/arm64/mapfile.csv (0x480fd010 -> hisilicon/hip08);
+# 0x61 Apple parts from the same cputype.h (APPLE_CPU_PART_M1_ICESTORM 0x022 ..
+# APPLE_CPU_PART_M2_AVALANCHE_MAX 0x039; the Pro and Max parts are the same cores).
 ARM_PARTS: dict[tuple[int, int], tuple[str, str]] = {
     (0x41, 0xD03): ("Cortex-A53", "cortex-a53"),
     (0x41, 0xD05): ("Cortex-A55", "cortex-a55"),
@@ -55,6 +57,18 @@ ARM_PARTS: dict[tuple[int, int], tuple[str, str]] = {
     (0x6D, 0xD49): ("Azure Cobalt 100 (Neoverse N2)", "azure-cobalt-100"),
     (0xC0, 0xAC3): ("AmpereOne", "ampereone"),
     (0x48, 0xD01): ("HiSilicon TSV110 (Kunpeng 920)", "hisilicon-tsv110"),
+    (0x61, 0x022): ("Apple Icestorm (M1 E-core)", "apple-icestorm"),
+    (0x61, 0x023): ("Apple Firestorm (M1 P-core)", "apple-firestorm"),
+    (0x61, 0x024): ("Apple Icestorm (M1 Pro E-core)", "apple-icestorm"),
+    (0x61, 0x025): ("Apple Firestorm (M1 Pro P-core)", "apple-firestorm"),
+    (0x61, 0x028): ("Apple Icestorm (M1 Max E-core)", "apple-icestorm"),
+    (0x61, 0x029): ("Apple Firestorm (M1 Max P-core)", "apple-firestorm"),
+    (0x61, 0x032): ("Apple Blizzard (M2 E-core)", "apple-blizzard"),
+    (0x61, 0x033): ("Apple Avalanche (M2 P-core)", "apple-avalanche"),
+    (0x61, 0x034): ("Apple Blizzard (M2 Pro E-core)", "apple-blizzard"),
+    (0x61, 0x035): ("Apple Avalanche (M2 Pro P-core)", "apple-avalanche"),
+    (0x61, 0x038): ("Apple Blizzard (M2 Max E-core)", "apple-blizzard"),
+    (0x61, 0x039): ("Apple Avalanche (M2 Max P-core)", "apple-avalanche"),
 }
 ARM_IMPLEMENTERS = {
     0x41: "Arm",
