@@ -107,6 +107,9 @@ def test_parse_number_rejects(token):
         ("r11", "x86", None),
         ("ref-cycles", "arm", None),
         ("cpu_core/cycles/", "x86", "cycles"),
+        # a hybrid x86 machine prints the modifiers inside the slashes
+        ("cpu_core/cycles:u/", "x86", "cycles"),
+        ("cpu_atom/instructions:uk/", "x86", "instructions"),
     ],
 )
 def test_logical_names(name, arch, logical):
@@ -125,6 +128,24 @@ def test_split_event_hints():
     assert split_event("armv8_neoverse_n1/cpu_cycles/").core_hint == "neoverse-n1"
     assert split_event("cpu_atom/instructions/").arch_hint == "x86"
     assert split_event("r11:u").code == 0x11
+    ev = split_event("cpu_core/instructions:u/")
+    assert (ev.pmu, ev.base, ev.modifiers, ev.arch_hint) == ("cpu_core", "instructions", "u", "x86")
+
+
+def test_hybrid_text_output_sums_both_core_pmus():
+    # `perf stat -e cycles:u,instructions:u` on a hybrid Intel machine (perf's own layout:
+    # one line per core PMU, modifiers inside the slashes); counts made up for the test.
+    text = (
+        " Performance counter stats for './a.out':\n\n"
+        "     1,000,000,000      cpu_core/cycles:u/\n"
+        "       400,000,000      cpu_atom/cycles:u/\n"
+        "     3,000,000,000      cpu_core/instructions:u/   #    3.00  insn per cycle\n"
+        "       600,000,000      cpu_atom/instructions:u/   #    1.50  insn per cycle\n\n"
+        "       0.350000000 seconds time elapsed\n"
+    )
+    stat = parse(text)
+    assert stat.counts == {"cycles": 1.4e9, "instructions": 3.6e9}
+    assert not stat.unmapped
 
 
 # -- CSV ------------------------------------------------------------------------------------

@@ -317,7 +317,11 @@ def split_event(text: str) -> EventName:
         if term:
             code = int(term.group(1), 0)
         base = terms.split(",", 1)[0]
-        return EventName(name, pmu, base, mods, code)
+        # perf names an event of a hybrid x86 machine by each core PMU with the
+        # modifiers inside the slashes: `-e cycles:u` prints cpu_core/cycles:u/ and
+        # cpu_atom/cycles:u/ (tools/perf/util/parse-events.c, hybrid PMU wildcarding).
+        base, _, inner = base.partition(":")
+        return EventName(name, pmu, base, inner + (mods or ""), code)
     base, _, mods = name.partition(":")
     base = base.lower()
     raw = _RAW.fullmatch(base)
