@@ -132,6 +132,35 @@ def test_split_event_hints():
     assert (ev.pmu, ev.base, ev.modifiers, ev.arch_hint) == ("cpu_core", "instructions", "u", "x86")
 
 
+def test_a_hardware_event_that_read_zero_over_millions_of_cycles_is_not_a_zero():
+    # A hypervisor that lists a PMU it does not count prints 0, not <not supported>
+    # (one published run read 630 M cycles and 0 of everything else): the zeros are
+    # the counter's silence, so no IPC of 0 and no 0% stall is judged from them. Counts
+    # made up for the test; software events keep their zeros.
+    text = (
+        " Performance counter stats for './app':\n\n"
+        "            391.03 msec task-clock          #    0.213 CPUs utilized\n"
+        "                 0      cpu-migrations      #    0.000 /sec\n"
+        "       630,725,775      cycles              #    1.613 GHz\n"
+        "                 0      stalled-cycles-frontend\n"
+        "                 0      instructions        #    0.00  insn per cycle\n"
+        "                 0      branch-misses\n\n"
+        "       1.834332719 seconds time elapsed\n"
+    )
+    stat = parse(text)
+    assert stat.counts == {
+        "task_clock": pytest.approx(391.03e6),
+        "cpu_migrations": 0.0,
+        "cycles": 630_725_775.0,
+    }
+    for name in ("stall_frontend", "instructions", "branch_misses"):
+        assert stat.unavailable[name].startswith("listed but did not count"), name
+        assert "630,725,775 instructions or cycles" in stat.unavailable[name]
+    # Below a million cycles a zero proves nothing either way: it stays a count.
+    small = parse(text.replace("630,725,775", "630,775"))
+    assert small.counts["instructions"] == 0.0
+
+
 def test_hybrid_text_output_sums_both_core_pmus():
     # `perf stat -e cycles:u,instructions:u` on a hybrid Intel machine (perf's own layout:
     # one line per core PMU, modifiers inside the slashes); counts made up for the test.
@@ -197,7 +226,7 @@ def csv_reports(draw):
             value_text = f"{hundredths // 100}.{hundredths % 100:02d}"
             expect_counts[logical] = hundredths / 100 * 1e6  # msec -> ns
         else:
-            value = draw(st.integers(0, 10**15))
+            value = draw(st.integers(1, 10**15))
             value_text = str(value)
             expect_counts[logical] = float(value)
         if status == "counted" and pct < 100.0:
@@ -295,7 +324,7 @@ def text_reports(draw):
     def group(n: int) -> str:
         return f"{n:,}".replace(",", grouping)
 
-    values = draw(st.lists(st.integers(0, 10**13), min_size=4, max_size=4))
+    values = draw(st.lists(st.integers(1, 10**13), min_size=4, max_size=4))
     cs, cyc, ins, l1 = values
     ms = draw(st.integers(0, 10**9))
     elapsed = draw(st.integers(1, 10**12))
@@ -951,7 +980,7 @@ def interval_reports(draw):
         return f"{n:,}".replace(",", grouping)
 
     rows = draw(
-        st.lists(st.tuples(st.integers(0, 10**12), st.integers(0, 10**12)), min_size=1, max_size=4)
+        st.lists(st.tuples(st.integers(1, 10**12), st.integers(1, 10**12)), min_size=1, max_size=4)
     )
     pad = draw(st.integers(1, 12))
     lines = ["#           time             counts unit events"]

@@ -50,6 +50,7 @@ from pathlib import Path
 from ..core.errors import InferperfError
 from ..core.metrics import METRICS, MetricContext, compute
 from ..pmu.events import CATALOGUE
+from ..pmu.trust import silent_zeros
 
 NOT_SUPPORTED = "<not supported>"
 NOT_COUNTED = "<not counted>"
@@ -621,6 +622,11 @@ def _collect(
             counted[logical] = statistics.fmean(values) if repeated else sum(values)
     for name, value in _topdown_fractions(topdown).items():
         perf_metrics.setdefault(name, value)
+    # A hardware event that read 0 over millions of cycles did not count (a hypervisor
+    # that lists a PMU it does not count prints 0, not <not supported>): not a zero.
+    for name, why in silent_zeros(counted).items():
+        del counted[name]
+        missing[name] = why
     unavailable = {k: v for k, v in missing.items() if k not in counted}
     return PerfStat(
         fmt,

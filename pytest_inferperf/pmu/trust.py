@@ -81,23 +81,38 @@ def emulated_event_reason(evidence: str) -> str:
     )
 
 
+def silent_zeros(
+    totals: Mapping[str, float], sources: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Hardware events of ``totals`` (logical name -> count over the run) that read 0
+    while the core did at least :data:`SILENT_MIN` instructions or cycles of work, with
+    the reason each is not a zero: a counter that did not count (an emulated or hidden
+    one; a hypervisor that lists a PMU it does not count), never a measured 0.
+    ``sources`` names each event's PMU for the reason. Software events never qualify."""
+    work = max(totals.get("instructions", 0.0), totals.get("cycles", 0.0))
+    if work < SILENT_MIN:
+        return {}
+    return {
+        name: (
+            f"listed but did not count: {(sources or {}).get(name) or 'the PMU'} read 0 "
+            f"over {int(work):,} instructions or cycles (an emulated or hidden "
+            "counter), so it is not used as a zero"
+        )
+        for name, value in totals.items()
+        if name not in SOFTWARE and value == 0
+    }
+
+
 def distrusted(
     cpu: CpuInfo | None, statuses: Mapping[str, EventStatus], samples: Sequence[CounterSample]
 ) -> dict[str, str]:
     """Events whose counted values must not be used, with the reason for each."""
-    out: dict[str, str] = {}
-    work = max(((_total(samples, n) or (0.0, 0))[1] for n in ("instructions", "cycles")), default=0)
-    if work >= SILENT_MIN:
-        for name, status in statuses.items():
-            if name in SOFTWARE or not status.available:
-                continue
-            total = _total(samples, name)
-            if total is not None and total[1] == 0:
-                out[name] = (
-                    f"listed but did not count: {status.source or 'the PMU'} read 0 "
-                    f"over {work:,} instructions or cycles (an emulated or hidden "
-                    "counter), so it is not used as a zero"
-                )
+    totals = {
+        name: float(total[1])
+        for name, status in statuses.items()
+        if status.available and (total := _total(samples, name)) is not None
+    }
+    out = silent_zeros(totals, {n: s.source for n, s in statuses.items()})
     evidence = emulated_reason(cpu, samples)
     if evidence:
         for name in CYCLE_EVENTS:
