@@ -112,7 +112,7 @@ def distrusted(
         for name, status in statuses.items()
         if status.available and (total := _total(samples, name)) is not None
     }
-    out = silent_zeros(totals, {n: s.source for n, s in statuses.items()})
+    out = silent_zeros(totals, {n: s.source or "" for n, s in statuses.items()})
     evidence = emulated_reason(cpu, samples)
     if evidence:
         for name in CYCLE_EVENTS:
