@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from pytest_inferperf.core.metrics import METRICS, MetricContext, compute
 from pytest_inferperf.diagnose import hooks
 from pytest_inferperf.diagnose.classify import (
+    INFERRED_TITLE,
     CycleShare,
     Diagnosis,
     Evidence,
@@ -437,7 +438,12 @@ def test_unknown_core_judges_ipc_against_every_cores_width_at_half_confidence():
     metrics = metrics_of({"cycles": 1e9, "instructions": 1e8}, "mystery-core")
     diagnosis = diagnose(metrics, core="mystery-core")
     assert "ipc = 0.1 < 0.5" in diagnosis.not_judged["ipc_collapse"]
-    assert diagnosis.primary is None
+    # the backend is inferred, at the generic and the inferred discount both
+    inferred = diagnosis.primary
+    assert inferred.category == "backend_bound" and "inferred" in inferred.title
+    assert inferred.confidence == pytest.approx(
+        0.5 * 0.5 * combine([(1.0, strength(0.1, 0.5, "<"))]), abs=1e-3
+    )
     facts = core_facts("")
     assert (facts.width, facts.widest, facts.family) == (2, 10, "unknown")
     assert (core_facts("x86-64").width, core_facts("x86-64").widest) == (4, 8)
@@ -850,13 +856,47 @@ def test_pointer_chasing_is_memory_bound_not_ipc_collapse():
     assert "ipc_collapse" not in {f.category for f in diagnosis.findings}
 
 
-def test_low_ipc_alone_is_not_judged_as_compute():
-    # IPC 0.22 < 1.0 (0.25 x A76 width 4) and nothing else counted: no finding.
+def test_low_ipc_alone_is_not_judged_as_compute_but_names_the_backend_inferred():
+    # IPC 0.22 < 1.0 (0.25 x A76 width 4) and nothing else counted: ILP-limited compute
+    # and a wait on memory read the same, so ipc_collapse is not judged; both are halves
+    # of Backend Bound (Yasin 2014), which is named, inferred, at half the confidence.
     metrics = metrics_of({"cycles": 45_157_063_927, "instructions": 10_002_762_164}, "cortex-a76")
     diagnosis = diagnose(metrics, core="cortex-a76")
-    assert diagnosis.primary is None
     why = diagnosis.not_judged["ipc_collapse"]
     assert "IPC ipc = 0.222 < 1" in why and "low IPC alone is not enough" in why
+    inferred = diagnosis.primary
+    assert (inferred.category, inferred.title) == ("backend_bound", INFERRED_TITLE)
+    assert inferred.share.share == pytest.approx(1 - 10_002_762_164 / 45_157_063_927 / 4)
+    assert "1 - IPC 0.222 / width 4 = 94% of issue slots unused" in inferred.share.text
+    assert "backend_bound" not in diagnosis.not_judged
+    assert inferred.confidence == pytest.approx(
+        0.5 * combine([(1.0, strength(0.2215, 1.0, "<"))]), abs=2e-3
+    )
+    assert "Front-end stalls and mispredicted branches were not counted" in inferred.explanation
+    assert inferred.recommendations[0].startswith("Count what confirms and splits it")
+    text = render(diagnosis)
+    assert "backend bound, inferred from IPC alone" in text
+
+
+def test_the_backend_is_not_inferred_where_it_was_measured_or_ipc_is_only_below_the_width():
+    base = {"cycles": 4e10, "instructions": 1e10}  # IPC 0.25 < 1.0 on A76
+    # STALL_BACKEND counted and low (10%): the measurement speaks, nothing is inferred
+    measured = diagnose(metrics_of({**base, "stall_backend": 4e9}, "cortex-a76"), core="cortex-a76")
+    assert all(f.title != INFERRED_TITLE for f in measured.findings)
+    # IPC 2.0 on A76: below 0.75 x 4 but not a quarter of it: no collapse to infer from
+    a76 = "cortex-a76"
+    mid = diagnose(metrics_of({"cycles": 1e10, "instructions": 2e10}, a76), core=a76)
+    assert all(f.title != INFERRED_TITLE for f in mid.findings)
+    # a counted cause that explains the slots (mispredicts at 40 MPKI) is named instead
+    branchy = {**base, "branches": 2e9, "branch_misses": 4e8}
+    named = diagnose(metrics_of(branchy, "cortex-a76"), core="cortex-a76")
+    assert named.primary.category == "branch_misprediction"
+    assert all(f.title != INFERRED_TITLE for f in named.findings)
+    # branches counted and few: the inference says they were ruled out
+    few_counts = {**base, "branches": 2e9, "branch_misses": 1e3}
+    few = diagnose(metrics_of(few_counts, a76), core=a76)
+    assert few.primary.title == INFERRED_TITLE
+    assert "Mispredicted branches were counted and explain little" in few.primary.explanation
 
 
 def test_low_ipc_with_healthy_memory_is_ilp_limited():
@@ -889,7 +929,8 @@ def test_l1d_refills_alone_do_not_rule_out_memory():
         "l1d_refill": 262_171_680,
     }
     diagnosis = diagnose(metrics_of(counts, "neoverse-n1"), core="neoverse-n1")
-    assert diagnosis.primary is None
+    primary = diagnosis.primary
+    assert (primary.category, primary.title) == ("backend_bound", INFERRED_TITLE)
     why = diagnosis.not_judged["ipc_collapse"]
     assert "the only memory count is L1D refills: 6.94 MPKI" in why
     assert "100% of the cycles" in why and "low IPC alone is not enough" in why

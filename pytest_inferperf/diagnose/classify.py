@@ -1308,6 +1308,10 @@ def diagnose_in(
         ilp = _ilp_limited(judged, metrics, ctx, findings, not_judged)
         if ilp is not None:
             findings.append(ilp)
+        inferred = _backend_inferred(judged, metrics, ctx, findings, ipc_gate)
+        if inferred is not None:
+            findings.append(inferred)
+            not_judged.pop("backend_bound", None)
     findings.extend(extra_findings)
     findings = rank(findings)
     change = None
@@ -1480,6 +1484,104 @@ def _ilp_limited(
         confidence=round(confidence, 3),
         evidence=(evidence,),
         recommendations=tuple(_recommend("ipc_collapse", (evidence,), ctx)),
+        explanation=explanation,
+        share=share,
+    )
+
+
+def _not_ruled_out(metrics: Mapping[str, float]) -> str:
+    """Which other level-1 causes a backend verdict inferred from IPC leaves open."""
+    front = any(m in metrics for m in ("frontend_stalled", "frontend_bound", "l1i_mpki"))
+    branch = any(m in metrics for m in ("branch_mpki", "bad_speculation"))
+    if front and branch:
+        return "Front-end and branch counts were taken and explain little."
+    if branch:
+        return (
+            "Mispredicted branches were counted and explain little; front-end stalls "
+            "were not counted, so this is inferred, not measured."
+        )
+    if front:
+        return (
+            "Front-end counts were taken and explain little; mispredicted branches were "
+            "not counted, so this is inferred, not measured."
+        )
+    return (
+        "Front-end stalls and mispredicted branches were not counted either, so this is "
+        "inferred, not measured."
+    )
+
+
+# A backend verdict that rests on IPC alone is weaker than a measured one: its confidence
+# is halved (engineering judgement, as GENERIC_DISCOUNT), and the title says it.
+INFERRED_DISCOUNT = 0.5
+INFERRED_TITLE = "backend bound, inferred from IPC alone (memory or a dependency chain)"
+
+
+def _backend_inferred(
+    judged: Mapping[str, _Judged],
+    metrics: Mapping[str, float],
+    ctx: RuleContext,
+    findings: list[Finding],
+    ipc_gate: str | None,
+) -> Finding | None:
+    """IPC under a quarter of the width (the IPC-collapse row crossed) that nothing
+    counted explains and nothing counted locates: ``backend_bound``, inferred.
+
+    The IPC-collapse rule cannot name ILP-limited compute there, because a wait on
+    memory reads the same in these counts (:func:`_memory_gate`). But the two readings
+    are the two halves of one level-1 category: Backend Bound is Memory Bound plus Core
+    Bound, a dependency chain's latency being core-bound (Yasin, 'A Top-Down method for
+    performance analysis and counters architecture', ISPASS 2014), and a core this far
+    below its width is most likely stalled in the backend (Brendan Gregg, 'CPU
+    Utilization is Wrong', 2017: "If your IPC is < 1.0, you are likely memory
+    stalled"). So the parent is named, at half the confidence and titled as inferred,
+    with the counts that would confirm it and split it. Not where the backend stall or
+    top-down backend share was measured (it speaks for itself), nor where a counted
+    cause that matters fired, nor for an IPC only below 0.75 x the width."""
+    if not ipc_gate or LOW_IPC_ALONE not in ipc_gate:
+        return None  # IPC collapse was not crossed, or memory was measured
+    backend = judged.get("backend_bound")
+    if backend is None or backend.evaluable or backend.fired:
+        return None  # measured: the stall fraction judges the backend, not IPC
+    if findings:
+        return None  # a counted cause that matters (page faults, spinning) is named instead
+    if any(judged[c].fired for c in ("frontend_bound", "branch_misprediction") if c in judged):
+        return None  # a counted front-end or speculation signal: not only the backend
+    j = judged["ipc_collapse"]
+    ipc = next((s.evidence for s in j.signals if s.crossed and s.evidence), None)
+    share = _remainder(judged, metrics, ctx)
+    if ipc is None or share is None or not share.material:
+        return None
+    evidence = Evidence(
+        ipc.metric,
+        ipc.value,
+        ipc.threshold,
+        ipc.comparison,
+        f"{ipc.source}; inferred: Yasin, ISPASS 2014 (Backend Bound = Memory Bound + "
+        "Core Bound); Gregg, 'CPU Utilization is Wrong', 2017 (IPC < 1.0, likely "
+        "memory stalled)",
+    )
+    confidence = j.confidence * INFERRED_DISCOUNT
+    explanation = (
+        f"IPC {ipc.line()}: {share.text}, and nothing counted says where the slots go. "
+        "A core this far below its width is most likely waiting in the backend, on "
+        "memory (cache or TLB misses) or on a dependency chain's latency (long-latency "
+        "operations in series): both are backend bound, and these counts cannot tell "
+        f"which. {_not_ruled_out(metrics)} "
+        f"{_counted_text(metrics)}"
+    )
+    return Finding(
+        category="backend_bound",
+        title=INFERRED_TITLE,
+        confidence=round(confidence, 3),
+        evidence=(evidence,),
+        recommendations=(
+            "Count what confirms and splits it: stall_backend and stall_frontend "
+            "(stalled-cycles-backend/-frontend), L1D/L2/LLC refills, or top-down slots "
+            "(perf stat -M TopdownL1 where the core has them); memory stalls point to "
+            "the working set, a dependency chain to the kernels.",
+            *_recommend("backend_bound", (evidence,), ctx),
+        ),
         explanation=explanation,
         share=share,
     )
