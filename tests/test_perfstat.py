@@ -615,6 +615,42 @@ def test_two_runs_are_kept_apart_and_metrics_combined_per_run():
         parse(TWO_RUNS)
 
 
+PRE_POST_WITHOUT_HEADERS = """\
+pre:
+
+     1,000,000,000      cycles
+     2,000,000,000      instructions              #    2.00  insn per cycle
+
+       0.500000000 seconds time elapsed
+
+post:
+
+       800,000,000      cycles
+     1,200,000,000      instructions              #    1.50  insn per cycle
+
+       0.400000000 seconds time elapsed
+       0.390000000 seconds user
+"""
+
+
+def test_counters_after_a_footer_are_another_run_even_without_a_header():
+    # Blocks pasted into a commit message without their headers (pre: / post:) are two
+    # builds; averaging them would give 900 M cycles that neither build ran.
+    report = parse_report(PRE_POST_WITHOUT_HEADERS)
+    assert [r.counts["cycles"] for r in report.runs] == [1e9, 8e8]
+    assert [r.elapsed_s for r in report.runs] == [0.5, 0.4]
+    assert report.runs[1].user_s == pytest.approx(0.39)
+
+
+def test_a_title_with_nothing_under_it_does_not_lend_its_title_to_the_next_run():
+    text = (
+        " Performance counter stats for 'a':\n\n"
+        " Performance counter stats for 'b':\n\n  1,000  cycles\n\n  1.0 seconds time elapsed\n"
+    )
+    (run,) = parse_report(text).runs
+    assert run.title == "Performance counter stats for 'b'" and run.counts["cycles"] == 1000
+
+
 def test_median_of_three_runs():
     block = " Performance counter stats for 'x':\n\n  {c:,}  cycles\n  {i:,}  instructions\n\n"
     text = "".join(block.format(c=10**9, i=i) for i in (1 * 10**9, 3 * 10**9, 2 * 10**9))
@@ -754,10 +790,11 @@ def _grouped(n: int) -> str:
 
 
 @settings(max_examples=60, deadline=None)
-@given(runs=st.lists(st.tuples(counts_st, counts_st), min_size=1, max_size=4))
-def test_property_runs_never_mix(runs):
+@given(runs=st.lists(st.tuples(counts_st, counts_st), min_size=1, max_size=4), headed=st.booleans())
+def test_property_runs_never_mix(runs, headed):
+    header = " Performance counter stats for 'x':\n\n" if headed else "\n"
     text = "".join(
-        f" Performance counter stats for 'x':\n\n  {_grouped(c)}  cycles\n"
+        f"{header}  {_grouped(c)}  cycles\n"
         f"  {_grouped(i)}  instructions\n\n  1.0 seconds time elapsed\n\n"
         for c, i in runs
     )

@@ -1009,15 +1009,29 @@ def _mark_repeats(entries: list[tuple[PerfStatEntry, bool]]) -> list[PerfStatEnt
     ]
 
 
-def _blocks(lines: Sequence[str]) -> list[list[str]]:
-    """The file cut at each ``Performance counter stats for`` line: one block per run.
+def _blocks(lines: Sequence[str], decimal: str | None) -> list[list[str]]:
+    """The file cut into one block per run: at each ``Performance counter stats for``
+    line, and at a counter line that follows a run's footer with no title between.
 
+    perf prints a run's counters, then its footer (``seconds time elapsed``, ``user``,
+    ``sys``: ``print_footer`` in tools/perf/util/stat-display.c), and nothing of that
+    run after it; ``-I`` intervals print no footer. So counters after a footer are
+    another run whose header was cut (``pre:`` / ``post:`` blocks pasted into a commit
+    message), never more of the same run: averaging them with it would mix two builds.
     Text before the first title (the program's own output) goes with the first run.
     """
-    starts = [i for i, line in enumerate(lines) if _TITLE.search(line)]
-    if len(starts) < 2:
-        return [list(lines)]
-    cuts = [0, *starts[1:], len(lines)]
+    cuts = [0]
+    # since the last cut: a title, a counter line, a footer line
+    titled = counted = after_footer = False
+    for index, line in enumerate(lines):
+        is_title, is_footer = bool(_TITLE.search(line)), bool(_TIMES.match(line))
+        is_counter = not (is_title or is_footer) and _text_entry(line, decimal) is not None
+        if (is_title and (titled or counted)) or (after_footer and is_counter):
+            cuts.append(index)
+            titled = counted = after_footer = False
+        after_footer = after_footer or is_footer
+        titled, counted = titled or is_title, counted or is_counter
+    cuts.append(len(lines))
     return [list(lines[a:b]) for a, b in itertools.pairwise(cuts)]
 
 
@@ -1029,7 +1043,7 @@ def _text_runs(text: str, arch: str | None) -> list[PerfStat]:
             found[0] for line in lines if (found := _text_entry(line, decimal)) is not None
         )
     runs = []
-    for block in _blocks(lines):
+    for block in _blocks(lines, decimal):
         try:
             runs.append(_text_block(block, arch, decimal))
         except PerfStatError:
