@@ -256,6 +256,9 @@ def test_the_doc_table_matches_the_tables():
         ("kunpeng920", "hisilicon-tsv110"),
         ("TSV110", "hisilicon-tsv110"),
         ("intel-core-skylake", "intel-core-skylake"),  # detection's own form stays
+        ("cascadelake", "intel-skylake"),  # model 0x55, later steppings (intel-family.h)
+        ("Cascade Lake", "intel-skylake"),
+        ("cooperlake", "intel-skylake"),
         ("a55+a76", "cortex-a55+cortex-a76"),
         ("neoverse", "neoverse"),
     ],
@@ -405,3 +408,11 @@ def test_apple_parts_detection_names_reach_their_rows_or_the_apple_fallback():
     facts = core_facts(slug)
     assert (facts.fallback, facts.width, facts.family) == ("Apple", 4, "arm-basic")
     assert core_candidates("m1") == ("apple-firestorm", "apple-icestorm")
+
+
+def test_a_detection_form_with_a_micro_architecture_as_users_type_it_takes_its_row():
+    # 'intel-xeon-cascadelake' is detection's form with a name users type for the uarch
+    # (detection itself says skylake-x: Cascade Lake is model 0x55); never another vendor.
+    assert core_facts("intel-xeon-cascadelake").name == "Intel Skylake"
+    assert core_facts("intel-xeon-icelake").name == "Intel Sunny Cove (Ice Lake)"
+    assert core_facts("intel-xeon-zen4").fallback == "Intel"

@@ -733,6 +733,11 @@ _KUNPENG = (
     "part 0xD01, TSV110 in arch/arm64/include/asm/cputype.h) -> hisilicon/hip08; "
     "WikiChip 'TaiShan v110': 'TaiShan-based CPUs are branded as the Kunpeng 920 series'"
 )
+_SKYLAKE_X_STEPPINGS = (
+    "Linux arch/x86/include/asm/intel-family.h: 'CASCADELAKE_X 0x55 Sky Lake -- s: 7', "
+    "'COOPERLAKE_X 0x55 Sky Lake -- s: 11' (Skylake-X's model, later steppings: the "
+    "same core)"
+)
 _SKYLAKE_LINE = (
     "WikiChip, 'Sunny Cove - Microarchitectures - Intel': 'a number of improvised "
     "derivatives of Skylake including Kaby Lake, Coffee Lake, and Comet Lake'"
@@ -1023,6 +1028,16 @@ CORES: dict[str, CoreFacts] = {
             typed_as=(
                 *_typed(_SKYLAKE_LINE, "kabylake", "coffeelake", "cometlake"),
                 *_typed("", "skl", "skylake-x", "skylake-sp", "skx"),
+                *_typed(
+                    _SKYLAKE_X_STEPPINGS,
+                    "cascadelake",
+                    "cascadelake-x",
+                    "cascadelake-sp",
+                    "clx",
+                    "cooperlake",
+                    "cooperlake-x",
+                    "cpx",
+                ),
             ),
             detected_as=("skylake", "skylake-x", "kabylake", "cometlake"),
             penalties={
@@ -1225,7 +1240,9 @@ def _detected_x86(slug: str) -> CoreFacts | None:
     if not match:
         return None
     vendor, uarch = match["vendor"], match["uarch"]
-    row = _X86_DETECTED.get(uarch) or f"{vendor}-{uarch}"
+    # a micro-architecture as users type it ('intel-xeon-cascadelake'), of this vendor
+    typed = [s for s in core_candidates(uarch) if s.startswith(f"{vendor}-")]
+    row = _X86_DETECTED.get(uarch) or (typed[0] if len(typed) == 1 else f"{vendor}-{uarch}")
     if row in CORES:
         return CORES[row]
     return family_fallback(slug, slug)
