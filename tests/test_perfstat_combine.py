@@ -373,3 +373,18 @@ def test_event_names_of_every_published_code_map_back_to_their_code():
         assert logical_name(published[code].upper(), "arm") == logical
         assert logical_name(f"armv8_pmuv3_0/event={code:#x}/", "arm") == logical
         assert logical_name(f"r{code:x}", "arm") == logical
+
+
+def test_the_scope_of_a_run_without_a_command_is_said_as_perf_counted_it():
+    # -a counts every task on the CPUs; -p / -t the attached tasks only (-p wins over -a:
+    # "PID/TID switch overriding SYSTEM", perf's util/target.c)
+    cycles = {"cycles": 10**9, "instructions": 10**9}
+    system = parse_report(_run("'system wide'", cycles)).limits()
+    attached = parse_report(_run("process id '61238'", cycles)).limits()
+    assert system == (
+        "'system wide': the counts are every task's on the counted CPUs, not one program's",
+    )
+    assert attached == (
+        "process id '61238': the counts are the attached tasks' while perf was attached, "
+        "not a whole run",
+    )

@@ -1405,9 +1405,13 @@ class PerfStatReport:
             out.append("no cycles counted: no IPC and no share of cycles stalled")
         targets = {t.text for r in self.runs if (t := run_target(r)) and not t.command}
         for target in sorted(targets):
-            out.append(
-                f"{target}: the counts are every task's on the counted CPUs, not one program's"
-            )
+            if target.startswith(("process id", "thread id")):
+                # perf stat -p / -t: the attached tasks over the window perf was attached
+                # (-p wins over -a: 'PID/TID switch overriding SYSTEM', util/target.c)
+                what = "the attached tasks' while perf was attached, not a whole run"
+            else:
+                what = "every task's on the counted CPUs, not one program's"
+            out.append(f"{target}: the counts are {what}")
         return tuple(out)
 
     def rates(self) -> dict[str, float]:
