@@ -1059,3 +1059,16 @@ def test_a_file_that_names_no_core_hints_its_instruction_set_when_its_events_sho
     assert (plain.core_hint, plain.isa_hint) == (None, None)
     named = parse_report("  1,000  armv8_cortex_a72/l1d_cache_refill/\n")
     assert named.core_hint == "cortex-a72"
+
+
+def test_perfs_footer_gives_the_cpus_busy_where_task_clock_was_not_counted(capsys):
+    # perf prints the command's rusage (all its threads) as seconds user / sys
+    # (print_footer, tools/perf/util/stat-display.c): the CPU time task-clock counts.
+    footer = "\n  10.0 seconds time elapsed\n\n  52.0 seconds user\n   3.0 seconds sys\n"
+    counts = "  1,000,000,000  cycles\n  2,000,000,000  instructions\n"
+    report = parse_report(counts + footer)
+    assert report.metrics()["cpu_utilisation"] == pytest.approx(5.5)
+    with_clock = parse_report("  20,000.00 msec task-clock\n" + counts + footer)
+    assert with_clock.metrics()["cpu_utilisation"] == pytest.approx(2.0)  # task-clock wins
+    no_sys = parse_report(counts + "\n  10.0 seconds time elapsed\n  52.0 seconds user\n")
+    assert "cpu_utilisation" not in no_sys.metrics()

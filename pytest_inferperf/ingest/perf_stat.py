@@ -516,7 +516,22 @@ class PerfStat:
                 del out[name]
         for name, value in self.perf_metrics.items():
             out.setdefault(name, value)
+        if "cpu_utilisation" not in out and (busy := self.footer_cpus()) is not None:
+            out["cpu_utilisation"] = busy
         return out
+
+    def footer_cpus(self) -> float | None:
+        """CPUs the command kept busy on average, from perf's footer: (user + sys) /
+        elapsed; None where the footer lacks one of them.
+
+        perf prints ``seconds user`` and ``seconds sys`` only for a command it started,
+        from the rusage of that child, all its threads (``print_footer`` in
+        tools/perf/util/stat-display.c, ``ru_utime`` / ``ru_stime`` of wait4): the CPU
+        time task-clock counts, over the same window. It stands in for task-clock where
+        the run did not count it (``-e`` lists without it)."""
+        if self.user_s is None or self.sys_s is None or self.wall_ns <= 0:
+            return None
+        return (self.user_s + self.sys_s) * 1e9 / self.wall_ns
 
 
 _LEVEL1 = ("retiring", "bad_speculation", "frontend_bound", "backend_bound")

@@ -75,15 +75,17 @@ def explain_text(
                 )
             lines.append("")
     multiplexed = report.multiplexed
+    task_clock = any("task_clock" in r.counts for r in report.runs)
     rows = []
     for name, value in metrics.items():
         spec = METRICS.get(name)
         if spec is None:
             continue
         mux = [multiplexed[i] for i in spec.inputs if i in multiplexed]
-        rows.append(
-            (name, _value(value), spec.unit, spec.description, f"{min(mux):.0f}%" if mux else "")
-        )
+        what = spec.description
+        if name == "cpu_utilisation" and not task_clock:
+            what = "CPUs busy during the run (perf's seconds user + sys / elapsed)"
+        rows.append((name, _value(value), spec.unit, what, f"{min(mux):.0f}%" if mux else ""))
     lines.append(
         tabulate(
             rows, headers=("metric", "value", "unit", "what", "running"), disable_numparse=True
