@@ -1072,3 +1072,28 @@ def test_perfs_footer_gives_the_cpus_busy_where_task_clock_was_not_counted(capsy
     assert with_clock.metrics()["cpu_utilisation"] == pytest.approx(2.0)  # task-clock wins
     no_sys = parse_report(counts + "\n  10.0 seconds time elapsed\n  52.0 seconds user\n")
     assert "cpu_utilisation" not in no_sys.metrics()
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_a_read_event_wins_over_the_generic_cache_event_of_the_same_name(order):
+    # x86 cache-misses (LONGEST_LAT_CACHE.MISS) counts prefetches and code reads too;
+    # LLC-load-misses is the data reads the LLC MPKI thresholds are about.
+    lines = ["  192,135  cache-misses\n", "  5,291  LLC-load-misses\n"]
+    text = "  1,000,000  cycles\n" + "".join(lines[::-1] if order else lines)
+    stat = parse(text, arch="x86")
+    assert stat.counts["llc_miss"] == 5291
+    assert stat.superseded == ("cache-misses",)
+
+
+def test_explain_says_which_names_gave_way(tmp_path, capsys):
+    path = tmp_path / "x86.txt"
+    path.write_text(
+        "  1,000,000  cycles\n  1,000,000  instructions\n"
+        "  192,135  cache-misses\n  5,291  LLC-load-misses\n"
+    )
+    assert main(["explain", str(path), "--cpu", "skylake", "-v"]) == 0
+    out = capsys.readouterr().out
+    assert "not used (another name of the same logical event was): cache-misses" in out
+    assert main(["explain", str(path), "--cpu", "skylake", "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["superseded"] == ["cache-misses"] and run["counts"]["llc_miss"] == 5291

@@ -120,6 +120,14 @@ _GENERIC_BY_ARCH: dict[str, dict[str, str]] = {
     # x86: generic cache-* are LLC (arch/x86/events/intel/core.c intel_perfmon_event_map)
     "x86": {"cache-references": "llc_read", "cache-misses": "llc_miss"},
 }
+# Where a run counted both, a read event of the same logical name wins over these: on
+# x86 cache-misses is LONGEST_LAT_CACHE.MISS, which counts code reads, RFOs and hardware
+# prefetches with the demand loads (Intel perfmon event lists), while LLC-load-misses
+# counts the data reads the MPKI thresholds are about (the AWS perfrunbook's LLC MPKI
+# is LL_CACHE_MISS_RD, reads); on Arm cache-misses is L1D_CACHE_REFILL and
+# L1-dcache-load-misses the same event, or its read-only _RD form where the core's
+# cache map has one (armv8_a57_perf_cache_map in drivers/perf/arm_pmuv3.c).
+_GENERIC_CACHE = frozenset(("cache-references", "cache-misses"))
 
 # perf's generic hardware-cache events. perf reads such a name as
 # <cache>[-<op>][-<result>], op and result each optional and in either order, a missing
@@ -621,7 +629,9 @@ def _collect(
     running: dict[str, float] = {}
     superseded: list[str] = []
     for logical, by_name in groups.items():
-        names = list(by_name.values())
+        # the generic cache-references / cache-misses give way to a read event of the
+        # same logical name (see _GENERIC_BY_ARCH)
+        names = sorted(by_name.values(), key=lambda g: g[0].event.base in _GENERIC_CACHE)
         use = next((g for g in names if any(e.status == "counted" for e in g)), names[0])
         superseded.extend(e.event.text for g in names if g is not use for e in g)
         values = []

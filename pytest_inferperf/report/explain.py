@@ -64,6 +64,11 @@ def explain_text(
                         disable_numparse=True,
                     )
                 )
+            if run.superseded:
+                lines.append(
+                    "not used (another name of the same logical event was): "
+                    + ", ".join(run.superseded)
+                )
             if run.perf_metrics:
                 lines.append(
                     (
@@ -134,6 +139,7 @@ def explain_json(
                 "perf_metrics": run.perf_metrics,
                 "unavailable": run.unavailable,
                 "unmapped": list(run.unmapped),
+                "superseded": list(run.superseded),
                 "multiplexed": run.multiplexed,
                 "events": [
                     {
