@@ -1097,3 +1097,12 @@ def test_explain_says_which_names_gave_way(tmp_path, capsys):
     assert main(["explain", str(path), "--cpu", "skylake", "--json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     assert run["superseded"] == ["cache-misses"] and run["counts"]["llc_miss"] == 5291
+
+
+def test_a_counted_ref_cycles_shows_x86():
+    # Intel's fixed counter 2; Arm's perf map has no ref-cycles (<not supported> there).
+    generic = "  1,000  cycles\n  900  instructions\n  50  cache-misses\n"
+    assert parse(generic).arch == "arm"  # nothing shows the instruction set: Arm
+    x86 = parse(generic + "  2,000  ref-cycles\n")
+    assert x86.arch == "x86" and x86.counts["llc_miss"] == 50
+    assert parse(generic + "  <not supported>  ref-cycles\n").arch == "arm"

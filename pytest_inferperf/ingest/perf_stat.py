@@ -585,8 +585,19 @@ def _topdown_fractions(raw: dict[str, float]) -> dict[str, float]:
 
 
 def _arch_of(entries: Iterable[PerfStatEntry]) -> str:
-    hints = {e.event.arch_hint for e in entries} - {None}
+    hints = {_entry_arch_hint(e) for e in entries} - {None}
     return "x86" if hints == {"x86"} else "arm"
+
+
+def _entry_arch_hint(entry: PerfStatEntry) -> str | None:
+    """The instruction set an event line shows: its name's, or for a generic event that
+    only one architecture counts, its having been counted. ``ref-cycles`` (perf's
+    PERF_COUNT_HW_REF_CPU_CYCLES) is Intel's fixed counter 2 (intel_perfmon_event_map,
+    arch/x86/events/intel/core.c: 0x0300) and absent from Arm's armv8_pmuv3_perf_map
+    (drivers/perf/arm_pmuv3.c), where perf prints it <not supported>."""
+    if entry.event.base == "ref-cycles":
+        return "x86" if entry.status == "counted" else None
+    return entry.event.arch_hint
 
 
 def _collect(
