@@ -92,6 +92,7 @@ def report_of(suite, test: str) -> dict:
     return json.loads(path.read_text())
 
 
+@pytest.mark.slow  # several full pytest runs: the default suite stays near 5 minutes
 def test_a_preprocess_stage_100_times_slower_is_named_in_the_failure(suite, monkeypatch):
     result = baseline_then(suite, monkeypatch, "test_pipeline", PREPROCESS="300000")
     result.assert_outcomes(failed=1)
@@ -122,6 +123,7 @@ def test_a_preprocess_stage_100_times_slower_is_named_in_the_failure(suite, monk
     assert profile["settings"]["operator_pass"]["session"] == "found"
 
 
+@pytest.mark.slow  # several full pytest runs: the default suite stays near 5 minutes
 def test_one_op_type_with_twice_the_work_is_named_in_the_failure(suite, monkeypatch):
     result = baseline_then(suite, monkeypatch, "test_model", MATMULS="2")
     result.assert_outcomes(failed=1)

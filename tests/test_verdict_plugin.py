@@ -145,6 +145,7 @@ def test_in_process_confirmation_where_fresh_processes_are_switched_off(suite, m
     said(result, "*confirmed: measured again after a 0.5 s pause: cpu_ms_per_call +*% (first +*%)*")
 
 
+@pytest.mark.slow  # several full pytest runs: the default suite stays near 5 minutes
 def test_a_slowdown_only_the_first_process_saw_does_not_fail(suite, monkeypatch):
     """The process that measured it first was slow (its layout, its neighbour); fresh
     processes are not: the test is inconclusive, never failed."""
@@ -270,6 +271,7 @@ def test_rss_growth_is_the_same_alone_or_after_tests_that_allocated(pytester):
     assert after["peak_rss_mb"] > alone["peak_rss_mb"] + 100
 
 
+@pytest.mark.slow  # several full pytest runs: the default suite stays near 5 minutes
 def test_a_new_baselines_fresh_process_measures_timings_only(suite, monkeypatch, tmp_path):
     """The fresh process of --update-baselines gives one value per test: its repeats are
     capped, and it runs neither the calibration nor the operator pass."""
