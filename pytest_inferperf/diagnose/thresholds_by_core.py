@@ -1240,9 +1240,10 @@ def _detected_x86(slug: str) -> CoreFacts | None:
     if not match:
         return None
     vendor, uarch = match["vendor"], match["uarch"]
-    # a micro-architecture as users type it ('intel-xeon-cascadelake'), of this vendor
-    typed = [s for s in core_candidates(uarch) if s.startswith(f"{vendor}-")]
-    row = _X86_DETECTED.get(uarch) or (typed[0] if len(typed) == 1 else f"{vendor}-{uarch}")
+    row = _X86_DETECTED.get(uarch)
+    if row is None:  # a micro-architecture as users type it ('intel-xeon-cascadelake')
+        typed = [s for s in core_candidates(uarch) if s.startswith(f"{vendor}-")]
+        row = typed[0] if len(typed) == 1 else f"{vendor}-{uarch}"
     if row in CORES:
         return CORES[row]
     return family_fallback(slug, slug)

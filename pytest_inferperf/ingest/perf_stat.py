@@ -1045,7 +1045,9 @@ def _mark_repeats(entries: list[tuple[PerfStatEntry, bool]]) -> list[PerfStatEnt
     ]
 
 
-def _blocks(lines: Sequence[str], decimal: str | None) -> list[list[str]]:
+def _blocks(
+    lines: Sequence[str], found: Sequence[tuple[PerfStatEntry, bool] | None]
+) -> list[list[str]]:
     """The file cut into one block per run: at each ``Performance counter stats for``
     line, and at a counter line that follows a run's footer with no title between.
 
@@ -1055,13 +1057,14 @@ def _blocks(lines: Sequence[str], decimal: str | None) -> list[list[str]]:
     another run whose header was cut (``pre:`` / ``post:`` blocks pasted into a commit
     message), never more of the same run: averaging them with it would mix two builds.
     Text before the first title (the program's own output) goes with the first run.
+    ``found``: each line read as a counter line (:func:`_text_entry`), None where not.
     """
     cuts = [0]
     # since the last cut: a title, a counter line, a footer line
     titled = counted = after_footer = False
-    for index, line in enumerate(lines):
+    for index, (line, entry) in enumerate(zip(lines, found, strict=True)):
         is_title, is_footer = bool(_TITLE.search(line)), bool(_TIMES.match(line))
-        is_counter = not (is_title or is_footer) and _text_entry(line, decimal) is not None
+        is_counter = not (is_title or is_footer) and entry is not None
         if (is_title and (titled or counted)) or (after_footer and is_counter):
             cuts.append(index)
             titled = counted = after_footer = False
@@ -1074,12 +1077,11 @@ def _blocks(lines: Sequence[str], decimal: str | None) -> list[list[str]]:
 def _text_runs(text: str, arch: str | None) -> list[PerfStat]:
     lines = text.splitlines()
     decimal = _text_decimal(lines)
+    found = [_text_entry(line, decimal) for line in lines]
     if arch is None:
-        arch = _arch_of(
-            found[0] for line in lines if (found := _text_entry(line, decimal)) is not None
-        )
+        arch = _arch_of(f[0] for f in found if f is not None)
     runs = []
-    for block in _blocks(lines, decimal):
+    for block in _blocks(lines, found):
         try:
             runs.append(_text_block(block, arch, decimal))
         except PerfStatError:
