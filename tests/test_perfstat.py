@@ -919,7 +919,7 @@ _READS = {
         ("dtlb", "access"): "dtlb_access",
         ("dtlb", "miss"): "l1d_tlb_refill",
         ("itlb", "access"): "itlb_access",
-        ("itlb", "miss"): None,  # L1I_TLB_REFILL: no logical name of ours
+        ("itlb", "miss"): "l1i_tlb_refill",  # L1I_TLB_REFILL
         ("bpu", "access"): "branches",
         ("bpu", "miss"): "branch_misses",
     },

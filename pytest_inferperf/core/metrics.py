@@ -498,6 +498,19 @@ METRICS: dict[str, Metric] = {
                 ("dtlb", "dtlb_walk", "data TLB walks", "tlb_churn", _WALK, ()),
                 ("itlb", "itlb_walk", "instruction TLB walks", "frontend_bound", _WALK, ()),
                 (
+                    "l1i_tlb",
+                    "l1i_tlb_refill",
+                    "L1 ITLB refills",
+                    "frontend_bound",
+                    ChangeCost(
+                        "mpki_cycles",
+                        75.0,
+                        "cycles per L1I TLB refill (at most a walk)",
+                        f"{JUDGEMENT} on {_LEVINTHAL}",
+                    ),
+                    (),
+                ),
+                (
                     "branch",
                     "branch_misses",
                     "branch mispredictions",
@@ -754,6 +767,20 @@ METRICS: dict[str, Metric] = {
             floor=RATIO_FLOOR,
             gates=True,
             points_to="tlb_churn",
+        ),
+        # Arm telemetry-solution's l1i_tlb_miss_ratio (L1I_TLB_REFILL / L1I_TLB).
+        Metric(
+            "l1i_tlb_miss",
+            "L1 instruction TLB refills per L1 instruction TLB access",
+            "",
+            "lower",
+            ("l1i_tlb_refill", "itlb_access"),
+            "L1I_TLB_REFILL / L1I_TLB",
+            _ratio("l1i_tlb_refill", "itlb_access"),
+            tolerance=RATIO_TOLERANCE,
+            floor=RATIO_FLOOR,
+            gates=True,
+            points_to="frontend_bound",
         ),
         # Wall-clock latency: the median and mean are stable, the tail much less so.
         Metric(

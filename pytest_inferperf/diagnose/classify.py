@@ -1029,9 +1029,11 @@ def _extras(
             "LLC misses go to DRAM: try intra_op_num_threads = physical cores of "
             "one NUMA node; more threads only add bandwidth pressure."
         )
-    elif category == "frontend_bound" and _fired(evidence, "itlb_mpki"):
+    elif category == "frontend_bound" and (
+        _fired(evidence, "itlb_mpki") or _fired(evidence, "l1i_tlb_mpki")
+    ):
         extras.append(
-            "ITLB walks: back the onnxruntime library text with huge pages "
+            "ITLB misses: back the onnxruntime library text with huge pages "
             "(THP for read-only file mappings)."
         )
     elif category == "thread_spinning":

@@ -163,8 +163,8 @@ _HW_CACHE_RESULT: dict[str, str] = {
 # L1D_TLB_REFILL, L1I_TLB / L1I_TLB_REFILL, BR_PRED / BR_MIS_PRED; the Cortex-A53/A57/
 # A72 maps count the _RD forms of the same events). x86 (arch/x86/events/intel/core.c,
 # arch/x86/events/amd/core.c hw_cache_event_ids): the DTLB / ITLB read misses are page
-# walks. Only reads are mapped: stores and prefetches count other things, and an ITLB
-# miss on Arm (L1I_TLB_REFILL) has no logical name of ours.
+# walks, while Arm's are L1 TLB refills (many of them hit the L2 TLB: l1d_tlb_refill,
+# l1i_tlb_refill). Only reads are mapped: stores and prefetches count other things.
 _HW_CACHE_READS: dict[str, dict[tuple[str, str], str]] = {
     "arm": {
         ("l1d", "access"): "l1d_access",
@@ -176,6 +176,7 @@ _HW_CACHE_READS: dict[str, dict[tuple[str, str], str]] = {
         ("dtlb", "access"): "dtlb_access",
         ("dtlb", "miss"): "l1d_tlb_refill",
         ("itlb", "access"): "itlb_access",
+        ("itlb", "miss"): "l1i_tlb_refill",
         ("bpu", "access"): "branches",
         ("bpu", "miss"): "branch_misses",
     },

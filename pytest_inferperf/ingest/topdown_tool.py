@@ -58,6 +58,8 @@ TITLES = {
     "itlb walk ratio": "itlb_miss",  # itlb_walk_ratio
     "l1 data tlb mpki": "l1d_tlb_mpki",  # l1d_tlb_mpki
     "l1 data tlb miss ratio": "l1d_tlb_miss",  # l1d_tlb_miss_ratio
+    "l1 instruction tlb mpki": "l1i_tlb_mpki",  # l1i_tlb_mpki
+    "l1 instruction tlb miss ratio": "l1i_tlb_miss",  # l1i_tlb_miss_ratio
 }
 
 _STAGE = re.compile(r"^\s*Stage (?P<n>\d+) \((?:Topdown|uarch) metrics\)\s*$")

@@ -65,6 +65,8 @@ class EventSpec:
     ``arm`` lists (sysfs name, code) alternatives in order of preference;
     ``arm_pair`` names another event whose alternative must have the same
     index (branch counts and misses must come from the same pair).
+    ``counted`` is False for an event that is read from ``perf stat`` files but
+    not opened by default: every default event shares the core's few counters.
     """
 
     name: str
@@ -73,6 +75,7 @@ class EventSpec:
     arm: tuple[tuple[str, int], ...] = ()
     arm_pair: str | None = None
     x86: tuple[int, int] | None = None
+    counted: bool = True
 
     @property
     def is_software(self) -> bool:
@@ -157,6 +160,16 @@ CATALOGUE: dict[str, EventSpec] = {
             arm=(("itlb_walk", 0x35),),
             x86=hw_cache(CACHE_ITLB, OP_READ, RESULT_MISS),
         ),
+        # What perf's generic iTLB-load-misses counts on Arm (armv8_pmuv3_perf_cache_map
+        # in drivers/perf/arm_pmuv3.c), and Cortex-A53/A72's only instruction-TLB miss
+        # event (no ITLB_WALK there). Read from files; not opened by default, so the
+        # plugin's events keep their share of the counters.
+        EventSpec(
+            "l1i_tlb_refill",
+            "L1 instruction TLB refills",
+            arm=(("l1i_tlb_refill", 0x02),),
+            counted=False,
+        ),
         EventSpec(
             "branches",
             "branches (retired, or predicted where retired is absent)",
@@ -209,7 +222,7 @@ CATALOGUE: dict[str, EventSpec] = {
     )
 }
 
-DEFAULT_EVENTS: tuple[str, ...] = tuple(CATALOGUE)
+DEFAULT_EVENTS: tuple[str, ...] = tuple(n for n, s in CATALOGUE.items() if s.counted)
 SOFTWARE_EVENTS: tuple[str, ...] = tuple(n for n, s in CATALOGUE.items() if s.is_software)
 
 # Events that are read together in one ratio or formula share a counter group,
