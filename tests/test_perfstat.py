@@ -1106,3 +1106,23 @@ def test_a_counted_ref_cycles_shows_x86():
     x86 = parse(generic + "  2,000  ref-cycles\n")
     assert x86.arch == "x86" and x86.counts["llc_miss"] == 50
     assert parse(generic + "  <not supported>  ref-cycles\n").arch == "arm"
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        "power/energy-pkg/",
+        "msr/tsc/",
+        "cstate_core/c6-residency/",
+        "uncore_imc/cas_count_read/",
+        "amd_l3/l3_lookup_state.all_coherent_accesses_to_l3/",
+        "ibs_op/cnt_ctl=1/",
+    ],
+)
+def test_a_pmu_only_x86_kernels_register_shows_x86(event):
+    # arch/x86/events/: msr, power (RAPL), cstate_*, uncore_*, amd_*, ibs_*
+    generic = "  1,000  cycles\n  900  instructions\n  50  cache-misses\n"
+    run = parse(generic + f"  7  {event}\n")
+    assert run.arch == "x86" and run.counts["llc_miss"] == 50
+    # an Arm system PMU of another name shows nothing (arm_cmn, arm_dsu, hisi_*)
+    assert parse(generic + "  7  arm_cmn_0/hnf_cache_miss/\n").arch == "arm"

@@ -283,6 +283,11 @@ _ARM_PMU = re.compile(
     r"|(?P<apple>apple_(?:icestorm|firestorm|blizzard|avalanche))_pmu"
 )
 _X86_PMUS = ("cpu", "cpu_core", "cpu_atom")
+# PMUs that only x86 kernels register (arch/x86/events/): msr.c "msr", rapl.c and
+# amd/power.c "power", intel/cstate.c "cstate_core"/"cstate_pkg"/"cstate_module",
+# intel/uncore*.c "uncore_*", amd/uncore.c and amd/iommu.c "amd_*", amd/ibs.c
+# "ibs_fetch"/"ibs_op", intel/pt.c and bts.c "intel_pt"/"intel_bts".
+_X86_ONLY_PMUS = ("msr", "power", "cstate_", "uncore_", "amd_", "ibs_", "intel_")
 
 
 @dataclass(frozen=True)
@@ -300,7 +305,7 @@ class EventName:
         pmu = (self.pmu or "").lower()
         if pmu.startswith(("armv8_", "armv9_", "arm_", "apple_")):
             return "arm"
-        if pmu in _X86_PMUS:
+        if pmu in _X86_PMUS or pmu.startswith(_X86_ONLY_PMUS):
             return "x86"
         if self.pmu is None and self.base in _ARM_NAMES:
             return "arm"
