@@ -78,6 +78,7 @@ def _explain(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     hint = report.core_hint or ""
     core = cpu or resolve_core(hint) or hint  # a file's name for its core, as --cpu's
+    report = report.on_core(core)
     metrics = report.metrics(core, calls=args.calls or 1)
 
     # A perf stat run does not know its calls: without --calls, per-call values are totals.

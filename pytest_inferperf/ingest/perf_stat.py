@@ -50,7 +50,7 @@ from pathlib import Path
 from ..core.errors import InferperfError
 from ..core.metrics import METRICS, MetricContext, compute
 from ..pmu.events import CATALOGUE
-from ..pmu.trust import silent_zeros
+from ..pmu.trust import SILENT_MIN, silent_zeros, unsupported_stalls
 
 NOT_SUPPORTED = "<not supported>"
 NOT_COUNTED = "<not counted>"
@@ -553,6 +553,7 @@ _LEVEL1 = ("retiring", "bad_speculation", "frontend_bound", "backend_bound")
 # a miscounting event rather than rounding (the branch terms of Arm's formulas and
 # multiplexed estimates can push a true 0 or 1 slightly past the edge).
 _FRACTION_SLACK = 0.05
+_STALL_CYCLES = ("stall_frontend", "stall_backend", "stall_backend_mem")
 
 
 def _topdown_fractions(raw: dict[str, float]) -> dict[str, float]:
@@ -669,6 +670,18 @@ def _collect(
     for name, why in silent_zeros(counted).items():
         del counted[name]
         missing[name] = why
+    # Stall cycles are cycles of the same run: more of them than cycles (past the slack
+    # multiplexed estimates allow, over enough cycles to tell) is an event that counts
+    # something else on that machine, not a share of the cycles.
+    cycles = counted.get("cycles", 0.0)
+    for name in _STALL_CYCLES:
+        stalled = counted.get(name)
+        if cycles >= SILENT_MIN and stalled and stalled > cycles * (1 + _FRACTION_SLACK):
+            del counted[name]
+            missing[name] = (
+                f"{stalled / cycles:.0%} of the cycles counted: more stall cycles than "
+                "cycles is not a share of them (the event counts something else here)"
+            )
     unavailable = {k: v for k, v in missing.items() if k not in counted}
     return PerfStat(
         fmt,
@@ -676,7 +689,7 @@ def _collect(
         arch,
         counts=counted,
         unavailable=unavailable,
-        multiplexed=running,
+        multiplexed={n: pct for n, pct in running.items() if n in counted},
         unmapped=tuple(dict.fromkeys(unmapped)),
         superseded=tuple(dict.fromkeys(superseded)),
         perf_metrics=perf_metrics,
@@ -1396,6 +1409,20 @@ class PerfStatReport:
                 if lent:
                     out[i] = lent
         return out
+
+    def on_core(self, core: str) -> PerfStatReport:
+        """The report with the counts ``core``'s kernel backs with an event the core does
+        not have taken out, each with its reason (``pmu.trust.unsupported_stalls``): a
+        saved file does not say which core counted it, so this waits for the core."""
+        runs = []
+        for run in self.runs:
+            refused = [n for n, why in run.unavailable.items() if why == REASONS[NOT_SUPPORTED]]
+            drop = unsupported_stalls(core, run.counts, refused)
+            if drop:
+                counts = {n: v for n, v in run.counts.items() if n not in drop}
+                run = replace(run, counts=counts, unavailable={**run.unavailable, **drop})
+            runs.append(run)
+        return replace(self, runs=tuple(runs))
 
     def per_run_metrics(self, core: str = "", calls: int = 1) -> list[dict[str, float]]:
         return [run.metrics(core, calls) for run in self.runs]

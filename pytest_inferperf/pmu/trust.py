@@ -1,11 +1,14 @@
-"""Which counted values may be used: an emulated PMU's cycles, events that never moved.
+"""Which counted values may be used: an emulated PMU's cycles, events that never moved,
+events a kernel backs with one the core lacks.
 
 Owns: deciding, from the machine facts and what was counted, that a PMU is
 emulated (``cpu.emulation``, or cycles equal to instructions exactly over
 millions of them, which only QEMU's ``-icount`` produces) and that an event
 the PMU lists read 0 over millions of instructions ("listed but did not
-count"); and taking those values out of the samples, with the reason in the
-event's status, so that no metric, budget or diagnosis uses them as numbers.
+count"), and that a generic event is backed on this core by an event the core does
+not have (AMD Zen 2 and later's stall cycles); and taking those values out of the
+samples, with the reason in the event's status, so that no metric, budget or diagnosis
+uses them as numbers.
 
 Must not: open counters or judge budgets. A value taken out here is reported
 as not counted, with its reason, never as 0.
@@ -18,7 +21,8 @@ QEMU lists always read 0 (measured, see docs/counting.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -103,6 +107,41 @@ def silent_zeros(
     }
 
 
+#: AMD cores from Zen 2 on, as slugs name them (``amd-zen3``, ``amd-epyc-zen4``).
+_AMD_ZEN2_ON = re.compile(r"^amd-(?:[a-z]+-)?zen(?:[2-9]|1\d)$")
+_ZEN_PMC087 = (
+    "AMD Zen 2 and later do not have PMCx087 (instruction pipe stalls), which Linux "
+    "used for stalled-cycles-frontend and -backend until commit c7b2edd8377b (Linux 6.9) "
+    "removed the backend event and moved the frontend one to PMCx0A9"
+)
+
+
+def unsupported_stalls(
+    core_slug: str, counted: Iterable[str], refused: Iterable[str]
+) -> dict[str, str]:
+    """Stall events of ``counted`` that a core's kernel backed with an event the core does
+    not have, with the reason for each: they are not stall counts.
+
+    On AMD Zen 2 and later, a kernel that opens ``stall_backend`` at all predates the fix
+    and counted both from PMCx087; a kernel with the fix refuses ``stall_backend``
+    (``refused``: <not supported>, ENOENT) and counts ``stall_frontend`` from PMCx0A9,
+    cycles the micro-op queue was empty. Without that refusal the frontend count's
+    kernel is unknown, so it is not used either.
+    """
+    if not _AMD_ZEN2_ON.match(core_slug or ""):
+        return {}
+    counted = set(counted)
+    out: dict[str, str] = {}
+    if "stall_backend" in counted:
+        out["stall_backend"] = f"not a stall count: {_ZEN_PMC087}"
+    if "stall_frontend" in counted and "stall_backend" not in set(refused):
+        out["stall_frontend"] = (
+            f"not known to be a stall count: {_ZEN_PMC087}, and nothing shows a kernel "
+            "with that fix (it refuses stalled-cycles-backend)"
+        )
+    return out
+
+
 def distrusted(
     cpu: CpuInfo | None, statuses: Mapping[str, EventStatus], samples: Sequence[CounterSample]
 ) -> dict[str, str]:
@@ -113,6 +152,10 @@ def distrusted(
         if status.available and (total := _total(samples, name)) is not None
     }
     out = silent_zeros(totals, {n: s.source or "" for n, s in statuses.items()})
+    if cpu is not None:
+        refused = [n for n, status in statuses.items() if not status.available]
+        for name, why in unsupported_stalls(cpu.core_slug, totals, refused).items():
+            out.setdefault(name, why)
     evidence = emulated_reason(cpu, samples)
     if evidence:
         for name in CYCLE_EVENTS:
