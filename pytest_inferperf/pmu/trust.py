@@ -134,7 +134,9 @@ def unsupported_stalls(
     out: dict[str, str] = {}
     if "stall_backend" in counted:
         out["stall_backend"] = f"not a stall count: {_ZEN_PMC087}"
-    if "stall_frontend" in counted and "stall_backend" not in set(refused):
+    if "stall_frontend" in counted and "stall_backend" in out:
+        out["stall_frontend"] = "not a stall count: PMCx087 too, on the same kernel"
+    elif "stall_frontend" in counted and "stall_backend" not in set(refused):
         out["stall_frontend"] = (
             f"not known to be a stall count: {_ZEN_PMC087}, and nothing shows a kernel "
             "with that fix (it refuses stalled-cycles-backend)"
