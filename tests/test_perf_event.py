@@ -138,3 +138,46 @@ def test_task_events_toggles_what_this_thread_opened():
         assert pe.read_group(fd, 1).time_enabled == stopped
     finally:
         os.close(fd)
+
+
+def test_a_counter_that_excludes_the_kernel_never_counts_context_switches():
+    # The mechanism behind events.KERNEL_ONLY_SOFTWARE, on this machine's kernel: the
+    # same thread sleeps 20 times; the counter that excludes the kernel stays at 0.
+    import time
+
+    from pytest_inferperf.pmu.events import SW_CONTEXT_SWITCHES
+
+    def switches(exclude_kernel: bool) -> int:
+        fd = pe.open_event(
+            pe.PERF_TYPE_SOFTWARE,
+            SW_CONTEXT_SWITCHES,
+            inherit=False,
+            exclude_kernel=exclude_kernel,
+            hardware=False,
+        )
+        try:
+            pe.ioctl_group(fd, pe.PERF_EVENT_IOC_ENABLE)
+            for _ in range(20):
+                time.sleep(0.001)
+            return next(iter(pe.read_group(fd, 1).values.values()))
+        finally:
+            os.close(fd)
+
+    assert switches(exclude_kernel=False) >= 20
+    assert switches(exclude_kernel=True) == 0
+
+
+def test_an_unprivileged_plan_does_not_count_kernel_only_software_events():
+    from pytest_inferperf.pmu.cpu import identify
+    from pytest_inferperf.pmu.perf_backend import plan_groups
+
+    cpu = identify()
+    names = ["task_clock", "page_faults", "context_switches", "cpu_migrations"]
+    statuses, _, _ = plan_groups(names, cpu, exclude_kernel=True, free_running=False)
+    for name in ("context_switches", "cpu_migrations"):
+        assert not statuses[name].available
+        assert statuses[name].reason.startswith("counted in user mode only: ")
+        assert "kernel.perf_event_paranoid=1" in statuses[name].reason
+    assert statuses["task_clock"].available and statuses["page_faults"].available
+    kept, _, _ = plan_groups(names, cpu, exclude_kernel=False, free_running=False)
+    assert all(s.available for s in kept.values())

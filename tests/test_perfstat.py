@@ -1149,3 +1149,22 @@ def test_more_stall_cycles_than_cycles_is_not_a_share_of_them():
     assert run.unavailable["stall_backend"].startswith("115% of the cycles counted")
     near = parse(" 1,000,000 cycles\n 1,040,000 stalled-cycles-backend\n")
     assert near.counts["stall_backend"] == 1_040_000
+
+
+def test_user_only_switches_and_migrations_are_not_zeros():
+    # perf_exclude_event() (kernel/events/core.c) drops software events raised with kernel
+    # registers from a :u event: the scheduler's switches and migrations never count.
+    run = parse(
+        "  10,962.45 msec task-clock:u\n"
+        "          0      context-switches:u\n"
+        "          0      cpu-migrations:u\n"
+        "    793,915      page-faults:u\n"
+        " 33,552,130,646  cycles:u\n"
+    )
+    assert "context_switches" not in run.counts and "cpu_migrations" not in run.counts
+    assert run.unavailable["context_switches"].startswith(
+        "counted in user mode only: the counter excludes the kernel (:u)"
+    )
+    assert run.counts["page_faults"] == 793_915  # a fault is taken in user mode: counted
+    both = parse("  0  context-switches:uk\n  0  cpu-migrations\n 5,000,000 cycles\n")
+    assert both.counts["context_switches"] == 0 and both.counts["cpu_migrations"] == 0

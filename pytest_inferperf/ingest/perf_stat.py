@@ -49,7 +49,7 @@ from pathlib import Path
 
 from ..core.errors import InferperfError
 from ..core.metrics import METRICS, MetricContext, compute
-from ..pmu.events import CATALOGUE
+from ..pmu.events import CATALOGUE, KERNEL_ONLY_SOFTWARE, kernel_only_reason
 from ..pmu.trust import SILENT_MIN, silent_zeros, unsupported_stalls
 
 NOT_SUPPORTED = "<not supported>"
@@ -556,6 +556,12 @@ _FRACTION_SLACK = 0.05
 _STALL_CYCLES = ("stall_frontend", "stall_backend", "stall_backend_mem")
 
 
+def _user_only(entry: PerfStatEntry) -> bool:
+    """The event was opened for user mode only (``:u``, without ``k``)."""
+    mods = entry.event.modifiers.lower()
+    return "u" in mods and "k" not in mods
+
+
 def _topdown_fractions(raw: dict[str, float]) -> dict[str, float]:
     """Level-1 fractions from Intel's topdown events (formulas: see _TOPDOWN_EVENTS)."""
     out: dict[str, float] = {}
@@ -670,6 +676,14 @@ def _collect(
     for name, why in silent_zeros(counted).items():
         del counted[name]
         missing[name] = why
+    # A user-only (:u) switch or migration count is 0 by construction, not the run's
+    # (events.KERNEL_ONLY_SOFTWARE); perf adds :u itself where perf_event_paranoid
+    # keeps the kernel out.
+    for name in KERNEL_ONLY_SOFTWARE:
+        opened = [e for g in groups.get(name, {}).values() for e in g]
+        if counted.get(name) == 0 and opened and all(_user_only(e) for e in opened):
+            del counted[name]
+            missing[name] = kernel_only_reason(None)
     # Stall cycles are cycles of the same run: more of them than cycles (past the slack
     # multiplexed estimates allow, over enough cycles to tell) is an event that counts
     # something else on that machine, not a share of the cycles.

@@ -222,6 +222,29 @@ CATALOGUE: dict[str, EventSpec] = {
     )
 }
 
+# Software events the kernel raises from the scheduler, with kernel registers: a counter
+# that excludes the kernel (``:u``, or ``exclude_kernel`` where perf_event_paranoid >= 2
+# keeps an unprivileged user out of it) never counts them (perf_exclude_event() in
+# kernel/events/core.c), so it reads 0 whatever the program did. Page faults taken in
+# user mode carry the user's registers and still count; task-clock counts time.
+KERNEL_ONLY_SOFTWARE: tuple[str, ...] = ("context_switches", "cpu_migrations")
+
+
+def kernel_only_reason(paranoid: int | None) -> str:
+    """Why a kernel-only software event is not counted by a counter that excludes the
+    kernel, and the fix (``paranoid``: perf_event_paranoid where the plugin opened it)."""
+    where = (
+        f"perf_event_paranoid is {paranoid}, so this user's counters exclude the kernel"
+        if paranoid is not None
+        else "the counter excludes the kernel (:u)"
+    )
+    return (
+        f"counted in user mode only: {where}, and the scheduler switches and migrates "
+        "threads in the kernel, so it would read 0 whatever the run did. Run `sudo sysctl "
+        "kernel.perf_event_paranoid=1` or grant CAP_PERFMON to count it"
+    )
+
+
 DEFAULT_EVENTS: tuple[str, ...] = tuple(n for n, s in CATALOGUE.items() if s.counted)
 SOFTWARE_EVENTS: tuple[str, ...] = tuple(n for n, s in CATALOGUE.items() if s.is_software)
 

@@ -32,7 +32,14 @@ from typing import Any, ClassVar
 from . import perf_event as pe
 from .base import Count, CounterSample, CountersError, EventStatus
 from .cpu import CpuInfo, identify
-from .events import DEFAULT_EVENTS, ResolvedEvent, pack_groups, resolve
+from .events import (
+    DEFAULT_EVENTS,
+    KERNEL_ONLY_SOFTWARE,
+    ResolvedEvent,
+    kernel_only_reason,
+    pack_groups,
+    resolve,
+)
 
 _SPIN_NS = 2_000_000  # work done while probing a group's capacity
 
@@ -277,6 +284,8 @@ def plan_groups(
             reason = probe_event(inst, exclude_kernel=exclude_kernel, paranoid=cpu.paranoid)
             if reason:
                 break
+        if not reason and exclude_kernel and name in KERNEL_ONLY_SOFTWARE:
+            reason = kernel_only_reason(cpu.paranoid)
         if reason:
             statuses[name] = EventStatus(name, False, reason=reason)
         else:
