@@ -97,3 +97,11 @@ def test_explain_drops_them_for_a_zen3_file_and_keeps_them_for_zen1(tmp_path, ca
     assert main(["explain", str(fixed), "--json", "--cpu", "zen3"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["runs"][0]["counts"]["stall_frontend"] == 141_032_827
+
+
+def test_more_stall_cycles_than_cycles_are_taken_out_in_the_plugin_too():
+    statuses = {n: EventStatus(n, True, source="cpu") for n in ("cycles", *STALLS)}
+    sample = _sample(cycles=9_000_000, stall_frontend=13_590_000, stall_backend=4_000_000)
+    drop = distrusted(_cpu("intel-core-skylake"), statuses, [sample])
+    assert list(drop) == ["stall_frontend"]
+    assert drop["stall_frontend"].startswith("151% of the cycles counted")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .profile import Profile
@@ -169,6 +169,26 @@ def _ratio(num: str, den: str, scale: float = 1.0) -> MetricFn:
         return scale * c[num] / c[den]
 
     return f
+
+
+def _miss_ratio(
+    name: str, description: str, events: tuple[str, str], formula: str, points_to: str, **kw: Any
+) -> Metric:
+    """A miss ratio per access (refills or walks over accesses): one family, one tolerance."""
+    return Metric(
+        name,
+        description,
+        "",
+        "lower",
+        events,
+        formula,
+        _ratio(*events),
+        tolerance=RATIO_TOLERANCE,
+        floor=RATIO_FLOOR,
+        gates=True,
+        points_to=points_to,
+        **kw,
+    )
 
 
 def _per_call(event: str, scale: float = 1.0) -> MetricFn:
@@ -332,97 +352,56 @@ METRICS: dict[str, Metric] = {
             cost=ChangeCost("ipc", source="the current instructions at the baseline's IPC"),
             export_unit="instructions/cycle",
         ),
-        Metric(
+        _miss_ratio(
             "l1_miss",
             "L1 data cache miss ratio",
-            "",
-            "lower",
             ("l1d_refill", "l1d_access"),
             "L1D_CACHE_REFILL / L1D_CACHE",
-            _ratio("l1d_refill", "l1d_access"),
-            tolerance=RATIO_TOLERANCE,
-            floor=RATIO_FLOOR,
-            gates=True,
+            "l1d_residency",
             short_title="L1D",
-            points_to="l1d_residency",
         ),
-        Metric(
+        _miss_ratio(
             "l1i_miss",
             "L1 instruction cache miss ratio",
-            "",
-            "lower",
             ("l1i_refill", "l1i_access"),
             "L1I_CACHE_REFILL / L1I_CACHE",
-            _ratio("l1i_refill", "l1i_access"),
-            tolerance=RATIO_TOLERANCE,
-            floor=RATIO_FLOOR,
-            gates=True,
-            points_to="frontend_bound",
+            "frontend_bound",
         ),
-        Metric(
+        _miss_ratio(
             "l2_miss",
             "L2 cache miss ratio",
-            "",
-            "lower",
             ("l2_refill", "l2_access"),
             "L2D_CACHE_REFILL / L2D_CACHE",
-            _ratio("l2_refill", "l2_access"),
-            tolerance=RATIO_TOLERANCE,
-            floor=RATIO_FLOOR,
-            gates=True,
-            points_to="l2_llc_residency",
+            "l2_llc_residency",
         ),
-        Metric(
+        # a shared LLC: neighbours move it, but less than the family's 10% tolerance
+        _miss_ratio(
             "llc_miss",
             "last-level cache read miss ratio",
-            "",
-            "lower",
             ("llc_miss", "llc_read"),
             "LL_CACHE_MISS_RD / LL_CACHE_RD",
-            _ratio("llc_miss", "llc_read"),
-            tolerance=RATIO_TOLERANCE,  # shared LLC: neighbours move it; 10% is above that
-            floor=RATIO_FLOOR,
-            gates=True,
-            points_to="l2_llc_residency",
+            "l2_llc_residency",
         ),
-        Metric(
+        _miss_ratio(
             "dtlb_miss",
             "data TLB walks per data TLB access",
-            "",
-            "lower",
             ("dtlb_walk", "dtlb_access"),
             "DTLB_WALK / L1D_TLB",
-            _ratio("dtlb_walk", "dtlb_access"),
-            tolerance=RATIO_TOLERANCE,
-            floor=RATIO_FLOOR,
-            gates=True,
-            points_to="tlb_churn",
+            "tlb_churn",
         ),
-        Metric(
+        _miss_ratio(
             "itlb_miss",
             "instruction TLB walks per instruction TLB access",
-            "",
-            "lower",
             ("itlb_walk", "itlb_access"),
             "ITLB_WALK / L1I_TLB",
-            _ratio("itlb_walk", "itlb_access"),
-            tolerance=RATIO_TOLERANCE,
-            floor=RATIO_FLOOR,
-            gates=True,
-            points_to="frontend_bound",
+            "frontend_bound",
         ),
-        Metric(
+        _miss_ratio(
             "branch_miss",
             "branch misprediction ratio",
-            "",
-            "lower",
             ("branch_misses", "branches"),
             "BR_MIS_PRED_RETIRED / BR_RETIRED",
-            _ratio("branch_misses", "branches"),
-            tolerance=RATIO_TOLERANCE,
-            floor=RATIO_FLOOR,
-            gates=True,
-            points_to="branch_misprediction",
+            "branch_misprediction",
         ),
         *(
             Metric(
@@ -755,32 +734,20 @@ METRICS: dict[str, Metric] = {
                 ("cpu_migrations", "cpu-migrations", "CPU migrations", 0.50, "noisy_machine"),
             )
         ),
-        Metric(
+        _miss_ratio(
             "l1d_tlb_miss",
             "L1 data TLB refills per L1 data TLB access",
-            "",
-            "lower",
             ("l1d_tlb_refill", "dtlb_access"),
             "L1D_TLB_REFILL / L1D_TLB",
-            _ratio("l1d_tlb_refill", "dtlb_access"),
-            tolerance=RATIO_TOLERANCE,
-            floor=RATIO_FLOOR,
-            gates=True,
-            points_to="tlb_churn",
+            "tlb_churn",
         ),
         # Arm telemetry-solution's l1i_tlb_miss_ratio (L1I_TLB_REFILL / L1I_TLB).
-        Metric(
+        _miss_ratio(
             "l1i_tlb_miss",
             "L1 instruction TLB refills per L1 instruction TLB access",
-            "",
-            "lower",
             ("l1i_tlb_refill", "itlb_access"),
             "L1I_TLB_REFILL / L1I_TLB",
-            _ratio("l1i_tlb_refill", "itlb_access"),
-            tolerance=RATIO_TOLERANCE,
-            floor=RATIO_FLOOR,
-            gates=True,
-            points_to="frontend_bound",
+            "frontend_bound",
         ),
         # Wall-clock latency: the median and mean are stable, the tail much less so.
         Metric(

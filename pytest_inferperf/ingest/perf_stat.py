@@ -50,7 +50,7 @@ from pathlib import Path
 from ..core.errors import InferperfError
 from ..core.metrics import METRICS, MetricContext, compute
 from ..pmu.events import CATALOGUE, KERNEL_ONLY_SOFTWARE, kernel_only_reason
-from ..pmu.trust import SILENT_MIN, silent_zeros, unsupported_stalls
+from ..pmu.trust import overcounted_stalls, silent_zeros, unsupported_stalls
 
 NOT_SUPPORTED = "<not supported>"
 NOT_COUNTED = "<not counted>"
@@ -553,7 +553,6 @@ _LEVEL1 = ("retiring", "bad_speculation", "frontend_bound", "backend_bound")
 # a miscounting event rather than rounding (the branch terms of Arm's formulas and
 # multiplexed estimates can push a true 0 or 1 slightly past the edge).
 _FRACTION_SLACK = 0.05
-_STALL_CYCLES = ("stall_frontend", "stall_backend", "stall_backend_mem")
 
 
 def _user_only(entry: PerfStatEntry) -> bool:
@@ -673,7 +672,9 @@ def _collect(
         perf_metrics.setdefault(name, value)
     # A hardware event that read 0 over millions of cycles did not count (a hypervisor
     # that lists a PMU it does not count prints 0, not <not supported>): not a zero.
-    for name, why in silent_zeros(counted).items():
+    # Nor is a stall count above the run's cycles a share of them: the same rules as for
+    # the counters the plugin reads (pmu.trust).
+    for name, why in {**silent_zeros(counted), **overcounted_stalls(counted)}.items():
         del counted[name]
         missing[name] = why
     # A user-only (:u) switch or migration count is 0 by construction, not the run's
@@ -684,18 +685,6 @@ def _collect(
         if counted.get(name) == 0 and opened and all(_user_only(e) for e in opened):
             del counted[name]
             missing[name] = kernel_only_reason(None)
-    # Stall cycles are cycles of the same run: more of them than cycles (past the slack
-    # multiplexed estimates allow, over enough cycles to tell) is an event that counts
-    # something else on that machine, not a share of the cycles.
-    cycles = counted.get("cycles", 0.0)
-    for name in _STALL_CYCLES:
-        stalled = counted.get(name)
-        if cycles >= SILENT_MIN and stalled and stalled > cycles * (1 + _FRACTION_SLACK):
-            del counted[name]
-            missing[name] = (
-                f"{stalled / cycles:.0%} of the cycles counted: more stall cycles than "
-                "cycles is not a share of them (the event counts something else here)"
-            )
     unavailable = {k: v for k, v in missing.items() if k not in counted}
     return PerfStat(
         fmt,

@@ -5,8 +5,9 @@ Owns: deciding, from the machine facts and what was counted, that a PMU is
 emulated (``cpu.emulation``, or cycles equal to instructions exactly over
 millions of them, which only QEMU's ``-icount`` produces) and that an event
 the PMU lists read 0 over millions of instructions ("listed but did not
-count"), and that a generic event is backed on this core by an event the core does
-not have (AMD Zen 2 and later's stall cycles); and taking those values out of the
+count"), that a stall event counted more cycles than the run had, and that a generic
+event is backed on this core by an event the core does not have (AMD Zen 2 and later's
+stall cycles); and taking those values out of the
 samples, with the reason in the event's status, so that no metric, budget or diagnosis
 uses them as numbers.
 
@@ -107,6 +108,31 @@ def silent_zeros(
     }
 
 
+#: Events counted in cycles of the run that counted ``cycles``: a share of them at most.
+STALL_EVENTS = ("stall_frontend", "stall_backend", "stall_backend_mem")
+#: How far past the cycles a stall count may go before it is not a share of them:
+#: multiplexed estimates scale two counters over slightly different windows.
+STALL_SLACK = 0.05
+
+
+def overcounted_stalls(totals: Mapping[str, float]) -> dict[str, str]:
+    """Stall events of ``totals`` (logical name -> count over the run) that counted more
+    cycles than the run's cycles, over at least :data:`SILENT_MIN` of them, with the
+    reason: such an event counts something else on that machine (151% "frontend cycles
+    idle" on a published system-wide run), so it is not a share of the cycles."""
+    cycles = totals.get("cycles", 0.0)
+    if cycles < SILENT_MIN:
+        return {}
+    return {
+        name: (
+            f"{stalled / cycles:.0%} of the cycles counted: more stall cycles than "
+            "cycles is not a share of them (the event counts something else here)"
+        )
+        for name in STALL_EVENTS
+        if (stalled := totals.get(name)) and stalled > cycles * (1 + STALL_SLACK)
+    }
+
+
 #: AMD cores from Zen 2 on, as slugs name them (``amd-zen3``, ``amd-epyc-zen4``).
 _AMD_ZEN2_ON = re.compile(r"^amd-(?:[a-z]+-)?zen(?:[2-9]|1\d)$")
 _ZEN_PMC087 = (
@@ -154,6 +180,9 @@ def distrusted(
         if status.available and (total := _total(samples, name)) is not None
     }
     out = silent_zeros(totals, {n: s.source or "" for n, s in statuses.items()})
+    scaled = {n: total[0] for n in totals if (total := _total(samples, n)) is not None}
+    for name, why in overcounted_stalls(scaled).items():
+        out.setdefault(name, why)
     if cpu is not None:
         refused = [n for n, status in statuses.items() if not status.available]
         for name, why in unsupported_stalls(cpu.core_slug, totals, refused).items():
