@@ -280,12 +280,12 @@ def plan_groups(
     usable: dict[str, tuple[ResolvedEvent, ...]] = {}
     for name, instances in resolution.events.items():
         reason = None
-        for inst in instances:
+        if exclude_kernel and name in KERNEL_ONLY_SOFTWARE:
+            reason = kernel_only_reason(cpu.paranoid)  # it would open, and read 0
+        for inst in () if reason else instances:
             reason = probe_event(inst, exclude_kernel=exclude_kernel, paranoid=cpu.paranoid)
             if reason:
                 break
-        if not reason and exclude_kernel and name in KERNEL_ONLY_SOFTWARE:
-            reason = kernel_only_reason(cpu.paranoid)
         if reason:
             statuses[name] = EventStatus(name, False, reason=reason)
         else:
