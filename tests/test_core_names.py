@@ -98,6 +98,19 @@ def test_the_unknown_family_is_left_for_truly_unknown_cores():
     facts = core_facts("neoverse-n4")
     assert (facts.width, facts.fallback) == (5, "Neoverse N")
     assert core_facts("intel-core-raptorlake").fallback == "Intel"
+    # ... and typed bare, as users name it, the same
+    assert core_facts("raptorlake").fallback == "Intel"
+    assert core_facts("meteorlake").fallback == "Intel"
+
+
+def test_every_micro_architecture_detection_names_resolves_typed_bare():
+    """'--cpu haswell-x' means what detection's 'intel-xeon-haswell-x' means."""
+    for uarch in INTEL_MODELS.values():
+        slug = resolve_core(uarch)
+        assert slug is not None and check_core(uarch) is None, uarch
+        assert core_facts(slug) == core_facts(f"intel-xeon-{uarch}") or (
+            core_facts(slug).fallback == core_facts(f"intel-xeon-{uarch}").fallback == "Intel"
+        ), uarch
 
 
 def test_every_row_has_a_width_and_its_source():
@@ -148,6 +161,9 @@ def test_a_rows_own_penalties_are_known_kinds_with_a_citation():
     assert owned == {
         "neoverse-n1",
         "neoverse-n2",
+        "intel-sandybridge",
+        "intel-haswell",
+        "intel-broadwell",
         "intel-skylake",
         "amd-zen",
         "amd-zen+",
@@ -259,6 +275,16 @@ def test_the_doc_table_matches_the_tables():
         ("cascadelake", "intel-skylake"),  # model 0x55, later steppings (intel-family.h)
         ("Cascade Lake", "intel-skylake"),
         ("cooperlake", "intel-skylake"),
+        ("haswell", "intel-haswell"),  # LLVM X86SchedHaswell.td
+        ("Haswell-EP", "intel-haswell"),
+        ("broadwell", "intel-broadwell"),
+        ("Ivy Bridge", "intel-sandybridge"),  # LLVM X86.td: SandyBridgeModel
+        ("westmere", "intel-nehalem"),
+        ("tigerlake", "intel-sunnycove"),  # Willow Cove (intel-family.h)
+        ("rocketlake", "intel-sunnycove"),  # Cypress Cove
+        ("alderlake-l", "intel-goldencove"),  # detection's name, typed bare
+        ("raptorlake", "intel-raptorlake"),  # detection's name, no row: the fallback
+        ("Raptor Lake", "intel-raptorlake"),
         ("a55+a76", "cortex-a55+cortex-a76"),
         ("neoverse", "neoverse"),
     ],

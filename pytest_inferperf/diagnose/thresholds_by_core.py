@@ -55,6 +55,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.metrics import JUDGEMENT as JUDGEMENT  # threshold rows cite it; classify too
+from ..pmu.cpu import INTEL_MODELS
 
 # -- categories -------------------------------------------------------------
 
@@ -766,6 +767,16 @@ _SKYLAKE_LINE = (
     "derivatives of Skylake including Kaby Lake, Coffee Lake, and Comet Lake'"
 )
 _ICELAKE = "WikiChip, 'Sunny Cove': core names Ice Lake (Client), Ice Lake (Server)"
+_WILLOW_CYPRESS = (
+    "Linux arch/x86/include/asm/intel-family.h: 'TIGERLAKE 0x8D /* Willow Cove */', "
+    "'ROCKETLAKE 0xA7 /* Cypress Cove */'; LLVM X86.td schedules 'tigerlake' and "
+    "'rocketlake' with IceLakeModel, the Sunny Cove model"
+)
+_LLVM_WIDTH = "LLVM {} IssueWidth = 4 ('{} can decode 4 instructions per cycle')"
+_SNB_MODEL = (
+    "LLVM X86.td schedules 'nehalem', 'westmere', 'sandybridge' and 'ivybridge' with "
+    "SandyBridgeModel"
+)
 _GOLDEN_COVE = (
     "Intel Architecture Day 2021: the Performance-core (Golden Cove) of Alder Lake "
     "and of Sapphire Rapids"
@@ -1041,8 +1052,60 @@ CORES: dict[str, CoreFacts] = {
         # Skylake" (WikiChip, 'Sunny Cove - Microarchitectures - Intel'), Skylake-X the
         # same core; Ice Lake client and server are Sunny Cove (same page, "Core Names");
         # Sapphire Rapids and Alder Lake's P-cores are Golden Cove (Intel Architecture Day
-        # 2021). A micro-architecture no row names (Haswell, Tiger Lake, Raptor Lake, ...)
+        # 2021); Tiger Lake and Rocket Lake are Sunny Cove's derivatives (Willow Cove,
+        # Cypress Cove). A micro-architecture no row names (Raptor Lake, Meteor Lake, ...)
         # takes its vendor's family fallback.
+        # Before Skylake: 4-wide since Nehalem. LLVM models Nehalem, Westmere, Sandy
+        # Bridge and Ivy Bridge with one machine model (X86.td); its width and
+        # misprediction penalty are the Sandy Bridge row's, Nehalem's stand in by it.
+        _x86(
+            "intel-nehalem",
+            "Intel Nehalem / Westmere",
+            4,
+            f"{_SNB_MODEL}: " + _LLVM_WIDTH.format("X86SchedSandyBridge.td", "SB"),
+            typed_as=(*_typed(_SNB_MODEL, "westmere"), *_typed("", "nhm", "wsm")),
+        ),
+        _x86(
+            "intel-sandybridge",
+            "Intel Sandy Bridge / Ivy Bridge",
+            4,
+            _LLVM_WIDTH.format("X86SchedSandyBridge.td", "SB"),
+            typed_as=(
+                *_typed(_SNB_MODEL, "ivybridge", "ivybridge-x", "ivybridge-ep", "ivb"),
+                *_typed("", "sandybridge-x", "sandybridge-ep", "snb"),
+            ),
+            penalties={
+                "mispredict": Penalty(
+                    16.0, "Sandy Bridge: LLVM", _LLVM.format("X86SchedSandyBridge.td", 16)
+                ),
+            },
+        ),
+        _x86(
+            "intel-haswell",
+            "Intel Haswell",
+            4,
+            _LLVM_WIDTH.format("X86SchedHaswell.td", "HW"),
+            typed_as=_typed("", "hsw", "haswell-x", "haswell-ep"),
+            detected_as=("haswell-x",),
+            penalties={
+                "mispredict": Penalty(
+                    16.0, "Haswell: LLVM", _LLVM.format("X86SchedHaswell.td", 16)
+                ),
+            },
+        ),
+        _x86(
+            "intel-broadwell",
+            "Intel Broadwell",
+            4,
+            _LLVM_WIDTH.format("X86SchedBroadwell.td", "BW"),
+            typed_as=_typed("", "bdw", "broadwell-x", "broadwell-ep"),
+            detected_as=("broadwell-x",),
+            penalties={
+                "mispredict": Penalty(
+                    16.0, "Broadwell: LLVM", _LLVM.format("X86SchedBroadwell.td", 16)
+                ),
+            },
+        ),
         _x86(
             "intel-skylake",
             "Intel Skylake",
@@ -1076,8 +1139,11 @@ CORES: dict[str, CoreFacts] = {
             "WikiChip Fuse, 'Intel Sunny Cove Core To Deliver A Major Improvement In "
             "Single-Thread Performance' (fuse.wikichip.org/news/2371): 'Sunny Cove can "
             "now allocate up to five µOPs each cycle'",
-            typed_as=_typed(_ICELAKE, "icelake", "icelake-x", "icelake-sp", "icx"),
-            detected_as=("icelake-x", "icelake-d"),
+            typed_as=(
+                *_typed(_ICELAKE, "icelake", "icelake-x", "icelake-sp", "icx"),
+                *_typed(_WILLOW_CYPRESS, "tigerlake", "rocketlake", "willowcove", "cypresscove"),
+            ),
+            detected_as=("icelake-x", "icelake-d", "tigerlake"),
         ),
         _x86(
             "intel-goldencove",
@@ -1381,7 +1447,15 @@ def core_candidates(name: str) -> tuple[str, ...]:
     found: set[str] = set()
     for key in _keys(folded):
         found |= _INDEX.get(key, frozenset())
+    if not found:  # an Intel micro-architecture detection names, typed bare: 'raptorlake'
+        uarch = _INTEL_DETECTED.get(re.sub(r"[^a-z0-9]", "", folded))
+        if uarch is not None:  # its row where detection has one, else the family's
+            return (_X86_DETECTED.get(uarch, f"intel-{uarch}"),)
     return tuple(sorted(found))
+
+
+#: The micro-architectures detection names on Intel (pmu.cpu), by their compact form.
+_INTEL_DETECTED = {re.sub(r"[^a-z0-9]", "", u): u for u in INTEL_MODELS.values()}
 
 
 def resolve_core(name: str) -> str | None:
