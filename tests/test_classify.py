@@ -432,6 +432,58 @@ def test_noisy_machine_evidence():
     assert fired["latency_tail_ratio"] == pytest.approx(2.1)
 
 
+# A multi-threaded run whose threads block and wake each other (heaptrack's lock
+# contention, as its perf stat shows it: 1.77 CPUs busy), and the same counts from one
+# thread (0.99 CPUs busy): 11,205 migrations and 48,729 switches per CPU-second.
+def _scheduler_counts(busy: float, switches_per_sec: float = 48_729) -> dict[str, float]:
+    task_s = 10.0
+    return metrics_of(
+        {
+            "task_clock": task_s * 1e9,
+            "cpu_migrations": 11_205 * task_s,
+            "context_switches": switches_per_sec * task_s,
+        },
+        "neoverse-n1",
+        wall_ns=task_s / busy * 1e9,
+    )
+
+
+def test_migrations_of_a_multi_threaded_run_are_its_own_hand_offs_not_noise():
+    diagnosis = diagnose(_scheduler_counts(1.77), core="neoverse-n1")
+    assert diagnosis.primary is not None and diagnosis.primary.category == "thread_spinning"
+    (ev,) = [e for e in diagnosis.primary.evidence if e.threshold > 5000]
+    assert (ev.metric, ev.value) == ("context_switches_per_sec", pytest.approx(48_729))
+    assert ev.threshold == pytest.approx(0.05 / 3.8e-6)  # 5% of CPU time at 3.8 µs each
+    reason = diagnosis.not_judged["noisy_machine"]
+    assert reason.startswith("cpu_migrations_per_sec = 11205 > 100, cpu_migrations_per_call")
+    assert "but the run kept 1.77 CPUs busy on average" in reason
+    assert "try_to_wake_up" in reason and "pin the threads" in reason
+    assert "noisy_machine" not in {f.category for f in diagnosis.secondary}
+
+
+def test_migrations_of_one_thread_keep_the_noise_rule():
+    diagnosis = diagnose(_scheduler_counts(0.99), core="neoverse-n1")
+    assert diagnosis.primary is not None and diagnosis.primary.category == "noisy_machine"
+    assert "thread_spinning" not in {f.category for f in diagnosis.secondary}
+
+
+def test_a_few_thousand_switches_of_several_threads_name_nothing():
+    # 8,000 switches per CPU-second cost 3% of the CPU time directly: under the key
+    diagnosis = diagnose(_scheduler_counts(2.0, switches_per_sec=8_000), core="neoverse-n1")
+    assert "thread_spinning" not in {
+        f.category for f in (diagnosis.primary, *diagnosis.secondary) if f is not None
+    }
+    assert "noisy_machine" in diagnosis.not_judged
+
+
+def test_key_with_cpus_turns_a_support_row_into_a_key_only_past_one_cpu():
+    (row,) = [r for r in THRESHOLDS if r.key_with_cpus is not None]
+    assert row.role == "support" and row.category == "thread_spinning"
+    assert row.in_force({"cpu_utilisation": 1.5}).role == "key"
+    assert row.in_force({"cpu_utilisation": 1.0}).role == "support"
+    assert row.in_force({}).role == "support"
+
+
 def test_unknown_core_judges_ipc_against_every_cores_width_at_half_confidence():
     # IPC 0.1: below a quarter of the narrowest core on record (2-wide A53/A55: 0.5), so
     # below a quarter of any core's width; memory unmeasured, so not named, but judged.

@@ -308,7 +308,8 @@ PER_SEC_FLOOR = 10.0
 # the events, at these costs, can take a material share of the call; a rate per
 # CPU-second (``page_faults_per_sec``) costs what its per-call event does.
 JUDGEMENT = "engineering judgement"
-_LI_2007 = (
+#: The cost of one context switch (the direct cost, and how far the total reaches).
+CONTEXT_SWITCH_COST = (
     "Li, Ding & Shen, 'Quantifying the Cost of Context Switch', ExpCS 2007: direct "
     "cost 3.8 µs, total cost 'from several microseconds to more than one thousand "
     "microseconds' with the working set (2.1-2.4 µs direct measured on a 2-vCPU "
@@ -693,7 +694,9 @@ METRICS: dict[str, Metric] = {
             tolerance=0.50,
             floor=0.1,
             points_to="thread_spinning",
-            cost=ChangeCost("event_us", 1000.0, "µs per switch", _LI_2007, time_driven=True),
+            cost=ChangeCost(
+                "event_us", 1000.0, "µs per switch", CONTEXT_SWITCH_COST, time_driven=True
+            ),
         ),
         Metric(
             "cpu_migrations_per_call",

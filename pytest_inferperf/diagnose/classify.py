@@ -108,6 +108,7 @@ from .thresholds_by_core import (
     L1_ONLY_EXONERATES_BELOW,
     MEMORY_CATEGORIES,
     MEMORY_EVIDENCE,
+    SEVERAL_CPUS_BUSY,
     THRESHOLDS,
     CoreFacts,
     Threshold,
@@ -1149,7 +1150,7 @@ def _judge(category: str, metrics: Mapping[str, float], ctx: RuleContext) -> _Ju
             if s.crossed and s.evidence is not None
         )
         judged.cost = _stalled_cost(category, _finding_cost(signals, metrics), metrics, ctx)
-        judged.unconfirmed = _unconfirmed(signals)
+        judged.unconfirmed = _unconfirmed(signals) or _own_wakeups(category, signals, metrics)
         if judged.unconfirmed:
             judged.fired = False
     return judged
@@ -1204,6 +1205,43 @@ def _unconfirmed(signals: Iterable[_Signal]) -> str:
         "L2D_CACHE_REFILL, x86 LONGEST_LAT_CACHE.MISS), so the count alone does not make "
         "the run memory-bound; count stall_backend (stalled-cycles-backend), "
         "STALL_BACKEND_MEM or top-down slots to judge"
+    )
+
+
+# Scheduler counts that follow a thread's own blocking and waking as much as other load.
+_SCHEDULER_COUNTS = (
+    "cpu_migrations_per_sec",
+    "cpu_migrations_per_call",
+    "context_switches_per_sec",
+)
+
+
+def _own_wakeups(category: str, signals: Iterable[_Signal], metrics: Mapping[str, float]) -> str:
+    """Why crossed migration counts do not name a noisy machine in a run that kept
+    several CPUs busy at once, or "".
+
+    Migrations alone cannot tell other load from the program's own threads there: a
+    thread that blocks (a lock, a queue, sched_yield) and is woken is placed on an idle
+    CPU, and that placement is counted as a migration
+    (:data:`thresholds_by_core.SEVERAL_CPUS_BUSY`). A single-threaded run has no such
+    hand-offs, so its migrations keep their rule; so does noise shown another way (the
+    latency tail)."""
+    if category != "noisy_machine":
+        return ""
+    busy = metrics.get("cpu_utilisation")
+    if busy is None or not busy > SEVERAL_CPUS_BUSY:
+        return ""
+    keys = [s for s in signals if s.row.role == "key" and s.crossed]
+    if not keys or any(s.row.metric not in _SCHEDULER_COUNTS for s in keys):
+        return ""
+    counted = ", ".join(s.evidence.line() for s in keys if s.evidence is not None)
+    return (
+        f"{counted}, but the run kept {_fmt(busy)} CPUs busy on average: several of its "
+        "threads ran at once, and a thread that blocks and is woken is placed on an "
+        "idle CPU, which counts as a migration (try_to_wake_up, set_task_cpu: Linux "
+        "kernel/sched/core.c), so the migrations are the program's own hand-offs as "
+        "much as other load; pin the threads (taskset, OMP_PROC_BIND) or compare with "
+        "the machine idle to judge"
     )
 
 

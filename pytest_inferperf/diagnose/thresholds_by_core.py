@@ -54,6 +54,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..core.metrics import CONTEXT_SWITCH_COST
 from ..core.metrics import JUDGEMENT as JUDGEMENT  # threshold rows cite it; classify too
 from ..pmu.cpu import INTEL_MODELS
 
@@ -148,6 +149,9 @@ class Threshold:
     the metric a ratio row stands in for: a ``"support"`` row is a key where that metric
     could not be formed (a miss ratio per access where no instructions were counted, so
     no MPKI), judged on its own cited ratio threshold, never an MPKI one in disguise.
+    ``key_with_cpus`` makes a ``"support"`` row a key where the run kept more CPUs busy
+    on average (``cpu_utilisation``) than that: a fact only several threads running at
+    once can show (:data:`SEVERAL_CPUS_BUSY`).
     """
 
     metric: str
@@ -161,6 +165,7 @@ class Threshold:
     relative_to: str | None = None
     families: tuple[str, ...] = ("*",)
     key_without: str | None = None
+    key_with_cpus: float | None = None
 
     def applies_to(self, family: str) -> bool:
         # An unknown core gets every row: a row whose metric was not counted simply
@@ -173,11 +178,29 @@ class Threshold:
 
     def in_force(self, metrics: Mapping[str, float]) -> Threshold:
         """The row as it applies to ``metrics``: a ``key_without`` row is a key where the
-        metric it stands in for is absent, a support otherwise."""
-        if self.key_without is None or self.role == "key" or self.key_without in metrics:
+        metric it stands in for is absent, a ``key_with_cpus`` row where more CPUs were
+        busy than it names; a support otherwise."""
+        if self.role == "key":
             return self
-        return replace(self, role="key")
+        if self.key_without is not None and self.key_without not in metrics:
+            return replace(self, role="key")
+        busy = metrics.get("cpu_utilisation")
+        if self.key_with_cpus is not None and busy is not None and busy > self.key_with_cpus:
+            return replace(self, role="key")
+        return self
 
+
+#: More CPUs busy on average (task-clock / wall, ``cpu_utilisation``) than one thread can
+#: keep busy, past the slack of perf's own start-up and exit: several of the program's
+#: threads ran at once. The scheduler then moves them by itself: a thread that blocks
+#: and is woken is placed on an idle CPU (try_to_wake_up -> select_task_rq; set_task_cpu
+#: counts the migration, perf_event_task_migrate: Linux kernel/sched/core.c), so its
+#: migrations and switches are the program's own hand-offs as much as other load.
+#: Engineering judgement (the margin over 1.0).
+SEVERAL_CPUS_BUSY = 1.1
+#: Switches per CPU-second whose direct cost (3.8 µs each: CONTEXT_SWITCH_COST) is 5% of
+#: the CPU time.
+SWITCHES_COSTING_A_TWENTIETH = 0.05 / 3.8e-6
 
 _SW = ("*",)
 _ARM = ("arm-basic", "arm-cycles", "arm-topdown")
@@ -491,6 +514,20 @@ THRESHOLDS: tuple[Threshold, ...] = (
         JUDGEMENT,
         True,
         "thousands of switches per CPU-second: threads contend for CPUs",
+    ),
+    Threshold(
+        "context_switches_per_sec",
+        ">",
+        SWITCHES_COSTING_A_TWENTIETH,
+        "thread_spinning",
+        "support",
+        JUDGEMENT,
+        True,
+        f"{CONTEXT_SWITCH_COST}: where the direct cost alone takes 5% of the CPU time, "
+        "the total (the caches refilled after each switch) is a material share; a key "
+        "where several CPUs were busy at once, so the program's own threads block, "
+        "wake and yield to each other (lock contention, hand-offs, sched_yield)",
+        key_with_cpus=SEVERAL_CPUS_BUSY,
     ),
     # --- page faults -------------------------------------------------------------
     Threshold(
