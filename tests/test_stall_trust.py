@@ -105,3 +105,55 @@ def test_more_stall_cycles_than_cycles_are_taken_out_in_the_plugin_too():
     drop = distrusted(_cpu("intel-core-skylake"), statuses, [sample])
     assert list(drop) == ["stall_frontend"]
     assert drop["stall_frontend"].startswith("151% of the cycles counted")
+
+
+# -- Intel Nehalem to Ivy Bridge: stall cycles of any cause -----------------------------
+
+
+@pytest.mark.parametrize(
+    "slug",
+    [
+        "intel-nehalem",
+        "intel-sandybridge",
+        "intel-core-sandybridge",
+        "intel-xeon-ivybridge-x",
+        "intel-xeon-westmere-ep",
+    ],
+)
+def test_issue_and_execute_stalls_of_nehalem_to_ivy_bridge_are_no_shares(slug):
+    drop = unsupported_stalls(slug, ["cycles", *STALLS], [])
+    assert set(drop) == set(STALLS)
+    assert drop["stall_frontend"].startswith("not a stall share of its end: on Nehalem")
+    assert "UOPS_ISSUED.ANY, cmask=1 inv=1" in drop["stall_frontend"]
+    assert "arch/x86/events/intel/core.c" in drop["stall_backend"]
+
+
+@pytest.mark.parametrize("slug", ["intel-haswell", "intel-core-broadwell", "intel-skylake"])
+def test_later_intel_cores_keep_them(slug):
+    assert unsupported_stalls(slug, STALLS, []) == {}
+
+
+SNB_RUN = """ Performance counter stats for './walk':
+
+     4,000,000,000      cycles
+     1,800,000,000      stalled-cycles-frontend   #   45.00% frontend cycles idle
+       900,000,000      stalled-cycles-backend    #   22.50% backend cycles idle
+     4,000,000,000      instructions              #    1.00  insn per cycle
+
+       1.333000000 seconds time elapsed
+"""
+
+
+def test_explain_does_not_name_the_frontend_from_them_on_sandy_bridge(tmp_path, capsys):
+    path = tmp_path / "snb.txt"
+    path.write_text(SNB_RUN)
+    assert main(["explain", str(path), "--json", "--cpu", "haswell"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["diagnosis"]["primary"]["category"] == "frontend_bound"  # 45% > 30%
+    assert main(["explain", str(path), "--json", "--cpu", "ivybridge"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["core"] == "intel-sandybridge"
+    assert data["runs"][0]["unavailable"]["stall_frontend"].startswith("not a stall share")
+    assert "frontend_stalled" not in data["metrics"]
+    primary = data["diagnosis"]["primary"]
+    assert primary is None or primary["category"] != "frontend_bound"

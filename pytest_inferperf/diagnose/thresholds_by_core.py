@@ -1101,6 +1101,14 @@ CORES: dict[str, CoreFacts] = {
             4,
             f"{_SNB_MODEL}: " + _LLVM_WIDTH.format("X86SchedSandyBridge.td", "SB"),
             typed_as=(*_typed(_SNB_MODEL, "westmere"), *_typed("", "nhm", "wsm")),
+            detected_as=(
+                "nehalem",
+                "nehalem-ep",
+                "nehalem-ex",
+                "westmere",
+                "westmere-ep",
+                "westmere-ex",
+            ),
         ),
         _x86(
             "intel-sandybridge",
@@ -1111,6 +1119,7 @@ CORES: dict[str, CoreFacts] = {
                 *_typed(_SNB_MODEL, "ivybridge", "ivybridge-x", "ivybridge-ep", "ivb"),
                 *_typed("", "sandybridge-x", "sandybridge-ep", "snb"),
             ),
+            detected_as=("sandybridge", "sandybridge-x", "ivybridge", "ivybridge-x"),
             penalties={
                 "mispredict": Penalty(
                     16.0, "Sandy Bridge: LLVM", _LLVM.format("X86SchedSandyBridge.td", 16)
@@ -1123,7 +1132,7 @@ CORES: dict[str, CoreFacts] = {
             4,
             _LLVM_WIDTH.format("X86SchedHaswell.td", "HW"),
             typed_as=_typed("", "hsw", "haswell-x", "haswell-ep"),
-            detected_as=("haswell-x",),
+            detected_as=("haswell", "haswell-x"),
             penalties={
                 "mispredict": Penalty(
                     16.0, "Haswell: LLVM", _LLVM.format("X86SchedHaswell.td", 16)
@@ -1136,7 +1145,7 @@ CORES: dict[str, CoreFacts] = {
             4,
             _LLVM_WIDTH.format("X86SchedBroadwell.td", "BW"),
             typed_as=_typed("", "bdw", "broadwell-x", "broadwell-ep"),
-            detected_as=("broadwell-x",),
+            detected_as=("broadwell", "broadwell-x", "broadwell-d"),
             penalties={
                 "mispredict": Penalty(
                     16.0, "Broadwell: LLVM", _LLVM.format("X86SchedBroadwell.td", 16)
@@ -1180,7 +1189,7 @@ CORES: dict[str, CoreFacts] = {
                 *_typed(_ICELAKE, "icelake", "icelake-x", "icelake-sp", "icx"),
                 *_typed(_WILLOW_CYPRESS, "tigerlake", "rocketlake", "willowcove", "cypresscove"),
             ),
-            detected_as=("icelake-x", "icelake-d", "tigerlake"),
+            detected_as=("icelake", "icelake-x", "icelake-d", "tigerlake", "rocketlake"),
         ),
         _x86(
             "intel-goldencove",

@@ -87,8 +87,35 @@ ARM_IMPLEMENTERS = {
 # Family 17h: models below 30h are Zen/Zen+, the rest Zen 2. Family 1Ah: Zen 5.
 _ZEN4_MODELS_19H = (range(0x10, 0x20), range(0x60, 0x80), range(0xA0, 0xB0))
 
-# Intel family 6 server/client models (intel-family.h), enough to name common CI hosts.
+# Intel family 6 server/client models (Linux arch/x86/include/asm/intel-family.h): the
+# big cores from Nehalem on, by the micro-architecture the header names for each model.
 INTEL_MODELS = {
+    0x1E: "nehalem",
+    0x1F: "nehalem",
+    0x1A: "nehalem-ep",
+    0x2E: "nehalem-ex",
+    0x25: "westmere",
+    0x2C: "westmere-ep",
+    0x2F: "westmere-ex",
+    0x2A: "sandybridge",
+    0x2D: "sandybridge-x",
+    0x3A: "ivybridge",
+    0x3E: "ivybridge-x",
+    0x3C: "haswell",
+    0x45: "haswell",
+    0x46: "haswell",
+    0x3D: "broadwell",
+    0x47: "broadwell",
+    0x56: "broadwell-d",
+    0x4E: "skylake",
+    0x8E: "kabylake",
+    0xA6: "cometlake",
+    0x7D: "icelake",
+    0x7E: "icelake",
+    0x8D: "tigerlake",
+    0xA7: "rocketlake",
+    0xBF: "raptorlake",
+    0xAC: "meteorlake",
     0x55: "skylake-x",
     0x6A: "icelake-x",
     0x6C: "icelake-d",

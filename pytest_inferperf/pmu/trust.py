@@ -142,11 +142,31 @@ _ZEN_PMC087 = (
 )
 
 
+#: Intel cores from Nehalem to Ivy Bridge, as slugs name them (``intel-sandybridge``,
+#: ``intel-core-ivybridge-x``, ``intel-nehalem``).
+_INTEL_NHM_TO_IVB = re.compile(
+    r"^intel-(?:[a-z]+-)?(?:nehalem|westmere|sandybridge|ivybridge)(?:-[a-z]+)?$"
+)
+_ISSUE_STALLS = (
+    "on Nehalem to Ivy Bridge Linux counts stalled-cycles-frontend as cycles with no "
+    "micro-op issued (UOPS_ISSUED.ANY, cmask=1 inv=1) and stalled-cycles-backend as "
+    "cycles with none executed (UOPS_EXECUTED / UOPS_DISPATCHED, cmask=1 inv=1: "
+    "arch/x86/events/intel/core.c, intel_pmu_init): issue stops when the backend is "
+    "full as much as when the frontend is empty, and nothing executes when nothing was "
+    "issued, so the two overlap and neither is a share of its end"
+)
+
+
 def unsupported_stalls(
     core_slug: str, counted: Iterable[str], refused: Iterable[str]
 ) -> dict[str, str]:
     """Stall events of ``counted`` that a core's kernel backed with an event the core does
-    not have, with the reason for each: they are not stall counts.
+    not have, or with one that does not count its end's stalls, with the reason for each:
+    they are not stall counts of their name.
+
+    On Intel Nehalem to Ivy Bridge both generic stall events count cycles of no issue
+    and no execution, for any reason (:data:`_ISSUE_STALLS`): not used as frontend or
+    backend shares.
 
     On AMD Zen 2 and later, a kernel that opens ``stall_backend`` at all predates the fix
     and counted both from PMCx087; a kernel with the fix refuses ``stall_backend``
@@ -154,9 +174,15 @@ def unsupported_stalls(
     cycles the micro-op queue was empty. Without that refusal the frontend count's
     kernel is unknown, so it is not used either.
     """
+    counted = set(counted)
+    if _INTEL_NHM_TO_IVB.match(core_slug or ""):
+        return {
+            name: f"not a stall share of its end: {_ISSUE_STALLS}"
+            for name in ("stall_frontend", "stall_backend")
+            if name in counted
+        }
     if not _AMD_ZEN2_ON.match(core_slug or ""):
         return {}
-    counted = set(counted)
     out: dict[str, str] = {}
     if "stall_backend" in counted:
         out["stall_backend"] = f"not a stall count: {_ZEN_PMC087}"
