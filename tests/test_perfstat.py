@@ -1168,3 +1168,56 @@ def test_user_only_switches_and_migrations_are_not_zeros():
     assert run.counts["page_faults"] == 793_915  # a fault is taken in user mode: counted
     both = parse("  0  context-switches:uk\n  0  cpu-migrations\n 5,000,000 cycles\n")
     assert both.counts["context_switches"] == 0 and both.counts["cpu_migrations"] == 0
+
+
+# -- names that count different events on Arm and x86 ---------------------------------
+
+GENERIC_ONLY = """ Performance counter stats for './walk':
+
+     4,000,000,000      cycles
+     2,000,000,000      instructions              #    0.50  insn per cycle
+        90,000,000      cache-references
+        50,000,000      cache-misses              #   55.56 % of all cache refs
+        12,000,000      dTLB-load-misses
+
+       1.333000000 seconds time elapsed
+"""
+
+
+def test_a_file_that_shows_no_instruction_set_reads_them_as_arms_and_says_so(capsys):
+    from pytest_inferperf.ingest.perf_stat import parse_report
+
+    report = parse_report(GENERIC_ONLY)
+    (run,) = report.runs
+    # Arm's events: the lower bound on both (an x86 LLC miss was an L1D refill first)
+    assert run.counts["l1d_refill"] == 50_000_000 and "llc_miss" not in run.counts
+    assert run.counts["l1d_tlb_refill"] == 12_000_000 and "dtlb_walk" not in run.counts
+    assert report.ambiguous == (
+        "cache-references (on x86: last-level references)",
+        "cache-misses (on x86: last-level misses)",
+        "dTLB-load-misses (on x86: page walks)",
+    )
+    # named x86 (a core, or a name only x86 counts): read as x86's, nothing to say
+    x86 = parse_report(GENERIC_ONLY, arch="x86")
+    assert x86.runs[0].counts["llc_miss"] == 50_000_000 and x86.ambiguous == ()
+    hinted = parse_report(
+        GENERIC_ONLY.replace("     1,333", "     1,333").replace(
+            "        12,000,000      dTLB-load-misses\n",
+            "        12,000,000      dTLB-load-misses\n     3,900,000,000      ref-cycles\n",
+        )
+    )
+    assert hinted.runs[0].counts["dtlb_walk"] == 12_000_000 and hinted.ambiguous == ()
+
+
+def test_explain_names_the_reading_and_the_fix(tmp_path, capsys):
+    path = tmp_path / "generic.txt"
+    path.write_text(GENERIC_ONLY)
+    assert main(["explain", str(path)]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("read as Arm's events"))
+    assert "pass --cpu to read x86's" in line and "cache-misses (on x86: last-level" in line
+    assert main(["explain", str(path), "--cpu", "skylake"]) == 0
+    assert "read as Arm's events" not in capsys.readouterr().out
+    assert main(["explain", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["runs"][0]["ambiguous"][1] == "cache-misses (on x86: last-level misses)"

@@ -476,6 +476,10 @@ class PerfStat:
     unavailable: dict[str, str] = field(default_factory=dict)
     multiplexed: dict[str, float] = field(default_factory=dict)  # logical -> running %
     unmapped: tuple[str, ...] = ()
+    # events that count different things on Arm and x86, in a file that shows neither,
+    # read as Arm's, the lower bound on both (ARCH_DEPENDENT): "cache-misses (on x86:
+    # last-level misses)"
+    ambiguous: tuple[str, ...] = ()
     superseded: tuple[str, ...] = ()  # events whose logical name another event gave first
     # Metrics the tool computed itself, under our names: perf's level-1 top-down
     # fractions (0..1), or those derived from Intel's topdown-* events; every metric
@@ -596,9 +600,36 @@ def _topdown_fractions(raw: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def _arch_of(entries: Iterable[PerfStatEntry]) -> str:
+def _arch_of(entries: Iterable[PerfStatEntry]) -> str | None:
+    """The instruction set the event names show; None when none shows one."""
     hints = {_entry_arch_hint(e) for e in entries} - {None}
+    if not hints:
+        return None
     return "x86" if hints == {"x86"} else "arm"
+
+
+#: What a name counts on x86 where Arm's event of that name differs (see _GENERIC_BY_ARCH
+#: and _HW_CACHE_READS). Where the file shows neither instruction set, such a name is
+#: read as Arm's event: the lower bound on both. A last-level miss or reference was an
+#: L1D refill or access first, and an x86 page walk follows an L1 TLB miss, so the x86
+#: count is never above the Arm event's count for the same run: a threshold crossed on
+#: Arm's reading is crossed on x86's too, though the level named may be the nearer one.
+ARCH_DEPENDENT: dict[str, str] = {
+    "cache-references": "on x86: last-level references",
+    "cache-misses": "on x86: last-level misses",
+    "dtlb-miss": "on x86: page walks",
+    "itlb-miss": "on x86: page walks",
+}
+
+
+def _arch_dependent(event: EventName) -> str | None:
+    """What ``event`` counts on x86, where Arm's event of that name differs; else None."""
+    if event.base in _GENERIC_CACHE:
+        return ARCH_DEPENDENT[event.base]
+    decoded = decode_hw_cache(event.base)
+    if decoded is not None and decoded[1] == "read" and decoded[2] == "miss":
+        return ARCH_DEPENDENT.get(f"{decoded[0]}-miss")
+    return None
 
 
 def _entry_arch_hint(entry: PerfStatEntry) -> str | None:
@@ -627,8 +658,9 @@ def _collect(
     perf_metrics = dict(perf_metrics or {})
     if not entries and not perf_metrics:
         raise PerfStatError(NO_COUNTERS)
-    if arch is None:
-        arch = _arch_of(entries)
+    shown = arch if arch is not None else _arch_of(entries)
+    arch = shown or "arm"  # raw codes are read as Arm's unless the file shows x86
+    ambiguous: list[str] = []
     # Several perf names can give one logical event (branches and br_pred, cycles:u and
     # cycles:k). Lines of the same name are summed (one per PMU on big.LITTLE, per CPU with
     # -A, per interval with -I); of different names, the first that was counted is used.
@@ -640,6 +672,8 @@ def _collect(
             if entry.value is not None:
                 topdown[entry.event.base] = topdown.get(entry.event.base, 0.0) + entry.value
             continue
+        if shown is None and (x86 := _arch_dependent(entry.event)) is not None:
+            ambiguous.append(f"{entry.event.text} ({x86})")
         logical = logical_name(entry.event, arch)
         if logical is None:
             if entry.event.base != "duration_time":
@@ -694,6 +728,7 @@ def _collect(
         unavailable=unavailable,
         multiplexed={n: pct for n, pct in running.items() if n in counted},
         unmapped=tuple(dict.fromkeys(unmapped)),
+        ambiguous=tuple(dict.fromkeys(ambiguous)),
         superseded=tuple(dict.fromkeys(superseded)),
         perf_metrics=perf_metrics,
         elapsed_s=elapsed_s,
@@ -1398,6 +1433,10 @@ class PerfStatReport:
     @property
     def unmapped(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(u for r in self.runs for u in r.unmapped))
+
+    @property
+    def ambiguous(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(u for r in self.runs for u in r.ambiguous))
 
     def borrowed(self) -> dict[int, dict[str, tuple[int, ...]]]:
         """Per run (index) of a combined group: each count it lacks -> the runs lending it."""

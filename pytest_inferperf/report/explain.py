@@ -102,6 +102,12 @@ def explain_text(
         )
     if report.unmapped:
         lines.append("ignored (no logical name): " + ", ".join(report.unmapped))
+    if report.ambiguous:
+        lines.append(
+            "read as Arm's events (no name in the file shows the instruction set, and Arm's "
+            "count is the lower bound on both; pass --cpu to read x86's): "
+            + ", ".join(report.ambiguous)
+        )
     if verbose and report.apart:
         lines.append("runs not combined: " + "; ".join(report.apart))
     limits = report.limits()
@@ -139,6 +145,7 @@ def explain_json(
                 "perf_metrics": run.perf_metrics,
                 "unavailable": run.unavailable,
                 "unmapped": list(run.unmapped),
+                "ambiguous": list(run.ambiguous),
                 "superseded": list(run.superseded),
                 "multiplexed": run.multiplexed,
                 "events": [
