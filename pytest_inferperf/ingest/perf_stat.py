@@ -477,8 +477,8 @@ class PerfStat:
     multiplexed: dict[str, float] = field(default_factory=dict)  # logical -> running %
     unmapped: tuple[str, ...] = ()
     # events that count different things on Arm and x86, in a file that shows neither,
-    # read as Arm's, the lower bound on both (ARCH_DEPENDENT): "cache-misses (on x86:
-    # last-level misses)"
+    # read as Arm's, which does not overstate either (ARCH_DEPENDENT): "cache-misses (on
+    # x86: last-level misses)"
     ambiguous: tuple[str, ...] = ()
     superseded: tuple[str, ...] = ()  # events whose logical name another event gave first
     # Metrics the tool computed itself, under our names: perf's level-1 top-down
@@ -610,10 +610,11 @@ def _arch_of(entries: Iterable[PerfStatEntry]) -> str | None:
 
 #: What a name counts on x86 where Arm's event of that name differs (see _GENERIC_BY_ARCH
 #: and _HW_CACHE_READS). Where the file shows neither instruction set, such a name is
-#: read as Arm's event: the lower bound on both. A last-level miss or reference was an
-#: L1D refill or access first, and an x86 page walk follows an L1 TLB miss, so the x86
-#: count is never above the Arm event's count for the same run: a threshold crossed on
-#: Arm's reading is crossed on x86's too, though the level named may be the nearer one.
+#: read as Arm's event, which does not overstate either: a demand last-level miss or
+#: reference was an L1D refill or access first, and an x86 page walk follows an L1 TLB
+#: miss, so, hardware prefetches to the last level aside, the x86 count is no larger than
+#: the Arm event's count for the same run; a threshold crossed on Arm's reading is
+#: crossed on x86's too, though the level named may be the nearer one.
 ARCH_DEPENDENT: dict[str, str] = {
     "cache-references": "on x86: last-level references",
     "cache-misses": "on x86: last-level misses",

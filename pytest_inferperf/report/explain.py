@@ -104,9 +104,9 @@ def explain_text(
         lines.append("ignored (no logical name): " + ", ".join(report.unmapped))
     if report.ambiguous:
         lines.append(
-            "read as Arm's events (no name in the file shows the instruction set, and Arm's "
-            "count is the lower bound on both; pass --cpu to read x86's): "
-            + ", ".join(report.ambiguous)
+            "read as Arm's events (no name in the file shows the instruction set; x86 counts "
+            "fewer, farther events under these names, so Arm's reading does not overstate; "
+            "pass --cpu to read x86's): " + ", ".join(report.ambiguous)
         )
     if verbose and report.apart:
         lines.append("runs not combined: " + "; ".join(report.apart))
