@@ -124,7 +124,29 @@ class Assessment:
 
     @property
     def budget_failures(self) -> tuple[BudgetResult, ...]:
-        return tuple(b for b in self.budgets if b.failed)
+        """Budgets that fail the test: a timing budget measured again fails only if it
+        failed again (:attr:`unconfirmed_budgets` are those that did not)."""
+        unconfirmed = set(self.unconfirmed_budgets)
+        return tuple(b for b in self.budgets if b.failed and b not in unconfirmed)
+
+    @property
+    def timing_budget_failures(self) -> tuple[BudgetResult, ...]:
+        """Failed budgets on a timing (latency, CPU time, a stage's time): the machine
+        can fail them as well as the code, so they are measured again before failing,
+        as a timing regression is. A stage never entered has no value: it fails as is."""
+        return tuple(
+            b
+            for b in self.budgets
+            if b.failed and b.value is not None and clock_of(b.budget.metric) is not None
+        )
+
+    @property
+    def unconfirmed_budgets(self) -> tuple[BudgetResult, ...]:
+        """Timing budgets that failed, were measured again, and did not fail again."""
+        if self.confirmation is None or "budgets_held" not in self.confirmation:
+            return ()
+        held = set(self.confirmation["budgets_held"])
+        return tuple(b for b in self.timing_budget_failures if b.budget.keyword not in held)
 
     @property
     def unchecked(self) -> tuple[BudgetResult, ...]:
@@ -178,19 +200,23 @@ class Assessment:
         out = [
             f"{j.metric}: {j.reason}" for j in self.timing_judgements if j.outcome == "inconclusive"
         ]
-        if self.unconfirmed and self.confirmation is not None:
+        if self.confirmation is not None and (self.unconfirmed or self.unconfirmed_budgets):
             out.append(str(self.confirmation.get("text")))
         return tuple(out)
 
     @property
     def needs_confirmation(self) -> bool:
-        """A timing regression alone would fail this test: measure it again first."""
+        """A timing regression or a timing budget alone would fail this test: measure it
+        again first. (Under --update-baselines, ``compare_fails`` off, budgets fail as
+        measured: a baseline is written only for a test that met them.)"""
+        timing_budgets = set(self.timing_budget_failures)
+        other_budgets = [b for b in self.budget_failures if b not in timing_budgets]
         return bool(
             self.compare_fails
             and self.confirmation is None
-            and self.regressions
+            and (self.regressions or timing_budgets)
             and not self.counted_regressions
-            and not self.budget_failures
+            and not other_budgets
             and not self.baseline_error
         )
 
@@ -423,24 +449,43 @@ def with_confirmation(first: Assessment, again: Assessment, *, pause_s: float) -
     shown = held or list(suspects)
     compared = {m: again.comparison.get(m) if again.comparison is not None else None for m in shown}
     second = {m: None if c is None else c.delta for m, c in compared.items()}
-    parts = ", ".join(f"{m} {_pct(second[m])} (first {suspects[m].delta:+.1%})" for m in shown)
-    if held:
-        text = f"confirmed: measured again after a {pause_s:g} s pause: {parts}"
+    parts = [f"{m} {_pct(second[m])} (first {suspects[m].delta:+.1%})" for m in shown]
+    budgets = first.timing_budget_failures
+    failed_again = {b.budget.keyword: b for b in again.budgets if b.failed}
+    budgets_held = [b.budget.keyword for b in budgets if b.budget.keyword in failed_again]
+    parts += [_budget_again(b, failed_again.get(b.budget.keyword), again) for b in budgets]
+    said = ", ".join(parts)
+    if held or budgets_held:
+        text = f"confirmed: measured again after a {pause_s:g} s pause: {said}"
         base = again
     else:
         text = (
-            f"not confirmed: measured again after a {pause_s:g} s pause: {parts}; "
+            f"not confirmed: measured again after a {pause_s:g} s pause: {said}; "
             "a change that does not hold is the machine, not the code"
         )
         base = first
     record = {
-        "held": bool(held),
+        "held": bool(held or budgets_held),
+        "held_metrics": held,
+        "budgets_held": budgets_held,
         "pause_s": pause_s,
         "first": {m: suspects[m].delta for m in shown},
         "second": second,
         "text": text,
     }
     return replace(base, confirmation=record)
+
+
+def _budget_again(first: BudgetResult, failed: BudgetResult | None, again: Assessment) -> str:
+    """A timing budget as measured the first time and again: ``latency_p99_ms 95.1
+    (first 107.6, budget <= 100)``."""
+    b = first.budget
+    second = failed.value if failed is not None else again.metrics.get(b.metric)
+    if second is None:
+        second = next((r.value for r in again.budgets if r.budget.keyword == b.keyword), None)
+    op = ">=" if b.kind == "min" else "<="
+    now = "not measured" if second is None else f"{second:.4g}"
+    return f"{b.metric} {now} (first {first.value:.4g}, budget {op} {b.limit:g})"
 
 
 def replace_confirmation(verdict: Assessment, text: str) -> Assessment:
@@ -486,15 +531,31 @@ def with_process_confirmation(
             )
         )
     held = [j.metric for j in judged if j.held]
-    parts = "; ".join(f"{j.metric} {j.reason}" for j in judged) or (
-        "no fresh process measured the suspected metrics"
-    )
+    said = [f"{j.metric} {j.reason}" for j in judged]
+    # A timing budget holds where it failed in every fresh process that measured it: one
+    # that met it shows the machine can.
+    budgets_held = []
+    for result in first.timing_budget_failures:
+        keyword = result.budget.keyword
+        again = [r for a in fresh for r in a.budgets if r.budget.keyword == keyword]
+        measured = [r.value for r in again if r.value is not None]
+        if again and all(r.failed for r in again):
+            budgets_held.append(keyword)
+        shown = ", ".join(f"{v:.4g}" for v in measured) or "not measured"
+        verdict = "failed in each" if keyword in budgets_held else "met in at least one"
+        said.append(
+            f"{result.budget.metric} {shown} in {len(measured)} fresh process"
+            f"{'es' if len(measured) != 1 else ''} (first {result.value:.4g}): {verdict}"
+        )
+    parts = "; ".join(said) or "no fresh process measured the suspected metrics"
     if failed:
         parts += f" ({failed})"
-    text = f"confirmed: {parts}" if held else f"not confirmed: {parts}"
+    confirmed = held or budgets_held
+    text = f"confirmed: {parts}" if confirmed else f"not confirmed: {parts}"
     record = {
-        "held": bool(held),
+        "held": bool(confirmed),
         "held_metrics": held,
+        "budgets_held": budgets_held,
         "processes": len(fresh),
         "first": {m: c.delta for m, c in suspects.items()},
         "second": {j.metric: j.change for j in judged},

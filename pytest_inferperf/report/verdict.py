@@ -91,11 +91,13 @@ def change_summary(verdict: Assessment) -> str:
             f"REGRESSED {metric_label(worst.metric)} {worst.delta:+.1%}"
             f"{_blamed_on(verdict.change)}{held}{busy}"
         )
-    if verdict.inconclusive and verdict.compare_fails:
-        worst = max(
-            (c for c in verdict.suspected if clock_of(c.metric) is not None),
-            key=lambda c: abs(c.delta),
-        )
+    timing = [c for c in verdict.suspected if clock_of(c.metric) is not None]
+    if verdict.inconclusive and verdict.compare_fails and not timing:
+        budget = next(iter(verdict.unconfirmed_budgets), None)
+        if budget is not None:  # a timing budget that failed once, then was met
+            return f"inconclusive: {budget.budget.label} budget (not confirmed){busy}"
+    if verdict.inconclusive and verdict.compare_fails and timing:
+        worst = max(timing, key=lambda c: abs(c.delta))
         why = (
             "not confirmed"
             if verdict.unconfirmed
