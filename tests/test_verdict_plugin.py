@@ -116,21 +116,26 @@ def test_a_slowdown_that_holds_is_confirmed_in_fresh_processes_before_failing(su
     assert len(processes["cpu_ms_per_call"]) == 2
     assert all(v > 0 for v in processes["cpu_ms_per_call"])
     monkeypatch.setenv("SLOW", "always")
-    result = run(suite, "--inferperf", "--inferperf-processes", "2", "--inferperf-json", "r.json")
+    # 4 fresh processes (the default): with 2 against the baseline's 2, a 3x slowdown
+    # whose processes spread from +134% to +194% on a busy machine gave t = 8.4 against
+    # the 9.93 that 2 degrees of freedom need: inconclusive, rightly, at that power
+    result = run(suite, "--inferperf", "--inferperf-processes", "4", "--inferperf-json", "r.json")
     result.assert_outcomes(failed=1)
     said(
         result,
         "*baseline cpu_ms_per_call: * -> * ms (+*%, tolerance 10%*",
-        "*confirmed: cpu_ms_per_call holds in 2 fresh processes: +*% against the "
-        "baseline's 2 processes (each +*% .. +*%; t = *, needs > 9.93, one-sided 0.005)*",
+        "*confirmed: cpu_ms_per_call holds in 4 fresh processes: +*% against the "
+        "baseline's 2 processes (each +*% .. +*%; t = *, needs > 4.6*, one-sided 0.005)*",
         "*verdict carried by cpu_ms_per_call (timing, beyond the noise floor)*",
     )
     (test,) = json.loads(Path(suite.path, "r.json").read_text())["tests"]
     confirmation = test["confirmation"]
     assert confirmation["held"] and "cpu_ms_per_call" in confirmation["held_metrics"]
     (judged,) = [j for j in confirmation["judgements"] if j["metric"] == "cpu_ms_per_call"]
-    assert len(judged["now"]) == 2 and judged["baseline"] == processes["cpu_ms_per_call"]
-    assert judged["change"] > 1.5  # three times the hashing: about +200%
+    assert len(judged["now"]) == 4 and judged["baseline"] == processes["cpu_ms_per_call"]
+    # three times the hashing: about +200% on a quiet machine; +126% and +137% were seen
+    # beside other work (the baseline's processes were slow too): far past the 10%
+    assert judged["change"] > 0.5
 
 
 def test_in_process_confirmation_where_fresh_processes_are_switched_off(suite, monkeypatch):
