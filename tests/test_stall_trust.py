@@ -71,31 +71,31 @@ ZEN3_RUN = """ Performance counter stats for './clear':
 """
 
 
+def _explain(tmp_path, capsys, text: str, cpu: str) -> dict:
+    """``inferperf explain FILE --json --cpu CPU`` on ``text``, through the command line."""
+    path = tmp_path / "run.txt"
+    path.write_text(text)
+    assert main(["explain", str(path), "--json", "--cpu", cpu]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
 def test_explain_drops_them_for_a_zen3_file_and_keeps_them_for_zen1(tmp_path, capsys):
     # Numbers from a Milan run published on LKML (clear_pages_erms, 2022): 2.8% backend
     # idle would cap 2,866 L1D refills per 1000 instructions at 2.8% of the cycles.
-    path = tmp_path / "zen3.txt"
-    path.write_text(ZEN3_RUN)
-    assert main(["explain", str(path), "--json", "--cpu", "zen3"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = _explain(tmp_path, capsys, ZEN3_RUN, "zen3")
     (run,) = data["runs"]
     assert not set(STALLS) & set(run["counts"])
     assert run["unavailable"]["stall_backend"].startswith("not a stall count")
     assert "backend_stalled" not in data["metrics"]
     assert data["diagnosis"]["primary"]["category"] == "l1d_residency"
-    assert main(["explain", str(path), "--json", "--cpu", "zen+"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = _explain(tmp_path, capsys, ZEN3_RUN, "zen+")
     assert data["metrics"]["backend_stalled"] == pytest.approx(0.0283, abs=1e-4)
     # a fixed kernel (backend refused): the frontend count stands
-    fixed = tmp_path / "fixed.txt"
-    fixed.write_text(
-        ZEN3_RUN.replace(
-            "       796,792,139      stalled-cycles-backend",
-            "   <not supported>      stalled-cycles-backend",
-        )
+    fixed = ZEN3_RUN.replace(
+        "       796,792,139      stalled-cycles-backend",
+        "   <not supported>      stalled-cycles-backend",
     )
-    assert main(["explain", str(fixed), "--json", "--cpu", "zen3"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = _explain(tmp_path, capsys, fixed, "zen3")
     assert data["runs"][0]["counts"]["stall_frontend"] == 141_032_827
 
 
@@ -145,13 +145,9 @@ SNB_RUN = """ Performance counter stats for './walk':
 
 
 def test_explain_does_not_name_the_frontend_from_them_on_sandy_bridge(tmp_path, capsys):
-    path = tmp_path / "snb.txt"
-    path.write_text(SNB_RUN)
-    assert main(["explain", str(path), "--json", "--cpu", "haswell"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = _explain(tmp_path, capsys, SNB_RUN, "haswell")
     assert data["diagnosis"]["primary"]["category"] == "frontend_bound"  # 45% > 30%
-    assert main(["explain", str(path), "--json", "--cpu", "ivybridge"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = _explain(tmp_path, capsys, SNB_RUN, "ivybridge")
     assert data["core"] == "intel-sandybridge"
     assert data["runs"][0]["unavailable"]["stall_frontend"].startswith("not a stall share")
     assert "frontend_stalled" not in data["metrics"]

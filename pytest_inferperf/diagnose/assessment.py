@@ -451,9 +451,9 @@ def with_confirmation(first: Assessment, again: Assessment, *, pause_s: float) -
     second = {m: None if c is None else c.delta for m, c in compared.items()}
     parts = [f"{m} {_pct(second[m])} (first {suspects[m].delta:+.1%})" for m in shown]
     budgets = first.timing_budget_failures
-    failed_again = {b.budget.keyword: b for b in again.budgets if b.failed}
+    failed_again = {b.budget.keyword for b in again.budgets if b.failed}
     budgets_held = [b.budget.keyword for b in budgets if b.budget.keyword in failed_again]
-    parts += [_budget_again(b, failed_again.get(b.budget.keyword), again) for b in budgets]
+    parts += [_budget_again(b, again) for b in budgets]
     said = ", ".join(parts)
     if held or budgets_held:
         text = f"confirmed: measured again after a {pause_s:g} s pause: {said}"
@@ -476,13 +476,11 @@ def with_confirmation(first: Assessment, again: Assessment, *, pause_s: float) -
     return replace(base, confirmation=record)
 
 
-def _budget_again(first: BudgetResult, failed: BudgetResult | None, again: Assessment) -> str:
+def _budget_again(first: BudgetResult, again: Assessment) -> str:
     """A timing budget as measured the first time and again: ``latency_p99_ms 95.1
     (first 107.6, budget <= 100)``."""
     b = first.budget
-    second = failed.value if failed is not None else again.metrics.get(b.metric)
-    if second is None:
-        second = next((r.value for r in again.budgets if r.budget.keyword == b.keyword), None)
+    second = next((r.value for r in again.budgets if r.budget.keyword == b.keyword), None)
     op = ">=" if b.kind == "min" else "<="
     now = "not measured" if second is None else f"{second:.4g}"
     return f"{b.metric} {now} (first {first.value:.4g}, budget {op} {b.limit:g})"

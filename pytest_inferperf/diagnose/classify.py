@@ -1208,12 +1208,8 @@ def _unconfirmed(signals: Iterable[_Signal]) -> str:
     )
 
 
-# Scheduler counts that follow a thread's own blocking and waking as much as other load.
-_SCHEDULER_COUNTS = (
-    "cpu_migrations_per_sec",
-    "cpu_migrations_per_call",
-    "context_switches_per_sec",
-)
+# Migration counts, which follow a thread's own blocking and waking as much as other load.
+_MIGRATION_COUNTS = ("cpu_migrations_per_sec", "cpu_migrations_per_call")
 
 
 def _own_wakeups(category: str, signals: Iterable[_Signal], metrics: Mapping[str, float]) -> str:
@@ -1232,7 +1228,7 @@ def _own_wakeups(category: str, signals: Iterable[_Signal], metrics: Mapping[str
     if busy is None or not busy > SEVERAL_CPUS_BUSY:
         return ""
     keys = [s for s in signals if s.row.role == "key" and s.crossed]
-    if not keys or any(s.row.metric not in _SCHEDULER_COUNTS for s in keys):
+    if not keys or any(s.row.metric not in _MIGRATION_COUNTS for s in keys):
         return ""
     counted = ", ".join(s.evidence.line() for s in keys if s.evidence is not None)
     return (

@@ -767,6 +767,20 @@ def _x86(slug: str, name: str, width: float, width_source: str, **more: Any) -> 
     return CoreFacts(slug, name, "x86", width, width_source, **more)
 
 
+def _llvm_4_wide(slug: str, name: str, model: str, short: str, **more: Any) -> CoreFacts:
+    """An Intel core as LLVM's scheduling model file ``model`` gives it: ``IssueWidth =
+    4`` ("``short`` can decode 4 instructions per cycle") and ``MispredictPenalty = 16``."""
+    label = f"{name.removeprefix('Intel ').split(' / ')[0]}: LLVM"
+    return _x86(
+        slug,
+        name,
+        4,
+        _LLVM_WIDTH.format(model, short),
+        penalties={"mispredict": Penalty(16.0, label, _LLVM.format(model, 16))},
+        **more,
+    )
+
+
 def _typed(source: str, *names: str) -> tuple[tuple[str, str], ...]:
     return tuple((n, source) for n in names)
 
@@ -1110,47 +1124,32 @@ CORES: dict[str, CoreFacts] = {
                 "westmere-ex",
             ),
         ),
-        _x86(
+        _llvm_4_wide(
             "intel-sandybridge",
             "Intel Sandy Bridge / Ivy Bridge",
-            4,
-            _LLVM_WIDTH.format("X86SchedSandyBridge.td", "SB"),
+            "X86SchedSandyBridge.td",
+            "SB",
             typed_as=(
                 *_typed(_SNB_MODEL, "ivybridge", "ivybridge-x", "ivybridge-ep", "ivb"),
                 *_typed("", "sandybridge-x", "sandybridge-ep", "snb"),
             ),
             detected_as=("sandybridge", "sandybridge-x", "ivybridge", "ivybridge-x"),
-            penalties={
-                "mispredict": Penalty(
-                    16.0, "Sandy Bridge: LLVM", _LLVM.format("X86SchedSandyBridge.td", 16)
-                ),
-            },
         ),
-        _x86(
+        _llvm_4_wide(
             "intel-haswell",
             "Intel Haswell",
-            4,
-            _LLVM_WIDTH.format("X86SchedHaswell.td", "HW"),
+            "X86SchedHaswell.td",
+            "HW",
             typed_as=_typed("", "hsw", "haswell-x", "haswell-ep"),
             detected_as=("haswell", "haswell-x"),
-            penalties={
-                "mispredict": Penalty(
-                    16.0, "Haswell: LLVM", _LLVM.format("X86SchedHaswell.td", 16)
-                ),
-            },
         ),
-        _x86(
+        _llvm_4_wide(
             "intel-broadwell",
             "Intel Broadwell",
-            4,
-            _LLVM_WIDTH.format("X86SchedBroadwell.td", "BW"),
+            "X86SchedBroadwell.td",
+            "BW",
             typed_as=_typed("", "bdw", "broadwell-x", "broadwell-ep"),
             detected_as=("broadwell", "broadwell-x", "broadwell-d"),
-            penalties={
-                "mispredict": Penalty(
-                    16.0, "Broadwell: LLVM", _LLVM.format("X86SchedBroadwell.td", 16)
-                ),
-            },
         ),
         _x86(
             "intel-skylake",

@@ -6,8 +6,9 @@ emulated (``cpu.emulation``, or cycles equal to instructions exactly over
 millions of them, which only QEMU's ``-icount`` produces) and that an event
 the PMU lists read 0 over millions of instructions ("listed but did not
 count"), that a stall event counted more cycles than the run had, and that a generic
-event is backed on this core by an event the core does not have (AMD Zen 2 and later's
-stall cycles); and taking those values out of the
+stall event is backed on this core by an event the core does not have (AMD Zen 2 and
+later) or by one that does not count its end's stalls (Intel Nehalem to Ivy Bridge);
+and taking those values out of the
 samples, with the reason in the event's status, so that no metric, budget or diagnosis
 uses them as numbers.
 
