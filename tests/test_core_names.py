@@ -319,6 +319,8 @@ def test_unknown_and_misspelt_names_are_refused_in_one_paragraph():
     message = check_core("cortex-a27")
     assert message is not None and "\n" not in message
     assert message.startswith("unknown core 'cortex-a27'. Did you mean cortex-a72")
+    # an x86 row is offered as users type it, its micro-architecture alone
+    assert (check_core("haswel") or "").startswith("unknown core 'haswel'. Did you mean haswell")
     assert "Pass one of them to --cpu" in message
 
 

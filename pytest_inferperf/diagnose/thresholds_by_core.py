@@ -1619,7 +1619,10 @@ def check_core(slug: str) -> str | None:
                 "'Naming a core', lists every name)."
             )
     bad = next((p for p in parts if not core_candidates(p)), _fold(slug))
-    names = [*CORES, *(a.name for a in CORE_ALIASES), *X86_EXAMPLES]
+    # x86 rows also under their micro-architecture alone ('haswell' for intel-haswell),
+    # as users type them
+    bare = [slug.split("-", 1)[1] for slug in CORES if slug.startswith(("intel-", "amd-"))]
+    names = [*CORES, *bare, *(a.name for a in CORE_ALIASES), *X86_EXAMPLES]
     # Swapped characters (a27 for a72) first, then difflib's closest spellings.
     swapped = [n for n in CORES if sorted(n) == sorted(bad)]
     close = difflib.get_close_matches(bad, names, n=3, cutoff=0.6)
