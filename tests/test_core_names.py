@@ -97,10 +97,25 @@ def test_the_unknown_family_is_left_for_truly_unknown_cores():
     # A core of a known family, named in a file but not on record, takes the fallback.
     facts = core_facts("neoverse-n4")
     assert (facts.width, facts.fallback) == (5, "Neoverse N")
-    assert core_facts("intel-core-raptorlake").fallback == "Intel"
+    assert core_facts("intel-xeon-sierraforest").fallback == "Intel"
     # ... and typed bare, as users name it, the same
-    assert core_facts("raptorlake").fallback == "Intel"
-    assert core_facts("meteorlake").fallback == "Intel"
+    assert core_facts("sierraforest").fallback == "Intel"
+    assert core_facts("intel-core-lunarlake").fallback == "Intel"
+
+
+def test_golden_cove_derivatives_take_its_row():
+    """Raptor Cove and Redwood Cove are Golden Cove with no major structure resized
+    (Chips and Cheese); intel-family.h names which products carry them."""
+    for name in (
+        "raptorlake",
+        "intel-core-raptorlake",
+        "meteorlake",
+        "Emerald Rapids",
+        "intel-xeon-graniterapids",
+        "redwoodcove",
+    ):
+        facts = core_facts(name)
+        assert (facts.slug, facts.width, facts.fallback) == ("intel-goldencove", 6, ""), name
 
 
 def test_every_micro_architecture_detection_names_resolves_typed_bare():
@@ -192,9 +207,13 @@ def test_every_micro_architecture_detection_names_has_one_row_or_a_fallback():
 
 def test_topdown_models_match_the_rows():
     for slug, model in TOPDOWN_MODELS.items():
-        assert CORES[slug].family == "arm-topdown", slug
+        # Arm's slot formulas for its top-down cores; AMD's dispatch slots (Zen 4 on)
+        want = "x86" if model.dispatched_ops else "arm-topdown"
+        assert CORES[slug].family == want, slug
         assert CORES[slug].width == model.slots, slug
-    assert {s for s, c in CORES.items() if c.family == "arm-topdown"} == set(TOPDOWN_MODELS)
+    arm = {s for s, m in TOPDOWN_MODELS.items() if not m.dispatched_ops}
+    assert {s for s, c in CORES.items() if c.family == "arm-topdown"} == arm
+    assert {s for s, m in TOPDOWN_MODELS.items() if m.dispatched_ops} == {"amd-zen4", "amd-zen5"}
 
 
 def test_ambiguous_names_list_cores_on_record():
@@ -283,8 +302,9 @@ def test_the_doc_table_matches_the_tables():
         ("tigerlake", "intel-sunnycove"),  # Willow Cove (intel-family.h)
         ("rocketlake", "intel-sunnycove"),  # Cypress Cove
         ("alderlake-l", "intel-goldencove"),  # detection's name, typed bare
-        ("raptorlake", "intel-raptorlake"),  # detection's name, no row: the fallback
-        ("Raptor Lake", "intel-raptorlake"),
+        ("raptorlake", "intel-goldencove"),  # Raptor Cove (intel-family.h)
+        ("Raptor Lake", "intel-goldencove"),
+        ("sierraforest", "intel-sierraforest"),  # detection's name, no row: the fallback
         ("a55+a76", "cortex-a55+cortex-a76"),
         ("neoverse", "neoverse"),
     ],

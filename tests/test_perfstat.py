@@ -900,6 +900,66 @@ def test_neoverse_n2_topdown_keeps_perfs_value_when_the_counts_give_an_impossibl
     assert stat.metrics("azure-cobalt-100")["retiring"] == pytest.approx(0.0417, abs=5e-4)
 
 
+# Real output (fixtures/perfstat/zen4_pipeline_l2_serialpi.txt, verbatim; its README):
+# two `perf stat -M PipelineL2` runs on an AMD Zen 4, from KeithJH/BenchPiCalc
+# notes/SerialPi.md. perf printed the level-2 shares; each level-1 share from the raw
+# events (Linux amdzen4 PipelineL1: slots = 6 x ls_not_halted_cyc) is the sum of its
+# level-2 parts, each printed to 0.1 %.
+ZEN4_PIPELINE_L2 = (FIXTURES / "zen4_pipeline_l2_serialpi.txt").read_text()
+
+
+@pytest.mark.parametrize(
+    ("run", "perf_printed"),
+    [
+        (
+            0,
+            {
+                "backend_bound": 0.531 + 0.025,
+                "retiring": 0.400 + 0.004,
+                "frontend_bound": 0.004 + 0.036,
+                "bad_speculation": 0.000 + 0.000,
+            },
+        ),
+        (
+            1,
+            {
+                "backend_bound": 0.722 + 0.042,
+                "retiring": 0.169 + 0.006,
+                "frontend_bound": 0.006 + 0.054,
+                "bad_speculation": 0.001 + 0.000,
+            },
+        ),
+    ],
+)
+def test_amd_zen4_dispatch_slots_give_the_level1_shares_perf_prints(run, perf_printed):
+    stat = parse_report(ZEN4_PIPELINE_L2).runs[run]
+    assert stat.arch == "x86"
+    for core in ("amd-zen4", "amd-epyc-zen4", "amd-ryzen-zen4"):  # row or detection's slug
+        metrics = stat.metrics(core)
+        for name, printed in perf_printed.items():
+            assert metrics[name] == pytest.approx(printed, abs=0.0011), (core, name)
+    # Without the core the width is unknown (Zen 5 dispatches 8 per cycle): no share.
+    assert not {"backend_bound", "retiring"} & set(stat.metrics())
+    assert stat.metrics("amd-zen5")["backend_bound"] == pytest.approx(
+        perf_printed["backend_bound"] * 6 / 8, abs=0.001
+    )
+
+
+def test_amd_zen4_raw_events_read_as_their_counts():
+    stat = parse_report(ZEN4_PIPELINE_L2).runs[0]
+    assert stat.counts["branch_misses"] == 71_390_980  # ex_ret_brn_misp
+    assert stat.counts["op_spec"] == 555_386_556_760  # de_src_op_disp.all
+    # ex_ret_ops and ls_not_halted_cyc printed once per metric group: averaged
+    assert stat.counts["op_retired"] == pytest.approx((554_914_348_227 + 555_175_764_260) / 2)
+    assert stat.counts["cycles"] == pytest.approx(
+        (228_799_322_771 + 228_759_804_488 + 228_841_683_026 + 228_889_915_295) / 4
+    )
+    # The cmask=0x6 copy counts cycles with all six slots empty: another event, never
+    # summed into the slots left empty.
+    assert stat.counts["stall_slot_frontend"] == 53_811_244_721
+    assert "cpu/de_no_dispatch_per_slot.no_ops_from_frontend,cmask=0x6/" in stat.unmapped
+
+
 # -- perf's generic hardware-cache names (every alias perf accepts) ---------------------------
 
 # tools/perf/util/evsel.c: evsel__hw_cache, evsel__hw_cache_op, evsel__hw_cache_result

@@ -22,6 +22,7 @@ Formulas: Arm's Neoverse telemetry specifications (telemetry-solution
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -34,12 +35,17 @@ Counts = Mapping[str, float]
 
 @dataclass(frozen=True)
 class TopdownModel:
-    """Level-1 top-down constants of one core (telemetry-solution ``metrics``)."""
+    """Level-1 top-down constants of one core (telemetry-solution ``metrics``, or AMD's
+    pipeline utilisation where ``dispatched_ops``)."""
 
     slots: int
     frontend_branch_k: float  # frontend_bound -= k * BR_MIS_PRED / CPU_CYCLES
     backend_branch_k: float  # backend_bound -= k * BR_MIS_PRED / CPU_CYCLES
     slot_cycles_correction: bool = False  # N2 r0p0: slot counts include one per cycle
+    # AMD Zen 4 on: op_spec counts the ops dispatched, op_retired the ops retired, and the
+    # slots no op took are counted by their reason, so retiring = op_retired / slots and
+    # bad speculation = (op_spec - op_retired) / slots, with no branch terms.
+    dispatched_ops: bool = False
 
 
 # neoverse-v1.json: frontend_bound = STALL_SLOT_FRONTEND/(8*CYC) - 4*BR_MIS_PRED/CYC,
@@ -51,11 +57,19 @@ class TopdownModel:
 # retiring and bad_speculation use (STALL_SLOT - CPU_CYCLES); backend_bound is NOT corrected
 # (STALL_SLOT_BACKEND / (5*CYC) - 3*BR_MIS_PRED/CYC). Linux perf's neoverse-n2-v2 metrics apply
 # the same correction only when the MIDR is 0x410fd490 (r0p0). Arm erratum notice SDEN1982442.
+# AMD Zen 4 and Zen 5 (Linux tools/perf/pmu-events/arch/x86/amdzen4/ and amdzen5/
+# recommended.json, metric group PipelineL1): total_dispatch_slots = 6 (Zen 5: 8) *
+# ls_not_halted_cyc; frontend_bound = de_no_dispatch_per_slot.no_ops_from_frontend /
+# total_dispatch_slots; backend_bound = de_no_dispatch_per_slot.backend_stalls / slots;
+# bad_speculation = (de_src_op_disp.all - ex_ret_ops) / slots; retiring = ex_ret_ops /
+# slots (the fifth part, smt_contention, is slots given to the other SMT thread).
 TOPDOWN_MODELS: dict[str, TopdownModel] = {
     "neoverse-v1": TopdownModel(8, 4, 0),
     "neoverse-v2": TopdownModel(8, 1, 3),
     "neoverse-n2": TopdownModel(5, 1, 3),
     "azure-cobalt-100": TopdownModel(5, 1, 3, slot_cycles_correction=True),  # an N2 r0p0
+    "amd-zen4": TopdownModel(6, 0, 0, dispatched_ops=True),
+    "amd-zen5": TopdownModel(8, 0, 0, dispatched_ops=True),
 }
 
 
@@ -151,6 +165,9 @@ class MetricContext:
     @property
     def topdown(self) -> TopdownModel | None:
         model = TOPDOWN_MODELS.get(self.core)
+        x86 = re.fullmatch(r"(amd|intel)-[a-z]+-(\w+)", self.core)
+        if model is None and x86:  # detection's amd-<line>-<uarch>: the uarch's row
+            model = TOPDOWN_MODELS.get(f"{x86.group(1)}-{x86.group(2)}")
         if self.core == "neoverse-n2" and self.midr:
             midr = int(self.midr, 16)
             if (midr >> 20) & 0xF == 0 and midr & 0xF == 0:  # r0p0
@@ -217,12 +234,23 @@ _TOPDOWN_NEEDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# The same parts from AMD's dispatch-slot events (TopdownModel.dispatched_ops).
+_DISPATCH_NEEDS: dict[str, tuple[str, ...]] = {
+    "frontend": ("cycles", "stall_slot_frontend"),
+    "backend": ("cycles", "stall_slot_backend"),
+    "retiring": ("cycles", "op_retired"),
+    "bad_speculation": ("cycles", "op_retired", "op_spec"),
+}
+
+
 def _topdown(part: str) -> MetricFn:
     need = _TOPDOWN_NEEDS[part]
 
     def f(c: Counts, ctx: MetricContext) -> float | None:
         model = ctx.topdown
-        if model is None or any(n not in c for n in need) or c["cycles"] <= 0:
+        if model is None or c.get("cycles", 0.0) <= 0:
+            return None
+        if any(n not in c for n in (_DISPATCH_NEEDS[part] if model.dispatched_ops else need)):
             return None
         cyc = c["cycles"]
         total = model.slots * cyc
@@ -234,6 +262,10 @@ def _topdown(part: str) -> MetricFn:
             return fe_slots / total - model.frontend_branch_k * br
         if part == "backend":
             return c["stall_slot_backend"] / total - model.backend_branch_k * br
+        if model.dispatched_ops:
+            if part == "retiring":
+                return c["op_retired"] / total
+            return (c["op_spec"] - c["op_retired"]) / total  # bad speculation
         all_slots = c["stall_slot"]
         if model.slot_cycles_correction:
             all_slots -= cyc
@@ -280,7 +312,10 @@ def _rss_growth_mb(_c: Counts, ctx: MetricContext) -> float | None:
     return None if ctx.rss_growth_bytes is None else ctx.rss_growth_bytes / (1 << 20)
 
 
-_TD = "telemetry-solution neoverse-{v1,v2,n2} metrics (top-down level 1)"
+_TD = (
+    "telemetry-solution neoverse-{v1,v2,n2} metrics (top-down level 1); AMD Zen 4/5: "
+    "Linux perf amdzen4/amdzen5 PipelineL1 metrics"
+)
 _MPKI = "X / INST_RETIRED * 1000 (Arm telemetry-solution, perf sbsa.json)"
 
 # -- tolerances (relative change worth a look on a quiet machine) ------------------------

@@ -83,7 +83,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.metrics import METRICS, ChangeCost
+from ..core.metrics import METRICS, TOPDOWN_MODELS, ChangeCost
 from ..pmu.events import CATALOGUE
 from .change import (  # the explanation of a change lives there; re-exported here
     CHANGE_MIN_RELATIVE,
@@ -411,11 +411,14 @@ def why_missing(metric: str, ctx: RuleContext) -> str:
     reasons.extend(
         f"{', '.join(events)} not counted: {headline}" for headline, events in uncounted.items()
     )
-    if (
-        not reasons
-        and metric in ("frontend_bound", "backend_bound", "retiring", "bad_speculation")
-        and ctx.facts.family != "arm-topdown"
-    ):
+    level1 = metric in ("frontend_bound", "backend_bound", "retiring", "bad_speculation")
+    model = TOPDOWN_MODELS.get(ctx.facts.slug)
+    if not reasons and level1 and model is not None and model.dispatched_ops:
+        reasons.append(
+            f"not measured (on {ctx.facts.name} it needs AMD's dispatch-slot events: "
+            "perf stat -M PipelineL1)"
+        )
+    elif not reasons and level1 and ctx.facts.family != "arm-topdown":
         reasons.append(f"no level-1 top-down formula for {ctx.facts.name}")
     if not reasons:
         reasons.append(f"not measured (needs {', '.join(spec.inputs)})")

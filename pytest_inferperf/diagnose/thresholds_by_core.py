@@ -832,6 +832,17 @@ _GOLDEN_COVE = (
     "Intel Architecture Day 2021: the Performance-core (Golden Cove) of Alder Lake "
     "and of Sapphire Rapids"
 )
+_GOLDEN_COVE_LINE = (
+    "Chips and Cheese, 'Intel's Redwood Cove: Baby Steps are Still Steps' (2024): "
+    "'Redwood Cove is a minor upgrade over Intel's prior Raptor Cove architecture ... "
+    "Raptor Cove is a nearly the same as 2021's Golden Cove ... Intel has not changed "
+    "any major core structure sizes'"
+)
+_GOLDEN_COVE_PRODUCTS = (
+    "Linux arch/x86/include/asm/intel-family.h: 'RAPTORLAKE 0xB7 /* Raptor Cove / "
+    "Enhanced Gracemont */', 'METEORLAKE 0xAC /* Redwood Cove / Crestmont */', "
+    "'EMERALDRAPIDS_X 0xCF /* Raptor Cove */', 'GRANITERAPIDS_X 0xAD /* Redwood Cove */'"
+)
 _ZEN_PLUS = (
     "AMD family 17h: Zen+ (Pinnacle Ridge, Picasso) is the Zen core on 12 nm "
     "(pmu.cpu: family 17h models below 30h are Zen/Zen+)"
@@ -1104,8 +1115,9 @@ CORES: dict[str, CoreFacts] = {
         # same core; Ice Lake client and server are Sunny Cove (same page, "Core Names");
         # Sapphire Rapids and Alder Lake's P-cores are Golden Cove (Intel Architecture Day
         # 2021); Tiger Lake and Rocket Lake are Sunny Cove's derivatives (Willow Cove,
-        # Cypress Cove). A micro-architecture no row names (Raptor Lake, Meteor Lake, ...)
-        # takes its vendor's family fallback.
+        # Cypress Cove); Raptor Lake, Emerald Rapids (Raptor Cove), Meteor Lake and Granite
+        # Rapids (Redwood Cove) are Golden Cove's. A micro-architecture no row names
+        # (Sierra Forest's Crestmont, ...) takes its vendor's family fallback.
         # Before Skylake: 4-wide since Nehalem. LLVM models Nehalem, Westmere, Sandy
         # Bridge and Ivy Bridge with one machine model (X86.td); its width and
         # misprediction penalty are the Sandy Bridge row's, Nehalem's stand in by it.
@@ -1190,13 +1202,38 @@ CORES: dict[str, CoreFacts] = {
             ),
             detected_as=("icelake", "icelake-x", "icelake-d", "tigerlake", "rocketlake"),
         ),
+        # Raptor Cove and Redwood Cove are Golden Cove with no major structure resized
+        # (_GOLDEN_COVE_LINE): they stand in this row, width and all.
         _x86(
             "intel-goldencove",
-            "Intel Golden Cove (Sapphire Rapids, Alder Lake P-core)",
+            "Intel Golden Cove (Sapphire Rapids, Alder Lake P-core; Raptor Cove, Redwood Cove)",
             6,
-            _PERF_BOOK_SLOTS,
-            typed_as=_typed(_GOLDEN_COVE, "sapphirerapids", "spr", "alderlake", "adl"),
-            detected_as=("sapphirerapids", "alderlake", "alderlake-l"),
+            f"{_PERF_BOOK_SLOTS}; Raptor Cove and Redwood Cove: {_GOLDEN_COVE_LINE}",
+            typed_as=(
+                *_typed(_GOLDEN_COVE, "sapphirerapids", "spr", "alderlake", "adl"),
+                *_typed(
+                    _GOLDEN_COVE_PRODUCTS,
+                    "raptorlake",
+                    "rpl",
+                    "meteorlake",
+                    "mtl",
+                    "emeraldrapids",
+                    "emr",
+                    "graniterapids",
+                    "gnr",
+                ),
+                *_typed(_GOLDEN_COVE_LINE, "raptorcove", "redwoodcove"),
+            ),
+            detected_as=(
+                "sapphirerapids",
+                "alderlake",
+                "alderlake-l",
+                "raptorlake",
+                "raptorlake-p",
+                "meteorlake",
+                "emeraldrapids",
+                "graniterapids",
+            ),
         ),
         # Zen and Zen 2 are no wider than Zen 3 (4 instructions decoded per cycle).
         _x86(

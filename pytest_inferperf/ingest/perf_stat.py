@@ -113,7 +113,27 @@ _GENERIC: dict[str, str] = {
     "cpu_clk_unhalted.core": "cycles",
     "inst_retired.any": "instructions",
     "resource_stalls.any": "stall_backend",
+    # AMD Zen core events (Linux tools/perf/pmu-events/arch/x86/amdzen4/, amdzen5/:
+    # core.json, branch.json, pipeline.json). ls_not_halted_cyc counts core cycles not
+    # in halt, ex_ret_instr retired instructions, ex_ret_brn / ex_ret_brn_misp retired
+    # branches and mispredicted ones. Zen 4 on, the dispatch slots: ex_ret_ops retired
+    # ops, de_src_op_disp.all ops dispatched, de_no_dispatch_per_slot.* the slots left
+    # empty by reason; core.metrics.TOPDOWN_MODELS turns them into level-1 shares with
+    # the core's dispatch width (their slot events stand where Arm's STALL_SLOT_* do).
+    "ls_not_halted_cyc": "cycles",
+    "ex_ret_instr": "instructions",
+    "ex_ret_brn": "branches",
+    "ex_ret_brn_misp": "branch_misses",
+    "ex_ret_ops": "op_retired",
+    "de_src_op_disp.all": "op_spec",
+    "de_no_dispatch_per_slot.no_ops_from_frontend": "stall_slot_frontend",
+    "de_no_dispatch_per_slot.backend_stalls": "stall_slot_backend",
 }
+# AMD's names without a dot, which only AMD's x86 PMU has (the ones with a dot are read
+# as x86 already, see EventName.arch_hint).
+_AMD_NAMES = frozenset(
+    ("ls_not_halted_cyc", "ex_ret_instr", "ex_ret_brn", "ex_ret_brn_misp", "ex_ret_ops")
+)
 _GENERIC_BY_ARCH: dict[str, dict[str, str]] = {
     # drivers/perf/arm_pmuv3.c armv8_pmuv3_perf_map
     "arm": {"cache-references": "l1d_access", "cache-misses": "l1d_refill"},
@@ -273,6 +293,10 @@ _TOPDOWN_EVENTS = frozenset(
     )
 )
 
+# Terms of a pmu/event,term=.../ event that change what it counts (x86 format
+# attributes in /sys/bus/event_source/devices/cpu/format: cmask, inv, edge, any, umask;
+# Intel's ldlat and frontend; perf's own "name=" and "period=" change nothing counted).
+_COUNT_CHANGING = frozenset(("cmask", "inv", "edge", "any", "umask", "ldlat", "frontend"))
 _PMU_EVENT = re.compile(r"(?P<pmu>[A-Za-z0-9_.\-]+)/(?P<terms>[^/]*)/(?P<mods>[A-Za-z]*)")
 _RAW = re.compile(r"r(?P<code>[0-9a-fA-F]{1,4})")
 # Arm's PMUs name their core (armv8_cortex_a72); Apple's as Linux registers them too
@@ -309,6 +333,8 @@ class EventName:
             return "x86"
         if self.pmu is None and self.base in _ARM_NAMES:
             return "arm"
+        if self.base in _AMD_NAMES:
+            return "x86"
         if self.base in _TOPDOWN_EVENTS or re.fullmatch(r"[a-z0-9_]+\.[a-z0-9_.]+", self.base):
             return "x86"  # Intel's EVENT.UMASK names (uops_issued.any) and topdown events
         return None
@@ -332,6 +358,10 @@ def split_event(text: str) -> EventName:
         if term:
             code = int(term.group(1), 0)
         base = terms.split(",", 1)[0]
+        if any(t.partition("=")[0].strip() in _COUNT_CHANGING for t in terms.split(",")[1:]):
+            # cpu/de_no_dispatch_per_slot.no_ops_from_frontend,cmask=0x6/ counts cycles
+            # with all six slots empty, not the slots: another event than its first term
+            base = terms
         # perf names an event of a hybrid x86 machine by each core PMU with the
         # modifiers inside the slashes: `-e cycles:u` prints cpu_core/cycles:u/ and
         # cpu_atom/cycles:u/ (tools/perf/util/parse-events.c, hybrid PMU wildcarding).

@@ -134,6 +134,9 @@ INTEL_MODELS = {
     0x9E: "kabylake",
     0xA5: "cometlake",
     0x5E: "skylake",
+    0xC5: "arrowlake",
+    0xC6: "arrowlake",
+    0xBD: "lunarlake",
 }
 
 
