@@ -145,6 +145,23 @@ def test_ilp_needs_memory_ruled_out():
     assert "no counted cause explains the IPC below" in render(diagnosis)
 
 
+def test_cycles_stalled_on_dram_name_the_memory_not_ilp():
+    # Sapphire Rapids (Golden Cove, width 6): IPC 1.58 leaves 74% of the slots unused.
+    # 11.6% of the cycles stalled on loads that missed the L3 (MEMORY_ACTIVITY.
+    # STALLS_L3_MISS) is past Intel TMA's tma_dram_bound > 0.1: the memory is named,
+    # with the measured stall as its share, and the backend stall is split (no
+    # ILP-limited compute called for the rest).
+    metrics = {"ipc": 1.58, "dram_stalled": 0.116, "llc_miss": 0.82, "llc_mpki": 0.87}
+    diagnosis = diagnose(metrics, core="sapphirerapids")
+    assert diagnosis.primary.category == "l2_llc_residency"
+    assert diagnosis.primary.share.metric == "dram_stalled"
+    assert diagnosis.primary.share.share == pytest.approx(0.116)
+    assert "dram_stalled = 0.116 > 0.1" in render(diagnosis)
+    # Below Intel's threshold it is not named on the stall alone.
+    calm = diagnose({"ipc": 1.58, "dram_stalled": 0.05}, core="sapphirerapids")
+    assert "l2_llc_residency" not in categories(calm)
+
+
 def test_near_the_width_is_retiring_and_below_material_is_nothing():
     # N1: IPC 4 > 0.75 x 5 = 3.75: retiring, its share IPC / width = 80%.
     retiring = diagnose({"ipc": 4.0, "backend_stalled": 0.05}, core="neoverse-n1")

@@ -960,6 +960,31 @@ def test_amd_zen4_raw_events_read_as_their_counts():
     assert "cpu/de_no_dispatch_per_slot.no_ops_from_frontend,cmask=0x6/" in stat.unmapped
 
 
+def test_intel_dram_stalls_read_from_the_event_the_core_counts():
+    # Constructed in perf's layout (Sapphire Rapids prints the older
+    # cycle_activity.stalls_l3_miss as 0 beside memory_activity.stalls_l3_miss, its
+    # event: Intel perfmon SPR lists only the latter). The name that read 0 where the
+    # other counted is not used; either gives dram_stalled = stalls / cycles.
+    text = (
+        "   40,000,000,000      cycles\n"
+        "   60,000,000,000      instructions\n"
+        "                0      cycle_activity.stalls_l3_miss\n"
+        "    6,000,000,000      memory_activity.stalls_l3_miss\n"
+        "\n       4.998554800 seconds time elapsed\n"
+    )
+    stat = parse(text)
+    assert stat.arch == "x86"
+    assert stat.counts["stall_l3_miss"] == 6_000_000_000
+    assert stat.metrics("sapphirerapids")["dram_stalled"] == pytest.approx(0.15)
+    assert "cycle_activity.stalls_l3_miss" in stat.superseded
+    skylake = parse(
+        text.replace("memory_activity", "x_unused").replace(
+            "                0      cycle_activity", "    4,000,000,000      cycle_activity"
+        )
+    )
+    assert skylake.metrics("skylake")["dram_stalled"] == pytest.approx(0.10)
+
+
 # -- perf's generic hardware-cache names (every alias perf accepts) ---------------------------
 
 # tools/perf/util/evsel.c: evsel__hw_cache, evsel__hw_cache_op, evsel__hw_cache_result

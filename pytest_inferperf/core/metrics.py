@@ -569,6 +569,21 @@ METRICS: dict[str, Metric] = {
             cost=_STALLED,
         ),
         Metric(
+            "dram_stalled",
+            "cycles stalled on loads from DRAM (missed the L3)",
+            "",
+            "lower",
+            ("stall_l3_miss", "cycles"),
+            "CYCLE_ACTIVITY.STALLS_L3_MISS / CPU_CLK_UNHALTED.THREAD: Intel TMA DRAM_Bound "
+            "(Linux perf x86 icelake/sapphirerapids metrics: tma_dram_bound = "
+            "MEMORY_ACTIVITY.STALLS_L3_MISS / tma_info_thread_clks; on Skylake its first term)",
+            _ratio("stall_l3_miss", "cycles"),
+            tolerance=SLOTS_TOLERANCE,
+            gates=True,
+            points_to="l2_llc_residency",
+            cost=_STALLED,
+        ),
+        Metric(
             "backend_mem_stalled",
             "cycles stalled in the backend on memory",
             "",

@@ -624,7 +624,7 @@ _FRACTIONS: dict[str, tuple[str, ...]] = {
     "branch_misprediction": ("bad_speculation",),
     "frontend_bound": ("frontend_bound", "frontend_stalled"),
     "backend_bound": ("backend_bound", "backend_stalled"),
-    "l2_llc_residency": ("backend_mem_stalled",),
+    "l2_llc_residency": ("backend_mem_stalled", "dram_stalled"),
 }
 # Counted events, per category: (metric, penalty kind); the nested cache levels are
 # split so that each miss is charged once, at the level that served it.
@@ -809,7 +809,7 @@ _SERIAL = ("branch_misprediction",)
 # over-state.
 _STALL_SHARES = {"frontend_bound": "frontend_stalled", "backend_bound": "backend_stalled"}
 # What splits a backend stall into memory and core: refills below L1, memory stalls.
-_MEMORY_SPLIT = ("l2_mpki", "llc_mpki", "llc_miss", "backend_mem_stalled")
+_MEMORY_SPLIT = ("l2_mpki", "llc_mpki", "llc_miss", "backend_mem_stalled", "dram_stalled")
 AWS_STALLS = (
     "AWS Graviton perfrunbook (debug_hw_perf.md), top-down step 2: of stall_frontend and "
     "stall_backend per kilo cycle, the higher names the part that slows the core"

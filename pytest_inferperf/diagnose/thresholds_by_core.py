@@ -314,6 +314,15 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "a fifth of all cycles stalled on memory (STALL_BACKEND_MEM, V1/N2/V2)",
         families=("arm-topdown",),
     ),
+    Threshold(
+        "dram_stalled",
+        ">",
+        0.10,
+        "l2_llc_residency",
+        "key",
+        "Intel TMA level-3 MetricThreshold 'tma_dram_bound > 0.1' (Linux perf x86 metrics.json)",
+        families=("x86",),
+    ),
     # --- TLB --------------------------------------------------------------------
     Threshold(
         "dtlb_mpki",

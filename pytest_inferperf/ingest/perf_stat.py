@@ -113,6 +113,10 @@ _GENERIC: dict[str, str] = {
     "cpu_clk_unhalted.core": "cycles",
     "inst_retired.any": "instructions",
     "resource_stalls.any": "stall_backend",
+    # Cycles stalled on a demand load that missed the L3 (Intel perfmon: Skylake to Ice
+    # Lake CYCLE_ACTIVITY.STALLS_L3_MISS, Golden Cove on MEMORY_ACTIVITY.STALLS_L3_MISS).
+    "cycle_activity.stalls_l3_miss": "stall_l3_miss",
+    "memory_activity.stalls_l3_miss": "stall_l3_miss",
     # AMD Zen core events (Linux tools/perf/pmu-events/arch/x86/amdzen4/, amdzen5/:
     # core.json, branch.json, pipeline.json). ls_not_halted_cyc counts core cycles not
     # in halt, ex_ret_instr retired instructions, ex_ret_brn / ex_ret_brn_misp retired
@@ -694,7 +698,8 @@ def _collect(
     ambiguous: list[str] = []
     # Several perf names can give one logical event (branches and br_pred, cycles:u and
     # cycles:k). Lines of the same name are summed (one per PMU on big.LITTLE, per CPU with
-    # -A, per interval with -I); of different names, the first that was counted is used.
+    # -A, per interval with -I); of different names, the first that was counted is used
+    # (one that read more than 0, where another read 0: see below).
     groups: dict[str, dict[tuple[str, str], list[PerfStatEntry]]] = {}
     unmapped: list[str] = []
     topdown: dict[str, float] = {}
@@ -720,7 +725,13 @@ def _collect(
         # the generic cache-references / cache-misses give way to a read event of the
         # same logical name (see _GENERIC_BY_ARCH)
         names = sorted(by_name.values(), key=lambda g: g[0].event.base in _GENERIC_CACHE)
-        use = next((g for g in names if any(e.status == "counted" for e in g)), names[0])
+        # A name that read 0 where another name of the same count did not was not
+        # counted by this core (Sapphire Rapids prints cycle_activity.stalls_l3_miss 0
+        # beside memory_activity.stalls_l3_miss, its event): the other one is used.
+        use = next(
+            (g for g in names if any(e.status == "counted" and e.value for e in g)),
+            next((g for g in names if any(e.status == "counted" for e in g)), names[0]),
+        )
         superseded.extend(e.event.text for g in names if g is not use for e in g)
         values = []
         for entry in use:

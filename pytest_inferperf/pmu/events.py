@@ -201,6 +201,14 @@ CATALOGUE: dict[str, EventSpec] = {
             "backend stall cycles waiting on memory",
             arm=(("stall_backend_mem", 0x4005),),
         ),
+        # Intel (Skylake on: CYCLE_ACTIVITY.STALLS_L3_MISS; Golden Cove on:
+        # MEMORY_ACTIVITY.STALLS_L3_MISS): "execution stalls while L3 cache miss demand load
+        # is outstanding" (Intel perfmon event lists). Read from perf stat files only.
+        EventSpec(
+            "stall_l3_miss",
+            "cycles stalled with a demand load that missed the L3 outstanding",
+            counted=False,
+        ),
         EventSpec("stall_slot", "issue slots not used", arm=(("stall_slot", 0x3F),)),
         EventSpec(
             "stall_slot_frontend",
