@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from pytest_inferperf.core.profile import LatencyStats, MemoryStats, Profile, Repeat, Steadiness
 from pytest_inferperf.diagnose.assessment import assess as judge
-from pytest_inferperf.diagnose.assessment import with_confirmation
-from pytest_inferperf.judge.budgets import PerfSpec
+from pytest_inferperf.diagnose.assessment import with_confirmation, with_process_confirmation
+from pytest_inferperf.judge.budgets import Budget, PerfSpec
 from pytest_inferperf.measure import conditions
 from pytest_inferperf.pmu.base import Count, CounterSample
 from pytest_inferperf.report.verdict import change_summary, failure_text, record_of
@@ -150,6 +151,66 @@ def test_confirmation_that_does_not_hold_is_inconclusive():
         "not confirmed: measured again after a 0.5 s pause: cpu_ms_per_call +"
     )
     assert "(not confirmed)" in change_summary(v)
+
+
+# -- an absolute wall-clock budget missed only on a busy machine ---------------------------
+
+BUSY = _cond(21.0, 21.0, others=1.6, share=0.6)
+
+
+def _budget(metric: str, limit: float, *, latency_ms: float, cpu_ms: float, cond: dict):
+    """A run without a baseline judged on one budget: each call ``latency_ms`` of wall
+    time, ``cpu_ms`` of CPU time on one thread."""
+    latency = LatencyStats.from_durations_ns([int(latency_ms * 1e6)] * 10)
+    profile = replace(make(cpu_ms, cond=cond), latency=latency)
+    spec = PerfSpec(budgets=(Budget(metric, "max", limit),))
+    return judge("t::x", profile, spec, baseline=None, baseline_note="no baseline")
+
+
+def test_a_latency_budget_missed_twice_on_a_busy_machine_is_inconclusive():
+    # A 1 ms call whose p99 read 16.5 ms beside two other busy processes, twice. The
+    # calibration got 60% of a CPU: the machine stretched a CPU-bound thread's wall time
+    # 1/0.6 = 1.67x, and with the floor's contended margin (x1.5) a 10 ms budget can
+    # read up to 25 ms: the miss is within what the machine explains.
+    first = _budget("latency_p99_ms", 10, latency_ms=20.4, cpu_ms=1.0, cond=BUSY)
+    again = _budget("latency_p99_ms", 10, latency_ms=16.5, cpu_ms=1.0, cond=BUSY)
+    assert first.failed and again.failed
+    v = with_confirmation(first, again, pause_s=0.5)
+    assert not v.failed and v.outcome == "inconclusive"
+    assert v.confirmation["budgets_held"] == []
+    assert (
+        "latency_p99_ms_max missed both times on a busy machine (other processes kept 1.6 "
+        "of 2 CPUs busy; the calibration workload got 60% of a CPU), within the x2.5 it "
+        "can stretch a wall time" in v.confirmation["text"]
+    )
+    # ... but a failure measured once on a quiet machine is the code's, in either order
+    quiet = _budget("latency_p99_ms", 10, latency_ms=16.5, cpu_ms=1.0, cond=_cond())
+    assert with_confirmation(first, quiet, pause_s=0.5).failed
+    assert with_confirmation(quiet, again, pause_s=0.5).failed
+
+
+def test_a_budget_missed_beyond_what_the_busy_machine_explains_fails():
+    # 26 ms against 10 x 2.5 = 25: no machine state here stretches a call that far.
+    first = _budget("latency_p99_ms", 10, latency_ms=26, cpu_ms=1.0, cond=BUSY)
+    again = _budget("latency_p99_ms", 10, latency_ms=26, cpu_ms=1.0, cond=BUSY)
+    assert with_confirmation(first, again, pause_s=0.5).failed
+    # A CPU-time budget is no wall clock: a busy machine does not excuse it.
+    first = _budget("cpu_ms_per_call", 1, latency_ms=2, cpu_ms=1.2, cond=BUSY)
+    again = _budget("cpu_ms_per_call", 1, latency_ms=2, cpu_ms=1.2, cond=BUSY)
+    assert with_confirmation(first, again, pause_s=0.5).failed
+
+
+def test_fresh_processes_that_all_miss_a_budget_busy_are_inconclusive():
+    first = _budget("latency_p99_ms", 10, latency_ms=20, cpu_ms=1.0, cond=BUSY)
+    busy = [_budget("latency_p99_ms", 10, latency_ms=15, cpu_ms=1.0, cond=BUSY)] * 4
+    v = with_process_confirmation(first, busy, make(1.0, cond=_cond()))
+    assert not v.failed and v.confirmation["budgets_held"] == []
+    assert (
+        "failed in each, each time on a busy machine (other processes" in (v.confirmation["text"])
+    )
+    quiet = _budget("latency_p99_ms", 10, latency_ms=15, cpu_ms=1.0, cond=_cond())
+    v = with_process_confirmation(first, [*busy[:3], quiet], make(1.0, cond=_cond()))
+    assert v.failed and v.confirmation["budgets_held"] == ["latency_p99_ms_max"]
 
 
 def test_a_baseline_recorded_busy_says_so_in_every_comparison():

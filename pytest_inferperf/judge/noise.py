@@ -94,6 +94,22 @@ def saturated(busy_threads: int | None, cpus: int | None) -> str | None:
     return f"{threads} on {cpus} CPU{'s' if cpus != 1 else ''}"
 
 
+def contended_stretch(conditions: Mapping[str, Any] | None) -> float | None:
+    """How far the machine's state can stretch a wall time measured under
+    ``conditions``, with no baseline to compare it to (an absolute budget): the
+    calibration's wall time per CPU time while it ran (1 / its ``cpu_share``: a
+    CPU-bound thread's stretch), times the :data:`CONTENDED_MARGIN` the floor gives wall
+    time on a contended machine; None where the machine was not busy (``busy_reasons``)."""
+    if not busy_reasons(conditions):
+        return None
+    cal = (conditions or {}).get("calibration")
+    share = cal.get("cpu_share") if isinstance(cal, Mapping) else None
+    stretch = 1.0
+    if isinstance(share, int | float) and not isinstance(share, bool) and 0 < share <= 1:
+        stretch = 1.0 / share
+    return stretch * (1.0 + CONTENDED_MARGIN)
+
+
 def pooled(utilisation_now: float | None, utilisation_baseline: float | None) -> bool:
     """Whether a region ran on a thread pool, now or at baseline time."""
     return any(
