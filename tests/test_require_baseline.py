@@ -88,7 +88,10 @@ def test_recording_is_never_failed_and_the_recorded_baseline_then_passes(suite):
     result = run(suite, "--inferperf", "--inferperf-require-baseline")
     result.assert_outcomes(passed=1)
     row = table_row(result, "test_a.py::test_work")
-    assert "ok (" in row and "passed" in row, row
+    assert "passed" in row, row
+    # unchanged; or, where the baseline was recorded on a busy machine, faster than it
+    # (stale) and said so
+    assert "ok (" in row or "[baseline recorded on a busy machine]" in row, row
 
 
 def test_a_budget_failure_and_the_missing_baseline_are_one_failure(suite):

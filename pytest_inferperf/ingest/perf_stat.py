@@ -678,6 +678,18 @@ def _entry_arch_hint(entry: PerfStatEntry) -> str | None:
     return entry.event.arch_hint
 
 
+def _first_counted(names: Sequence[list[PerfStatEntry]]) -> list[PerfStatEntry]:
+    """Of the lines of several names for one count (each name's lines), those to use:
+    the first name counted. A name that read 0 where another name of the same count
+    did not was not counted by this core (Sapphire Rapids prints
+    cycle_activity.stalls_l3_miss 0 beside memory_activity.stalls_l3_miss, its event):
+    the other one is used."""
+    return next(
+        (g for g in names if any(e.status == "counted" and e.value for e in g)),
+        next((g for g in names if any(e.status == "counted" for e in g)), names[0]),
+    )
+
+
 def _collect(
     fmt: str,
     entries: list[PerfStatEntry],
@@ -699,7 +711,7 @@ def _collect(
     # Several perf names can give one logical event (branches and br_pred, cycles:u and
     # cycles:k). Lines of the same name are summed (one per PMU on big.LITTLE, per CPU with
     # -A, per interval with -I); of different names, the first that was counted is used
-    # (one that read more than 0, where another read 0: see below).
+    # (one that read more than 0, where another read 0: _first_counted).
     groups: dict[str, dict[tuple[str, str], list[PerfStatEntry]]] = {}
     unmapped: list[str] = []
     topdown: dict[str, float] = {}
@@ -725,13 +737,7 @@ def _collect(
         # the generic cache-references / cache-misses give way to a read event of the
         # same logical name (see _GENERIC_BY_ARCH)
         names = sorted(by_name.values(), key=lambda g: g[0].event.base in _GENERIC_CACHE)
-        # A name that read 0 where another name of the same count did not was not
-        # counted by this core (Sapphire Rapids prints cycle_activity.stalls_l3_miss 0
-        # beside memory_activity.stalls_l3_miss, its event): the other one is used.
-        use = next(
-            (g for g in names if any(e.status == "counted" and e.value for e in g)),
-            next((g for g in names if any(e.status == "counted" for e in g)), names[0]),
-        )
+        use = _first_counted(names)
         superseded.extend(e.event.text for g in names if g is not use for e in g)
         values = []
         for entry in use:
