@@ -453,8 +453,9 @@ def with_confirmation(first: Assessment, again: Assessment, *, pause_s: float) -
     parts = [f"{m} {_pct(second[m])} (first {suspects[m].delta:+.1%})" for m in shown]
     budgets = first.timing_budget_failures
     failed_again = {b.budget.keyword: b for b in again.budgets if b.failed}
-    # Failed both times, and at least once on a quiet machine (or by the calls' own CPU
-    # time): the code's. Both times busy: the machine's, as a change that does not hold.
+    # Failed both times, and at least once where the machine cannot explain it (a quiet
+    # machine, or a miss beyond its stretch: busy_excuse): the code's. Otherwise the
+    # machine's, as a change that does not hold.
     excused: dict[str, str] = {}
     for b in budgets:
         twice = failed_again.get(b.budget.keyword)
@@ -566,8 +567,8 @@ def with_process_confirmation(
     said = [f"{j.metric} {j.reason}" for j in judged]
     # A timing budget holds where it failed in every fresh process that measured it: one
     # that met it shows the machine can.
-    # (and at least one of those failures, the first included, was measured on a quiet
-    # machine or by the calls' own CPU time: busy_excuse).
+    # (and the machine cannot explain at least one of those failures, the first
+    # included: busy_excuse).
     budgets_held = []
     for result in first.timing_budget_failures:
         keyword = result.budget.keyword
