@@ -7,7 +7,8 @@ Owns: which metrics are timings (and whether they follow wall or CPU time:
 recorded (the calibration workload measured next to both), and whether either run was
 contended (``conditions.busy_reasons``) - and :func:`judge_timing`, which turns a
 timing regression into "regressed" (beyond the floor) or "inconclusive" (within it,
-with the reason in words).
+with the reason in words); and, for an absolute budget, which has no baseline,
+:func:`contended_stretch`: how far one busy run's state can stretch a wall time.
 
 Must not: measure or read files. Pure functions of two Profiles' ``conditions``.
 
