@@ -290,18 +290,26 @@ def test_a_process_s_other_threads_settle_before_its_first_measurement(monkeypat
 
     from pytest_inferperf.measure import runner as runner_module
 
+    ran: list[float] = []
+
     def spin(seconds: float) -> None:  # hashlib releases the GIL on large buffers
         data = b"x" * (1 << 20)
-        end = time.perf_counter() + seconds
+        cpu0, end = time.thread_time(), time.perf_counter() + seconds
         while time.perf_counter() < end:
             hashlib.sha256(data).digest()
+        ran.append(time.thread_time() - cpu0)
 
     monkeypatch.setattr(runner_module, "_settled", False)
     worker = threading.Thread(target=spin, args=(0.15,))
     worker.start()
     waited = runner_module.settle_other_threads(2.0)
     worker.join()
-    assert 0.1 <= waited < 1.0
+    assert runner_module.SETTLE_WINDOW_S <= waited < 1.0
+    # It waited for the spinning thread, where that thread had a CPU to spin on: beside
+    # other processes (a CPU hog and a second pytest worker on 2 CPUs) it may have got
+    # under a quarter of one, which is what the settling rule looks for.
+    if ran[0] >= 0.9 * 0.15:
+        assert waited >= 0.1
     assert runner_module.settle_other_threads(2.0) == 0.0  # once per process
     monkeypatch.setattr(runner_module, "_settled", False)
     quiet = runner_module.settle_other_threads(2.0)
