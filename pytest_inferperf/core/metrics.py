@@ -208,6 +208,26 @@ def _miss_ratio(
     )
 
 
+def _stall_fraction(
+    name: str, description: str, event: str, formula: str, points_to: str
+) -> Metric:
+    """Cycles stalled for one reason over all cycles: a share of the cycles by
+    definition, so its cost is the stalled cycles themselves."""
+    return Metric(
+        name,
+        description,
+        "",
+        "lower",
+        (event, "cycles"),
+        formula,
+        _ratio(event, "cycles"),
+        tolerance=SLOTS_TOLERANCE,
+        gates=True,
+        points_to=points_to,
+        cost=_STALLED,
+    )
+
+
 def _per_call(event: str, scale: float = 1.0) -> MetricFn:
     def f(c: Counts, ctx: MetricContext) -> float | None:
         if event not in c or ctx.calls <= 0:
@@ -542,59 +562,35 @@ METRICS: dict[str, Metric] = {
                 ),
             )
         ),
-        Metric(
+        _stall_fraction(
             "frontend_stalled",
             "cycles stalled in the frontend",
-            "",
-            "lower",
-            ("stall_frontend", "cycles"),
+            "stall_frontend",
             "STALL_FRONTEND / CPU_CYCLES",
-            _ratio("stall_frontend", "cycles"),
-            tolerance=SLOTS_TOLERANCE,
-            gates=True,
-            points_to="frontend_bound",
-            cost=_STALLED,
+            "frontend_bound",
         ),
-        Metric(
+        _stall_fraction(
             "backend_stalled",
             "cycles stalled in the backend",
-            "",
-            "lower",
-            ("stall_backend", "cycles"),
+            "stall_backend",
             "STALL_BACKEND / CPU_CYCLES",
-            _ratio("stall_backend", "cycles"),
-            tolerance=SLOTS_TOLERANCE,
-            gates=True,
-            points_to="backend_bound",
-            cost=_STALLED,
+            "backend_bound",
         ),
-        Metric(
+        _stall_fraction(
             "dram_stalled",
             "cycles stalled on loads from DRAM (missed the L3)",
-            "",
-            "lower",
-            ("stall_l3_miss", "cycles"),
+            "stall_l3_miss",
             "CYCLE_ACTIVITY.STALLS_L3_MISS / CPU_CLK_UNHALTED.THREAD: Intel TMA DRAM_Bound "
             "(Linux perf x86 icelake/sapphirerapids metrics: tma_dram_bound = "
             "MEMORY_ACTIVITY.STALLS_L3_MISS / tma_info_thread_clks; on Skylake its first term)",
-            _ratio("stall_l3_miss", "cycles"),
-            tolerance=SLOTS_TOLERANCE,
-            gates=True,
-            points_to="l2_llc_residency",
-            cost=_STALLED,
+            "l2_llc_residency",
         ),
-        Metric(
+        _stall_fraction(
             "backend_mem_stalled",
             "cycles stalled in the backend on memory",
-            "",
-            "lower",
-            ("stall_backend_mem", "cycles"),
+            "stall_backend_mem",
             "STALL_BACKEND_MEM / CPU_CYCLES",
-            _ratio("stall_backend_mem", "cycles"),
-            tolerance=SLOTS_TOLERANCE,
-            gates=True,
-            points_to="l2_llc_residency",
-            cost=_STALLED,
+            "l2_llc_residency",
         ),
         Metric(
             "frontend_bound",
