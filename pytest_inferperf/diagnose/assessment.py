@@ -440,9 +440,11 @@ CONFIRM_PAUSE_S = 0.5
 def with_confirmation(first: Assessment, again: Assessment, *, pause_s: float) -> Assessment:
     """The verdict once a suspected timing regression was measured again.
 
-    It fails only if the same metric regressed beyond the noise floor both times:
-    then the second measurement's verdict stands, marked confirmed. Otherwise the
-    first verdict stands with its timing regressions turned inconclusive.
+    It fails only if the same metric regressed beyond the noise floor both times, or a
+    timing budget failed both times where a busy machine does not explain it
+    (:func:`budget_holds`): then the second measurement's verdict stands, marked
+    confirmed. Otherwise the first verdict stands with its timing regressions and
+    budgets turned inconclusive.
     """
     suspects = {c.metric: c for c in first.regressions if clock_of(c.metric) is not None}
     repeated = {c.metric: c for c in again.regressions if clock_of(c.metric) is not None}
@@ -452,23 +454,10 @@ def with_confirmation(first: Assessment, again: Assessment, *, pause_s: float) -
     second = {m: None if c is None else c.delta for m, c in compared.items()}
     parts = [f"{m} {_pct(second[m])} (first {suspects[m].delta:+.1%})" for m in shown]
     budgets = first.timing_budget_failures
-    failed_again = {b.budget.keyword: b for b in again.budgets if b.failed}
-    # Failed both times, and at least once where the machine cannot explain it (a quiet
-    # machine, or a miss beyond its stretch: busy_excuse): the code's. Otherwise the
-    # machine's, as a change that does not hold.
-    excused: dict[str, str] = {}
-    for b in budgets:
-        twice = failed_again.get(b.budget.keyword)
-        why = busy_excuse(twice, again) if twice is not None else None
-        if why is not None and busy_excuse(b, first) is not None:
-            excused[b.budget.keyword] = why
-    budgets_held = [
-        b.budget.keyword
-        for b in budgets
-        if b.budget.keyword in failed_again and b.budget.keyword not in excused
-    ]
+    verdicts = {b.budget.keyword: budget_holds(b, first, [again]) for b in budgets}
+    budgets_held = [k for k, (holds, _) in verdicts.items() if holds]
     parts += [_budget_again(b, again) for b in budgets]
-    parts += [f"{k} missed both times on a {why}" for k, why in excused.items()]
+    parts += [f"{k} missed both times on a {why}" for k, (_, why) in verdicts.items() if why]
     said = ", ".join(parts)
     if held or budgets_held:
         text = f"confirmed: measured again after a {pause_s:g} s pause: {said}"
@@ -489,6 +478,25 @@ def with_confirmation(first: Assessment, again: Assessment, *, pause_s: float) -
         "text": text,
     }
     return replace(base, confirmation=record)
+
+
+def budget_holds(
+    result: BudgetResult, first: Assessment, again: Sequence[Assessment]
+) -> tuple[bool, str | None]:
+    """Whether a timing budget that failed in ``first`` holds over the measurements
+    ``again`` (the same process after a pause, or fresh processes): it failed in each,
+    and the machine cannot explain at least one of those failures, the first included
+    (:func:`busy_excuse`). Where it failed each time but a busy machine explains every
+    failure, it does not hold, and the second value says why."""
+    results = [
+        (a, r) for a in again for r in a.budgets if r.budget.keyword == result.budget.keyword
+    ]
+    if not results or not all(r.failed for _, r in results):
+        return False, None
+    whys = [busy_excuse(result, first), *(busy_excuse(r, a) for a, r in results)]
+    if any(why is None for why in whys):
+        return True, None
+    return False, whys[-1]
 
 
 def busy_excuse(result: BudgetResult, measured: Assessment) -> str | None:
@@ -565,25 +573,24 @@ def with_process_confirmation(
         )
     held = [j.metric for j in judged if j.held]
     said = [f"{j.metric} {j.reason}" for j in judged]
-    # A timing budget holds where it failed in every fresh process that measured it: one
-    # that met it shows the machine can.
-    # (and the machine cannot explain at least one of those failures, the first
-    # included: busy_excuse).
+    # A timing budget holds where it failed in every fresh process that measured it (one
+    # that met it shows the machine can) and not only where a busy machine explains it.
     budgets_held = []
     for result in first.timing_budget_failures:
         keyword = result.budget.keyword
-        again = [(a, r) for a in fresh for r in a.budgets if r.budget.keyword == keyword]
-        measured = [r.value for _, r in again if r.value is not None]
-        failed_each = bool(again) and all(r.failed for _, r in again)
-        whys = [busy_excuse(r, a) for a, r in again]
-        busy_each = busy_excuse(result, first) is not None and all(w is not None for w in whys)
-        if failed_each and not busy_each:
-            budgets_held.append(keyword)
+        measured = [
+            r.value
+            for a in fresh
+            for r in a.budgets
+            if r.budget.keyword == keyword and r.value is not None
+        ]
         shown = ", ".join(f"{v:.4g}" for v in measured) or "not measured"
-        if keyword in budgets_held:
+        holds, busy = budget_holds(result, first, fresh)
+        if holds:
+            budgets_held.append(keyword)
             verdict = "failed in each"
-        elif failed_each:
-            verdict = f"failed in each, each time on a {whys[-1]}"
+        elif busy is not None:
+            verdict = f"failed in each, each time on a {busy}"
         else:
             verdict = "met in at least one"
         said.append(
