@@ -79,7 +79,9 @@ def _explain(args: argparse.Namespace) -> int:
     hint = report.core_hint or ""
     core = cpu or resolve_core(hint) or hint  # a file's name for its core, as --cpu's
     report = report.on_core(core)
-    metrics = report.metrics(core, calls=args.calls or 1)
+    # Per-core formula constants (core.metrics.TOPDOWN_MODELS) are keyed by the core's
+    # row: detection's 'amd-epyc-zen4' is the 'amd-zen4' row.
+    metrics = report.metrics(core_facts(core).slug if core else "", calls=args.calls or 1)
 
     # A perf stat run does not know its calls: without --calls, per-call values are totals.
     def kept(name: str) -> bool:

@@ -22,7 +22,6 @@ Formulas: Arm's Neoverse telemetry specifications (telemetry-solution
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -156,7 +155,7 @@ class MetricContext:
 
     calls: int = 1
     wall_ns: float = 0.0
-    core: str = ""  # core slug: "neoverse-v2"
+    core: str = ""  # core slug; TOPDOWN_MODELS is keyed by a row's ("amd-zen4")
     midr: str | None = None
     latency: Mapping[str, float] | None = None
     peak_rss_bytes: int | None = None
@@ -165,9 +164,6 @@ class MetricContext:
     @property
     def topdown(self) -> TopdownModel | None:
         model = TOPDOWN_MODELS.get(self.core)
-        x86 = re.fullmatch(r"(amd|intel)-[a-z]+-(\w+)", self.core)
-        if model is None and x86:  # detection's amd-<line>-<uarch>: the uarch's row
-            model = TOPDOWN_MODELS.get(f"{x86.group(1)}-{x86.group(2)}")
         if self.core == "neoverse-n2" and self.midr:
             midr = int(self.midr, 16)
             if (midr >> 20) & 0xF == 0 and midr & 0xF == 0:  # r0p0
