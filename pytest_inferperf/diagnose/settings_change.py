@@ -327,10 +327,10 @@ def _session_changes(current: Profile, baseline: Profile) -> list[SettingChange]
     if len(now) == 1 and len(before) == 1:
         pairs = [(before[0], now[0], "")]
     else:
-        labels_before = {s.label: s for s in before}
-        pairs = [(labels_before[s.label], s, s.label) for s in now if s.label in labels_before]
-        gone = [s.label for s in before if s.label not in {n.label for n in now}]
-        new = [s.label for s in now if s.label not in labels_before]
+        keyed_before, keyed_now = _by_label(before), _by_label(now)
+        pairs = [(keyed_before[k], s, s.label) for k, s in keyed_now.items() if k in keyed_before]
+        gone = [s.label for k, s in keyed_before.items() if k not in keyed_now]
+        new = [s.label for k, s in keyed_now.items() if k not in keyed_before]
         if gone or new:
             which = SettingChange(
                 "session",
@@ -340,6 +340,19 @@ def _session_changes(current: Profile, baseline: Profile) -> list[SettingChange]
             )
             return [which, *_pair_changes(pairs)]
     return _pair_changes(pairs)
+
+
+def _by_label(sessions: Sequence[SessionFacts]) -> dict[tuple[str, int], SessionFacts]:
+    """Sessions keyed by label and, where several share one (one model loaded twice with
+    different options), by their order among those: the first of a label on one side is
+    compared with the first on the other, never with a later one."""
+    seen: dict[str, int] = {}
+    keyed: dict[tuple[str, int], SessionFacts] = {}
+    for session in sessions:
+        nth = seen.get(session.label, 0)
+        seen[session.label] = nth + 1
+        keyed[(session.label, nth)] = session
+    return keyed
 
 
 def _pair_changes(pairs: Sequence[tuple[SessionFacts, SessionFacts, str]]) -> list[SettingChange]:
