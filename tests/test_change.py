@@ -335,11 +335,25 @@ def test_a_small_cache_move_cannot_explain_a_large_slowdown():
     assert "l1d_mpki" not in {c.name for c in change.causes}
 
 
+def test_a_backend_split_at_level_2_points_to_the_part_that_moved():
+    # The backend's share grew by 0.3 of the cycles, all of it waiting on memory
+    # (top-down level 2: Backend = Memory + Core). Measured on both sides, the parts name
+    # the cause: memory (l2_llc_residency), not the core-bound backend category.
+    base = {"cycles_per_call": 1e9, "backend_bound": 0.30, "memory_bound": 0.10, "core_bound": 0.20}
+    now = {"cycles_per_call": 2e9, "backend_bound": 0.65, "memory_bound": 0.45, "core_bound": 0.20}
+    change = explain_change(now, base)
+    assert change.points_to == "l2_llc_residency"
+    assert "backend_bound" not in {c.name for c in change.causes}
+    # Without the parts on one side, the whole is the cause, as before.
+    whole = explain_change(now, {k: v for k, v in base.items() if k != "memory_bound"})
+    assert whole.points_to == "backend_bound"
+
+
 def test_every_metric_with_a_cost_points_to_a_category_and_names_a_source():
     from pytest_inferperf.core.metrics import METRICS
 
     costed = {n: m for n, m in METRICS.items() if m.cost is not None}
-    assert len(costed) == 22  # 3 OS events, 9 MPKI, 7 stall fractions, instr., IPC, CPUs
+    assert len(costed) == 24  # 3 OS events, 9 MPKI, 9 stall fractions, instr., IPC, CPUs
     for name, row in costed.items():
         assert row.points_to is not None, name
         assert row.cost is not None and row.cost.source, name

@@ -816,8 +816,12 @@ def test_threshold_table_rows_are_well_formed():
         ("branch_mpki", 10.0),
         ("l1i_mpki", 20.0),
     }
-    # On A72 only the level-1 fraction (which it cannot count) could make backend_bound.
-    assert {r.metric for r in thresholds_for("backend_bound", "arm-basic")} == {"backend_bound"}
+    # On A72 only the level-1 fraction or its level-2 core part (neither of which it can
+    # count) could make backend_bound.
+    assert {r.metric for r in thresholds_for("backend_bound", "arm-basic")} == {
+        "backend_bound",
+        "core_bound",
+    }
 
 
 def test_core_table_matches_arm_pmu_event_lists():

@@ -162,6 +162,45 @@ def test_cycles_stalled_on_dram_name_the_memory_not_ilp():
     assert "l2_llc_residency" not in categories(calm)
 
 
+def test_level2_memory_bound_names_memory_and_core_bound_the_backend():
+    # Top-down level 2 splits the backend's slots (Backend = Memory + Core; Intel TMA
+    # thresholds tma_memory_bound > 0.2, tma_core_bound > 0.1). A backend that waits on
+    # memory is the memory category, with the memory part as its share; the level-1
+    # backend share only supports the core-bound verdict, so it is not named for it.
+    level1 = {"retiring": 0.30, "bad_speculation": 0.05, "frontend_bound": 0.10}
+    memory = diagnose(
+        {**level1, "backend_bound": 0.55, "memory_bound": 0.50, "core_bound": 0.05},
+        core="sapphirerapids",
+    )
+    assert categories(memory) == ["l2_llc_residency"]
+    assert memory.primary.share.metric == "memory_bound"
+    assert memory.primary.share.share == pytest.approx(0.50)
+    text = render(memory)
+    assert "memory_bound = 0.5 > 0.2" in text
+    assert "core-bound 5%, memory-bound 50%" in memory.primary.explanation
+    assert "Which level served the loads was not counted" in memory.primary.explanation
+    # The same level-1 backend, split the other way: core-bound, its share the core part.
+    core = diagnose(
+        {**level1, "backend_bound": 0.55, "memory_bound": 0.04, "core_bound": 0.51},
+        core="sapphirerapids",
+    )
+    assert categories(core) == ["backend_bound"]
+    assert core.primary.share.metric == "core_bound"
+    assert core.primary.share.share == pytest.approx(0.51)
+    # Both material: the larger part leads, each ranked by its own slots (the core part
+    # holds none of the memory part's, so it is not ranked as its parent).
+    both = diagnose(
+        {**level1, "backend_bound": 0.55, "memory_bound": 0.25, "core_bound": 0.30},
+        core="sapphirerapids",
+    )
+    assert categories(both) == ["backend_bound", "l2_llc_residency"]
+    assert [f.share.share for f in (both.primary, *both.secondary)] == pytest.approx([0.30, 0.25])
+    # Without level 2 the level-1 backend is named as before.
+    whole = diagnose({**level1, "backend_bound": 0.55}, core="sapphirerapids")
+    assert whole.primary.category == "backend_bound"
+    assert whole.primary.share.metric == "backend_bound"
+
+
 def test_near_the_width_is_retiring_and_below_material_is_nothing():
     # N1: IPC 4 > 0.75 x 5 = 3.75: retiring, its share IPC / width = 80%.
     retiring = diagnose({"ipc": 4.0, "backend_stalled": 0.05}, core="neoverse-n1")

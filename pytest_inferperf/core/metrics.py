@@ -121,7 +121,11 @@ class Metric:
     * ``beneath`` - the metrics of the cache levels below, whose events are part of this
       one's (``diagnose.classify`` charges each miss at the level that served it);
     * ``export_unit`` - the unit a trend export names, where ``unit`` is blank or
-      absent for a count (``report.run``); "" for a metric not exported.
+      absent for a count (``report.run``); "" for a metric not exported;
+    * ``parts`` - the metrics that split this one between them (top-down level 2:
+      ``backend_bound`` is ``memory_bound`` + ``core_bound``); where both sides of a
+      change measured them, the part that moved is the cause, not the whole
+      (``diagnose.change``).
     """
 
     name: str
@@ -142,6 +146,7 @@ class Metric:
     cost: ChangeCost | None = None
     beneath: tuple[str, ...] = ()
     export_unit: str = ""
+    parts: tuple[str, ...] = ()
 
     @property
     def said(self) -> str:
@@ -294,6 +299,27 @@ def _topdown(part: str) -> MetricFn:
     return f
 
 
+def _backend_split(part: str) -> MetricFn:
+    """The backend's share of the slots split into ``"memory"`` and ``"core"`` (top-down
+    level 2) from AMD's no-retire cycles: backend_bound x ex_no_retire.load_not_complete
+    / ex_no_retire.not_complete, and the backend less that (Linux perf amdzen4/amdzen5
+    pipeline.json, backend_bound_memory and backend_bound_cpu). Only with AMD's dispatch
+    slots (TopdownModel.dispatched_ops): the ratio belongs to their backend_bound."""
+    backend = _topdown("backend")
+
+    def f(c: Counts, ctx: MetricContext) -> float | None:
+        if ctx.topdown is None or not ctx.topdown.dispatched_ops:
+            return None
+        waiting, stalled = c.get("no_retire_load"), c.get("no_retire_any", 0.0)
+        share = backend(c, ctx)
+        if share is None or waiting is None or stalled <= 0:
+            return None
+        memory = share * min(waiting / stalled, 1.0)
+        return memory if part == "memory" else share - memory
+
+    return f
+
+
 def _cpu_utilisation(c: Counts, ctx: MetricContext) -> float | None:
     if "task_clock" not in c or ctx.wall_ns <= 0:
         return None
@@ -331,6 +357,11 @@ def _rss_growth_mb(_c: Counts, ctx: MetricContext) -> float | None:
 _TD = (
     "telemetry-solution neoverse-{v1,v2,n2} metrics (top-down level 1); AMD Zen 4/5: "
     "Linux perf amdzen4/amdzen5 PipelineL1 metrics"
+)
+_TD2 = (
+    "top-down level 2 of the backend: Intel TMA tma_memory_bound / tma_core_bound (Linux "
+    "perf x86 metrics, TopdownL2); AMD Zen 4/5: amdzen4/amdzen5 PipelineL2 "
+    "backend_bound_memory / backend_bound_cpu"
 )
 _MPKI = "X / INST_RETIRED * 1000 (Arm telemetry-solution, perf sbsa.json)"
 
@@ -609,6 +640,36 @@ METRICS: dict[str, Metric] = {
             ("stall_slot_backend", "cycles", "branch_misses"),
             _TD,
             _topdown("backend"),
+            tolerance=SLOTS_TOLERANCE,
+            gates=True,
+            points_to="backend_bound",
+            cost=_STALLED,
+            parts=("memory_bound", "core_bound"),
+        ),
+        # Top-down level 2 of the backend: Memory Bound + Core Bound = Backend Bound
+        # (Yasin, ISPASS 2014). Intel's are read from perf's output or its topdown-mem-bound
+        # slots (ingest.perf_stat); AMD's from the no-retire cycles (_backend_split).
+        Metric(
+            "memory_bound",
+            "issue slots lost to the backend: memory",
+            "",
+            "lower",
+            ("stall_slot_backend", "cycles", "no_retire_load", "no_retire_any"),
+            _TD2,
+            _backend_split("memory"),
+            tolerance=SLOTS_TOLERANCE,
+            gates=True,
+            points_to="l2_llc_residency",
+            cost=_STALLED,
+        ),
+        Metric(
+            "core_bound",
+            "issue slots lost to the backend: core",
+            "",
+            "lower",
+            ("stall_slot_backend", "cycles", "no_retire_load", "no_retire_any"),
+            _TD2,
+            _backend_split("core"),
             tolerance=SLOTS_TOLERANCE,
             gates=True,
             points_to="backend_bound",

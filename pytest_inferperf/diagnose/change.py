@@ -682,6 +682,20 @@ def _symptom(metric: str) -> bool:
     return row is not None and row.symptom
 
 
+def _split_by_parts(
+    metric: str, metrics: Mapping[str, float], baseline: Mapping[str, float]
+) -> bool:
+    """Both sides measured the parts that split ``metric`` (:attr:`core.metrics.Metric.
+    parts`): the part that moved names the cause (a backend that waits longer on memory
+    is memory-bound, not core-bound), so the whole is no cause of its own."""
+    row = METRICS.get(metric)
+    return (
+        row is not None
+        and bool(row.parts)
+        and all(p in metrics and p in baseline for p in row.parts)
+    )
+
+
 def _cost_on_record(metric: str) -> bool:
     row = METRICS.get(metric)
     return row is not None and row.cost is not None
@@ -800,6 +814,7 @@ def _explain(
             and c.credible
             and c.category
             and not _symptom(c.metric)
+            and not _split_by_parts(c.metric, metrics, baseline)
             and _material(c.share)
             and located < LOCATED_SHARE
         ):

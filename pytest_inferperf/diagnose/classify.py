@@ -619,13 +619,17 @@ def _stalled_cost(
 
 # A fraction that is itself a share of slots (top-down level 1) or of cycles (stalls),
 # per category, most specific first. Where the output has one, it is the share.
+# Where top-down level 2 split the backend, the backend category (core-bound) is its
+# core part, and the memory category takes the memory part.
 _FRACTIONS: dict[str, tuple[str, ...]] = {
     "retiring": ("retiring",),
     "branch_misprediction": ("bad_speculation",),
     "frontend_bound": ("frontend_bound", "frontend_stalled"),
-    "backend_bound": ("backend_bound", "backend_stalled"),
-    "l2_llc_residency": ("backend_mem_stalled", "dram_stalled"),
+    "backend_bound": ("core_bound", "backend_bound", "backend_stalled"),
+    "l2_llc_residency": ("backend_mem_stalled", "dram_stalled", "memory_bound"),
 }
+# The backend's level-2 parts: slot fractions, disjoint from each other.
+_LEVEL2 = ("memory_bound", "core_bound")
 # Counted events, per category: (metric, penalty kind); the nested cache levels are
 # split so that each miss is charged once, at the level that served it.
 _COUNTS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -684,7 +688,13 @@ def cycle_share(category: str, metrics: Mapping[str, float], ctx: RuleContext) -
     for name in _FRACTIONS.get(category, ()):
         value = _value(metrics, name)
         if value is not None:
-            of = "issue slots (top-down level 1)" if name in _LEVEL1 else "cycles"
+            of = (
+                "issue slots (top-down level 1)"
+                if name in _LEVEL1
+                else "issue slots (top-down level 2)"
+                if name in _LEVEL2
+                else "cycles"
+            )
             return CycleShare(
                 min(max(value, 0.0), 1.0),
                 f"{name} {fmt(value)} (a fraction of {of}: the share itself)",
@@ -764,7 +774,9 @@ def _stall_cap(
         lost = max(0.0, 1.0 - ipc / width)
         caps.append((lost, f"1 - IPC {fmt(ipc)} / width {fmt(width)} = {_percent(lost)}"))
     if category in MEMORY_CATEGORIES:
-        for name in ("backend_bound", "backend_stalled"):
+        # a miss stalls the backend's memory part, where top-down level 2 split it
+        whole = ("backend_bound", "backend_stalled")
+        for name in whole if category == "backend_bound" else ("memory_bound", *whole):
             value = _value(metrics, name)
             if value is not None:
                 caps.append((max(0.0, value), f"{name} {fmt(value)}"))
@@ -809,7 +821,14 @@ _SERIAL = ("branch_misprediction",)
 # over-state.
 _STALL_SHARES = {"frontend_bound": "frontend_stalled", "backend_bound": "backend_stalled"}
 # What splits a backend stall into memory and core: refills below L1, memory stalls.
-_MEMORY_SPLIT = ("l2_mpki", "llc_mpki", "llc_miss", "backend_mem_stalled", "dram_stalled")
+_MEMORY_SPLIT = (
+    "l2_mpki",
+    "llc_mpki",
+    "llc_miss",
+    "backend_mem_stalled",
+    "dram_stalled",
+    "memory_bound",
+)
 AWS_STALLS = (
     "AWS Graviton perfrunbook (debug_hw_perf.md), top-down step 2: of stall_frontend and "
     "stall_backend per kilo cycle, the higher names the part that slows the core"
@@ -1301,6 +1320,8 @@ def diagnose_in(
             continue
         # A child too small to matter explains nothing about its parent.
         children = [c for c in CHILDREN.get(category, ()) if c in judged and judged[c].material]
+        if j.share is not None and j.share.metric in _LEVEL2:
+            children = []  # the core part is not the memory children's parent
         confidence = j.confidence * (CHILD_DISCOUNT if children else 1.0)
         # each crossed signal with its evidence (never None there), key signals first,
         # then the strongest
@@ -1315,7 +1336,14 @@ def diagnose_in(
         crossed = [s for s, _ in pairs]
         evidence = tuple(e for _, e in pairs)
         explanation = _explanation(category, crossed, children)
-        if category == "backend_bound" and not any(m in metrics for m in _CACHE_MPKI):
+        if j.share is not None and j.share.metric in _LEVEL2:
+            explanation += f" {_level2_split(metrics)}"
+            if category != "backend_bound" and not any(m in metrics for m in _CACHE_MPKI):
+                explanation += (
+                    " Which level served the loads was not counted: count L1D, L2 and "
+                    "LL refills (or perf stat -M TopdownL3 where the core has it)."
+                )
+        elif category == "backend_bound" and not any(m in metrics for m in _CACHE_MPKI):
             explanation += (
                 " No cache refills were counted: waiting on memory and busy "
                 "execution units both look like this; count L1D/L2/LL refills "
@@ -1367,6 +1395,22 @@ def diagnose_in(
     )
 
 
+def _level2_split(metrics: Mapping[str, float]) -> str:
+    """How top-down level 2 split the backend's slots, for a backend or memory finding."""
+    core, memory = _value(metrics, "core_bound"), _value(metrics, "memory_bound")
+    backend = _value(metrics, "backend_bound")
+    whole = "the backend's share" if backend is None else f"the backend's {_percent(backend)}"
+    parts = ", ".join(
+        f"{name} {_percent(value)}"
+        for name, value in (("core-bound", core), ("memory-bound", memory))
+        if value is not None
+    )
+    return (
+        f"Top-down level 2 splits {whole} of the slots: {parts} (Backend Bound = Memory "
+        "Bound + Core Bound; Yasin, ISPASS 2014)."
+    )
+
+
 def rank(findings: Iterable[Finding]) -> list[Finding]:
     """The findings, the largest share of cycles first.
 
@@ -1390,6 +1434,10 @@ def rank(findings: Iterable[Finding]) -> list[Finding]:
         # Only a measured fraction (or the remainder) contains its children's cycles; a
         # share counted from the parent's own events (L1I refills) does not.
         if f.share is None or f.share.metric not in fractions:
+            continue
+        # The backend's core part (top-down level 2) holds none of the memory, TLB and
+        # cache children: they are the other part.
+        if f.share.metric in _LEVEL2:
             continue
         # Two level-1 fractions are disjoint: the four level-1 categories partition the
         # issue slots (Yasin, 'A Top-Down method for performance analysis and counters

@@ -112,6 +112,7 @@ MEMORY_EVIDENCE: tuple[str, ...] = (
     "backend_stalled",
     "backend_bound",
     "backend_mem_stalled",
+    "memory_bound",
 )
 # With nothing below L1 counted, L1D refills rule memory out only when, each charged
 # at the cost of a miss to DRAM (``llc_mpki``'s ``cost`` in core.metrics), they could
@@ -131,6 +132,10 @@ AWS = "AWS Graviton perfrunbook (debug_hw_perf.md)"
 PERF_GRC = "Linux perf stat-shadow.c get_ratio_color, 'magenta' level"
 TMA_RAW = "Intel TMA level-1 MetricThreshold (Linux perf x86 metrics.json)"
 TMA = f"{TMA_RAW}, applied to any level-1 top-down"
+TMA_L2 = (
+    "Intel TMA level-2 MetricThreshold (Linux perf x86 metrics.json), applied to AMD's "
+    "PipelineL2 backend parts too"
+)
 ORT_THREADS = (
     "ONNX Runtime threading docs (session.intra_op.allow_spinning; spinning is on by default)"
 )
@@ -151,7 +156,9 @@ class Threshold:
     no MPKI), judged on its own cited ratio threshold, never an MPKI one in disguise.
     ``key_with_cpus`` makes a ``"support"`` row a key where the run kept more CPUs busy
     on average (``cpu_utilisation``) than that: a fact only several threads running at
-    once can show (:data:`SEVERAL_CPUS_BUSY`).
+    once can show (:data:`SEVERAL_CPUS_BUSY`). ``support_with`` makes a ``"key"`` row a
+    support where that finer metric was measured, which judges the category instead (the
+    level-1 backend share, where level 2 split it into memory and core).
     """
 
     metric: str
@@ -166,6 +173,7 @@ class Threshold:
     families: tuple[str, ...] = ("*",)
     key_without: str | None = None
     key_with_cpus: float | None = None
+    support_with: str | None = None
 
     def applies_to(self, family: str) -> bool:
         # An unknown core gets every row: a row whose metric was not counted simply
@@ -181,6 +189,8 @@ class Threshold:
         metric it stands in for is absent, a ``key_with_cpus`` row where more CPUs were
         busy than it names; a support otherwise."""
         if self.role == "key":
+            if self.support_with is not None and self.support_with in metrics:
+                return replace(self, role="support")
             return self
         if self.key_without is not None and self.key_without not in metrics:
             return replace(self, role="key")
@@ -322,6 +332,20 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "key",
         "Intel TMA level-3 MetricThreshold 'tma_dram_bound > 0.1' (Linux perf x86 metrics.json)",
         families=("x86",),
+    ),
+    # Top-down level 2: the backend's slots that waited on memory (a load or store in
+    # flight); which level served it is level 3's question, so it names the memory
+    # category ("fraction of slots the Memory subsystem within the Backend was a
+    # bottleneck": tma_memory_bound's description, Linux perf x86 metrics).
+    # tma_memory_bound never exceeds tma_backend_bound, so the threshold's second term
+    # holds with the first.
+    Threshold(
+        "memory_bound",
+        ">",
+        0.20,
+        "l2_llc_residency",
+        "key",
+        f"{TMA_L2}: tma_memory_bound > 0.2 & tma_backend_bound > 0.2",
     ),
     # --- TLB --------------------------------------------------------------------
     Threshold(
@@ -473,6 +497,11 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "width",
     ),
     # --- backend (core-bound) ---------------------------------------------------
+    # Where level 2 split the backend, its core part judges this category: "Shortage in
+    # hardware compute resources; or dependencies in software's instructions are both
+    # categorized under Core Bound" (tma_core_bound's description, Linux perf x86
+    # metrics); the whole backend's share then only supports it (a memory-bound
+    # backend is the memory category's).
     Threshold(
         "backend_stalled",
         ">",
@@ -481,8 +510,25 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "key",
         f"{PERF_GRC}: stalled-cycles-backend > 50%",
         families=_STALLS,
+        support_with="core_bound",
     ),
-    Threshold("backend_bound", ">", 0.20, "backend_bound", "key", f"{TMA}: backend_bound > 0.2"),
+    Threshold(
+        "backend_bound",
+        ">",
+        0.20,
+        "backend_bound",
+        "key",
+        f"{TMA}: backend_bound > 0.2",
+        support_with="core_bound",
+    ),
+    Threshold(
+        "core_bound",
+        ">",
+        0.10,
+        "backend_bound",
+        "key",
+        f"{TMA_L2}: tma_core_bound > 0.1 & tma_backend_bound > 0.2",
+    ),
     # --- threads ----------------------------------------------------------------------
     Threshold(
         "session.allow_spinning",

@@ -124,6 +124,8 @@ _GENERIC: dict[str, str] = {
     # ops, de_src_op_disp.all ops dispatched, de_no_dispatch_per_slot.* the slots left
     # empty by reason; core.metrics.TOPDOWN_MODELS turns them into level-1 shares with
     # the core's dispatch width (their slot events stand where Arm's STALL_SLOT_* do).
+    # ex_no_retire.load_not_complete / ex_no_retire.not_complete split the backend's
+    # slots into memory and core (amdzen4/amdzen5 pipeline.json, backend_bound_memory).
     "ls_not_halted_cyc": "cycles",
     "ex_ret_instr": "instructions",
     "ex_ret_brn": "branches",
@@ -132,6 +134,8 @@ _GENERIC: dict[str, str] = {
     "de_src_op_disp.all": "op_spec",
     "de_no_dispatch_per_slot.no_ops_from_frontend": "stall_slot_frontend",
     "de_no_dispatch_per_slot.backend_stalls": "stall_slot_backend",
+    "ex_no_retire.load_not_complete": "no_retire_load",
+    "ex_no_retire.not_complete": "no_retire_any",
 }
 # AMD's names without a dot, which only AMD's x86 PMU has (the ones with a dot are read
 # as x86 already, see EventName.arch_hint).
@@ -281,10 +285,14 @@ for _code, _logical in (
 # topdown-* slot counts of perf 4.6+ (Andi Kleen, "perf stat: Add computation of TopDown
 # formulas", lkml 2016-01): FrontendBound = fetch-bubbles / total-slots, BadSpeculation =
 # (slots-issued - slots-retired + recovery-bubbles) / total-slots, Retiring =
-# slots-retired / total-slots, BackendBound = 1 - the other three.
+# slots-retired / total-slots, BackendBound = 1 - the other three. Sapphire Rapids and
+# Alder Lake's P-cores add level 2 in the same slots (topdown.txt, "Topdown Level 2"):
+# tma_memory_bound = topdown-mem-bound over the slots, tma_core_bound = max(0,
+# tma_backend_bound - tma_memory_bound) (Linux perf x86 sapphirerapids metrics).
 _TOPDOWN_EVENTS = frozenset(
     (
         "slots",
+        "topdown-mem-bound",
         "topdown-retiring",
         "topdown-bad-spec",
         "topdown-fe-bound",
@@ -515,8 +523,9 @@ class PerfStat:
     # x86: last-level misses)"
     ambiguous: tuple[str, ...] = ()
     superseded: tuple[str, ...] = ()  # events whose logical name another event gave first
-    # Metrics the tool computed itself, under our names: perf's level-1 top-down
-    # fractions (0..1), or those derived from Intel's topdown-* events; every metric
+    # Metrics the tool computed itself, under our names: perf's top-down fractions
+    # (0..1; level 1 and the backend's level 2), or those derived from Intel's topdown-*
+    # events; every metric
     # Arm's topdown-tool printed that we have (:mod:`topdown_tool`).
     perf_metrics: dict[str, float] = field(default_factory=dict)
     title: str = ""  # "Performance counter stats for './stride'"
@@ -612,6 +621,9 @@ def _topdown_fractions(raw: dict[str, float]) -> dict[str, float]:
         ):
             if event in raw:
                 out[metric] = raw[event] / slots
+        if "topdown-mem-bound" in raw and "backend_bound" in out:
+            out["memory_bound"] = raw["topdown-mem-bound"] / slots
+            out["core_bound"] = max(0.0, out["backend_bound"] - out["memory_bound"])
         return out
     total = raw.get("topdown-total-slots", 0.0)
     need = (
@@ -752,6 +764,11 @@ def _collect(
             counted[logical] = statistics.fmean(values) if repeated else sum(values)
     for name, value in _topdown_fractions(topdown).items():
         perf_metrics.setdefault(name, value)
+    parts = {"memory_bound", "core_bound"}
+    if "backend_bound" not in perf_metrics and parts <= perf_metrics.keys():
+        # perf -M PipelineL2 (AMD) prints the backend's parts without the backend: it is
+        # their sum (Yasin, ISPASS 2014: Backend Bound = Memory Bound + Core Bound).
+        perf_metrics["backend_bound"] = perf_metrics["memory_bound"] + perf_metrics["core_bound"]
     # A hardware event that read 0 over millions of cycles did not count (a hypervisor
     # that lists a PMU it does not count prints 0, not <not supported>): not a zero.
     # Nor is a stall count above the run's cycles a share of them: the same rules as for
@@ -797,20 +814,31 @@ _TOPDOWN_NAMES = {
     "bad speculation": "bad_speculation",
     "frontend bound": "frontend_bound",
     "backend bound": "backend_bound",
+    # Level 2 of the backend: its slots split into memory and core. Intel TMA's
+    # tma_memory_bound / tma_core_bound (perf -M TopdownL2, and perf 6.x's default
+    # output on cores with level 2), AMD's backend_bound_memory / backend_bound_cpu
+    # (amdzen4/amdzen5 PipelineL2). Both are fractions of all the slots, and the two sum
+    # to the backend's (Linux perf x86 metrics: tma_core_bound = max(0,
+    # tma_backend_bound - tma_memory_bound); amdzen4 pipeline.json: backend_bound x the
+    # share of no-retire cycles waiting on a load, and backend_bound x the rest).
+    "memory_bound": "memory_bound",
+    "core_bound": "core_bound",
+    "backend_bound_memory": "memory_bound",
+    "backend_bound_cpu": "core_bound",
 }
+_PRINTED_NAME = (
+    r"(?:tma_)?(?P<name>retiring|bad_speculation|frontend_bound"
+    r"|backend_bound(?:_memory|_cpu)?|memory_bound|core_bound)\b"
+)
 # "# 0.91 Backend_Bound" (-M TopdownL1, perf 5.x) and "# 53.4 % tma_backend_bound"
 # (perf 6.x default and --topdown output).
 _SHADOW_TOPDOWN = re.compile(
-    r"#\s*(?P<value>-?\d+(?:[.,]\d+)?)\s*(?P<pct>%)?\s*(?:tma_)?"
-    r"(?P<name>retiring|bad_speculation|frontend_bound|backend_bound)\b",
-    re.IGNORECASE,
+    r"#\s*(?P<value>-?\d+(?:[.,]\d+)?)\s*(?P<pct>%)?\s*" + _PRINTED_NAME, re.IGNORECASE
 )
 # " 65.9 %  backend_bound   (20.00%)": a metric printed without its events, the value
 # first (perf -M output with the event columns cut away, as books and posts quote it).
 _METRIC_ONLY = re.compile(
-    r"^\s*(?P<value>-?\d+(?:[.,]\d+)?)\s*(?P<pct>%)?\s+(?:tma_)?"
-    r"(?P<name>retiring|bad_speculation|frontend_bound|backend_bound)\b",
-    re.IGNORECASE,
+    r"^\s*(?P<value>-?\d+(?:[.,]\d+)?)\s*(?P<pct>%)?\s+" + _PRINTED_NAME, re.IGNORECASE
 )
 _PERCENT = re.compile(r"(-?\d+(?:[.,]\d+)?)\s*%")
 
@@ -835,7 +863,8 @@ def _table_columns(header: str) -> list[str]:
 
 
 def topdown_from_text(lines: Sequence[str]) -> dict[str, float]:
-    """Level-1 fractions perf printed in a text report, whatever its version.
+    """Top-down fractions perf printed in a text report, whatever its version: level 1,
+    and the backend's level 2 (memory and core bound) where perf printed them.
 
     ``perf stat --topdown`` tables (a header naming the four columns, then one line of
     percentages per CPU or core, or per interval with ``-I``: the mean of the lines is
@@ -861,7 +890,7 @@ def topdown_from_text(lines: Sequence[str]) -> dict[str, float]:
             columns, header_pct = header, "%" in line
             continue
         for match in (*_SHADOW_TOPDOWN.finditer(line), *_METRIC_ONLY.finditer(line)):
-            out[match.group("name").lower()] = _fraction(
+            out[_TOPDOWN_NAMES[match.group("name").lower()]] = _fraction(
                 match.group("value"), bool(match.group("pct"))
             )
     for name, values in rows.items():
@@ -940,20 +969,16 @@ def parse_csv(text: str, sep: str | None = None, *, arch: str | None = None) -> 
 
 
 def _csv_topdown(value: str, unit: str, sep: str) -> dict[str, float]:
-    """A level-1 metric in the metric columns of a CSV line ("53.4", "%  tma_retiring")."""
-    match = re.fullmatch(
-        r"\s*(%)?\s*(?:tma_)?(retiring|bad_speculation|frontend_bound"
-        r"|backend_bound)\s*",
-        unit,
-        re.IGNORECASE,
-    )
+    """A top-down metric in the metric columns of a CSV line ("53.4", "%  tma_retiring")."""
+    match = re.fullmatch(r"\s*(%)?\s*" + _PRINTED_NAME + r"\s*", unit, re.IGNORECASE)
     if not match or not value.strip():
         return {}
     try:
         number = _csv_value(value, sep)
     except ValueError:
         return {}
-    return {match.group(2).lower(): number / 100.0 if match.group(1) else number}
+    name = _TOPDOWN_NAMES[match.group("name").lower()]
+    return {name: number / 100.0 if match.group(1) else number}
 
 
 # -- JSON lines (perf stat -j) ------------------------------------------------------------

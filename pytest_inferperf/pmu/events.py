@@ -209,6 +209,20 @@ CATALOGUE: dict[str, EventSpec] = {
             "cycles stalled with a demand load that missed the L3 outstanding",
             counted=False,
         ),
+        # AMD Zen 4 on (amdzen4/amdzen5 pipeline.json, ex_no_retire.*): cycles with no
+        # retirement while the oldest op waits on load data, and for any reason. Their
+        # ratio splits the backend's slots into memory and core (backend_bound_memory).
+        # Read from perf stat files only.
+        EventSpec(
+            "no_retire_load",
+            "cycles retiring nothing while the oldest op waits on load data",
+            counted=False,
+        ),
+        EventSpec(
+            "no_retire_any",
+            "cycles retiring nothing while the oldest op is not complete",
+            counted=False,
+        ),
         EventSpec("stall_slot", "issue slots not used", arm=(("stall_slot", 0x3F),)),
         EventSpec(
             "stall_slot_frontend",
