@@ -201,6 +201,28 @@ def test_level2_memory_bound_names_memory_and_core_bound_the_backend():
     assert whole.primary.share.metric == "backend_bound"
 
 
+def test_level2_mispredicted_branches_judge_bad_speculation():
+    # Bad speculation at level 2: mispredicted branches + machine clears. 30% of the
+    # slots lost to speculation, 5% of them to branches (the rest machine clears, which
+    # no branch fix helps): not branch misprediction. With 25% to branches it is, its
+    # share that part (Intel TMA: tma_branch_mispredicts > 0.1).
+    level1 = {"retiring": 0.40, "frontend_bound": 0.10, "backend_bound": 0.20}
+    clears = diagnose(
+        {**level1, "bad_speculation": 0.30, "branch_mispredicts": 0.05}, core="sapphirerapids"
+    )
+    assert "branch_misprediction" not in categories(clears)
+    branches = diagnose(
+        {**level1, "bad_speculation": 0.30, "branch_mispredicts": 0.25}, core="sapphirerapids"
+    )
+    assert branches.primary.category == "branch_misprediction"
+    assert branches.primary.share.metric == "branch_mispredicts"
+    assert branches.primary.share.share == pytest.approx(0.25)
+    # Without level 2, bad speculation judges it as before.
+    whole = diagnose({**level1, "bad_speculation": 0.30}, core="sapphirerapids")
+    assert whole.primary.category == "branch_misprediction"
+    assert whole.primary.share.metric == "bad_speculation"
+
+
 def test_near_the_width_is_retiring_and_below_material_is_nothing():
     # N1: IPC 4 > 0.75 x 5 = 3.75: retiring, its share IPC / width = 80%.
     retiring = diagnose({"ipc": 4.0, "backend_stalled": 0.05}, core="neoverse-n1")

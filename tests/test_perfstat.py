@@ -728,10 +728,12 @@ def test_median_of_three_runs():
                 "retiring": 0.263,
                 "core_bound": 0.659,
                 "memory_bound": 0.017,
+                "branch_mispredicts": 0.0,
             },
         ),
         # perf 6.x default output on a core with TMA level 2 (Sapphire Rapids layout):
-        # the backend's parts under TopdownL2, the other level-2 names not read
+        # the backend's and bad speculation's parts under TopdownL2; the front end's
+        # (fetch latency and bandwidth) are not read
         (
             "  TopdownL1        #     21.1 %  tma_backend_bound\n"
             "                   #      7.5 %  tma_bad_speculation\n"
@@ -748,6 +750,7 @@ def test_median_of_three_runs():
                 "retiring": 0.413,
                 "core_bound": 0.085,
                 "memory_bound": 0.126,
+                "branch_mispredicts": 0.069,
             },
         ),
         # -M TopdownL2 in perf 5.x (names without tma_, values as fractions)
@@ -784,11 +787,14 @@ def test_intel_topdown_mem_bound_splits_the_backend():
         "  10,000,000,000  slots\n   2,000,000,000  topdown-retiring\n"
         "     500,000,000  topdown-bad-spec\n   1,500,000,000  topdown-fe-bound\n"
         "   6,000,000,000  topdown-be-bound\n   4,500,000,000  topdown-mem-bound\n"
+        "     300,000,000  topdown-br-mispredict\n"
     )
     stat = parse(text)
     assert stat.unmapped == ()
     assert stat.perf_metrics["memory_bound"] == pytest.approx(0.45)
     assert stat.perf_metrics["core_bound"] == pytest.approx(0.15)
+    assert stat.perf_metrics["branch_mispredicts"] == pytest.approx(0.03)
+    assert stat.perf_metrics["machine_clears"] == pytest.approx(0.02)
 
 
 def test_old_topdown_slot_events():
@@ -964,6 +970,8 @@ ZEN4_PIPELINE_L2 = (FIXTURES / "zen4_pipeline_l2_serialpi.txt").read_text()
                 "bad_speculation": 0.000 + 0.000,
                 "core_bound": 0.531,
                 "memory_bound": 0.025,
+                "branch_mispredicts": 0.000,
+                "machine_clears": 0.000,
             },
         ),
         (
@@ -975,6 +983,8 @@ ZEN4_PIPELINE_L2 = (FIXTURES / "zen4_pipeline_l2_serialpi.txt").read_text()
                 "bad_speculation": 0.001 + 0.000,
                 "core_bound": 0.722,
                 "memory_bound": 0.042,
+                "branch_mispredicts": 0.001,
+                "machine_clears": 0.000,
             },
         ),
     ],

@@ -125,7 +125,8 @@ class Metric:
     * ``parts`` - the metrics that split this one between them (top-down level 2:
       ``backend_bound`` is ``memory_bound`` + ``core_bound``); where both sides of a
       change measured them, the part that moved is the cause, not the whole
-      (``diagnose.change``).
+      (``diagnose.change``), and a part's share is never its whole's
+      (``diagnose.classify``).
     """
 
     name: str
@@ -320,6 +321,27 @@ def _backend_split(part: str) -> MetricFn:
     return f
 
 
+def _speculation_split(part: str) -> MetricFn:
+    """Bad speculation's slots split into ``"branches"`` (mispredicted) and ``"clears"``
+    (pipeline restarts: machine clears), top-down level 2, from AMD's counts:
+    bad_speculation x ex_ret_brn_misp / (ex_ret_brn_misp + the restarts), and x the
+    restarts / the same (Linux perf amdzen4/amdzen5 pipeline.json,
+    bad_speculation_mispredicts and bad_speculation_pipeline_restarts). Only with AMD's
+    dispatch slots, whose bad_speculation it splits."""
+    bad_speculation = _topdown("bad_speculation")
+
+    def f(c: Counts, ctx: MetricContext) -> float | None:
+        if ctx.topdown is None or not ctx.topdown.dispatched_ops:
+            return None
+        wasted = bad_speculation(c, ctx)
+        misses, restarts = c.get("branch_misses"), c.get("pipeline_restarts")
+        if wasted is None or misses is None or restarts is None or misses + restarts <= 0:
+            return None
+        return wasted * (misses if part == "branches" else restarts) / (misses + restarts)
+
+    return f
+
+
 def _cpu_utilisation(c: Counts, ctx: MetricContext) -> float | None:
     if "task_clock" not in c or ctx.wall_ns <= 0:
         return None
@@ -359,9 +381,10 @@ _TD = (
     "Linux perf amdzen4/amdzen5 PipelineL1 metrics"
 )
 _TD2 = (
-    "top-down level 2 of the backend: Intel TMA tma_memory_bound / tma_core_bound (Linux "
-    "perf x86 metrics, TopdownL2); AMD Zen 4/5: amdzen4/amdzen5 PipelineL2 "
-    "backend_bound_memory / backend_bound_cpu"
+    "top-down level 2: Intel TMA tma_memory_bound / tma_core_bound / tma_branch_mispredicts "
+    "/ tma_machine_clears (Linux perf x86 metrics, TopdownL2); AMD Zen 4/5: "
+    "amdzen4/amdzen5 PipelineL2 backend_bound_memory / backend_bound_cpu / "
+    "bad_speculation_mispredicts / bad_speculation_pipeline_restarts"
 )
 _MPKI = "X / INST_RETIRED * 1000 (Arm telemetry-solution, perf sbsa.json)"
 
@@ -676,6 +699,32 @@ METRICS: dict[str, Metric] = {
             cost=_STALLED,
         ),
         Metric(
+            "branch_mispredicts",
+            "issue slots lost to mispredicted branches",
+            "",
+            "lower",
+            ("op_spec", "op_retired", "cycles", "branch_misses", "pipeline_restarts"),
+            _TD2,
+            _speculation_split("branches"),
+            tolerance=SLOTS_TOLERANCE,
+            gates=True,
+            points_to="branch_misprediction",
+            cost=_STALLED,
+        ),
+        # The rest of bad speculation: memory-ordering nukes, self-modifying code and
+        # the like, which no branch fix helps; no category of ours names them.
+        Metric(
+            "machine_clears",
+            "issue slots lost to machine clears",
+            "",
+            "lower",
+            ("op_spec", "op_retired", "cycles", "branch_misses", "pipeline_restarts"),
+            _TD2,
+            _speculation_split("clears"),
+            tolerance=SLOTS_TOLERANCE,
+            gates=True,
+        ),
+        Metric(
             "retiring",
             "issue slots that retired useful work",
             "",
@@ -698,6 +747,7 @@ METRICS: dict[str, Metric] = {
             gates=True,
             points_to="branch_misprediction",
             cost=_STALLED,
+            parts=("branch_mispredicts", "machine_clears"),
         ),
         Metric(
             "instructions_per_call",

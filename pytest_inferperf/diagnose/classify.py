@@ -623,13 +623,25 @@ def _stalled_cost(
 # core part, and the memory category takes the memory part.
 _FRACTIONS: dict[str, tuple[str, ...]] = {
     "retiring": ("retiring",),
-    "branch_misprediction": ("bad_speculation",),
+    "branch_misprediction": ("branch_mispredicts", "bad_speculation"),
     "frontend_bound": ("frontend_bound", "frontend_stalled"),
     "backend_bound": ("core_bound", "backend_bound", "backend_stalled"),
     "l2_llc_residency": ("backend_mem_stalled", "dram_stalled", "memory_bound"),
 }
-# The backend's level-2 parts: slot fractions, disjoint from each other.
-_LEVEL2 = ("memory_bound", "core_bound")
+# Top-down level-2 fractions (shares of all the slots), each with the level-1 fraction
+# it is part of (core.metrics, ``parts``): the backend's memory and core, bad
+# speculation's mispredicted branches and machine clears, disjoint from each other.
+_LEVEL2: dict[str, str] = {part: m.name for m in METRICS.values() for part in m.parts}
+_BACKEND_PARTS = METRICS["backend_bound"].parts
+
+
+def _level1_of(fraction: str | None) -> str | None:
+    """The level-1 top-down fraction ``fraction`` is or is part of; None for any other."""
+    if fraction in _LEVEL1:
+        return fraction
+    return _LEVEL2.get(fraction or "")
+
+
 # Counted events, per category: (metric, penalty kind); the nested cache levels are
 # split so that each miss is charged once, at the level that served it.
 _COUNTS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -1320,7 +1332,7 @@ def diagnose_in(
             continue
         # A child too small to matter explains nothing about its parent.
         children = [c for c in CHILDREN.get(category, ()) if c in judged and judged[c].material]
-        if j.share is not None and j.share.metric in _LEVEL2:
+        if j.share is not None and j.share.metric in _BACKEND_PARTS:
             children = []  # the core part is not the memory children's parent
         confidence = j.confidence * (CHILD_DISCOUNT if children else 1.0)
         # each crossed signal with its evidence (never None there), key signals first,
@@ -1336,7 +1348,7 @@ def diagnose_in(
         crossed = [s for s, _ in pairs]
         evidence = tuple(e for _, e in pairs)
         explanation = _explanation(category, crossed, children)
-        if j.share is not None and j.share.metric in _LEVEL2:
+        if j.share is not None and j.share.metric in _BACKEND_PARTS:
             explanation += f" {_level2_split(metrics)}"
             if category != "backend_bound" and not any(m in metrics for m in _CACHE_MPKI):
                 explanation += (
@@ -1435,20 +1447,24 @@ def rank(findings: Iterable[Finding]) -> list[Finding]:
         # share counted from the parent's own events (L1I refills) does not.
         if f.share is None or f.share.metric not in fractions:
             continue
-        # The backend's core part (top-down level 2) holds none of the memory, TLB and
+        # A level-2 share (the backend's core part) holds none of the memory, TLB and
         # cache children: they are the other part.
         if f.share.metric in _LEVEL2:
             continue
         # Two level-1 fractions are disjoint: the four level-1 categories partition the
         # issue slots (Yasin, 'A Top-Down method for performance analysis and counters
         # architecture', ISPASS 2014; Arm's Neoverse telemetry specifications use the
-        # same four), so a child measured by another level-1 fraction (branch
-        # misprediction by bad_speculation) is not part of its parent's slots.
+        # same four), so a child measured by another level-1 fraction, or by a part of
+        # one (branch misprediction by bad_speculation or its mispredicted branches),
+        # is not part of its parent's slots.
         children = [
             shares[c]
             for c in CHILDREN.get(f.category, ())
             if shares.get(c, 0.0) >= MATERIAL_SHARE
-            and not (share_of.get(c) in _LEVEL1 and f.share.metric in _LEVEL1)
+            and not (
+                _level1_of(share_of.get(c)) is not None
+                and _level1_of(f.share.metric) not in (None, _level1_of(share_of.get(c)))
+            )
         ]
         if children:
             ranked_by[f.category] = min(f.share.share, max(children))

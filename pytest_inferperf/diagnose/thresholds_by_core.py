@@ -134,7 +134,7 @@ TMA_RAW = "Intel TMA level-1 MetricThreshold (Linux perf x86 metrics.json)"
 TMA = f"{TMA_RAW}, applied to any level-1 top-down"
 TMA_L2 = (
     "Intel TMA level-2 MetricThreshold (Linux perf x86 metrics.json), applied to AMD's "
-    "PipelineL2 backend parts too"
+    "PipelineL2 parts too"
 )
 ORT_THREADS = (
     "ONNX Runtime threading docs (session.intra_op.allow_spinning; spinning is on by default)"
@@ -418,6 +418,18 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "branch_misprediction",
         "key",
         f"{TMA}: bad_speculation > 0.15",
+        support_with="branch_mispredicts",
+    ),
+    # Top-down level 2 of bad speculation: the part lost to mispredicted branches (the
+    # rest are machine clears: memory-ordering nukes, self-modifying code, which no
+    # branch fix helps), so where it was measured it judges the category.
+    Threshold(
+        "branch_mispredicts",
+        ">",
+        0.10,
+        "branch_misprediction",
+        "key",
+        f"{TMA_L2}: tma_branch_mispredicts > 0.1 & tma_bad_speculation > 0.15",
     ),
     # --- frontend -----------------------------------------------------------------
     Threshold("l1i_mpki", ">", 20.0, "frontend_bound", "key", f"{AWS}: inst-l1-mpki > 20"),

@@ -136,11 +136,22 @@ _GENERIC: dict[str, str] = {
     "de_no_dispatch_per_slot.backend_stalls": "stall_slot_backend",
     "ex_no_retire.load_not_complete": "no_retire_load",
     "ex_no_retire.not_complete": "no_retire_any",
+    # Pipeline restarts (Zen 4 resyncs_or_nc_redirects, Zen 5 bp_redirects.resync): with
+    # the mispredicted branches they split bad speculation (bad_speculation_mispredicts).
+    "resyncs_or_nc_redirects": "pipeline_restarts",
+    "bp_redirects.resync": "pipeline_restarts",
 }
 # AMD's names without a dot, which only AMD's x86 PMU has (the ones with a dot are read
 # as x86 already, see EventName.arch_hint).
 _AMD_NAMES = frozenset(
-    ("ls_not_halted_cyc", "ex_ret_instr", "ex_ret_brn", "ex_ret_brn_misp", "ex_ret_ops")
+    (
+        "ls_not_halted_cyc",
+        "ex_ret_instr",
+        "ex_ret_brn",
+        "ex_ret_brn_misp",
+        "ex_ret_ops",
+        "resyncs_or_nc_redirects",
+    )
 )
 _GENERIC_BY_ARCH: dict[str, dict[str, str]] = {
     # drivers/perf/arm_pmuv3.c armv8_pmuv3_perf_map
@@ -288,11 +299,14 @@ for _code, _logical in (
 # slots-retired / total-slots, BackendBound = 1 - the other three. Sapphire Rapids and
 # Alder Lake's P-cores add level 2 in the same slots (topdown.txt, "Topdown Level 2"):
 # tma_memory_bound = topdown-mem-bound over the slots, tma_core_bound = max(0,
-# tma_backend_bound - tma_memory_bound) (Linux perf x86 sapphirerapids metrics).
+# tma_backend_bound - tma_memory_bound), tma_branch_mispredicts = topdown-br-mispredict
+# over the slots, tma_machine_clears = max(0, tma_bad_speculation -
+# tma_branch_mispredicts) (Linux perf x86 sapphirerapids metrics).
 _TOPDOWN_EVENTS = frozenset(
     (
         "slots",
         "topdown-mem-bound",
+        "topdown-br-mispredict",
         "topdown-retiring",
         "topdown-bad-spec",
         "topdown-fe-bound",
@@ -624,6 +638,9 @@ def _topdown_fractions(raw: dict[str, float]) -> dict[str, float]:
         if "topdown-mem-bound" in raw and "backend_bound" in out:
             out["memory_bound"] = raw["topdown-mem-bound"] / slots
             out["core_bound"] = max(0.0, out["backend_bound"] - out["memory_bound"])
+        if "topdown-br-mispredict" in raw and "bad_speculation" in out:
+            out["branch_mispredicts"] = raw["topdown-br-mispredict"] / slots
+            out["machine_clears"] = max(0.0, out["bad_speculation"] - out["branch_mispredicts"])
         return out
     total = raw.get("topdown-total-slots", 0.0)
     need = (
@@ -825,10 +842,18 @@ _TOPDOWN_NAMES = {
     "core_bound": "core_bound",
     "backend_bound_memory": "memory_bound",
     "backend_bound_cpu": "core_bound",
+    # Level 2 of bad speculation: the slots lost to mispredicted branches, the rest
+    # being machine clears (Intel tma_branch_mispredicts; AMD
+    # bad_speculation_mispredicts, the pipeline restarts being the rest).
+    "branch_mispredicts": "branch_mispredicts",
+    "bad_speculation_mispredicts": "branch_mispredicts",
+    "machine_clears": "machine_clears",
+    "bad_speculation_pipeline_restarts": "machine_clears",
 }
 _PRINTED_NAME = (
-    r"(?:tma_)?(?P<name>retiring|bad_speculation|frontend_bound"
-    r"|backend_bound(?:_memory|_cpu)?|memory_bound|core_bound)\b"
+    r"(?:tma_)?(?P<name>retiring|bad_speculation(?:_mispredicts|_pipeline_restarts)?"
+    r"|frontend_bound|backend_bound(?:_memory|_cpu)?|memory_bound|core_bound"
+    r"|branch_mispredicts|machine_clears)\b"
 )
 # "# 0.91 Backend_Bound" (-M TopdownL1, perf 5.x) and "# 53.4 % tma_backend_bound"
 # (perf 6.x default and --topdown output).

@@ -223,6 +223,10 @@ CATALOGUE: dict[str, EventSpec] = {
             "cycles retiring nothing while the oldest op is not complete",
             counted=False,
         ),
+        # AMD Zen 4 on: pipeline restarts (resyncs_or_nc_redirects; Zen 5
+        # bp_redirects.resync), the bad speculation that is not a mispredicted branch
+        # (amdzen4/amdzen5 pipeline.json, bad_speculation_pipeline_restarts).
+        EventSpec("pipeline_restarts", "pipeline restarts (resyncs)", counted=False),
         EventSpec("stall_slot", "issue slots not used", arm=(("stall_slot", 0x3F),)),
         EventSpec(
             "stall_slot_frontend",
