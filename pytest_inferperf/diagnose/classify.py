@@ -1347,20 +1347,9 @@ def diagnose_in(
         )
         crossed = [s for s, _ in pairs]
         evidence = tuple(e for _, e in pairs)
-        explanation = _explanation(category, crossed, children)
-        if j.share is not None and j.share.metric in _BACKEND_PARTS:
-            explanation += f" {_level2_split(metrics)}"
-            if category != "backend_bound" and not any(m in metrics for m in _CACHE_MPKI):
-                explanation += (
-                    " Which level served the loads was not counted: count L1D, L2 and "
-                    "LL refills (or perf stat -M TopdownL3 where the core has it)."
-                )
-        elif category == "backend_bound" and not any(m in metrics for m in _CACHE_MPKI):
-            explanation += (
-                " No cache refills were counted: waiting on memory and busy "
-                "execution units both look like this; count L1D/L2/LL refills "
-                "to tell them apart."
-            )
+        explanation = _explanation(category, crossed, children) + _backend_note(
+            category, j.share, metrics
+        )
         if j.cost is not None:
             small_note = "" if j.cost.material else "present but small, "
             explanation += f" Estimated cost: {small_note}{j.cost.text} [{j.cost.source}]."
@@ -1405,6 +1394,28 @@ def diagnose_in(
         notes=_notes(ctx) + _ratio_only_note(judged, metrics),
         small=tuple(sorted(small, key=lambda f: (-(f.cost.share if f.cost else 0.0), f.category))),
     )
+
+
+def _backend_note(category: str, share: CycleShare | None, metrics: Mapping[str, float]) -> str:
+    """What a backend or memory finding's explanation adds about the backend's split:
+    how top-down level 2 split it where that is the share, and which counts would
+    locate it further where they are missing; "" otherwise."""
+    refills = any(m in metrics for m in _CACHE_MPKI)
+    if share is not None and share.metric in _BACKEND_PARTS:
+        note = f" {_level2_split(metrics)}"
+        if category != "backend_bound" and not refills:
+            note += (
+                " Which level served the loads was not counted: count L1D, L2 and "
+                "LL refills (or perf stat -M TopdownL3 where the core has it)."
+            )
+        return note
+    if category == "backend_bound" and not refills:
+        return (
+            " No cache refills were counted: waiting on memory and busy "
+            "execution units both look like this; count L1D/L2/LL refills "
+            "to tell them apart."
+        )
+    return ""
 
 
 def _level2_split(metrics: Mapping[str, float]) -> str:
