@@ -259,9 +259,17 @@ def test_a_mispredict_share_names_the_cause_below_its_threshold():
     assert diagnosis.primary.category == "branch_misprediction"
     assert diagnosis.primary.share.share == pytest.approx(9.48 * 14 * 1.62 / 1000)
     (evidence,) = diagnosis.primary.evidence
-    # the count at which the mispredicts take a fifth: 0.2 x 617 / 14 = 8.82
-    assert evidence.threshold == pytest.approx(0.2 * (1000 / 1.62) / 14)
+    # the count at which the mispredicts take a tenth of the slots, where Intel's
+    # top-down flags them (tma_branch_mispredicts > 0.1): 0.1 x 617 / 14 = 4.41
+    assert evidence.threshold == pytest.approx(0.1 * (1000 / 1.62) / 14)
     assert "estimated share of cycles" in evidence.source
+    assert "tma_branch_mispredicts > 0.1" in evidence.source
+    # 4 mispredicts: 4 x 14 / 617 = 9.1% of the cycles, under the tenth: not named.
+    fewer = diagnose({**metrics, "branch_mpki": 4.0}, core="intel-core-skylake")
+    assert "branch_misprediction" not in categories(fewer)
+    # 5: 11.3%, past it: named, though under the AWS runbook's 10 MPKI.
+    more = diagnose({**metrics, "branch_mpki": 5.0}, core="intel-core-skylake")
+    assert "branch_misprediction" in categories(more) + [f.category for f in more.small]
 
 
 def test_cache_misses_name_a_cause_only_through_their_thresholds():

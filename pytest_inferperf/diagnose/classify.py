@@ -781,7 +781,10 @@ def _stall_cap(
     most the measured backend stall (or top-down backend) fraction. Events x latency
     alone over-states what an out-of-order core, which overlaps misses, loses."""
     caps: list[tuple[float, str]] = []
-    width = ctx.facts.width
+    # A bound must hold on every core the run may be from: where none is named, the
+    # widest on record leaves the most slots unused (the narrowest can be narrower than
+    # the IPC measured, which bounds nothing).
+    width = ctx.facts.widest or ctx.facts.width
     if width:
         lost = max(0.0, 1.0 - ipc / width)
         caps.append((lost, f"1 - IPC {fmt(ipc)} / width {fmt(width)} = {_percent(lost)}"))
@@ -812,11 +815,20 @@ _LEVEL1 = ("frontend_bound", "backend_bound", "retiring", "bad_speculation")
 # branch flushes the pipeline, and refilling it cannot overlap with the work it
 # replaces (Agner Fog, 'The microarchitecture of Intel, AMD and VIA CPUs', on the
 # misprediction penalty: the time to refill the pipeline). Their count x penalty is a
-# share of the cycles, and a material one names the cause even below the threshold on
-# its rate. Cache and TLB misses are not: an out-of-order core overlaps them with each
-# other and with independent work (memory-level parallelism, prefetching), so count x
-# latency over-states them; they name a cause through their thresholds only.
-_SERIAL = ("branch_misprediction",)
+# share of the cycles, and one past the share at which the top-down method flags that
+# cause names it even below the threshold on its rate: for mispredicted branches, a
+# tenth of the slots (Intel TMA level 2, tma_branch_mispredicts > 0.1, Linux perf x86
+# metrics.json; the slots of a flushed pipeline are its cycles' slots). Cache and TLB
+# misses are not serial: an out-of-order core overlaps them with each other and with
+# independent work (memory-level parallelism, prefetching), so count x latency
+# over-states them; they name a cause through their thresholds only.
+_SERIAL: dict[str, tuple[float, str]] = {
+    "branch_misprediction": (
+        0.10,
+        "Intel TMA level-2 MetricThreshold 'tma_branch_mispredicts > 0.1' (Linux perf x86 "
+        "metrics.json)",
+    ),
+}
 
 
 # Stall counts that are a share of the cycles by definition: Arm's STALL_FRONTEND /
@@ -879,16 +891,19 @@ def _stall_share_fired(
 def _share_fired(
     category: str, share: CycleShare | None, metrics: Mapping[str, float]
 ) -> Evidence | None:
-    """Evidence that a counted cause with a serial penalty (:data:`_SERIAL`) explains a
-    material share though no threshold of its own crossed: its count against the
-    count at which it would take a fifth of the cycles (:data:`change.MATERIAL_SHARE`);
-    or that a measured stall fraction does (:func:`_stall_share_fired`). None unless
-    the share is material and rests on counts or stall cycles (top-down slot fractions
-    keep their thresholds)."""
+    """Evidence that a counted cause with a serial penalty (:data:`_SERIAL`) explains
+    the share of the cycles at which the top-down method flags it, though no threshold
+    of its own crossed: its count against the count at which it would take that share;
+    or that a measured stall fraction explains a material share
+    (:func:`_stall_share_fired`). None unless the share rests on counts or stall cycles
+    (top-down slot fractions keep their thresholds)."""
     stalls = _stall_share_fired(category, share, metrics)
     if stalls is not None:
         return stalls
-    if share is None or not share.material or category not in _SERIAL:
+    if share is None or category not in _SERIAL:
+        return None
+    bar, bar_source = _SERIAL[category]
+    if share.share < bar:
         return None
     metric = share.metric.split(",")[0]
     if metric not in dict(_COUNTS[category]):
@@ -896,14 +911,14 @@ def _share_fired(
     value = _value(metrics, metric)
     if value is None or value <= 0:
         return None
-    at_fifth = value * MATERIAL_SHARE / share.share
+    at_bar = value * bar / share.share
     return Evidence(
         metric,
         value,
-        at_fifth,
+        at_bar,
         ">",
-        f"estimated share of cycles: {share.text}; {MATERIAL_SHARE:.0%} of the cycles "
-        f"at {fmt(at_fifth)} (change.MATERIAL_SHARE)",
+        f"estimated share of cycles: {share.text}; {bar:.0%} of the cycles at "
+        f"{fmt(at_bar)} ({bar_source})",
     )
 
 
@@ -1659,8 +1674,8 @@ def _backend_inferred(
         return None  # measured: the stall fraction judges the backend, not IPC
     if findings:
         return None  # a counted cause that matters (page faults, spinning) is named instead
-    if any(judged[c].fired for c in ("frontend_bound", "branch_misprediction") if c in judged):
-        return None  # a counted front-end or speculation signal: not only the backend
+    if any(judged[c].material for c in ("frontend_bound", "branch_misprediction") if c in judged):
+        return None  # a counted front-end or speculation cause that matters: not only the backend
     j = judged["ipc_collapse"]
     ipc = next((s.evidence for s in j.signals if s.crossed and s.evidence), None)
     share = _remainder(judged, metrics, ctx)
