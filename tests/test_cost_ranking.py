@@ -94,9 +94,14 @@ def test_many_llc_misses_outrank_many_mispredicts_without_a_core():
     metrics = {"ipc": 0.05, "llc_mpki": 718.0, "branch_mpki": 49.0, "branch_miss": 0.2}
     diagnosis = diagnose(metrics, core="")
     assert categories(diagnosis) == ["l2_llc_residency", "branch_misprediction"]
-    # capped by the slots IPC leaves unused on the narrowest core on record (generic
-    # width 2, no core named): 1 - 0.05 / 2
-    assert diagnosis.primary.share.share == pytest.approx(1 - 0.05 / 2)
+    # capped by the slots IPC leaves unused on the widest core on record (no core
+    # named: the bound must hold on every core the run may be from, generic widest
+    # width 10): 1 - 0.05 / 10
+    assert diagnosis.primary.share.share == pytest.approx(1 - 0.05 / 10)
+    # A cap at the narrowest (2) would bound nothing once IPC passes it: at IPC 2.9 it
+    # would cap every share at 0.
+    fast = diagnose({"ipc": 2.9, "branch_mpki": 3.3}, core="")
+    assert fast.small[0].share.share == pytest.approx(3.3 * 13 * 2.9 / 1000)
     branch = diagnosis.secondary[0]
     assert branch.confidence > diagnosis.primary.confidence  # confidence alone said branch
     assert branch.share.share == pytest.approx(49 * 13 / 20000)
