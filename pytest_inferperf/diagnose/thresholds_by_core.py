@@ -910,6 +910,16 @@ _GOLDEN_COVE_PRODUCTS = (
     "Enhanced Gracemont */', 'METEORLAKE 0xAC /* Redwood Cove / Crestmont */', "
     "'EMERALDRAPIDS_X 0xCF /* Raptor Cove */', 'GRANITERAPIDS_X 0xAD /* Redwood Cove */'"
 )
+_CRESTMONT = (
+    "Linux drivers/idle/intel_idle.c: 'ICPU(ATOM_CRESTMONT, grr)', "
+    "'ICPU(ATOM_CRESTMONT_X, srf)' (Grand Ridge, Sierra Forest); intel-family.h: "
+    "ATOM_CRESTMONT_X 0xAF, ATOM_CRESTMONT 0xB6"
+)
+_CRESTMONT_SLOTS = (
+    "Linux perf pmu-events/arch/x86/grandridge/grr-metrics.json (Intel TMA 5.02): "
+    "Crestmont's top-down counts 6 slots per cycle ('TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS "
+    "/ (6 * CPU_CLK_UNHALTED.CORE)', tma_core_bound)"
+)
 _ZEN_PLUS = (
     "AMD family 17h: Zen+ (Pinnacle Ridge, Picasso) is the Zen core on 12 nm "
     "(pmu.cpu: family 17h models below 30h are Zen/Zen+)"
@@ -1183,8 +1193,9 @@ CORES: dict[str, CoreFacts] = {
         # Sapphire Rapids and Alder Lake's P-cores are Golden Cove (Intel Architecture Day
         # 2021); Tiger Lake and Rocket Lake are Sunny Cove's derivatives (Willow Cove,
         # Cypress Cove); Raptor Lake, Emerald Rapids (Raptor Cove), Meteor Lake and Granite
-        # Rapids (Redwood Cove) are Golden Cove's. A micro-architecture no row names
-        # (Sierra Forest's Crestmont, ...) takes its vendor's family fallback.
+        # Rapids (Redwood Cove) are Golden Cove's; Sierra Forest and Grand Ridge are
+        # Crestmont. A micro-architecture no row names (Lunar Lake and Arrow Lake's Lion
+        # Cove, ...) takes its vendor's family fallback.
         # Before Skylake: 4-wide since Nehalem. LLVM models Nehalem, Westmere, Sandy
         # Bridge and Ivy Bridge with one machine model (X86.td); its width and
         # misprediction penalty are the Sandy Bridge row's, Nehalem's stand in by it.
@@ -1301,6 +1312,18 @@ CORES: dict[str, CoreFacts] = {
                 "emeraldrapids",
                 "graniterapids",
             ),
+        ),
+        # Intel's E-core of Sierra Forest and Grand Ridge, 6 slots per cycle.
+        _x86(
+            "intel-crestmont",
+            "Intel Crestmont (Sierra Forest, Grand Ridge)",
+            6,
+            _CRESTMONT_SLOTS,
+            typed_as=(
+                *_typed(_CRESTMONT, "sierraforest", "srf", "grandridge", "grr"),
+                *_typed("", "crestmont"),
+            ),
+            detected_as=("sierraforest", "grandridge"),
         ),
         # Zen and Zen 2 are no wider than Zen 3 (4 instructions decoded per cycle).
         _x86(

@@ -123,6 +123,7 @@ INTEL_MODELS = {
     0xCF: "emeraldrapids",
     0xAD: "graniterapids",
     0xAF: "sierraforest",
+    0xB6: "grandridge",
     0x4F: "broadwell-x",
     0x3F: "haswell-x",
     0x8C: "tigerlake",
