@@ -620,13 +620,15 @@ def _stalled_cost(
 # A fraction that is itself a share of slots (top-down level 1) or of cycles (stalls),
 # per category, most specific first. Where the output has one, it is the share.
 # Where top-down level 2 split the backend, the backend category (core-bound) is its
-# core part, and the memory category takes the memory part.
+# core part, and the memory category takes the memory part: the whole of it, before
+# DRAM's part (tma_dram_bound), which leaves out the loads served by the L3 (a memory
+# part of 95% with 0% from DRAM is a wait on the L3, not no wait).
 _FRACTIONS: dict[str, tuple[str, ...]] = {
     "retiring": ("retiring",),
     "branch_misprediction": ("branch_mispredicts", "bad_speculation"),
     "frontend_bound": ("frontend_bound", "frontend_stalled"),
     "backend_bound": ("core_bound", "backend_bound", "backend_stalled"),
-    "l2_llc_residency": ("backend_mem_stalled", "dram_stalled", "memory_bound"),
+    "l2_llc_residency": ("backend_mem_stalled", "memory_bound", "dram_stalled"),
 }
 # Top-down level-2 fractions (shares of all the slots), each with the level-1 fraction
 # it is part of (core.metrics, ``parts``): the backend's memory and core, bad

@@ -1,1 +1,1 @@
-"""Counts measured elsewhere, read from files: ``perf stat``, ``topdown-tool``."""
+"""Counts measured elsewhere, read from files: ``perf stat``, ``topdown-tool``, ``toplev``."""

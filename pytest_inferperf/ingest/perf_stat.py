@@ -521,7 +521,7 @@ class PerfStatEntry:
 class PerfStat:
     """One parsed perf stat run, and its counts under our logical names."""
 
-    format: str  # "csv" | "json" | "text" | "topdown-tool"
+    format: str  # "csv" | "json" | "text" | one of TOOL_FORMATS
     entries: tuple[PerfStatEntry, ...]
     arch: str  # "arm" | "x86"
     elapsed_s: float | None = None
@@ -614,6 +614,15 @@ _LEVEL1 = ("retiring", "bad_speculation", "frontend_bound", "backend_bound")
 # a miscounting event rather than rounding (the branch terms of Arm's formulas and
 # multiplexed estimates can push a true 0 or 1 slightly past the edge).
 _FRACTION_SLACK = 0.05
+
+
+def _with_backend(metrics: dict[str, float]) -> dict[str, float]:
+    """``metrics`` with the level-1 backend share where only its level-2 parts were
+    printed (perf -M PipelineL2 on AMD, toplev with a node filter): their sum (Yasin,
+    ISPASS 2014: Backend Bound = Memory Bound + Core Bound)."""
+    if "backend_bound" in metrics or not {"memory_bound", "core_bound"} <= metrics.keys():
+        return metrics
+    return {**metrics, "backend_bound": metrics["memory_bound"] + metrics["core_bound"]}
 
 
 def _user_only(entry: PerfStatEntry) -> bool:
@@ -781,11 +790,7 @@ def _collect(
             counted[logical] = statistics.fmean(values) if repeated else sum(values)
     for name, value in _topdown_fractions(topdown).items():
         perf_metrics.setdefault(name, value)
-    parts = {"memory_bound", "core_bound"}
-    if "backend_bound" not in perf_metrics and parts <= perf_metrics.keys():
-        # perf -M PipelineL2 (AMD) prints the backend's parts without the backend: it is
-        # their sum (Yasin, ISPASS 2014: Backend Bound = Memory Bound + Core Bound).
-        perf_metrics["backend_bound"] = perf_metrics["memory_bound"] + perf_metrics["core_bound"]
+    perf_metrics = _with_backend(perf_metrics)
     # A hardware event that read 0 over millions of cycles did not count (a hypervisor
     # that lists a PMU it does not count prints 0, not <not supported>): not a zero.
     # Nor is a stall count above the run's cycles a share of them: the same rules as for
@@ -1306,8 +1311,8 @@ class RunTarget:
 
 def run_target(run: PerfStat) -> RunTarget | None:
     """The target of a run's ``Performance counter stats for`` header (``(N runs)`` of
-    ``-r`` removed), or None where the run has no header (CSV, JSON, topdown-tool)."""
-    if run.format == "topdown-tool":
+    ``-r`` removed), or None where the run has no header (CSV, JSON, a tool's output)."""
+    if run.format in TOOL_FORMATS:
         return None
     match = _TARGET.search(run.title)
     if match is None or not match.group("target"):
@@ -1500,8 +1505,8 @@ class PerfStatReport:
         they disagree. Not the parser's default: generic names (cycles, cache-misses)
         show nothing, and a file of only those gets None."""
         hints = {e.event.arch_hint for e in self.entries} - {None}
-        if self.format == "topdown-tool":
-            hints.add("arm")  # Arm's topdown-tool reads Arm PMUs only (its README)
+        if self.format in TOOL_FORMATS:
+            hints.add(TOOL_FORMATS[self.format])
         isa = {"arm": "aarch64", "x86": "x86-64"}
         return isa[hints.pop() or ""] if len(hints) == 1 else None
 
@@ -1667,6 +1672,33 @@ def _format(text: str) -> str:
     return "text"
 
 
+#: Tools that drive the counters and print the metrics they computed, not perf stat's
+#: counts, with the instruction set they count on: Arm's topdown-tool reads Arm PMUs only
+#: (its README), Intel's toplev Intel's (pmu-tools).
+TOOL_FORMATS = {"topdown-tool": "arm", "toplev": "x86"}
+
+
+def _toplev_run(text: str) -> PerfStat:
+    from .toplev import read
+
+    run = read(text)
+    if not run.values:
+        raise PerfStatError("toplev output without a single top-down node we read")
+    return PerfStat(
+        format="toplev",
+        entries=(),
+        arch="x86",
+        perf_metrics=_with_backend(run.metrics),
+        unmapped=(
+            (f"the E-core's (atom) {len(run.e_core)} nodes: another core type, not judged",)
+            if run.e_core
+            else ()
+        ),
+        title="toplev",
+        core_named=run.cpu,
+    )
+
+
 def _topdown_tool_runs(text: str) -> list[PerfStat]:
     from .topdown_tool import core_slug, read_runs
 
@@ -1699,9 +1731,12 @@ def parse_report(text: str, *, arch: str | None = None) -> PerfStatReport:
     if not text.strip():
         raise PerfStatError("empty file: no perf stat output")
     from .topdown_tool import looks_like_topdown_tool
+    from .toplev import looks_like_toplev
 
     if looks_like_topdown_tool(text.splitlines()):
         return PerfStatReport(tuple(_topdown_tool_runs(text)))
+    if looks_like_toplev(text.splitlines()):
+        return PerfStatReport((_toplev_run(text),))
     fmt = _format(text)
     if fmt == "json":
         return PerfStatReport((parse_json_lines(text, arch=arch),))

@@ -36,11 +36,13 @@ def explain_text(
 ) -> str:
     """``inferperf explain``: the file's runs (with ``verbose`` every event), the metrics
     with how long each input was counted, what was not counted, then the diagnosis."""
+    from ..ingest.perf_stat import TOOL_FORMATS
+
     runs = len(report.runs)
     where = f"{file} ({report.format}"
     where += f", {report.elapsed_s:.3f} s elapsed" if report.elapsed_s else ""
     where += f", {report.runs_note}" if report.runs_note else ""
-    source = "" if report.format == "topdown-tool" else "perf stat: "
+    source = "" if report.format in TOOL_FORMATS else "perf stat: "
     lines = [f"{source}{where}); core: {core or 'unknown (pass --cpu)'}"]
     if verbose:
         for i, run in enumerate(report.runs, 1):
@@ -72,9 +74,9 @@ def explain_text(
             if run.perf_metrics:
                 lines.append(
                     (
-                        "metrics topdown-tool computed: "
-                        if run.format == "topdown-tool"
-                        else "perf's own top-down level 1: "
+                        f"metrics {run.format} computed: "
+                        if run.format in TOOL_FORMATS
+                        else "perf's own top-down fractions: "
                     )
                     + ", ".join(f"{k} {v:.3f}" for k, v in run.perf_metrics.items())
                 )

@@ -1,0 +1,165 @@
+"""Reading the output of Intel's ``toplev`` (pmu-tools) as perf stat runs.
+
+Owns: recognising toplev output and reading the top-down nodes we have metrics for into
+:class:`perf_stat.PerfStat` runs that carry no counts, only the fractions toplev
+computed, in both of its layouts (pmu-tools ``tl_output.py``):
+
+* the human-readable lines of ``OutputHuman``: ``[timestamp] [CPU] AREA  Node  unit
+  value [<] [multiplexing] [<==]``, as ``C0    BE      Backend_Bound:   62.00 %``
+  (the layout's own example) or ``core BE/Mem  Backend_Bound.Memory_Bound  % Slots
+  95.7    [27.0%]<==``;
+* the CSV of ``OutputCSV`` (``-x,``): ``[Timestamp,][CPUs,]Area,Value,Unit,Description,
+  ...``, the node's name in the ``Area`` column.
+
+Values in a ``%`` unit (``% Slots``, ``% Stalls``, ``% Clocks``) become fractions. A
+node met again (``-I`` intervals, per-CPU lines, the rerun of ``--drilldown``) is
+averaged; the two core types of a hybrid part (``core``, ``atom``) are kept apart as
+runs, since their widths differ. The core comes from toplev's version line
+(``# 5.1-full, 4 on Intel(R) ... [arl]``), its short name mapped by toplev's own table.
+
+Must not: run toplev, or judge anything.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+# toplev node -> our metric (the same TMA node: Intel's tma_* metrics of Linux perf are
+# toplev's nodes under their perf names). DRAM_Bound is a share of the cycles ("%
+# Stalls"): our dram_stalled, which Linux perf computes the same way.
+NODES = {
+    "Frontend_Bound": "frontend_bound",
+    "Bad_Speculation": "bad_speculation",
+    "Backend_Bound": "backend_bound",
+    "Retiring": "retiring",
+    "Backend_Bound.Memory_Bound": "memory_bound",
+    "Backend_Bound.Core_Bound": "core_bound",
+    "Bad_Speculation.Branch_Mispredicts": "branch_mispredicts",
+    "Bad_Speculation.Machine_Clears": "machine_clears",
+    "Backend_Bound.Memory_Bound.DRAM_Bound": "dram_stalled",
+    "IPC": "ipc",  # an Info metric (Info.Thread / Info.Core), instructions per cycle
+}
+_IPC_NODE = "IPC"
+# toplev's CPU short names (pmu-tools toplev.py ``known_cpus``) -> a name --cpu takes.
+# Its E-core-only and Xeon Phi names (slm, knl, ehl, adl-grt, mtl-cmt, lnl-skt) have no
+# row here and give no core.
+CPUS = {
+    "snb": "sandybridge",
+    "jkt": "sandybridge-x",
+    "ivb": "ivybridge",
+    "ivt": "ivybridge-x",
+    "hsw": "haswell",
+    "hsx": "haswell-x",
+    "bdw": "broadwell",
+    "bdx": "broadwell-x",
+    "skl": "skylake",
+    "skx": "skylake-x",
+    "clx": "cascadelake",
+    "icl": "icelake",
+    "tgl": "tigerlake",
+    "icx": "icelake-x",
+    "adl": "alderlake",
+    "adl-glc": "alderlake",
+    "spr": "sapphirerapids",
+    "sprmax": "sapphirerapids",
+    "srf": "sierraforest",
+    "gnr": "graniterapids",
+    "mtl": "meteorlake",
+    "mtl-rwc": "meteorlake",
+    "arl": "arrowlake",
+    "lnl": "lunarlake",
+    "lnl-lnc": "lunarlake",
+}
+_NODE = r"(?:Frontend_Bound|Bad_Speculation|Backend_Bound|Retiring)(?:\.\w+)*"
+# [timestamp or SUMMARY] [CPU or core type], then the area (FE, BE/Mem, Info.Thread, ...)
+_LEAD = r"^\s*(?:(?:\d+\.\d+|SUMMARY)\s+)?(?:(?P<title>\S+)\s+)?"
+_LINE = re.compile(rf"{_LEAD}(?:FE|BAD|BE|RET)(?:/\w+)?\s+(?P<node>{_NODE}):?\s+(?P<rest>.*)$")
+_IPC = re.compile(rf"{_LEAD}Info\.\w+\s+IPC:?\s+(?P<rest>.*)$")
+_VERSION = re.compile(r"^#\s*\S+.*\son\s.*\[(?P<cpu>[\w-]+)\]\s*$")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)?(?![\w.])")
+# toplev's title for the E-core type of a hybrid part (its P-core's is "core")
+_E_CORE = "atom"
+_SEPARATORS = (",", ";", "\t")
+
+
+@dataclass
+class ToplevRun:
+    """The nodes as read: our metric -> the values met; the E-core's lines of a hybrid
+    part, not judged; and the core."""
+
+    cpu: str | None = None  # a name --cpu takes ("skylake"), from toplev's short name
+    values: dict[str, list[float]] = field(default_factory=dict)
+    e_core: dict[str, float] = field(default_factory=dict)  # node -> value as printed
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        return {name: statistics.fmean(v) for name, v in self.values.items()}
+
+
+def looks_like_toplev(lines: Sequence[str]) -> bool:
+    """Whether ``lines`` are toplev output: two node lines, or its CSV header."""
+    if any(_is_csv_header(_cells(ln)) for ln in lines):
+        return True
+    return sum(1 for ln in lines if _LINE.match(ln)) >= 2
+
+
+def _cells(line: str) -> list[str]:
+    sep = max(_SEPARATORS, key=line.count)
+    return [c.strip() for c in next(csv.reader([line], delimiter=sep))] if line.strip() else []
+
+
+def _is_csv_header(cells: list[str]) -> bool:
+    return "Area" in cells and "Value" in cells and "Unit" in cells
+
+
+def _value(text: str, unit: str) -> float | None:
+    """The value in ``text`` (the first number outside brackets), a fraction where
+    ``unit`` is a percentage."""
+    text = re.sub(r"\[[^\]]*\]", " ", text)
+    match = _NUMBER.search(text)
+    if match is None:
+        return None
+    number = float(match.group(0).replace(",", "."))
+    return number / 100.0 if unit.lstrip().startswith("%") else number
+
+
+def read(text: str) -> ToplevRun:
+    """What a toplev output holds. On a hybrid part its P-core's lines (``core``) are
+    read and its E-core's (``atom``) only listed: the two differ in width and nodes, and
+    no E-core of those parts has a row here (toplev itself asks that the workload not
+    move between core types)."""
+    lines = text.splitlines()
+    cpu = next((m.group("cpu") for ln in lines if (m := _VERSION.match(ln.strip()))), None)
+    run = ToplevRun(cpu=CPUS.get(cpu or ""))
+
+    def add(title: str | None, node: str, value: float | None) -> None:
+        if value is None:
+            return
+        if title == _E_CORE:
+            run.e_core[node] = value
+        elif node in NODES:
+            run.values.setdefault(NODES[node], []).append(value)
+
+    header: list[str] | None = None
+    for line in lines:
+        if (match := _LINE.match(line)) is not None:
+            rest = match.group("rest")
+            unit = "%" if "%" in re.sub(r"\[[^\]]*\]", "", rest) else ""
+            add(match.group("title"), match.group("node"), _value(rest, unit))
+            continue
+        if (match := _IPC.match(line)) is not None:
+            add(match.group("title"), _IPC_NODE, _value(match.group("rest"), ""))
+            continue
+        cells = _cells(line)
+        if _is_csv_header(cells):
+            header = cells
+            continue
+        if header is not None and len(cells) >= len(header) - 1:
+            row = dict(zip(header, cells, strict=False))
+            value = _value(row.get("Value", ""), row.get("Unit", ""))
+            add(row.get("CPUs"), row.get("Area", ""), value)
+    return run
