@@ -735,7 +735,12 @@ def build_parser() -> argparse.ArgumentParser:
         "slow. Several runs in one file are kept apart. Exit status: 0 explained, 2 "
         "unreadable or not perf stat output, or an unknown --cpu.",
     )
-    explain.add_argument("file", metavar="FILE", help="perf stat output (text, -x, CSV, -j)")
+    explain.add_argument(
+        "file",
+        metavar="FILE",
+        help="perf stat output (text, -x CSV, -j JSON), or Arm topdown-tool's or Intel "
+        "toplev's output",
+    )
     from ..diagnose.thresholds_by_core import CORE_NAME_EXAMPLES
 
     explain.add_argument(

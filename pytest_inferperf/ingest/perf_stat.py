@@ -68,7 +68,7 @@ class PerfStatError(InferperfError, ValueError):
 #: What a file without one counter line (or topdown-tool metric) gets told.
 NO_COUNTERS = (
     "no perf stat counter lines found (expected 'perf stat' text output, "
-    "'perf stat -x,' CSV, 'perf stat -j' JSON or Arm topdown-tool's output)"
+    "'perf stat -x,' CSV, 'perf stat -j' JSON, Arm topdown-tool's or Intel toplev's output)"
 )
 
 
