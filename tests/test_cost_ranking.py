@@ -206,6 +206,34 @@ def test_level2_memory_bound_names_memory_and_core_bound_the_backend():
     assert whole.primary.share.metric == "backend_bound"
 
 
+def test_level3_names_the_cache_level_that_served_the_memory_part():
+    # Intel TMA level 3 splits the memory part by the level that served the loads.
+    # Served by the L2 (tma_l2_bound > 0.05): L1D residency, its share the L2's part;
+    # by the L3 or DRAM (tma_l3_bound > 0.05, tma_dram_bound > 0.1): L2/LLC residency,
+    # its share the two together. The memory part then only supports them.
+    base = {
+        "retiring": 0.30,
+        "bad_speculation": 0.05,
+        "frontend_bound": 0.10,
+        "backend_bound": 0.55,
+        "memory_bound": 0.50,
+        "core_bound": 0.05,
+    }
+    l2 = diagnose(
+        {**base, "l2_bound": 0.40, "l3_bound": 0.03, "dram_stalled": 0.02}, core="icelake"
+    )
+    assert l2.primary.category == "l1d_residency"
+    assert l2.primary.share.share == pytest.approx(0.40)
+    assert "l2_llc_residency" not in categories(l2)
+    l3 = diagnose(
+        {**base, "l2_bound": 0.02, "l3_bound": 0.30, "dram_stalled": 0.15}, core="icelake"
+    )
+    assert l3.primary.category == "l2_llc_residency"
+    assert l3.primary.share.share == pytest.approx(0.45)
+    assert l3.primary.share.metric == "l3_bound,dram_stalled"
+    assert "l1d_residency" not in categories(l3)
+
+
 def test_level2_mispredicted_branches_judge_bad_speculation():
     # Bad speculation at level 2: mispredicted branches + machine clears. 30% of the
     # slots lost to speculation, 5% of them to branches (the rest machine clears, which

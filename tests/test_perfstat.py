@@ -1030,6 +1030,31 @@ def test_amd_zen4_raw_events_read_as_their_counts():
     assert "cpu/de_no_dispatch_per_slot.no_ops_from_frontend,cmask=0x6/" in stat.unmapped
 
 
+def test_intel_memory_levels_from_the_stall_events_and_from_perfs_level_3():
+    # Constructed in perf's layout. Intel TMA level 3 (Linux perf x86 metrics, Ice Lake
+    # on): tma_l2_bound's stall term (STALLS_L1D_MISS - STALLS_L2_MISS) / CLKS,
+    # tma_l3_bound = (STALLS_L2_MISS - STALLS_L3_MISS) / CLKS, tma_dram_bound
+    # STALLS_L3_MISS / CLKS.
+    text = (
+        "   10,000,000,000      cycles\n"
+        "    7,000,000,000      memory_activity.stalls_l1d_miss\n"
+        "    5,000,000,000      memory_activity.stalls_l2_miss\n"
+        "    1,000,000,000      memory_activity.stalls_l3_miss\n"
+    )
+    metrics = parse(text).metrics("sapphirerapids")
+    assert metrics["l2_bound"] == pytest.approx(0.2)
+    assert metrics["l3_bound"] == pytest.approx(0.4)
+    assert metrics["dram_stalled"] == pytest.approx(0.1)
+    printed = (
+        "  TopdownL3   #     12.0 %  tma_l2_bound\n"
+        "              #     30.5 %  tma_l3_bound\n"
+        "              #      8.0 %  tma_dram_bound\n"
+    )
+    assert parse(printed).perf_metrics == pytest.approx(
+        {"l2_bound": 0.12, "l3_bound": 0.305, "dram_stalled": 0.08}
+    )
+
+
 def test_intel_dram_stalls_read_from_the_event_the_core_counts():
     # Constructed in perf's layout (Sapphire Rapids prints the older
     # cycle_activity.stalls_l3_miss as 0 beside memory_activity.stalls_l3_miss, its

@@ -80,7 +80,8 @@ def test_the_hybrid_layout_reads_the_p_core_and_lists_the_e_core():
     assert m["memory_bound"] == pytest.approx((0.957 + 0.949) / 2)
     assert m["core_bound"] == pytest.approx(0.03)
     assert m["dram_stalled"] == pytest.approx(0.0)  # DRAM_Bound, a share of the cycles
-    # nodes with no metric of ours (L3_Bound, Light_Operations, MUX) are not read
+    assert m["l3_bound"] == pytest.approx(0.882)  # L3_Bound, likewise
+    # nodes with no metric of ours (Light_Operations, Resource_Bound, MUX) are not read
     assert set(m) == {
         "frontend_bound",
         "bad_speculation",
@@ -90,6 +91,7 @@ def test_the_hybrid_layout_reads_the_p_core_and_lists_the_e_core():
         "memory_bound",
         "core_bound",
         "dram_stalled",
+        "l3_bound",
     }
     # the E-core's lines are listed, not judged (another width, no row here)
     assert stat.unmapped == ("the E-core's (atom) 2 nodes: another core type, not judged",)
@@ -159,7 +161,7 @@ def test_every_node_maps_to_a_metric_and_every_cpu_to_a_name_the_cli_takes():
         assert core_facts(name).family == "x86", short
 
 
-def test_explain_names_the_memory_bound_backend(capsys):
+def test_explain_names_the_memory_bound_backend_at_the_level_that_served_it(capsys):
     from pathlib import Path
     from tempfile import TemporaryDirectory
 
@@ -171,8 +173,11 @@ def test_explain_names_the_memory_bound_backend(capsys):
     assert data["format"] == "toplev"
     assert data["core"] == "intel-arrowlake"
     primary = data["diagnosis"]["primary"]
+    # memory-bound (95%), and level 3 says the L3 served the loads: L2/LLC residency, its
+    # share the L3's and DRAM's parts of the cycles
     assert primary["category"] == "l2_llc_residency"
-    assert primary["share"]["metric"] == "memory_bound"
+    assert primary["share"]["metric"] == "l3_bound,dram_stalled"
+    assert primary["share"]["share"] == pytest.approx(0.882)
 
 
 @given(

@@ -230,6 +230,40 @@ def _stall_fraction(
     )
 
 
+def _stalled_between(nearer: str, farther: str) -> MetricFn:
+    """Cycles stalled with a load that missed the ``nearer`` level outstanding but not
+    the ``farther`` one, over the cycles: the loads the level between served."""
+
+    def f(c: Counts, _ctx: MetricContext) -> float | None:
+        if nearer not in c or farther not in c or c.get("cycles", 0.0) <= 0:
+            return None
+        return max(0.0, c[nearer] - c[farther]) / c["cycles"]
+
+    return f
+
+
+def _memory_level(name: str, description: str, served: str, formula: str, points_to: str) -> Metric:
+    """A level of Intel TMA's level 3 of the memory part: the cycles stalled on loads
+    that ``served`` served (a miss in the level above it, none in it)."""
+    nearer, farther = {
+        "l2": ("stall_l1d_miss", "stall_l2_miss"),
+        "l3": ("stall_l2_miss", "stall_l3_miss"),
+    }[served]
+    return Metric(
+        name,
+        description,
+        "",
+        "lower",
+        (nearer, farther, "cycles"),
+        formula,
+        _stalled_between(nearer, farther),
+        tolerance=SLOTS_TOLERANCE,
+        gates=True,
+        points_to=points_to,
+        cost=_STALLED,
+    )
+
+
 def _per_call(event: str, scale: float = 1.0) -> MetricFn:
     def f(c: Counts, ctx: MetricContext) -> float | None:
         if event not in c or ctx.calls <= 0:
@@ -633,6 +667,26 @@ METRICS: dict[str, Metric] = {
             "CYCLE_ACTIVITY.STALLS_L3_MISS / CPU_CLK_UNHALTED.THREAD: Intel TMA DRAM_Bound "
             "(Linux perf x86 icelake/sapphirerapids metrics: tma_dram_bound = "
             "MEMORY_ACTIVITY.STALLS_L3_MISS / tma_info_thread_clks; on Skylake its first term)",
+            "l2_llc_residency",
+        ),
+        # Intel TMA level 3 of the memory part (Linux perf x86 metrics: Ice Lake on,
+        # tma_l3_bound = (STALLS_L2_MISS - STALLS_L3_MISS) / CLKS; tma_l2_bound's stall
+        # term (STALLS_L1D_MISS - STALLS_L2_MISS) / CLKS), also read from perf's and
+        # toplev's printed L2_Bound / L3_Bound.
+        _memory_level(
+            "l2_bound",
+            "cycles stalled on loads the L2 served",
+            "l2",
+            "(CYCLE_ACTIVITY.STALLS_L1D_MISS - .STALLS_L2_MISS) / CPU_CLK_UNHALTED.THREAD: "
+            "Intel TMA L2_Bound (Linux perf x86 metrics: tma_l2_bound)",
+            "l1d_residency",
+        ),
+        _memory_level(
+            "l3_bound",
+            "cycles stalled on loads the L3 (or another core) served",
+            "l3",
+            "(CYCLE_ACTIVITY.STALLS_L2_MISS - .STALLS_L3_MISS) / CPU_CLK_UNHALTED.THREAD: "
+            "Intel TMA L3_Bound (Linux perf x86 metrics: tma_l3_bound)",
             "l2_llc_residency",
         ),
         _stall_fraction(

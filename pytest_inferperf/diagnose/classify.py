@@ -625,6 +625,7 @@ def _stalled_cost(
 # part of 95% with 0% from DRAM is a wait on the L3, not no wait).
 _FRACTIONS: dict[str, tuple[str, ...]] = {
     "retiring": ("retiring",),
+    "l1d_residency": ("l2_bound",),
     "branch_misprediction": ("branch_mispredicts", "bad_speculation"),
     "frontend_bound": ("frontend_bound", "frontend_stalled"),
     "backend_bound": ("core_bound", "backend_bound", "backend_stalled"),
@@ -635,6 +636,11 @@ _FRACTIONS: dict[str, tuple[str, ...]] = {
 # speculation's mispredicted branches and machine clears, disjoint from each other.
 _LEVEL2: dict[str, str] = {part: m.name for m in METRICS.values() for part in m.parts}
 _BACKEND_PARTS = METRICS["backend_bound"].parts
+# Level 3 of the memory part, by the level that served the loads (Intel TMA): the L2's
+# part is L1D residency's share; the L3's and DRAM's, together, L2/LLC residency's.
+_L2_SERVED, _BEYOND_L2 = "l2_bound", ("l3_bound", "dram_stalled")
+# Shares that hold none of their category's children: a level-2 or level-3 part.
+_LEAF_SHARES = (*_LEVEL2, _L2_SERVED, _BEYOND_L2[0])
 
 
 def _level1_of(fraction: str | None) -> str | None:
@@ -699,6 +705,8 @@ def cycle_share(category: str, metrics: Mapping[str, float], ctx: RuleContext) -
     excess is small while the session lets its pool spin (then it is only a lower
     bound: configured threads spin-waiting between parallel sections burn CPU that
     task-clock cannot tell from work)."""
+    if category == "l2_llc_residency" and _value(metrics, _BEYOND_L2[0]) is not None:
+        return _beyond_l2_share(metrics)
     for name in _FRACTIONS.get(category, ()):
         value = _value(metrics, name)
         if value is not None:
@@ -754,6 +762,20 @@ def cycle_share(category: str, metrics: Mapping[str, float], ctx: RuleContext) -
     if cap is not None and share > cap[0]:
         share, formula = cap[0], f"{formula} = {_percent(share)}, capped at {cap[1]}"
     return CycleShare(min(share, 1.0), formula, "; ".join(dict.fromkeys(sources)), ",".join(used))
+
+
+def _beyond_l2_share(metrics: Mapping[str, float]) -> CycleShare:
+    """L2/LLC residency's share where level 3 split the memory part: the cycles stalled on
+    loads the L3 served plus those DRAM served (tma_l3_bound + tma_dram_bound)."""
+    parts = [(n, v) for n in _BEYOND_L2 if (v := _value(metrics, n)) is not None]
+    share = sum(max(v, 0.0) for _, v in parts)
+    return CycleShare(
+        min(share, 1.0),
+        " + ".join(f"{n} {fmt(v)}" for n, v in parts)
+        + " (shares of the cycles, Intel TMA level 3: the loads beyond L2)",
+        METRICS[_BEYOND_L2[0]].source,
+        ",".join(n for n, _ in parts),
+    )
 
 
 def _spinning_share(metrics: Mapping[str, float], ctx: RuleContext) -> CycleShare | None:
@@ -854,6 +876,8 @@ _MEMORY_SPLIT = (
     "backend_mem_stalled",
     "dram_stalled",
     "memory_bound",
+    "l2_bound",
+    "l3_bound",
 )
 AWS_STALLS = (
     "AWS Graviton perfrunbook (debug_hw_perf.md), top-down step 2: of stall_frontend and "
@@ -1475,9 +1499,9 @@ def rank(findings: Iterable[Finding]) -> list[Finding]:
         # share counted from the parent's own events (L1I refills) does not.
         if f.share is None or f.share.metric not in fractions:
             continue
-        # A level-2 share (the backend's core part) holds none of the memory, TLB and
-        # cache children: they are the other part.
-        if f.share.metric in _LEVEL2:
+        # A level-2 or level-3 share (the backend's core part, the L2's part of memory)
+        # holds none of its children: they are the other parts.
+        if f.share.metric.split(",")[0] in _LEAF_SHARES:
             continue
         # Two level-1 fractions are disjoint: the four level-1 categories partition the
         # issue slots (Yasin, 'A Top-Down method for performance analysis and counters

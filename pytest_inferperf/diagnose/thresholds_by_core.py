@@ -113,6 +113,8 @@ MEMORY_EVIDENCE: tuple[str, ...] = (
     "backend_bound",
     "backend_mem_stalled",
     "memory_bound",
+    "l2_bound",
+    "l3_bound",
 )
 # With nothing below L1 counted, L1D refills rule memory out only when, each charged
 # at the cost of a miss to DRAM (``llc_mpki``'s ``cost`` in core.metrics), they could
@@ -132,6 +134,7 @@ AWS = "AWS Graviton perfrunbook (debug_hw_perf.md)"
 PERF_GRC = "Linux perf stat-shadow.c get_ratio_color, 'magenta' level"
 TMA_RAW = "Intel TMA level-1 MetricThreshold (Linux perf x86 metrics.json)"
 TMA = f"{TMA_RAW}, applied to any level-1 top-down"
+TMA_L3 = "Intel TMA level-3 MetricThreshold (Linux perf x86 metrics.json)"
 TMA_L2 = (
     "Intel TMA level-2 MetricThreshold (Linux perf x86 metrics.json), applied to AMD's "
     "PipelineL2 parts too"
@@ -278,6 +281,15 @@ THRESHOLDS: tuple[Threshold, ...] = (
     Threshold(
         "backend_bound", ">", 0.20, "l1d_residency", "support", f"{TMA}: backend_bound > 0.2"
     ),
+    Threshold(
+        "l2_bound",
+        ">",
+        0.05,
+        "l1d_residency",
+        "key",
+        f"{TMA_L3}: tma_l2_bound > 0.05 & (tma_memory_bound > 0.2 & tma_backend_bound > 0.2)",
+        families=("x86",),
+    ),
     # --- L2 / LLC -------------------------------------------------------------
     Threshold("l2_mpki", ">", 10.0, "l2_llc_residency", "key", f"{AWS}: l2-mpki > 10"),
     Threshold("llc_mpki", ">", 10.0, "l2_llc_residency", "key", f"{AWS}: l3-mpki > 10"),
@@ -346,6 +358,20 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "l2_llc_residency",
         "key",
         f"{TMA_L2}: tma_memory_bound > 0.2 & tma_backend_bound > 0.2",
+        support_with="l3_bound",
+    ),
+    # Level 3 says which level served the loads the memory part waited on: L3 hits (or
+    # lines another core held: "contended with a sibling Core", tma_l3_bound's
+    # description) here, L2 hits under L1D. Where it was measured, the memory part only
+    # supports them.
+    Threshold(
+        "l3_bound",
+        ">",
+        0.05,
+        "l2_llc_residency",
+        "key",
+        f"{TMA_L3}: tma_l3_bound > 0.05 & (tma_memory_bound > 0.2 & tma_backend_bound > 0.2)",
+        families=("x86",),
     ),
     # --- TLB --------------------------------------------------------------------
     Threshold(

@@ -117,6 +117,11 @@ _GENERIC: dict[str, str] = {
     # Lake CYCLE_ACTIVITY.STALLS_L3_MISS, Golden Cove on MEMORY_ACTIVITY.STALLS_L3_MISS).
     "cycle_activity.stalls_l3_miss": "stall_l3_miss",
     "memory_activity.stalls_l3_miss": "stall_l3_miss",
+    # ... and on a load that missed the L1D, the L2 (the same event lists).
+    "cycle_activity.stalls_l1d_miss": "stall_l1d_miss",
+    "memory_activity.stalls_l1d_miss": "stall_l1d_miss",
+    "cycle_activity.stalls_l2_miss": "stall_l2_miss",
+    "memory_activity.stalls_l2_miss": "stall_l2_miss",
     # AMD Zen core events (Linux tools/perf/pmu-events/arch/x86/amdzen4/, amdzen5/:
     # core.json, branch.json, pipeline.json). ls_not_halted_cyc counts core cycles not
     # in halt, ex_ret_instr retired instructions, ex_ret_brn / ex_ret_brn_misp retired
@@ -854,11 +859,16 @@ _TOPDOWN_NAMES = {
     "bad_speculation_mispredicts": "branch_mispredicts",
     "machine_clears": "machine_clears",
     "bad_speculation_pipeline_restarts": "machine_clears",
+    # Level 3 of the memory part, by the level that served the loads (perf -M TopdownL3):
+    # tma_l2_bound, tma_l3_bound, tma_dram_bound, shares of the cycles.
+    "l2_bound": "l2_bound",
+    "l3_bound": "l3_bound",
+    "dram_bound": "dram_stalled",
 }
 _PRINTED_NAME = (
     r"(?:tma_)?(?P<name>retiring|bad_speculation(?:_mispredicts|_pipeline_restarts)?"
     r"|frontend_bound|backend_bound(?:_memory|_cpu)?|memory_bound|core_bound"
-    r"|branch_mispredicts|machine_clears)\b"
+    r"|branch_mispredicts|machine_clears|l2_bound|l3_bound|dram_bound)\b"
 )
 # "# 0.91 Backend_Bound" (-M TopdownL1, perf 5.x) and "# 53.4 % tma_backend_bound"
 # (perf 6.x default and --topdown output).

@@ -40,6 +40,8 @@ NODES = {
     "Backend_Bound.Core_Bound": "core_bound",
     "Bad_Speculation.Branch_Mispredicts": "branch_mispredicts",
     "Bad_Speculation.Machine_Clears": "machine_clears",
+    "Backend_Bound.Memory_Bound.L2_Bound": "l2_bound",
+    "Backend_Bound.Memory_Bound.L3_Bound": "l3_bound",
     "Backend_Bound.Memory_Bound.DRAM_Bound": "dram_stalled",
     "IPC": "ipc",  # an Info metric (Info.Thread / Info.Core), instructions per cycle
 }

@@ -209,6 +209,19 @@ CATALOGUE: dict[str, EventSpec] = {
             "cycles stalled with a demand load that missed the L3 outstanding",
             counted=False,
         ),
+        # The same for a load that missed the L1D, and the L2 (CYCLE_ACTIVITY /
+        # MEMORY_ACTIVITY .STALLS_L1D_MISS, .STALLS_L2_MISS); their differences are
+        # Intel TMA's L2_Bound and L3_Bound (core.metrics). Read from perf stat files only.
+        EventSpec(
+            "stall_l1d_miss",
+            "cycles stalled with a demand load that missed the L1D outstanding",
+            counted=False,
+        ),
+        EventSpec(
+            "stall_l2_miss",
+            "cycles stalled with a demand load that missed the L2 outstanding",
+            counted=False,
+        ),
         # AMD Zen 4 on (amdzen4/amdzen5 pipeline.json, ex_no_retire.*): cycles with no
         # retirement while the oldest op waits on load data, and for any reason. Their
         # ratio splits the backend's slots into memory and core (backend_bound_memory).
