@@ -473,7 +473,7 @@ def test_explain_n1_needs_cpu_for_width(capsys):
     assert main(["explain", str(N1)]) == 0
     out = capsys.readouterr().out
     assert "core: aarch64" in out  # armv8_pmuv3_0 names no core, but shows the ISA
-    assert "no core named (Arm (AArch64/AArch32) events in the file)" in out
+    assert "no core named (Arm (AArch64/AArch32) names in the file)" in out
     assert "[frontend_bound]" in out  # judged from MPKI and stalls even without a width
 
 
@@ -807,6 +807,17 @@ def test_old_topdown_slot_events():
     assert parse(text).perf_metrics == pytest.approx(
         {"frontend_bound": 0.2, "bad_speculation": 0.125, "retiring": 0.4, "backend_bound": 0.275}
     )
+
+
+def test_intels_tma_names_show_an_x86_run():
+    # Only Intel's metric files name top-down metrics tma_* (Linux perf
+    # pmu-events/arch/x86); a file of nothing else is an x86 run, not one read as Arm's.
+    only_metrics = "3.1 %  tma_memory_bound\n33.2 %  tma_branch_mispredicts\n"
+    assert parse(only_metrics).arch == "x86"
+    perf6 = "  TopdownL1 (cpu_core)  #  53.4 %  tma_backend_bound\n"
+    assert parse(perf6).arch == "x86"
+    amd = " 6.1 %  frontend_bound   (20.00%)\n67.5 %  backend_bound   (20.00%)\n"
+    assert parse(amd).arch == "arm"  # AMD's and Arm's metric files have no tma_ prefix
 
 
 def test_csv_and_json_metric_columns_give_topdown():

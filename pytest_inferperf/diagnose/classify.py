@@ -1889,7 +1889,7 @@ def _notes(ctx: RuleContext) -> tuple[str, ...]:
         "quarters of the widest), at half the confidence"
     )
     if not ctx.core or ctx.core in ISA_GENERIC:
-        which = f"{ISA_GENERIC[ctx.core]} events in the file" if ctx.core else "no instruction set"
+        which = f"{ISA_GENERIC[ctx.core]} names in the file" if ctx.core else "no instruction set"
         return (
             f"no core named ({which}): judged with the generic rules (every threshold "
             f"whose metric was counted; {widths}); pass --cpu",

@@ -549,6 +549,9 @@ class PerfStat:
     perf_metrics: dict[str, float] = field(default_factory=dict)
     title: str = ""  # "Performance counter stats for './stride'"
     core_named: str | None = None  # the core the output names in words ("neoverse-v3")
+    # the instruction set the output shows other than by its event names: the tool that
+    # wrote it (TOOL_FORMATS), or Intel's tma_ metric names perf printed
+    printed_isa: str | None = None
 
     @property
     def core_hint(self) -> str | None:
@@ -744,8 +747,10 @@ def _collect(
     sys_s: float | None = None,
     separator: str | None = None,
     title: str = "",
+    printed_isa: str | None = None,
 ) -> PerfStat:
     perf_metrics = dict(perf_metrics or {})
+    arch = arch or printed_isa
     if not entries and not perf_metrics:
         raise PerfStatError(NO_COUNTERS)
     shown = arch if arch is not None else _arch_of(entries)
@@ -828,6 +833,7 @@ def _collect(
         sys_s=sys_s,
         separator=separator,
         title=title,
+        printed_isa=printed_isa,
     )
 
 
@@ -881,6 +887,17 @@ _METRIC_ONLY = re.compile(
     r"^\s*(?P<value>-?\d+(?:[.,]\d+)?)\s*(?P<pct>%)?\s+" + _PRINTED_NAME, re.IGNORECASE
 )
 _PERCENT = re.compile(r"(-?\d+(?:[.,]\d+)?)\s*%")
+
+
+# perf prints Intel's top-down metrics with the tma_ prefix of their names in the x86
+# metric files (tools/perf/pmu-events/arch/x86/*/*metrics.json); Arm's and AMD's
+# metric files name theirs without it.
+_TMA_NAME = re.compile(r"%?\s+tma_[a-z0-9_]+\b")
+
+
+def _isa_of_printed(lines: Sequence[str]) -> str | None:
+    """``"x86"`` where perf printed an Intel top-down metric by its tma_ name; else None."""
+    return "x86" if any(_TMA_NAME.search(line) for line in lines) else None
 
 
 def _fraction(value: str, percent: bool) -> float:
@@ -1005,7 +1022,9 @@ def parse_csv(text: str, sep: str | None = None, *, arch: str | None = None) -> 
             except ValueError:
                 pct = None
         entries.append(PerfStatEntry(split_event(fields[2]), value, fields[1], status, pct))
-    return _collect("csv", entries, arch, perf_metrics, separator=sep)
+    return _collect(
+        "csv", entries, arch, perf_metrics, separator=sep, printed_isa=_isa_of_printed(lines)
+    )
 
 
 def _csv_topdown(value: str, unit: str, sep: str) -> dict[str, float]:
@@ -1061,7 +1080,9 @@ def parse_json_lines(text: str, *, arch: str | None = None) -> PerfStat:
                 float(pct) if isinstance(pct, (int, float)) else None,
             )
         )
-    return _collect("json", entries, arch, perf_metrics)
+    return _collect(
+        "json", entries, arch, perf_metrics, printed_isa=_isa_of_printed(text.splitlines())
+    )
 
 
 # -- plain text ---------------------------------------------------------------------------
@@ -1190,6 +1211,7 @@ def _text_block(lines: Sequence[str], arch: str | None, decimal: str | None) -> 
         user_s=times.get("user"),
         sys_s=times.get("sys"),
         title=title,
+        printed_isa=_isa_of_printed(lines),
     )
 
 
@@ -1514,9 +1536,8 @@ class PerfStatReport:
         shows the same one (:attr:`EventName.arch_hint`); None when none shows one or
         they disagree. Not the parser's default: generic names (cycles, cache-misses)
         show nothing, and a file of only those gets None."""
-        hints = {e.event.arch_hint for e in self.entries} - {None}
-        if self.format in TOOL_FORMATS:
-            hints.add(TOOL_FORMATS[self.format])
+        hints = {e.event.arch_hint for e in self.entries} | {r.printed_isa for r in self.runs}
+        hints -= {None}
         isa = {"arm": "aarch64", "x86": "x86-64"}
         return isa[hints.pop() or ""] if len(hints) == 1 else None
 
@@ -1706,6 +1727,7 @@ def _toplev_run(text: str) -> PerfStat:
         ),
         title="toplev",
         core_named=run.cpu,
+        printed_isa=TOOL_FORMATS["toplev"],
     )
 
 
@@ -1721,6 +1743,7 @@ def _topdown_tool_runs(text: str) -> list[PerfStat]:
             unmapped=tuple(f"{title} ({value:g})" for title, value in run.unmapped.items()),
             title=run.title,
             core_named=core_slug(run.cpu),
+            printed_isa=TOOL_FORMATS["topdown-tool"],
         )
         for run in read_runs(text)
     ]
