@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from pytest_inferperf.cli.main import main
 from pytest_inferperf.ingest.perf_stat import parse, parse_report
-from pytest_inferperf.ingest.toplev import CPUS, NODES, looks_like_toplev
+from pytest_inferperf.ingest.toplev import CPUS, INFO_NODES, NODES, looks_like_toplev
 
 # the layout of recent releases: area, node, unit, value, below mark, multiplexing, bottleneck
 # (toplev pads the value to 20 columns; narrower here)
@@ -55,6 +55,10 @@ C0    BAD     Bad_Speculation.Branch_Mispredicts:            26.00 %
 C1    BAD     Bad_Speculation.Branch_Mispredicts:            18.00 %
 C0    Info.Thread  IPC:                                       1.50
 C1    Info.Thread  IPC:                                       1.70
+C0    Info.Memory  L1MPKI:                                   30.00
+C1    Info.Memory  L1MPKI:                                   10.00
+C0    Info.Memory  L3MPKI:                                    2.50
+C1    Info.Memory  L3MPKI:                                    1.50
 """
 
 CSV = """\
@@ -107,7 +111,9 @@ def test_the_older_layout_averages_the_cpus_and_reads_ipc():
             "backend_bound": 0.40,
             "retiring": 0.20,
             "branch_mispredicts": 0.22,
-            "ipc": 1.6,  # an Info metric: not a percentage
+            "ipc": 1.6,  # Info metrics: not percentages
+            "l1d_mpki": 20.0,
+            "llc_mpki": 2.0,
         }
     )
 
@@ -182,7 +188,7 @@ def test_explain_names_the_memory_bound_backend_at_the_level_that_served_it(caps
 
 @given(
     value=st.decimals(min_value=0, max_value=100, places=2),
-    node=st.sampled_from(sorted(n for n in NODES if n != "IPC")),
+    node=st.sampled_from(sorted(n for n in NODES if n not in INFO_NODES)),
     title=st.sampled_from(["C0", "S0-C1", "core", ""]),
     new_layout=st.booleans(),
 )

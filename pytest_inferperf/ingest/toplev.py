@@ -43,9 +43,17 @@ NODES = {
     "Backend_Bound.Memory_Bound.L2_Bound": "l2_bound",
     "Backend_Bound.Memory_Bound.L3_Bound": "l3_bound",
     "Backend_Bound.Memory_Bound.DRAM_Bound": "dram_stalled",
-    "IPC": "ipc",  # an Info metric (Info.Thread / Info.Core), instructions per cycle
+    # Info metrics (Intel TMA: tma_info_thread_ipc; tma_info_memory_l1mpki, l2mpki,
+    # l3mpki: "L1 cache true misses per kilo instruction for retired demand loads",
+    # MEM_LOAD_RETIRED.L1_MISS and the L2's, L3's): IPC, and the misses per 1000
+    # instructions of demand loads, which count no stores or prefetches (so they are no
+    # more than the refills our MPKI rows count).
+    "IPC": "ipc",
+    "L1MPKI": "l1d_mpki",
+    "L2MPKI": "l2_mpki",
+    "L3MPKI": "llc_mpki",
 }
-_IPC_NODE = "IPC"
+INFO_NODES = ("IPC", "L1MPKI", "L2MPKI", "L3MPKI")
 # toplev's CPU short names (pmu-tools toplev.py ``known_cpus``) -> a name --cpu takes.
 # Its E-core-only and Xeon Phi names (slm, knl, ehl, adl-grt, mtl-cmt, lnl-skt) have no
 # row here and give no core.
@@ -80,7 +88,7 @@ _NODE = r"(?:Frontend_Bound|Bad_Speculation|Backend_Bound|Retiring)(?:\.\w+)*"
 # [timestamp or SUMMARY] [CPU or core type], then the area (FE, BE/Mem, Info.Thread, ...)
 _LEAD = r"^\s*(?:(?:\d+\.\d+|SUMMARY)\s+)?(?:(?P<title>\S+)\s+)?"
 _LINE = re.compile(rf"{_LEAD}(?:FE|BAD|BE|RET)(?:/\w+)?\s+(?P<node>{_NODE}):?\s+(?P<rest>.*)$")
-_IPC = re.compile(rf"{_LEAD}Info\.\w+\s+IPC:?\s+(?P<rest>.*)$")
+_INFO = re.compile(rf"{_LEAD}Info\.\w+\s+(?P<node>{'|'.join(INFO_NODES)}):?\s+(?P<rest>.*)$")
 _VERSION = re.compile(r"^#\s*\S+.*\son\s.*\[(?P<cpu>[\w-]+)\]\s*$")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)?(?![\w.])")
 # toplev's title for the E-core type of a hybrid part (its P-core's is "core")
@@ -153,8 +161,8 @@ def read(text: str) -> ToplevRun:
             unit = "%" if "%" in re.sub(r"\[[^\]]*\]", "", rest) else ""
             add(match.group("title"), match.group("node"), _value(rest, unit))
             continue
-        if (match := _IPC.match(line)) is not None:
-            add(match.group("title"), _IPC_NODE, _value(match.group("rest"), ""))
+        if (match := _INFO.match(line)) is not None:
+            add(match.group("title"), match.group("node"), _value(match.group("rest"), ""))
             continue
         cells = _cells(line)
         if _is_csv_header(cells):
