@@ -1,8 +1,9 @@
 """Reading the output of Intel's ``toplev`` (pmu-tools) as perf stat runs.
 
-Owns: recognising toplev output and reading the top-down nodes we have metrics for into
-:class:`perf_stat.PerfStat` runs that carry no counts, only the fractions toplev
-computed, in both of its layouts (pmu-tools ``tl_output.py``):
+Owns: recognising toplev output and reading the top-down nodes and info metrics we have
+metrics for (:data:`NODES`) into what becomes a :class:`perf_stat.PerfStat` run that
+carries no counts, only what toplev computed, in both of its layouts (pmu-tools
+``tl_output.py``):
 
 * the human-readable lines of ``OutputHuman``: ``[timestamp] [CPU] AREA  Node  unit
   value [<] [multiplexing] [<==]``, as ``C0    BE      Backend_Bound:   62.00 %``
@@ -13,8 +14,8 @@ computed, in both of its layouts (pmu-tools ``tl_output.py``):
 
 Values in a ``%`` unit (``% Slots``, ``% Stalls``, ``% Clocks``) become fractions. A
 node met again (``-I`` intervals, per-CPU lines, the rerun of ``--drilldown``) is
-averaged; the two core types of a hybrid part (``core``, ``atom``) are kept apart as
-runs, since their widths differ. The core comes from toplev's version line
+averaged. On a hybrid part the P-core's lines (``core``) are read and the E-core's
+(``atom``) only listed (:func:`read`). The core comes from toplev's version line
 (``# 5.1-full, 4 on Intel(R) ... [arl]``), its short name mapped by toplev's own table.
 
 Must not: run toplev, or judge anything.
