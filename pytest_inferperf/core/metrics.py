@@ -211,18 +211,21 @@ def _miss_ratio(
 
 
 def _stall_fraction(
-    name: str, description: str, event: str, formula: str, points_to: str
+    name: str, description: str, events: tuple[str, ...], formula: str, points_to: str
 ) -> Metric:
     """Cycles stalled for one reason over all cycles: a share of the cycles by
-    definition, so its cost is the stalled cycles themselves."""
+    definition, so its cost is the stalled cycles themselves. One stall event is the
+    share; two (a miss at a nearer level outstanding, then at a farther one) give the
+    cycles stalled on what the level between them served (:func:`_stalled_between`)."""
+    compute = _ratio(events[0], "cycles") if len(events) == 1 else _stalled_between(*events)
     return Metric(
         name,
         description,
         "",
         "lower",
-        (event, "cycles"),
+        (*events, "cycles"),
         formula,
-        _ratio(event, "cycles"),
+        compute,
         tolerance=SLOTS_TOLERANCE,
         gates=True,
         points_to=points_to,
@@ -240,28 +243,6 @@ def _stalled_between(nearer: str, farther: str) -> MetricFn:
         return max(0.0, c[nearer] - c[farther]) / c["cycles"]
 
     return f
-
-
-def _memory_level(name: str, description: str, served: str, formula: str, points_to: str) -> Metric:
-    """A level of Intel TMA's level 3 of the memory part: the cycles stalled on loads
-    that ``served`` served (a miss in the level above it, none in it)."""
-    nearer, farther = {
-        "l2": ("stall_l1d_miss", "stall_l2_miss"),
-        "l3": ("stall_l2_miss", "stall_l3_miss"),
-    }[served]
-    return Metric(
-        name,
-        description,
-        "",
-        "lower",
-        (nearer, farther, "cycles"),
-        formula,
-        _stalled_between(nearer, farther),
-        tolerance=SLOTS_TOLERANCE,
-        gates=True,
-        points_to=points_to,
-        cost=_STALLED,
-    )
 
 
 def _per_call(event: str, scale: float = 1.0) -> MetricFn:
@@ -334,44 +315,48 @@ def _topdown(part: str) -> MetricFn:
     return f
 
 
-def _backend_split(part: str) -> MetricFn:
-    """The backend's share of the slots split into ``"memory"`` and ``"core"`` (top-down
-    level 2) from AMD's no-retire cycles: backend_bound x ex_no_retire.load_not_complete
-    / ex_no_retire.not_complete, and the backend less that (Linux perf amdzen4/amdzen5
-    pipeline.json, backend_bound_memory and backend_bound_cpu). Only with AMD's dispatch
-    slots (TopdownModel.dispatched_ops): the ratio belongs to their backend_bound."""
-    backend = _topdown("backend")
+def _slot_part(
+    name: str,
+    description: str,
+    inputs: tuple[str, ...],
+    compute: MetricFn,
+    points_to: str | None,
+) -> Metric:
+    """A level-2 top-down share (of all the slots), as perf prints it or as
+    :func:`_part_of` splits a level-1 share by the counts (``inputs``)."""
+    return Metric(
+        name,
+        description,
+        "",
+        "lower",
+        inputs,
+        _TD2,
+        compute,
+        tolerance=SLOTS_TOLERANCE,
+        gates=True,
+        points_to=points_to,
+        cost=None if points_to is None else _STALLED,
+    )
+
+
+def _part_of(whole: str, part: str, of: tuple[str, ...], rest: bool = False) -> MetricFn:
+    """A level-1 share (``whole``, from AMD's dispatch slots: TopdownModel.dispatched_ops)
+    split at level 2 by the counts: ``whole`` x ``part`` / the sum of ``of``, or with
+    ``rest`` the whole less that (Linux perf amdzen4/amdzen5 pipeline.json):
+    backend_bound_memory = backend x ex_no_retire.load_not_complete /
+    ex_no_retire.not_complete, backend_bound_cpu the rest;
+    bad_speculation_mispredicts = bad speculation x ex_ret_brn_misp / (ex_ret_brn_misp +
+    the pipeline restarts), bad_speculation_pipeline_restarts the rest."""
+    share_of = _topdown(whole)
 
     def f(c: Counts, ctx: MetricContext) -> float | None:
         if ctx.topdown is None or not ctx.topdown.dispatched_ops:
             return None
-        waiting, stalled = c.get("no_retire_load"), c.get("no_retire_any", 0.0)
-        share = backend(c, ctx)
-        if share is None or waiting is None or stalled <= 0:
+        share, total = share_of(c, ctx), sum(c.get(n, 0.0) for n in of)
+        if share is None or part not in c or any(n not in c for n in of) or total <= 0:
             return None
-        memory = share * min(waiting / stalled, 1.0)
-        return memory if part == "memory" else share - memory
-
-    return f
-
-
-def _speculation_split(part: str) -> MetricFn:
-    """Bad speculation's slots split into ``"branches"`` (mispredicted) and ``"clears"``
-    (pipeline restarts: machine clears), top-down level 2, from AMD's counts:
-    bad_speculation x ex_ret_brn_misp / (ex_ret_brn_misp + the restarts), and x the
-    restarts / the same (Linux perf amdzen4/amdzen5 pipeline.json,
-    bad_speculation_mispredicts and bad_speculation_pipeline_restarts). Only with AMD's
-    dispatch slots, whose bad_speculation it splits."""
-    bad_speculation = _topdown("bad_speculation")
-
-    def f(c: Counts, ctx: MetricContext) -> float | None:
-        if ctx.topdown is None or not ctx.topdown.dispatched_ops:
-            return None
-        wasted = bad_speculation(c, ctx)
-        misses, restarts = c.get("branch_misses"), c.get("pipeline_restarts")
-        if wasted is None or misses is None or restarts is None or misses + restarts <= 0:
-            return None
-        return wasted * (misses if part == "branches" else restarts) / (misses + restarts)
+        split = share * min(c[part] / total, 1.0)
+        return share - split if rest else split
 
     return f
 
@@ -420,6 +405,10 @@ _TD2 = (
     "amdzen4/amdzen5 PipelineL2 backend_bound_memory / backend_bound_cpu / "
     "bad_speculation_mispredicts / bad_speculation_pipeline_restarts"
 )
+_MISPREDICTS_OR_RESTARTS = ("branch_misses", "pipeline_restarts")
+# What AMD's level-2 splits read: the level-1 share's slot counts and the splitting counts.
+_BACKEND_SPLIT = ("stall_slot_backend", "cycles", "no_retire_load", "no_retire_any")
+_SPECULATION_SPLIT = ("op_spec", "op_retired", "cycles", *_MISPREDICTS_OR_RESTARTS)
 _MPKI = "X / INST_RETIRED * 1000 (Arm telemetry-solution, perf sbsa.json)"
 
 # -- tolerances (relative change worth a look on a quiet machine) ------------------------
@@ -649,21 +638,21 @@ METRICS: dict[str, Metric] = {
         _stall_fraction(
             "frontend_stalled",
             "cycles stalled in the frontend",
-            "stall_frontend",
+            ("stall_frontend",),
             "STALL_FRONTEND / CPU_CYCLES",
             "frontend_bound",
         ),
         _stall_fraction(
             "backend_stalled",
             "cycles stalled in the backend",
-            "stall_backend",
+            ("stall_backend",),
             "STALL_BACKEND / CPU_CYCLES",
             "backend_bound",
         ),
         _stall_fraction(
             "dram_stalled",
             "cycles stalled on loads from DRAM (missed the L3)",
-            "stall_l3_miss",
+            ("stall_l3_miss",),
             "CYCLE_ACTIVITY.STALLS_L3_MISS / CPU_CLK_UNHALTED.THREAD: Intel TMA DRAM_Bound "
             "(Linux perf x86 icelake/sapphirerapids metrics: tma_dram_bound = "
             "MEMORY_ACTIVITY.STALLS_L3_MISS / tma_info_thread_clks; on Skylake its first term)",
@@ -673,18 +662,18 @@ METRICS: dict[str, Metric] = {
         # tma_l3_bound = (STALLS_L2_MISS - STALLS_L3_MISS) / CLKS; tma_l2_bound's stall
         # term (STALLS_L1D_MISS - STALLS_L2_MISS) / CLKS), also read from perf's and
         # toplev's printed L2_Bound / L3_Bound.
-        _memory_level(
+        _stall_fraction(
             "l2_bound",
             "cycles stalled on loads the L2 served",
-            "l2",
+            ("stall_l1d_miss", "stall_l2_miss"),
             "(CYCLE_ACTIVITY.STALLS_L1D_MISS - .STALLS_L2_MISS) / CPU_CLK_UNHALTED.THREAD: "
             "Intel TMA L2_Bound (Linux perf x86 metrics: tma_l2_bound)",
             "l1d_residency",
         ),
-        _memory_level(
+        _stall_fraction(
             "l3_bound",
             "cycles stalled on loads the L3 (or another core) served",
-            "l3",
+            ("stall_l2_miss", "stall_l3_miss"),
             "(CYCLE_ACTIVITY.STALLS_L2_MISS - .STALLS_L3_MISS) / CPU_CLK_UNHALTED.THREAD: "
             "Intel TMA L3_Bound (Linux perf x86 metrics: tma_l3_bound)",
             "l2_llc_residency",
@@ -692,7 +681,7 @@ METRICS: dict[str, Metric] = {
         _stall_fraction(
             "backend_mem_stalled",
             "cycles stalled in the backend on memory",
-            "stall_backend_mem",
+            ("stall_backend_mem",),
             "STALL_BACKEND_MEM / CPU_CYCLES",
             "l2_llc_residency",
         ),
@@ -725,58 +714,36 @@ METRICS: dict[str, Metric] = {
         ),
         # Top-down level 2 of the backend: Memory Bound + Core Bound = Backend Bound
         # (Yasin, ISPASS 2014). Intel's are read from perf's output or its topdown-mem-bound
-        # slots (ingest.perf_stat); AMD's from the no-retire cycles (_backend_split).
-        Metric(
+        # slots (ingest.perf_stat); AMD's from the no-retire cycles (_part_of).
+        _slot_part(
             "memory_bound",
             "issue slots lost to the backend: memory",
-            "",
-            "lower",
-            ("stall_slot_backend", "cycles", "no_retire_load", "no_retire_any"),
-            _TD2,
-            _backend_split("memory"),
-            tolerance=SLOTS_TOLERANCE,
-            gates=True,
-            points_to="l2_llc_residency",
-            cost=_STALLED,
+            _BACKEND_SPLIT,
+            _part_of("backend", "no_retire_load", ("no_retire_any",)),
+            "l2_llc_residency",
         ),
-        Metric(
+        _slot_part(
             "core_bound",
             "issue slots lost to the backend: core",
-            "",
-            "lower",
-            ("stall_slot_backend", "cycles", "no_retire_load", "no_retire_any"),
-            _TD2,
-            _backend_split("core"),
-            tolerance=SLOTS_TOLERANCE,
-            gates=True,
-            points_to="backend_bound",
-            cost=_STALLED,
+            _BACKEND_SPLIT,
+            _part_of("backend", "no_retire_load", ("no_retire_any",), rest=True),
+            "backend_bound",
         ),
-        Metric(
+        _slot_part(
             "branch_mispredicts",
             "issue slots lost to mispredicted branches",
-            "",
-            "lower",
-            ("op_spec", "op_retired", "cycles", "branch_misses", "pipeline_restarts"),
-            _TD2,
-            _speculation_split("branches"),
-            tolerance=SLOTS_TOLERANCE,
-            gates=True,
-            points_to="branch_misprediction",
-            cost=_STALLED,
+            _SPECULATION_SPLIT,
+            _part_of("bad_speculation", "branch_misses", _MISPREDICTS_OR_RESTARTS),
+            "branch_misprediction",
         ),
         # The rest of bad speculation: memory-ordering nukes, self-modifying code and
         # the like, which no branch fix helps; no category of ours names them.
-        Metric(
+        _slot_part(
             "machine_clears",
             "issue slots lost to machine clears",
-            "",
-            "lower",
-            ("op_spec", "op_retired", "cycles", "branch_misses", "pipeline_restarts"),
-            _TD2,
-            _speculation_split("clears"),
-            tolerance=SLOTS_TOLERANCE,
-            gates=True,
+            _SPECULATION_SPLIT,
+            _part_of("bad_speculation", "branch_misses", _MISPREDICTS_OR_RESTARTS, rest=True),
+            None,
         ),
         Metric(
             "retiring",
