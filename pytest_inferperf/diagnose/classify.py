@@ -622,25 +622,42 @@ def _stalled_cost(
 # Where top-down level 2 split the backend, the backend category (core-bound) is its
 # core part, and the memory category takes the memory part: the whole of it, before
 # DRAM's part (tma_dram_bound), which leaves out the loads served by the L3 (a memory
-# part of 95% with 0% from DRAM is a wait on the L3, not no wait).
-_FRACTIONS: dict[str, tuple[str, ...]] = {
+# part of 95% with 0% from DRAM is a wait on the L3, not no wait). A tuple is parts that
+# add up to the share, counted where its first part was measured: level 3 of the memory
+# part splits it by the level that served the loads (Intel TMA), so the L2's part is
+# L1D residency's share and the L3's and DRAM's, together, L2/LLC residency's.
+_FRACTIONS: dict[str, tuple[str | tuple[str, ...], ...]] = {
     "retiring": ("retiring",),
     "l1d_residency": ("l2_bound",),
     "branch_misprediction": ("branch_mispredicts", "bad_speculation"),
     "frontend_bound": ("frontend_bound", "frontend_stalled"),
     "backend_bound": ("core_bound", "backend_bound", "backend_stalled"),
-    "l2_llc_residency": ("backend_mem_stalled", "memory_bound", "dram_stalled"),
+    "l2_llc_residency": (
+        "backend_mem_stalled",
+        ("l3_bound", "dram_stalled"),
+        "memory_bound",
+        "dram_stalled",
+    ),
+}
+
+
+def _parts(entry: str | tuple[str, ...]) -> tuple[str, ...]:
+    """The metrics a :data:`_FRACTIONS` entry adds up (one for a single fraction)."""
+    return (entry,) if isinstance(entry, str) else entry
+
+
+# Every metric a fraction of _FRACTIONS reads, per category.
+_FRACTION_METRICS = {
+    category: tuple(dict.fromkeys(n for e in entries for n in _parts(e)))
+    for category, entries in _FRACTIONS.items()
 }
 # Top-down level-2 fractions (shares of all the slots), each with the level-1 fraction
 # it is part of (core.metrics, ``parts``): the backend's memory and core, bad
 # speculation's mispredicted branches and machine clears, disjoint from each other.
 _LEVEL2: dict[str, str] = {part: m.name for m in METRICS.values() for part in m.parts}
 _BACKEND_PARTS = METRICS["backend_bound"].parts
-# Level 3 of the memory part, by the level that served the loads (Intel TMA): the L2's
-# part is L1D residency's share; the L3's and DRAM's, together, L2/LLC residency's.
-_L2_SERVED, _BEYOND_L2 = "l2_bound", ("l3_bound", "dram_stalled")
 # Shares that hold none of their category's children: a level-2 or level-3 part.
-_LEAF_SHARES = (*_LEVEL2, _L2_SERVED, _BEYOND_L2[0])
+_LEAF_SHARES = (*_LEVEL2, "l2_bound", "l3_bound")
 
 
 def _level1_of(fraction: str | None) -> str | None:
@@ -705,24 +722,26 @@ def cycle_share(category: str, metrics: Mapping[str, float], ctx: RuleContext) -
     excess is small while the session lets its pool spin (then it is only a lower
     bound: configured threads spin-waiting between parallel sections burn CPU that
     task-clock cannot tell from work)."""
-    if category == "l2_llc_residency" and _value(metrics, _BEYOND_L2[0]) is not None:
-        return _beyond_l2_share(metrics)
-    for name in _FRACTIONS.get(category, ()):
-        value = _value(metrics, name)
-        if value is not None:
-            of = (
-                "issue slots (top-down level 1)"
-                if name in _LEVEL1
-                else "issue slots (top-down level 2)"
-                if name in _LEVEL2
-                else "cycles"
-            )
-            return CycleShare(
-                min(max(value, 0.0), 1.0),
-                f"{name} {fmt(value)} (a fraction of {of}: the share itself)",
-                METRICS[name].source if name in METRICS else "",
-                name,
-            )
+    for entry in _FRACTIONS.get(category, ()):
+        names = _parts(entry)
+        parts = [(n, v) for n in names if (v := _value(metrics, n)) is not None]
+        if not parts or parts[0][0] != names[0]:
+            continue
+        name = names[0]
+        of = (
+            "issue slots (top-down level 1)"
+            if name in _LEVEL1
+            else "issue slots (top-down level 2)"
+            if name in _LEVEL2
+            else "cycles"
+        )
+        return CycleShare(
+            min(sum(max(v, 0.0) for _, v in parts), 1.0),
+            " + ".join(f"{n} {fmt(v)}" for n, v in parts)
+            + f" (a fraction of {of}: the share itself)",
+            METRICS[name].source if name in METRICS else "",
+            ",".join(n for n, _ in parts),
+        )
     if category == "thread_spinning":
         return _spinning_share(metrics, ctx)
     ipc = _value(metrics, "ipc")
@@ -762,20 +781,6 @@ def cycle_share(category: str, metrics: Mapping[str, float], ctx: RuleContext) -
     if cap is not None and share > cap[0]:
         share, formula = cap[0], f"{formula} = {_percent(share)}, capped at {cap[1]}"
     return CycleShare(min(share, 1.0), formula, "; ".join(dict.fromkeys(sources)), ",".join(used))
-
-
-def _beyond_l2_share(metrics: Mapping[str, float]) -> CycleShare:
-    """L2/LLC residency's share where level 3 split the memory part: the cycles stalled on
-    loads the L3 served plus those DRAM served (tma_l3_bound + tma_dram_bound)."""
-    parts = [(n, v) for n in _BEYOND_L2 if (v := _value(metrics, n)) is not None]
-    share = sum(max(v, 0.0) for _, v in parts)
-    return CycleShare(
-        min(share, 1.0),
-        " + ".join(f"{n} {fmt(v)}" for n, v in parts)
-        + " (shares of the cycles, Intel TMA level 3: the loads beyond L2)",
-        METRICS[_BEYOND_L2[0]].source,
-        ",".join(n for n, _ in parts),
-    )
 
 
 def _spinning_share(metrics: Mapping[str, float], ctx: RuleContext) -> CycleShare | None:
@@ -1493,7 +1498,7 @@ def rank(findings: Iterable[Finding]) -> list[Finding]:
     shares = {f.category: f.share.share for f in findings if f.share is not None}
     share_of = {f.category: f.share.metric for f in findings if f.share is not None}
     ranked_by: dict[str, float] = {}
-    fractions = {name for names in _FRACTIONS.values() for name in names} | {"ipc"}
+    fractions = {n for names in _FRACTION_METRICS.values() for n in names} | {"ipc"}
     for f in findings:
         # Only a measured fraction (or the remainder) contains its children's cycles; a
         # share counted from the parent's own events (L1I refills) does not.
@@ -1574,7 +1579,7 @@ def _counted_text(metrics: Mapping[str, float]) -> str:
     """Which counted causes were weighed against the remainder, and which were not
     counted (so the reader knows what the ILP verdict rests on)."""
     counted = [m for c in _SPECIFIC_CAUSES for m, _ in _COUNTS.get(c, ()) if m in metrics]
-    counted += [m for c in _SPECIFIC_CAUSES for m in _FRACTIONS.get(c, ()) if m in metrics]
+    counted += [m for c in _SPECIFIC_CAUSES for m in _FRACTION_METRICS.get(c, ()) if m in metrics]
     missing = [m for c in _SPECIFIC_CAUSES for m, _ in _COUNTS.get(c, ()) if m not in metrics]
     text = f"Weighed: {', '.join(dict.fromkeys(counted)) or 'nothing'}"
     if missing:
