@@ -543,9 +543,9 @@ class PerfStat:
     ambiguous: tuple[str, ...] = ()
     superseded: tuple[str, ...] = ()  # events whose logical name another event gave first
     # Metrics the tool computed itself, under our names: perf's top-down fractions
-    # (0..1; level 1 and the backend's level 2), or those derived from Intel's topdown-*
-    # events; every metric
-    # Arm's topdown-tool printed that we have (:mod:`topdown_tool`).
+    # (0..1; levels 1 to 3, :data:`_TOPDOWN_NAMES`), or those derived from Intel's
+    # topdown-* events; every metric Arm's topdown-tool or Intel's toplev printed that we
+    # have (:mod:`topdown_tool`, :mod:`toplev`).
     perf_metrics: dict[str, float] = field(default_factory=dict)
     title: str = ""  # "Performance counter stats for './stride'"
     core_named: str | None = None  # the core the output names in words ("neoverse-v3")
@@ -892,7 +892,7 @@ _PERCENT = re.compile(r"(-?\d+(?:[.,]\d+)?)\s*%")
 # perf prints Intel's top-down metrics with the tma_ prefix of their names in the x86
 # metric files (tools/perf/pmu-events/arch/x86/*/*metrics.json); Arm's and AMD's
 # metric files name theirs without it.
-_TMA_NAME = re.compile(r"%?\s+tma_[a-z0-9_]+\b")
+_TMA_NAME = re.compile(r"\btma_[a-z0-9_]+")
 
 
 def _isa_of_printed(lines: Sequence[str]) -> str | None:
@@ -921,7 +921,7 @@ def _table_columns(header: str) -> list[str]:
 
 def topdown_from_text(lines: Sequence[str]) -> dict[str, float]:
     """Top-down fractions perf printed in a text report, whatever its version: level 1,
-    and the backend's level 2 (memory and core bound) where perf printed them.
+    and levels 2 and 3 (:data:`_TOPDOWN_NAMES`) where perf printed them.
 
     ``perf stat --topdown`` tables (a header naming the four columns, then one line of
     percentages per CPU or core, or per interval with ``-I``: the mean of the lines is
