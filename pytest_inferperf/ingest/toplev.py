@@ -91,6 +91,7 @@ _LEAD = r"^\s*(?:(?:\d+\.\d+|SUMMARY)\s+)?(?:(?P<title>\S+)\s+)?"
 _LINE = re.compile(rf"{_LEAD}(?:FE|BAD|BE|RET)(?:/\w+)?\s+(?P<node>{_NODE}):?\s+(?P<rest>.*)$")
 _INFO = re.compile(rf"{_LEAD}Info\.\w+\s+(?P<node>{'|'.join(INFO_NODES)}):?\s+(?P<rest>.*)$")
 _VERSION = re.compile(r"^#\s*\S+.*\son\s.*\[(?P<cpu>[\w-]+)\]\s*$")
+_BRACKETS = re.compile(r"\[[^\]]*\]")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)?(?![\w.])")
 # toplev's title for the E-core type of a hybrid part (its P-core's is "core")
 _E_CORE = "atom"
@@ -128,14 +129,13 @@ def _is_csv_header(cells: list[str]) -> bool:
 
 
 def _value(text: str, unit: str) -> float | None:
-    """The value in ``text`` (the first number outside brackets), a fraction where
-    ``unit`` is a percentage."""
-    text = re.sub(r"\[[^\]]*\]", " ", text)
-    match = _NUMBER.search(text)
+    """The value in ``text`` (the first number outside brackets, which hold the
+    multiplexing), a fraction where ``unit`` (outside brackets) names a percentage."""
+    match = _NUMBER.search(_BRACKETS.sub(" ", text))
     if match is None:
         return None
     number = float(match.group(0).replace(",", "."))
-    return number / 100.0 if unit.lstrip().startswith("%") else number
+    return number / 100.0 if "%" in _BRACKETS.sub(" ", unit) else number
 
 
 def read(text: str) -> ToplevRun:
@@ -158,9 +158,8 @@ def read(text: str) -> ToplevRun:
     header: list[str] | None = None
     for line in lines:
         if (match := _LINE.match(line)) is not None:
-            rest = match.group("rest")
-            unit = "%" if "%" in re.sub(r"\[[^\]]*\]", "", rest) else ""
-            add(match.group("title"), match.group("node"), _value(rest, unit))
+            rest = match.group("rest")  # the unit and the value, in either order
+            add(match.group("title"), match.group("node"), _value(rest, rest))
             continue
         if (match := _INFO.match(line)) is not None:
             add(match.group("title"), match.group("node"), _value(match.group("rest"), ""))
