@@ -353,7 +353,7 @@ def test_every_metric_with_a_cost_points_to_a_category_and_names_a_source():
     from pytest_inferperf.core.metrics import METRICS
 
     costed = {n: m for n, m in METRICS.items() if m.cost is not None}
-    assert len(costed) == 27  # 3 OS events, 9 MPKI, 12 stall fractions, instr., IPC, CPUs
+    assert len(costed) == 30  # 3 OS events, 9 MPKI, 15 stall fractions, instr., IPC, CPUs
     for name, row in costed.items():
         assert row.points_to is not None, name
         assert row.cost is not None and row.cost.source, name

@@ -97,9 +97,8 @@ def test_the_unknown_family_is_left_for_truly_unknown_cores():
     # A core of a known family, named in a file but not on record, takes the fallback.
     facts = core_facts("neoverse-n4")
     assert (facts.width, facts.fallback) == (5, "Neoverse N")
-    assert core_facts("intel-core-lunarlake").fallback == "Intel"
-    # ... and typed bare, as users name it, the same
-    assert core_facts("lunarlake").fallback == "Intel"
+    assert core_facts("intel-core-pantherlake").fallback == "Intel"
+    assert core_facts("intel-pantherlake").fallback == "Intel"
 
 
 def test_golden_cove_derivatives_take_its_row():
@@ -303,7 +302,8 @@ def test_the_doc_table_matches_the_tables():
         ("alderlake-l", "intel-goldencove"),  # detection's name, typed bare
         ("raptorlake", "intel-goldencove"),  # Raptor Cove (intel-family.h)
         ("Raptor Lake", "intel-goldencove"),
-        ("lunarlake", "intel-lunarlake"),  # detection's name, no row: the fallback
+        ("lunarlake", "intel-lioncove"),  # intel-family.h: Lion Cove / Skymont
+        ("Arrow Lake", "intel-lioncove"),
         ("sierraforest", "intel-crestmont"),  # intel_idle.c: ATOM_CRESTMONT_X, srf
         ("Grand Ridge", "intel-crestmont"),
         ("a55+a76", "cortex-a55+cortex-a76"),

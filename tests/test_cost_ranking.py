@@ -234,6 +234,41 @@ def test_level3_names_the_cache_level_that_served_the_memory_part():
     assert "l1d_residency" not in categories(l3)
 
 
+def test_level3_l1_bound_is_the_cores_and_level4_dtlb_the_tlbs():
+    # Intel TMA L1_Bound: loads that hit L1D and still waited ("loads blocked on older
+    # stores", "loads who miss in the TLB": tma_l1_bound's description), so the data was
+    # in the nearest cache and the wait is the core's (tma_l1_bound > 0.1). Level 4
+    # splits the DTLB part off (tma_dtlb_load > 0.1 under it): the TLB's, and L1_Bound
+    # less it is the backend's share. Any level-3 node measured makes the memory part a
+    # support only, so it no longer names L2/LLC residency by itself.
+    base = {
+        "retiring": 0.30,
+        "bad_speculation": 0.05,
+        "frontend_bound": 0.10,
+        "backend_bound": 0.55,
+        "memory_bound": 0.50,
+    }
+    l1 = diagnose({**base, "l1_bound": 0.40}, core="icelake")
+    assert l1.primary.category == "backend_bound"
+    assert l1.primary.share.share == pytest.approx(0.40)
+    assert l1.primary.share.metric == "l1_bound"
+    assert "l2_llc_residency" not in categories(l1)
+    tlb = diagnose({**base, "l1_bound": 0.40, "dtlb_load_bound": 0.30}, core="icelake")
+    assert tlb.primary.category == "tlb_churn"
+    assert tlb.primary.share.share == pytest.approx(0.30)
+    backend = next(f for f in tlb.secondary if f.category == "backend_bound")
+    assert backend.share.share == pytest.approx(0.10)  # 0.40 - 0.30
+    # Stores' DTLB misses add to the loads' (tma_dtlb_store > 0.05).
+    both = diagnose(
+        {**base, "l1_bound": 0.40, "dtlb_load_bound": 0.30, "dtlb_store_bound": 0.06},
+        core="icelake",
+    )
+    assert both.primary.share.share == pytest.approx(0.36)
+    # With the core part measured too, the backend's share is it plus L1_Bound's own.
+    core = diagnose({**base, "core_bound": 0.05, "l1_bound": 0.40}, core="icelake")
+    assert core.primary.share.share == pytest.approx(0.45)
+
+
 def test_level2_mispredicted_branches_judge_bad_speculation():
     # Bad speculation at level 2: mispredicted branches + machine clears. 30% of the
     # slots lost to speculation, 5% of them to branches (the rest machine clears, which

@@ -1066,6 +1066,73 @@ def test_intel_memory_levels_from_the_stall_events_and_from_perfs_level_3():
     )
 
 
+def test_intel_l1_bound_and_dtlb_parts_from_the_events_and_from_perfs_output():
+    # Constructed in perf's layout. tma_l1_bound = (CYCLE_ACTIVITY.STALLS_MEM_ANY -
+    # .STALLS_L1D_MISS) / CLKS (Linux perf x86 skl-metrics.json; Golden Cove on
+    # EXE_ACTIVITY.BOUND_ON_LOADS - MEMORY_ACTIVITY.STALLS_L1D_MISS); the page walks'
+    # active cycles over the cycles, tma_load_stlb_miss (DTLB_LOAD_MISSES.WALK_ACTIVE /
+    # CLKS), the part of tma_dtlb_load that walked.
+    text = (
+        "   10,000,000,000      cycles\n"
+        "    6,000,000,000      cycle_activity.stalls_mem_any\n"
+        "    4,500,000,000      cycle_activity.stalls_l1d_miss\n"
+        "    1,200,000,000      dtlb_load_misses.walk_active\n"
+        "      300,000,000      dtlb_store_misses.walk_active\n"
+    )
+    metrics = parse(text).metrics("skylake")
+    assert metrics["l1_bound"] == pytest.approx(0.15)
+    assert metrics["dtlb_load_bound"] == pytest.approx(0.12)
+    assert metrics["dtlb_store_bound"] == pytest.approx(0.03)
+    # Haswell's names: *_PENDING for the stalls with a miss outstanding.
+    haswell = parse(
+        "   10,000,000,000      cycles\n"
+        "    6,000,000,000      cycle_activity.stalls_ldm_pending\n"
+        "    4,000,000,000      cycle_activity.stalls_l1d_pending\n"
+        "    3,000,000,000      cycle_activity.stalls_l2_pending\n"
+    ).metrics("haswell")
+    assert haswell["l1_bound"] == pytest.approx(0.2)
+    assert haswell["l2_bound"] == pytest.approx(0.1)
+    printed = (
+        "  TopdownL3   #     21.0 %  tma_l1_bound\n"
+        "  TopdownL4   #     14.5 %  tma_dtlb_load\n"
+        "              #      6.0 %  tma_dtlb_store\n"
+    )
+    assert parse(printed).perf_metrics == pytest.approx(
+        {"l1_bound": 0.21, "dtlb_load_bound": 0.145, "dtlb_store_bound": 0.06}
+    )
+
+
+def test_perfs_topdown_tree_as_a_mail_quotes_it_is_read():
+    # Chen Yu (Intel), LKML, 25 Jun 2024, "[PATCH 2/2] sched/fair: Enhance sync wakeup
+    # for short duration tasks", verbatim:
+    # perf's top-down tree quoted without its events, one tab per level, netperf and
+    # netserver on different CPUs. Level 3 reads L1_Bound and L3_Bound; the L3 names the
+    # memory part (contested accesses, the false sharing the author found with perf c2c).
+    text = (
+        "30.5 %  tma_backend_bound\n"
+        "\t16.8 %  tma_memory_bound\n"
+        "\t\t11.0 %  tma_l1_bound\n"
+        "\t\t32.4 %  tma_l3_bound\n"
+        "\t\t\t59.5 %  tma_contested_accesses  <----\n"
+        "\t\t\t11.1 %  tma_data_sharing\n"
+    )
+    assert parse(text).perf_metrics == pytest.approx(
+        {"backend_bound": 0.305, "memory_bound": 0.168, "l1_bound": 0.11, "l3_bound": 0.324}
+    )
+
+
+def test_the_single_stalled_cycles_event_of_2011_is_the_backends():
+    # perf of April 2011 (before Linux commit 8f622422 split it) printed one generic
+    # "stalled-cycles" event, "of all cycles are idle": on Nehalem UOPS_EXECUTED
+    # .CORE_ACTIVE_CYCLES,c=1,i=1, which that commit made STALLED_CYCLES_BACKEND.
+    stat = parse(
+        "     9,755,544,436 cycles\n"
+        "     2,555,944,921 stalled-cycles           #   26.20% of all cycles are idle\n"
+    )
+    assert stat.counts["stall_backend"] == 2_555_944_921
+    assert "stalled-cycles" not in stat.unmapped
+
+
 def test_intel_dram_stalls_read_from_the_event_the_core_counts():
     # Constructed in perf's layout (Sapphire Rapids prints the older
     # cycle_activity.stalls_l3_miss as 0 beside memory_activity.stalls_l3_miss, its

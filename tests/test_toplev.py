@@ -177,7 +177,7 @@ def test_explain_names_the_memory_bound_backend_at_the_level_that_served_it(caps
         assert main(["explain", str(path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["format"] == "toplev"
-    assert data["core"] == "intel-arrowlake"
+    assert data["core"] == "intel-lioncove"  # intel-family.h: Lion Cove / Skymont
     primary = data["diagnosis"]["primary"]
     # memory-bound (95%), and level 3 says the L3 served the loads: L2/LLC residency, its
     # share the L3's and DRAM's parts of the cycles

@@ -678,6 +678,40 @@ METRICS: dict[str, Metric] = {
             "Intel TMA L3_Bound (Linux perf x86 metrics: tma_l3_bound)",
             "l2_llc_residency",
         ),
+        # ... and the loads that hit L1D but still waited: "loads blocked on older
+        # stores", "loads who miss in the TLB" (tma_l1_bound's description). The data
+        # was in the nearest cache, so the wait is the core's (backend, core-bound),
+        # except the DTLB part that level 4 splits off (below).
+        _stall_fraction(
+            "l1_bound",
+            "cycles stalled on loads that hit L1D (blocked, or missing the TLB)",
+            ("stall_mem_any", "stall_l1d_miss"),
+            "(CYCLE_ACTIVITY.STALLS_MEM_ANY - .STALLS_L1D_MISS) / CPU_CLK_UNHALTED.THREAD: "
+            "Intel TMA L1_Bound (Linux perf x86 metrics: tma_l1_bound; Golden Cove on "
+            "EXE_ACTIVITY.BOUND_ON_LOADS - MEMORY_ACTIVITY.STALLS_L1D_MISS)",
+            "backend_bound",
+        ),
+        # Intel TMA level 4: the cycles loads / stores spent on first-level DTLB misses
+        # (tma_dtlb_load under L1_Bound, tma_dtlb_store under Store_Bound), from perf's
+        # and toplev's printed values, or from the counts as the page walks' active
+        # cycles alone (the formula's second term; its STLB hits, 9 cycles each on
+        # Skylake, are not counted, so this is a lower bound).
+        _stall_fraction(
+            "dtlb_load_bound",
+            "cycles spent on data TLB misses of loads",
+            ("dtlb_load_walk_cycles",),
+            "DTLB_LOAD_MISSES.WALK_ACTIVE / CPU_CLK_UNHALTED.THREAD: the walks' part of "
+            "Intel TMA DTLB_Load (Linux perf x86 metrics: tma_dtlb_load)",
+            "tlb_churn",
+        ),
+        _stall_fraction(
+            "dtlb_store_bound",
+            "cycles spent on data TLB misses of stores",
+            ("dtlb_store_walk_cycles",),
+            "DTLB_STORE_MISSES.WALK_ACTIVE / CPU_CLK_UNHALTED.THREAD: the walks' part of "
+            "Intel TMA DTLB_Store (Linux perf x86 metrics: tma_dtlb_store)",
+            "tlb_churn",
+        ),
         _stall_fraction(
             "backend_mem_stalled",
             "cycles stalled in the backend on memory",

@@ -629,9 +629,15 @@ def _stalled_cost(
 _FRACTIONS: dict[str, tuple[str | tuple[str, ...], ...]] = {
     "retiring": ("retiring",),
     "l1d_residency": ("l2_bound",),
+    "tlb_churn": (("dtlb_load_bound", "dtlb_store_bound"), ("dtlb_store_bound",)),
     "branch_misprediction": ("branch_mispredicts", "bad_speculation"),
     "frontend_bound": ("frontend_bound", "frontend_stalled"),
-    "backend_bound": ("core_bound", "backend_bound", "backend_stalled"),
+    "backend_bound": (
+        ("core_bound", "l1_bound"),
+        ("l1_bound",),
+        "backend_bound",
+        "backend_stalled",
+    ),
     "l2_llc_residency": (
         "backend_mem_stalled",
         ("l3_bound", "dram_stalled"),
@@ -639,6 +645,12 @@ _FRACTIONS: dict[str, tuple[str | tuple[str, ...], ...]] = {
         "dram_stalled",
     ),
 }
+
+
+# A level-3 share less its level-4 part that another category takes: the loads that hit
+# L1D but waited, less those that waited on a DTLB miss (Intel TMA: DTLB_Load is a child
+# of L1_Bound), which are the TLB's.
+_LESS_CHILD = {"l1_bound": "dtlb_load_bound"}
 
 
 def _parts(entry: str | tuple[str, ...]) -> tuple[str, ...]:
@@ -657,7 +669,7 @@ _FRACTION_METRICS = {
 _LEVEL2: dict[str, str] = {part: m.name for m in METRICS.values() for part in m.parts}
 _BACKEND_PARTS = METRICS["backend_bound"].parts
 # Shares that hold none of their category's children: a level-2 or level-3 part.
-_LEAF_SHARES = (*_LEVEL2, "l2_bound", "l3_bound")
+_LEAF_SHARES = (*_LEVEL2, "l1_bound", "l2_bound", "l3_bound", "dtlb_load_bound", "dtlb_store_bound")
 
 
 def _level1_of(fraction: str | None) -> str | None:
@@ -695,6 +707,13 @@ def _value(metrics: Mapping[str, float], name: str) -> float | None:
     return float(value)
 
 
+def _own_value(metrics: Mapping[str, float], name: str) -> float | None:
+    """``name``'s value less its child of :data:`_LESS_CHILD`, where that was measured."""
+    value = _value(metrics, name)
+    child = _value(metrics, _LESS_CHILD.get(name, ""))
+    return value if value is None or child is None else max(0.0, value - child)
+
+
 def _served(metrics: Mapping[str, float], metric: str) -> tuple[float, str] | None:
     """Events per 1000 instructions of ``metric`` served at its own level: L1D refills
     less the L2 refills (or LLC misses) counted below them, L2 refills less the LLC
@@ -724,7 +743,7 @@ def cycle_share(category: str, metrics: Mapping[str, float], ctx: RuleContext) -
     task-clock cannot tell from work)."""
     for entry in _FRACTIONS.get(category, ()):
         names = _parts(entry)
-        parts = [(n, v) for n in names if (v := _value(metrics, n)) is not None]
+        parts = [(n, v) for n in names if (v := _own_value(metrics, n)) is not None]
         if not parts or parts[0][0] != names[0]:
             continue
         name = names[0]
@@ -881,6 +900,7 @@ _MEMORY_SPLIT = (
     "backend_mem_stalled",
     "dram_stalled",
     "memory_bound",
+    "l1_bound",
     "l2_bound",
     "l3_bound",
 )

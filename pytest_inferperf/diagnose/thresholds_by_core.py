@@ -96,6 +96,10 @@ CHILDREN: dict[str, tuple[str, ...]] = {
 }
 CHILD_DISCOUNT = 0.5  # engineering judgement: a fired child halves its parent's confidence
 
+# Level 3 of the memory part: where any of it was measured, it says which level served
+# the loads (or that they hit L1D), and the memory part only supports what it names.
+MEMORY_LEVEL3 = ("l1_bound", "l2_bound", "l3_bound")
+
 # Low IPC alone never says why: a core waiting on memory and a core starved of
 # independent instructions both retire little. IPC collapse (ILP-limited compute) may be
 # named only when at least one of these memory/backend metrics was measured and none of
@@ -113,6 +117,7 @@ MEMORY_EVIDENCE: tuple[str, ...] = (
     "backend_bound",
     "backend_mem_stalled",
     "memory_bound",
+    "l1_bound",
     "l2_bound",
     "l3_bound",
 )
@@ -135,6 +140,7 @@ PERF_GRC = "Linux perf stat-shadow.c get_ratio_color, 'magenta' level"
 TMA_RAW = "Intel TMA level-1 MetricThreshold (Linux perf x86 metrics.json)"
 TMA = f"{TMA_RAW}, applied to any level-1 top-down"
 TMA_L3 = "Intel TMA level-3 MetricThreshold (Linux perf x86 metrics.json)"
+TMA_L4 = "Intel TMA level-4 MetricThreshold (Linux perf x86 metrics.json)"
 TMA_L2 = (
     "Intel TMA level-2 MetricThreshold (Linux perf x86 metrics.json), applied to AMD's "
     "PipelineL2 parts too"
@@ -160,8 +166,9 @@ class Threshold:
     ``key_with_cpus`` makes a ``"support"`` row a key where the run kept more CPUs busy
     on average (``cpu_utilisation``) than that: a fact only several threads running at
     once can show (:data:`SEVERAL_CPUS_BUSY`). ``support_with`` makes a ``"key"`` row a
-    support where that finer metric was measured, which judges the category instead (the
-    level-1 backend share, where level 2 split it into memory and core).
+    support where that finer metric (or any of those) was measured, which judges the
+    category instead (the level-1 backend share, where level 2 split it into memory and
+    core; the memory part, where level 3 said which level served the loads).
     """
 
     metric: str
@@ -176,7 +183,7 @@ class Threshold:
     families: tuple[str, ...] = ("*",)
     key_without: str | None = None
     key_with_cpus: float | None = None
-    support_with: str | None = None
+    support_with: str | tuple[str, ...] | None = None
 
     def applies_to(self, family: str) -> bool:
         # An unknown core gets every row: a row whose metric was not counted simply
@@ -192,7 +199,8 @@ class Threshold:
         metric it stands in for is absent, a ``key_with_cpus`` row where more CPUs were
         busy than it names; a support otherwise."""
         if self.role == "key":
-            if self.support_with is not None and self.support_with in metrics:
+            finer = self.support_with or ()
+            if any(n in metrics for n in ((finer,) if isinstance(finer, str) else finer)):
                 return replace(self, role="support")
             return self
         if self.key_without is not None and self.key_without not in metrics:
@@ -358,7 +366,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "l2_llc_residency",
         "key",
         f"{TMA_L2}: tma_memory_bound > 0.2 & tma_backend_bound > 0.2",
-        support_with="l3_bound",
+        support_with=MEMORY_LEVEL3,
     ),
     # Level 3 says which level served the loads the memory part waited on: L3 hits (or
     # lines another core held: "contended with a sibling Core", tma_l3_bound's
@@ -426,6 +434,28 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "support",
         f"{PERF_GRC}: dTLB-load-misses > 10% of dTLB loads",
         key_without="dtlb_mpki",
+    ),
+    # Level 4: the cycles loads and stores spent on first-level DTLB misses, which TMA
+    # splits off L1_Bound and Store_Bound.
+    Threshold(
+        "dtlb_load_bound",
+        ">",
+        0.10,
+        "tlb_churn",
+        "key",
+        f"{TMA_L4}: tma_dtlb_load > 0.1 & (tma_l1_bound > 0.1 & (tma_memory_bound > 0.2 & "
+        "tma_backend_bound > 0.2))",
+        families=("x86",),
+    ),
+    Threshold(
+        "dtlb_store_bound",
+        ">",
+        0.05,
+        "tlb_churn",
+        "key",
+        f"{TMA_L4}: tma_dtlb_store > 0.05 & (tma_store_bound > 0.2 & (tma_memory_bound > 0.2 & "
+        "tma_backend_bound > 0.2))",
+        families=("x86",),
     ),
     # --- branches -----------------------------------------------------------------
     Threshold("branch_mpki", ">", 10.0, "branch_misprediction", "key", f"{AWS}: branch-mpki > 10"),
@@ -566,6 +596,18 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "backend_bound",
         "key",
         f"{TMA_L2}: tma_core_bound > 0.1 & tma_backend_bound > 0.2",
+    ),
+    # Level 3: loads that hit L1D and still waited (blocked by older stores, split, 4K
+    # aliased; tma_l1_bound's description): the data was in the nearest cache, so the
+    # wait is the core's, not the working set's.
+    Threshold(
+        "l1_bound",
+        ">",
+        0.10,
+        "backend_bound",
+        "key",
+        f"{TMA_L3}: tma_l1_bound > 0.1 & (tma_memory_bound > 0.2 & tma_backend_bound > 0.2)",
+        families=("x86",),
     ),
     # --- threads ----------------------------------------------------------------------
     Threshold(
@@ -935,6 +977,15 @@ _GOLDEN_COVE_PRODUCTS = (
     "Linux arch/x86/include/asm/intel-family.h: 'RAPTORLAKE 0xB7 /* Raptor Cove / "
     "Enhanced Gracemont */', 'METEORLAKE 0xAC /* Redwood Cove / Crestmont */', "
     "'EMERALDRAPIDS_X 0xCF /* Raptor Cove */', 'GRANITERAPIDS_X 0xAD /* Redwood Cove */'"
+)
+_LION_COVE = (
+    "Linux arch/x86/include/asm/intel-family.h: 'INTEL_ARROWLAKE_H IFM(6, 0xC5) /* Lion "
+    "Cove / Skymont */', 'INTEL_LUNARLAKE_M IFM(6, 0xBD) /* Lion Cove / Skymont */' "
+    "(INTEL_ARROWLAKE 0xC6 is the desktop part of the same line)"
+)
+_LION_COVE_WIDTH = (
+    "Intel's Lunar Lake architecture disclosure (2024), as tabulated in Wikipedia's "
+    "'Lion Cove': 'Allocation/Rename 8-way', up from Redwood Cove's 6-way"
 )
 _CRESTMONT = (
     "Linux drivers/idle/intel_idle.c: 'ICPU(ATOM_CRESTMONT, grr)', "
@@ -1338,6 +1389,18 @@ CORES: dict[str, CoreFacts] = {
                 "emeraldrapids",
                 "graniterapids",
             ),
+        ),
+        # The P-core of Lunar Lake and Arrow Lake (their E-cores are Skymont, no row).
+        _x86(
+            "intel-lioncove",
+            "Intel Lion Cove (Lunar Lake, Arrow Lake P-core)",
+            8,
+            _LION_COVE_WIDTH,
+            typed_as=(
+                *_typed(_LION_COVE, "lunarlake", "lnl", "arrowlake", "arl"),
+                *_typed("", "lioncove"),
+            ),
+            detected_as=("lunarlake", "arrowlake"),
         ),
         # Intel's E-core of Sierra Forest and Grand Ridge, 6 slots per cycle.
         _x86(

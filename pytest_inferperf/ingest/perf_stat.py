@@ -85,6 +85,11 @@ _GENERIC: dict[str, str] = {
     "idle-cycles-frontend": "stall_frontend",
     "stalled-cycles-backend": "stall_backend",
     "idle-cycles-backend": "stall_backend",
+    # The one generic stall event of April 2011 (perf of the 2.6.39/3.0 merge window),
+    # before Linux commit 8f622422 split it: on Nehalem it was UOPS_EXECUTED
+    # .CORE_ACTIVE_CYCLES,c=1,i=1 (cycles with no uop executed), which that commit made
+    # PERF_COUNT_HW_STALLED_CYCLES_BACKEND; perf printed it as "of all cycles are idle".
+    "stalled-cycles": "stall_backend",
     "task-clock": "task_clock",
     "cpu-clock": "task_clock",
     "page-faults": "page_faults",
@@ -122,6 +127,21 @@ _GENERIC: dict[str, str] = {
     "memory_activity.stalls_l1d_miss": "stall_l1d_miss",
     "cycle_activity.stalls_l2_miss": "stall_l2_miss",
     "memory_activity.stalls_l2_miss": "stall_l2_miss",
+    # Haswell's and Broadwell's names of the L1D and L2 ones (*_PENDING: a demand load
+    # miss outstanding), and the cycles stalled with any load outstanding (Skylake on
+    # CYCLE_ACTIVITY.STALLS_MEM_ANY, Golden Cove on EXE_ACTIVITY.BOUND_ON_LOADS; Haswell
+    # STALLS_LDM_PENDING): Intel TMA L1_Bound is that less the L1D misses' stalls (Linux
+    # perf x86 hsw/skl/icl/spr metrics: tma_l1_bound).
+    "cycle_activity.stalls_l1d_pending": "stall_l1d_miss",
+    "cycle_activity.stalls_l2_pending": "stall_l2_miss",
+    "cycle_activity.stalls_mem_any": "stall_mem_any",
+    "exe_activity.bound_on_loads": "stall_mem_any",
+    "cycle_activity.stalls_ldm_pending": "stall_mem_any",
+    # Cycles a page walk for a load / a store was active (Intel perfmon, Skylake on):
+    # the walk term of Intel TMA's DTLB_Load / DTLB_Store (tma_dtlb_load = (9 x
+    # DTLB_LOAD_MISSES.STLB_HIT + DTLB_LOAD_MISSES.WALK_ACTIVE) / CLKS, capped).
+    "dtlb_load_misses.walk_active": "dtlb_load_walk_cycles",
+    "dtlb_store_misses.walk_active": "dtlb_store_walk_cycles",
     # AMD Zen core events (Linux tools/perf/pmu-events/arch/x86/amdzen4/, amdzen5/:
     # core.json, branch.json, pipeline.json). ls_not_halted_cyc counts core cycles not
     # in halt, ex_ret_instr retired instructions, ex_ret_brn / ex_ret_brn_misp retired
@@ -870,11 +890,18 @@ _TOPDOWN_NAMES = {
     "l2_bound": "l2_bound",
     "l3_bound": "l3_bound",
     "dram_bound": "dram_stalled",
+    # ... and the loads that hit L1D but waited (tma_l1_bound: blocked by stores, DTLB
+    # misses, 4K aliasing), and level 4's DTLB parts (tma_dtlb_load under L1_Bound,
+    # tma_dtlb_store under Store_Bound), shares of the cycles.
+    "l1_bound": "l1_bound",
+    "dtlb_load": "dtlb_load_bound",
+    "dtlb_store": "dtlb_store_bound",
 }
 _PRINTED_NAME = (
     r"(?:tma_)?(?P<name>retiring|bad_speculation(?:_mispredicts|_pipeline_restarts)?"
     r"|frontend_bound|backend_bound(?:_memory|_cpu)?|memory_bound|core_bound"
-    r"|branch_mispredicts|machine_clears|l2_bound|l3_bound|dram_bound)\b"
+    r"|branch_mispredicts|machine_clears|l1_bound|l2_bound|l3_bound|dram_bound"
+    r"|dtlb_load|dtlb_store)\b"
 )
 # "# 0.91 Backend_Bound" (-M TopdownL1, perf 5.x) and "# 53.4 % tma_backend_bound"
 # (perf 6.x default and --topdown output).
