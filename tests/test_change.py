@@ -349,11 +349,32 @@ def test_a_backend_split_at_level_2_points_to_the_part_that_moved():
     assert whole.points_to == "backend_bound"
 
 
+def test_a_front_end_split_at_level_2_names_the_part_that_moved():
+    # Frontend = Fetch Latency + Fetch Bandwidth (top-down level 2): the latency part
+    # grew (i-cache, iTLB misses, resteers), so it is the cause named, not the whole.
+    base = {
+        "cycles_per_call": 1e9,
+        "frontend_bound": 0.20,
+        "fetch_latency": 0.10,
+        "fetch_bandwidth": 0.10,
+    }
+    now = {
+        "cycles_per_call": 2e9,
+        "frontend_bound": 0.55,
+        "fetch_latency": 0.45,
+        "fetch_bandwidth": 0.10,
+    }
+    change = explain_change(now, base)
+    assert change.points_to == "frontend_bound"
+    names = {c.name for c in change.causes}
+    assert "fetch_latency" in names and "frontend_bound" not in names
+
+
 def test_every_metric_with_a_cost_points_to_a_category_and_names_a_source():
     from pytest_inferperf.core.metrics import METRICS
 
     costed = {n: m for n, m in METRICS.items() if m.cost is not None}
-    assert len(costed) == 30  # 3 OS events, 9 MPKI, 15 stall fractions, instr., IPC, CPUs
+    assert len(costed) == 32  # 3 OS events, 9 MPKI, 17 stall fractions, instr., IPC, CPUs
     for name, row in costed.items():
         assert row.points_to is not None, name
         assert row.cost is not None and row.cost.source, name

@@ -732,8 +732,7 @@ def test_median_of_three_runs():
             },
         ),
         # perf 6.x default output on a core with TMA level 2 (Sapphire Rapids layout):
-        # the backend's and bad speculation's parts under TopdownL2; the front end's
-        # (fetch latency and bandwidth) are not read
+        # the backend's, bad speculation's and the front end's parts under TopdownL2
         (
             "  TopdownL1        #     21.1 %  tma_backend_bound\n"
             "                   #      7.5 %  tma_bad_speculation\n"
@@ -751,6 +750,7 @@ def test_median_of_three_runs():
                 "core_bound": 0.085,
                 "memory_bound": 0.126,
                 "branch_mispredicts": 0.069,
+                "fetch_latency": 0.116,
             },
         ),
         # -M TopdownL2 in perf 5.x (names without tma_, values as fractions)
@@ -795,6 +795,12 @@ def test_intel_topdown_mem_bound_splits_the_backend():
     assert stat.perf_metrics["core_bound"] == pytest.approx(0.15)
     assert stat.perf_metrics["branch_mispredicts"] == pytest.approx(0.03)
     assert stat.perf_metrics["machine_clears"] == pytest.approx(0.02)
+    # ... and the front end's: tma_fetch_latency = topdown-fetch-lat / slots, the
+    # bandwidth the rest (Linux perf x86 sapphirerapids metrics: tma_fetch_bandwidth =
+    # max(0, tma_frontend_bound - tma_fetch_latency)).
+    fetch = parse(text + "     900,000,000  topdown-fetch-lat\n").perf_metrics
+    assert fetch["fetch_latency"] == pytest.approx(0.09)
+    assert fetch["fetch_bandwidth"] == pytest.approx(0.06)
 
 
 def test_old_topdown_slot_events():
@@ -983,6 +989,8 @@ ZEN4_PIPELINE_L2 = (FIXTURES / "zen4_pipeline_l2_serialpi.txt").read_text()
                 "memory_bound": 0.025,
                 "branch_mispredicts": 0.000,
                 "machine_clears": 0.000,
+                "fetch_latency": 0.036,
+                "fetch_bandwidth": 0.004,
             },
         ),
         (
@@ -996,6 +1004,8 @@ ZEN4_PIPELINE_L2 = (FIXTURES / "zen4_pipeline_l2_serialpi.txt").read_text()
                 "memory_bound": 0.042,
                 "branch_mispredicts": 0.001,
                 "machine_clears": 0.000,
+                "fetch_latency": 0.054,
+                "fetch_bandwidth": 0.006,
             },
         ),
     ],
@@ -1011,6 +1021,7 @@ def test_amd_zen4_dispatch_slots_give_the_level1_shares_perf_prints(run, perf_pr
     unnamed = stat.metrics()
     assert "retiring" not in unnamed
     assert unnamed["backend_bound"] == pytest.approx(perf_printed["backend_bound"])
+    assert unnamed["frontend_bound"] == pytest.approx(perf_printed["frontend_bound"])
     assert stat.metrics("amd-zen5")["backend_bound"] == pytest.approx(
         perf_printed["backend_bound"] * 6 / 8, abs=0.001
     )

@@ -151,8 +151,8 @@ def test_perf_stat_outputs_are_not_taken_for_toplev():
 
 def test_a_toplev_output_with_no_node_we_read_says_so():
     text = (
-        "C0    FE      Frontend_Bound.Fetch_Latency:    10.00 %\n"
-        "C0    FE      Frontend_Bound.Fetch_Bandwidth:   5.00 %\n"
+        "C0    RET     Retiring.Light_Operations:       10.00 %\n"
+        "C0    RET     Retiring.Heavy_Operations:        5.00 %\n"
     )
     with pytest.raises(ValueError, match="toplev output without a single top-down node"):
         parse_report(text)
@@ -201,3 +201,26 @@ def test_a_node_line_reads_as_its_percentage(value, node, title, new_layout):
     text = f"{line}\n{line}\n"
     assert looks_like_toplev(text.splitlines())
     assert parse(text).perf_metrics[NODES[node]] == pytest.approx(float(value) / 100)
+
+
+def test_the_front_ends_level_2_under_its_old_and_new_names():
+    # toplev of TMA 3.x named the front end's level 2 Frontend_Latency and
+    # Frontend_Bandwidth (as in easyperf's third contest, in the corpus), later
+    # Fetch_Latency and Fetch_Bandwidth: the same nodes. Printed without their parent,
+    # the front end's share is their sum (Frontend Bound = Fetch Latency + Fetch
+    # Bandwidth).
+    old = (
+        "S0-C0    FE             Frontend_Bound.Frontend_Latency:             3.32 +-"
+        "     0.00 % Slots below\n"
+        "S0-C0    FE             Frontend_Bound.Frontend_Bandwidth:           6.25 +-"
+        "     0.00 % Slots below\n"
+    )
+    new = (
+        "S0-C0    FE   Frontend_Bound.Fetch_Latency    % Slots    3.32    [11.1%]<==\n"
+        "S0-C0    FE   Frontend_Bound.Fetch_Bandwidth  % Slots    6.25  < [11.1%]\n"
+    )
+    for text in (old, new):
+        metrics = parse(text).metrics()
+        assert metrics["fetch_latency"] == pytest.approx(0.0332)
+        assert metrics["fetch_bandwidth"] == pytest.approx(0.0625)
+        assert metrics["frontend_bound"] == pytest.approx(0.0957)

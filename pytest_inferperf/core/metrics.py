@@ -339,6 +339,11 @@ def _slot_part(
     )
 
 
+def _printed_only(_c: Counts, _ctx: MetricContext) -> float | None:
+    """No formula from the counts: the value is perf's or a tool's printed one."""
+    return None
+
+
 def _part_of(whole: str, part: str, of: tuple[str, ...], rest: bool = False) -> MetricFn:
     """A level-1 share (``whole``, from AMD's dispatch slots: TopdownModel.dispatched_ops)
     split at level 2 by the counts: ``whole`` x ``part`` / the sum of ``of``, or with
@@ -407,6 +412,9 @@ _TD2 = (
 )
 _MISPREDICTS_OR_RESTARTS = ("branch_misses", "pipeline_restarts")
 # What AMD's level-2 splits read: the level-1 share's slot counts and the splitting counts.
+# The front end's split is printed by perf (-M TopdownL2, PipelineL2) or toplev, or on
+# Sapphire Rapids counted as the topdown-fetch-lat slots.
+_FRONTEND_SPLIT = ("topdown-fetch-lat", "slots")
 _BACKEND_SPLIT = ("stall_slot_backend", "cycles", "no_retire_load", "no_retire_any")
 _SPECULATION_SPLIT = ("op_spec", "op_retired", "cycles", *_MISPREDICTS_OR_RESTARTS)
 _MPKI = "X / INST_RETIRED * 1000 (Arm telemetry-solution, perf sbsa.json)"
@@ -731,6 +739,24 @@ METRICS: dict[str, Metric] = {
             gates=True,
             points_to="frontend_bound",
             cost=_STALLED,
+            parts=("fetch_latency", "fetch_bandwidth"),
+        ),
+        # Top-down level 2 of the front end: Fetch Latency + Fetch Bandwidth = Frontend
+        # Bound (Yasin, ISPASS 2014), read from perf's or toplev's output, or on Sapphire
+        # Rapids from its topdown-fetch-lat slots (ingest.perf_stat); no count formula.
+        _slot_part(
+            "fetch_latency",
+            "issue slots lost to the frontend: fetch latency (i-cache, iTLB, resteers)",
+            _FRONTEND_SPLIT,
+            _printed_only,
+            "frontend_bound",
+        ),
+        _slot_part(
+            "fetch_bandwidth",
+            "issue slots lost to the frontend: fetch bandwidth (decoders, uop cache)",
+            _FRONTEND_SPLIT,
+            _printed_only,
+            "frontend_bound",
         ),
         Metric(
             "backend_bound",

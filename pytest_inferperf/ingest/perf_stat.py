@@ -332,6 +332,7 @@ _TOPDOWN_EVENTS = frozenset(
         "slots",
         "topdown-mem-bound",
         "topdown-br-mispredict",
+        "topdown-fetch-lat",
         "topdown-retiring",
         "topdown-bad-spec",
         "topdown-fe-bound",
@@ -644,13 +645,17 @@ _LEVEL1 = ("retiring", "bad_speculation", "frontend_bound", "backend_bound")
 _FRACTION_SLACK = 0.05
 
 
-def _with_backend(metrics: dict[str, float]) -> dict[str, float]:
-    """``metrics`` with the level-1 backend share where only its level-2 parts were
-    printed (perf -M PipelineL2 on AMD, toplev with a node filter): their sum (Yasin,
-    ISPASS 2014: Backend Bound = Memory Bound + Core Bound)."""
-    if "backend_bound" in metrics or not {"memory_bound", "core_bound"} <= metrics.keys():
-        return metrics
-    return {**metrics, "backend_bound": metrics["memory_bound"] + metrics["core_bound"]}
+def _with_level1(metrics: dict[str, float]) -> dict[str, float]:
+    """``metrics`` with each level-1 share whose level-2 parts alone were printed (perf
+    -M PipelineL2 on AMD, toplev with a node filter): their sum (Yasin, ISPASS 2014:
+    Backend Bound = Memory Bound + Core Bound, Frontend Bound = Fetch Latency + Fetch
+    Bandwidth, ...; core.metrics ``parts``)."""
+    out = dict(metrics)
+    for name in _LEVEL1:
+        parts = METRICS[name].parts
+        if name not in out and parts and all(p in out for p in parts):
+            out[name] = sum(out[p] for p in parts)
+    return out
 
 
 def _user_only(entry: PerfStatEntry) -> bool:
@@ -675,6 +680,9 @@ def _topdown_fractions(raw: dict[str, float]) -> dict[str, float]:
         if "topdown-mem-bound" in raw and "backend_bound" in out:
             out["memory_bound"] = raw["topdown-mem-bound"] / slots
             out["core_bound"] = max(0.0, out["backend_bound"] - out["memory_bound"])
+        if "topdown-fetch-lat" in raw and "frontend_bound" in out:
+            out["fetch_latency"] = raw["topdown-fetch-lat"] / slots
+            out["fetch_bandwidth"] = max(0.0, out["frontend_bound"] - out["fetch_latency"])
         if "topdown-br-mispredict" in raw and "bad_speculation" in out:
             out["branch_mispredicts"] = raw["topdown-br-mispredict"] / slots
             out["machine_clears"] = max(0.0, out["bad_speculation"] - out["branch_mispredicts"])
@@ -820,7 +828,7 @@ def _collect(
             counted[logical] = statistics.fmean(values) if repeated else sum(values)
     for name, value in _topdown_fractions(topdown).items():
         perf_metrics.setdefault(name, value)
-    perf_metrics = _with_backend(perf_metrics)
+    perf_metrics = _with_level1(perf_metrics)
     # A hardware event that read 0 over millions of cycles did not count (a hypervisor
     # that lists a PMU it does not count prints 0, not <not supported>): not a zero.
     # Nor is a stall count above the run's cycles a share of them: the same rules as for
@@ -885,6 +893,15 @@ _TOPDOWN_NAMES = {
     "bad_speculation_mispredicts": "branch_mispredicts",
     "machine_clears": "machine_clears",
     "bad_speculation_pipeline_restarts": "machine_clears",
+    # Level 2 of the front end: its slots split into fetch latency (i-cache and iTLB
+    # misses, branch resteers: cycles with nothing delivered) and fetch bandwidth (the
+    # decoders and the uop cache delivering too little). Intel TMA's tma_fetch_latency /
+    # tma_fetch_bandwidth, AMD's frontend_bound_latency / frontend_bound_bandwidth
+    # (amdzen4/amdzen5 PipelineL2); the two sum to the front end's share.
+    "fetch_latency": "fetch_latency",
+    "fetch_bandwidth": "fetch_bandwidth",
+    "frontend_bound_latency": "fetch_latency",
+    "frontend_bound_bandwidth": "fetch_bandwidth",
     # Level 3 of the memory part, by the level that served the loads (perf -M TopdownL3):
     # tma_l2_bound, tma_l3_bound, tma_dram_bound, shares of the cycles.
     "l2_bound": "l2_bound",
@@ -899,7 +916,8 @@ _TOPDOWN_NAMES = {
 }
 _PRINTED_NAME = (
     r"(?:tma_)?(?P<name>retiring|bad_speculation(?:_mispredicts|_pipeline_restarts)?"
-    r"|frontend_bound|backend_bound(?:_memory|_cpu)?|memory_bound|core_bound"
+    r"|frontend_bound(?:_latency|_bandwidth)?|fetch_latency|fetch_bandwidth"
+    r"|backend_bound(?:_memory|_cpu)?|memory_bound|core_bound"
     r"|branch_mispredicts|machine_clears|l1_bound|l2_bound|l3_bound|dram_bound"
     r"|dtlb_load|dtlb_store)\b"
 )
@@ -1746,7 +1764,7 @@ def _toplev_run(text: str) -> PerfStat:
         format="toplev",
         entries=(),
         arch="x86",
-        perf_metrics=_with_backend(run.metrics),
+        perf_metrics=_with_level1(run.metrics),
         unmapped=(
             (f"the E-core's (atom) {len(run.e_core)} nodes: another core type, not judged",)
             if run.e_core

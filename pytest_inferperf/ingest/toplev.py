@@ -37,6 +37,11 @@ NODES = {
     "Bad_Speculation": "bad_speculation",
     "Backend_Bound": "backend_bound",
     "Retiring": "retiring",
+    "Frontend_Bound.Fetch_Latency": "fetch_latency",
+    "Frontend_Bound.Fetch_Bandwidth": "fetch_bandwidth",
+    # ... as toplev named them before pmu-tools renamed them (TMA 3.x and earlier)
+    "Frontend_Bound.Frontend_Latency": "fetch_latency",
+    "Frontend_Bound.Frontend_Bandwidth": "fetch_bandwidth",
     "Backend_Bound.Memory_Bound": "memory_bound",
     "Backend_Bound.Core_Bound": "core_bound",
     "Bad_Speculation.Branch_Mispredicts": "branch_mispredicts",
