@@ -1490,3 +1490,83 @@ def test_explain_names_the_reading_and_the_fix(tmp_path, capsys):
     assert main(["explain", str(path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["runs"][0]["ambiguous"][1] == "cache-misses (on x86: last-level misses)"
+
+
+# -- a hybrid machine's two kinds of core ----------------------------------------------
+
+HYBRID_TASK = """\
+ Performance counter stats for './lab':
+
+     3,061,260,865      cpu_atom/dTLB-loads/                                    (0.02%)
+     2,792,200,306      cpu_core/dTLB-loads/                                    (99.98%)
+         3,788,753      cpu_atom/dTLB-load-misses/  #  0.12% of all dTLB cache accesses  (0.02%)
+       413,293,653      cpu_core/dTLB-load-misses/  # 14.80% of all dTLB cache accesses  (99.98%)
+"""
+
+
+def test_a_task_is_read_on_the_core_it_ran_on_not_summed_with_an_extrapolation():
+    # Constructed in perf's layout. Counting a task on a hybrid machine, cpu_atom's events
+    # count only while the task runs on an E-core, and perf scales the count by the time
+    # enabled over the time running ("The percentage is the event's running
+    # time/enabling time": Linux tools/perf/Documentation/intel-hybrid.txt, thread mode):
+    # 0.02% of the time scaled up to 3 billion loads. perf's own ratio is per PMU
+    # (14.80%); adding the extrapolation would halve it.
+    stat = parse(HYBRID_TASK)
+    assert stat.other_cores == {"cpu_atom": pytest.approx(0.02)}
+    assert stat.counts["dtlb_access"] == 2_792_200_306
+    assert stat.metrics()["dtlb_miss"] == pytest.approx(0.148, abs=5e-4)
+
+
+def test_counting_the_whole_system_adds_the_cores_up():
+    # Counting every CPU, each PMU counts its own CPUs all the time: the lines add up.
+    text = HYBRID_TASK.replace("'./lab'", "'system wide'")
+    stat = parse(text)
+    assert stat.other_cores == {}
+    assert stat.counts["dtlb_access"] == 3_061_260_865 + 2_792_200_306
+    # ... as they do where both cores counted the whole run (no percentage printed)
+    pinned = parse(
+        " Performance counter stats for './lab':\n\n"
+        "     1,000      cpu_atom/cycles/\n     3,000      cpu_core/cycles/\n"
+    )
+    assert pinned.counts["cycles"] == 4_000 and pinned.other_cores == {}
+
+
+def test_explain_says_which_core_was_not_read(capsys, tmp_path):
+    path = tmp_path / "hybrid.txt"
+    path.write_text(HYBRID_TASK)
+    assert main(["explain", str(path), "-v"]) == 0
+    out = capsys.readouterr().out
+    assert "not used (another kind of core, which this task hardly ran on" in out
+    assert "cpu_atom (counted 0.02% of the time)" in out
+    assert main(["explain", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"][0]["other_cores"] == {"cpu_atom": 0.02}
+
+
+# -- quoted blocks -----------------------------------------------------------------------
+
+QUOTABLE = """\
+ Performance counter stats for './stride':
+
+     2,270,694,215      cycles
+     3,264,379,838      instructions              #    1.44  insn per cycle
+           103,955      branch-misses
+                                                  #    0.51  stalled cycles per insn
+
+       0.956292825 seconds time elapsed
+"""
+
+
+@given(mark=st.sampled_from(["> ", ">", "> > ", "# ", "#  ", "// ", " * ", "\t> "]))
+def test_a_block_quoted_on_every_line_reads_as_the_block(mark):
+    # A mail reader's "> " (nested "> > "), a shell or markdown comment's "# ", a C or
+    # Java comment's "// " or " * ": a mark that begins every non-blank line is a quote.
+    quoted = "\n".join(mark + line if line.strip() else line for line in QUOTABLE.splitlines())
+    assert parse(quoted).counts == parse(QUOTABLE).counts
+    assert parse(quoted).elapsed_s == pytest.approx(0.956292825)
+
+
+def test_perfs_own_comment_lines_are_no_quote():
+    # perf -o's "# started on" header and its shadow-comment continuation lines begin
+    # with "#", the count lines do not: nothing is taken off.
+    text = "# started on Mon Dec  7 10:00:00 2026\n\n" + QUOTABLE
+    assert parse(text).counts == parse(QUOTABLE).counts

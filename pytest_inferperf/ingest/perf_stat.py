@@ -563,6 +563,9 @@ class PerfStat:
     # x86: last-level misses)"
     ambiguous: tuple[str, ...] = ()
     superseded: tuple[str, ...] = ()  # events whose logical name another event gave first
+    # the core PMUs of a hybrid machine whose lines were not read, with the share of the
+    # time they counted (_minor_cores)
+    other_cores: dict[str, float] = field(default_factory=dict)
     # Metrics the tool computed itself, under our names: perf's top-down fractions
     # (0..1; levels 1 to 3, :data:`_TOPDOWN_NAMES`), or those derived from Intel's
     # topdown-* events; every metric Arm's topdown-tool or Intel's toplev printed that we
@@ -577,7 +580,11 @@ class PerfStat:
     @property
     def core_hint(self) -> str | None:
         """The core named by a PMU in the event names (``armv8_cortex_a72`` -> cortex-a72)."""
-        hints = [e.event.core_hint for e in self.entries if e.event.core_hint]
+        hints = [
+            e.event.core_hint
+            for e in self.entries
+            if e.event.core_hint and e.event.pmu not in self.other_cores
+        ]
         if not hints and self.core_named:
             hints = [self.core_named]
         return "+".join(dict.fromkeys(hints)) if hints else None
@@ -764,6 +771,44 @@ def _first_counted(names: Sequence[list[PerfStatEntry]]) -> list[PerfStatEntry]:
     )
 
 
+def _is_core_pmu(pmu: str | None) -> bool:
+    """A PMU of one kind of core: Intel hybrid's cpu_core / cpu_atom, an Arm core's."""
+    name = (pmu or "").lower()
+    return name in ("cpu_core", "cpu_atom") or _ARM_PMU.match(name) is not None
+
+
+def _minor_cores(entries: Sequence[PerfStatEntry], title: str) -> dict[str, float]:
+    """The core PMUs of a hybrid machine not to read, each with the largest share of the
+    time its events counted: all but the one that counted longest.
+
+    Counting a task, an event of one kind of core counts only while the task runs on
+    such a core, and perf scales its count by the time enabled over the time running:
+    "The percentage is the event's running time/enabling time. One example,
+    'triad_loop' runs on cpu16 (atom core), while we can see the scaled value for core
+    cycles is 160,444,092 and the percentage is 0.47%" (Linux
+    tools/perf/Documentation/intel-hybrid.txt, thread mode). So the core that ran 0.02%
+    of the time shows a count extrapolated from that sliver, and adding it to the other
+    core's distorts every ratio; perf itself forms its ratios per PMU (commit 3612ca8e,
+    "perf stat: ... check the PMU type as well"). The core the task ran on longest is
+    read, as perf's per-PMU lines give it. Counting the whole system (or CPUs), each
+    PMU counts its own CPUs all the time: the lines add up, nothing is left out."""
+    if "system wide" in title or "CPU(s)" in title:
+        return {}
+    share: dict[str, float] = {}
+    total: dict[str, float] = {}
+    for e in entries:
+        if not _is_core_pmu(e.event.pmu) or e.status != "counted":
+            continue
+        pmu = str(e.event.pmu)
+        running = 100.0 if e.running_pct is None else e.running_pct
+        share[pmu] = max(share.get(pmu, 0.0), running)
+        total[pmu] = total.get(pmu, 0.0) + float(e.value or 0.0)
+    if len(share) < 2 or all(v >= 100.0 for v in share.values()):
+        return {}
+    read = max(share, key=lambda p: (share[p], total[p]))
+    return {p: v for p, v in share.items() if p != read}
+
+
 def _collect(
     fmt: str,
     entries: list[PerfStatEntry],
@@ -785,13 +830,18 @@ def _collect(
     arch = shown or "arm"  # raw codes are read as Arm's unless the file shows x86
     ambiguous: list[str] = []
     # Several perf names can give one logical event (branches and br_pred, cycles:u and
-    # cycles:k). Lines of the same name are summed (one per PMU on big.LITTLE, per CPU with
-    # -A, per interval with -I); of different names, the first that was counted is used
-    # (one that read more than 0, where another read 0: _first_counted).
+    # cycles:k). Lines of the same name are summed (one per core PMU counting the whole
+    # system, per CPU with -A, per interval with -I); of different names, the first that
+    # was counted is used (one that read more than 0, where another read 0:
+    # _first_counted). A task's lines from the core it hardly ran on are not read
+    # (_minor_cores).
     groups: dict[str, dict[tuple[str, str], list[PerfStatEntry]]] = {}
     unmapped: list[str] = []
     topdown: dict[str, float] = {}
+    other_cores = _minor_cores(entries, title)
     for entry in entries:
+        if entry.event.pmu in other_cores:
+            continue
         if entry.event.base in _TOPDOWN_EVENTS:
             if entry.value is not None:
                 topdown[entry.event.base] = topdown.get(entry.event.base, 0.0) + entry.value
@@ -855,6 +905,7 @@ def _collect(
         unmapped=tuple(dict.fromkeys(unmapped)),
         ambiguous=tuple(dict.fromkeys(ambiguous)),
         superseded=tuple(dict.fromkeys(superseded)),
+        other_cores=other_cores,
         perf_metrics=perf_metrics,
         elapsed_s=elapsed_s,
         user_s=user_s,
@@ -1797,6 +1848,24 @@ def _topdown_tool_runs(text: str) -> list[PerfStat]:
     return runs
 
 
+# A block quoted as a whole: by a mail reader ("> ", nested "> > "), as a shell or
+# markdown comment ("# "), in a C or Java comment ("// ", " * "). perf prints no line of
+# its own that way at the start of every line (its "# started on" header and its
+# shadow comments leave the count lines unmarked), so a mark on every line is a quote.
+_QUOTE = re.compile(r"^[ \t]*(?:(?:>[ \t]?)+|#+(?=[ \t]|$)|//+|\*(?=[ \t]|$))[ \t]?")
+
+
+def _unquoted(text: str) -> str:
+    """``text`` without the quote marks that begin every one of its non-blank lines."""
+    lines = text.splitlines()
+    marks = [_QUOTE.match(line) for line in lines if line.strip()]
+    if not marks or not all(marks):
+        return text
+    if len({m.group(0).strip()[:1] for m in marks if m}) != 1:
+        return text
+    return "\n".join(_QUOTE.sub("", line, count=1) for line in lines)
+
+
 def parse_report(text: str, *, arch: str | None = None) -> PerfStatReport:
     """Every run of a perf stat output, in whichever format it is (CSV, JSON lines, text,
     or Arm's topdown-tool, which drives perf stat and prints the metrics it computed).
@@ -1808,6 +1877,7 @@ def parse_report(text: str, *, arch: str | None = None) -> PerfStatReport:
     """
     if not text.strip():
         raise PerfStatError("empty file: no perf stat output")
+    text = _unquoted(text)
     from .topdown_tool import looks_like_topdown_tool
     from .toplev import looks_like_toplev
 

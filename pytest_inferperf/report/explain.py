@@ -71,6 +71,15 @@ def explain_text(
                     "not used (another name of the same logical event was): "
                     + ", ".join(run.superseded)
                 )
+            if run.other_cores:
+                lines.append(
+                    "not used (another kind of core, which this task hardly ran on: perf "
+                    "scales such a count up from the time it ran, Linux perf "
+                    "intel-hybrid.txt): "
+                    + ", ".join(
+                        f"{p} (counted {pct:g}% of the time)" for p, pct in run.other_cores.items()
+                    )
+                )
             if run.perf_metrics:
                 lines.append(
                     (
@@ -149,6 +158,7 @@ def explain_json(
                 "unmapped": list(run.unmapped),
                 "ambiguous": list(run.ambiguous),
                 "superseded": list(run.superseded),
+                "other_cores": run.other_cores,
                 "multiplexed": run.multiplexed,
                 "events": [
                     {
