@@ -809,6 +809,30 @@ def _minor_cores(entries: Sequence[PerfStatEntry], title: str) -> dict[str, floa
     return {p: v for p, v in share.items() if p != read}
 
 
+def _drop_uncounted(
+    counted: dict[str, float],
+    missing: dict[str, str],
+    groups: Mapping[str, Mapping[tuple[str, str], list[PerfStatEntry]]],
+) -> None:
+    """Move the counts that are no count of the run from ``counted`` to ``missing``,
+    with the reason.
+
+    A hardware event that read 0 over millions of cycles did not count (a hypervisor
+    that lists a PMU it does not count prints 0, not <not supported>): not a zero. Nor
+    is a stall count above the run's cycles a share of them: the same rules as for the
+    counters the plugin reads (pmu.trust). A user-only (:u) switch or migration count is
+    0 by construction, not the run's (events.KERNEL_ONLY_SOFTWARE); perf adds :u itself
+    where perf_event_paranoid keeps the kernel out."""
+    for name, why in {**silent_zeros(counted), **overcounted_stalls(counted)}.items():
+        del counted[name]
+        missing[name] = why
+    for name in KERNEL_ONLY_SOFTWARE:
+        opened = [e for g in groups.get(name, {}).values() for e in g]
+        if counted.get(name) == 0 and opened and all(_user_only(e) for e in opened):
+            del counted[name]
+            missing[name] = kernel_only_reason(None)
+
+
 def _collect(
     fmt: str,
     entries: list[PerfStatEntry],
@@ -879,21 +903,7 @@ def _collect(
     for name, value in _topdown_fractions(topdown).items():
         perf_metrics.setdefault(name, value)
     perf_metrics = _with_level1(perf_metrics)
-    # A hardware event that read 0 over millions of cycles did not count (a hypervisor
-    # that lists a PMU it does not count prints 0, not <not supported>): not a zero.
-    # Nor is a stall count above the run's cycles a share of them: the same rules as for
-    # the counters the plugin reads (pmu.trust).
-    for name, why in {**silent_zeros(counted), **overcounted_stalls(counted)}.items():
-        del counted[name]
-        missing[name] = why
-    # A user-only (:u) switch or migration count is 0 by construction, not the run's
-    # (events.KERNEL_ONLY_SOFTWARE); perf adds :u itself where perf_event_paranoid
-    # keeps the kernel out.
-    for name in KERNEL_ONLY_SOFTWARE:
-        opened = [e for g in groups.get(name, {}).values() for e in g]
-        if counted.get(name) == 0 and opened and all(_user_only(e) for e in opened):
-            del counted[name]
-            missing[name] = kernel_only_reason(None)
+    _drop_uncounted(counted, missing, groups)
     unavailable = {k: v for k, v in missing.items() if k not in counted}
     return PerfStat(
         fmt,

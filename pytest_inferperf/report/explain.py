@@ -12,7 +12,7 @@ handed them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tabulate import tabulate
@@ -38,58 +38,13 @@ def explain_text(
     with how long each input was counted, what was not counted, then the diagnosis."""
     from ..ingest.perf_stat import TOOL_FORMATS
 
-    runs = len(report.runs)
     where = f"{file} ({report.format}"
     where += f", {report.elapsed_s:.3f} s elapsed" if report.elapsed_s else ""
     where += f", {report.runs_note}" if report.runs_note else ""
     source = "" if report.format in TOOL_FORMATS else "perf stat: "
     lines = [f"{source}{where}); core: {core or 'unknown (pass --cpu)'}"]
     if verbose:
-        for i, run in enumerate(report.runs, 1):
-            if runs > 1:
-                lines.append(f"run {i}: {run.title or 'perf stat'}")
-            rows = [
-                (
-                    e.event.text,
-                    "-" if (n := _logical(e, run.arch)) is None else n,
-                    e.status if e.value is None else f"{e.value:,.2f}".rstrip("0").rstrip("."),
-                    e.unit,
-                    "" if e.running_pct is None else f"{e.running_pct:.2f}%",
-                )
-                for e in run.entries
-            ]
-            if rows:
-                lines.append(
-                    tabulate(
-                        rows,
-                        headers=("perf event", "logical", "value", "unit", "running"),
-                        disable_numparse=True,
-                    )
-                )
-            if run.superseded:
-                lines.append(
-                    "not used (another name of the same logical event was): "
-                    + ", ".join(run.superseded)
-                )
-            if run.other_cores:
-                lines.append(
-                    "not used (another kind of core, which this task hardly ran on: perf "
-                    "scales such a count up from the time it ran, Linux perf "
-                    "intel-hybrid.txt): "
-                    + ", ".join(
-                        f"{p} (counted {pct:g}% of the time)" for p, pct in run.other_cores.items()
-                    )
-                )
-            if run.perf_metrics:
-                lines.append(
-                    (
-                        f"metrics {run.format} computed: "
-                        if run.format in TOOL_FORMATS
-                        else "perf's own top-down fractions: "
-                    )
-                    + ", ".join(f"{k} {v:.3f}" for k, v in run.perf_metrics.items())
-                )
-            lines.append("")
+        lines.extend(_runs_text(report.runs))
     multiplexed = report.multiplexed
     task_clock = any("task_clock" in r.counts for r in report.runs)
     rows = []
@@ -131,6 +86,59 @@ def explain_text(
                 + ", ".join(f"{name} {_value(rate)}/s" for name, rate in sorted(rates.items()))
             )
     return "\n".join(lines) + "\n\n" + render(diagnosis, verbose=verbose)
+
+
+def _runs_text(runs: Sequence[Any]) -> list[str]:
+    """``inferperf explain -v``: each run's events as read, and what was not used."""
+    from ..ingest.perf_stat import TOOL_FORMATS
+
+    lines: list[str] = []
+    for i, run in enumerate(runs, 1):
+        if len(runs) > 1:
+            lines.append(f"run {i}: {run.title or 'perf stat'}")
+        rows = [
+            (
+                e.event.text,
+                "-" if (n := _logical(e, run.arch)) is None else n,
+                e.status if e.value is None else f"{e.value:,.2f}".rstrip("0").rstrip("."),
+                e.unit,
+                "" if e.running_pct is None else f"{e.running_pct:.2f}%",
+            )
+            for e in run.entries
+        ]
+        if rows:
+            lines.append(
+                tabulate(
+                    rows,
+                    headers=("perf event", "logical", "value", "unit", "running"),
+                    disable_numparse=True,
+                )
+            )
+        if run.superseded:
+            lines.append(
+                "not used (another name of the same logical event was): "
+                + ", ".join(run.superseded)
+            )
+        if run.other_cores:
+            lines.append(
+                "not used (another kind of core, which this task hardly ran on: perf "
+                "scales such a count up from the time it ran, Linux perf "
+                "intel-hybrid.txt): "
+                + ", ".join(
+                    f"{p} (counted {pct:g}% of the time)" for p, pct in run.other_cores.items()
+                )
+            )
+        if run.perf_metrics:
+            lines.append(
+                (
+                    f"metrics {run.format} computed: "
+                    if run.format in TOOL_FORMATS
+                    else "perf's own top-down fractions: "
+                )
+                + ", ".join(f"{k} {v:.3f}" for k, v in run.perf_metrics.items())
+            )
+        lines.append("")
+    return lines
 
 
 def explain_json(
