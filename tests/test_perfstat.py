@@ -26,6 +26,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "perfstat"
 A72 = FIXTURES / "a72_plain.txt"
 N1 = FIXTURES / "n1_stat.csv"
 NNBSP, NBSP = "\u202f", "\u00a0"
+SWISS = "\u2019"  # glibc localedata de_CH/fr_CH/it_CH: thousands_sep "<U2019>"
 
 
 # -- numbers ---------------------------------------------------------------------------------
@@ -52,6 +53,7 @@ NNBSP, NBSP = "\u202f", "\u00a0"
         ("1.234", ",", 1234),
         ("1.234", ".", 1.234),
         (f"9{NNBSP}612,48", ",", 9612.48),
+        (f"881{SWISS}968{SWISS}231", None, 881968231),
     ],
 )
 def test_parse_number_in_every_locale(token, decimal, expected):
@@ -324,7 +326,17 @@ def test_json_lines():
 @st.composite
 def text_reports(draw):
     grouping, decimal = draw(
-        st.sampled_from([(",", "."), (".", ","), (NNBSP, ","), (NBSP, ","), ("'", "."), (" ", ",")])
+        st.sampled_from(
+            [
+                (",", "."),
+                (".", ","),
+                (NNBSP, ","),
+                (NBSP, ","),
+                ("'", "."),
+                (SWISS, "."),
+                (" ", ","),
+            ]
+        )
     )
 
     def group(n: int) -> str:
@@ -1285,7 +1297,9 @@ def test_op_less_l1i_misses_give_the_l1i_mpki():
 @st.composite
 def interval_reports(draw):
     grouping, decimal = draw(
-        st.sampled_from([(",", "."), (".", ","), (" ", ","), (NNBSP, ","), (NBSP, ",")])
+        st.sampled_from(
+            [(",", "."), (".", ","), (" ", ","), (NNBSP, ","), (NBSP, ","), (SWISS, ".")]
+        )
     )
 
     def group(n: int) -> str:
@@ -1313,7 +1327,7 @@ def test_interval_time_and_grouped_count_are_two_numbers_in_every_grouping(repor
     assert stat.counts == pytest.approx(expected, rel=1e-12, abs=1e-6)
 
 
-@pytest.mark.parametrize("grouping", [",", ".", " ", NNBSP, NBSP])
+@pytest.mark.parametrize("grouping", [",", ".", " ", NNBSP, NBSP, SWISS])
 def test_a_three_digit_count_after_a_single_space_stays_apart(grouping):
     # "1,001 123 cycles": the time and a count of 123 apart by one space are two numbers
     decimal = "." if grouping == "," else ","
@@ -1570,3 +1584,52 @@ def test_perfs_own_comment_lines_are_no_quote():
     # with "#", the count lines do not: nothing is taken off.
     text = "# started on Mon Dec  7 10:00:00 2026\n\n" + QUOTABLE
     assert parse(text).counts == parse(QUOTABLE).counts
+
+
+def test_a_hybrid_machines_top_down_groups_are_read_where_the_task_ran():
+    # Constructed in perf 6.x's layout: the TopdownL1 group once per kind of core, each
+    # closed by its running share; the cpu_atom group, scaled up from 0.10% of the time,
+    # is not the task's (Linux perf intel-hybrid.txt).
+    text = (
+        "     13,897,302,659      cpu_core/cycles/                        (99.90%)\n"
+        "     12,971,286,497      cpu_atom/cycles/                        (0.07%)\n"
+        "             TopdownL1 (cpu_core)                 #     66.1 %  tma_backend_bound\n"
+        "                                                  #      7.0 %  tma_bad_speculation\n"
+        "                                                  #      2.7 %  tma_frontend_bound\n"
+        "                                                  #     24.2 %  tma_retiring  (99.90%)\n"
+        "                                                  #     17.7 %  tma_bad_speculation\n"
+        "                                                  #     33.1 %  tma_retiring  (0.10%)\n"
+        "                                                  #     39.4 %  tma_backend_bound\n"
+        "                                                  #      9.9 %  tma_frontend_bound"
+        "  (0.10%)\n"
+    )
+    assert parse(text).perf_metrics == pytest.approx(
+        {
+            "backend_bound": 0.661,
+            "bad_speculation": 0.07,
+            "frontend_bound": 0.027,
+            "retiring": 0.242,
+        }
+    )
+
+
+@pytest.mark.parametrize("core", ["amd-zen4", "amd-zen2", "amd-zen"])
+def test_amd_generic_cache_events_are_the_l2s(core):
+    # Linux arch/x86/events/amd/core.c: on AMD, perf's cache-references is PMCx060 (L2
+    # cache requests, 0xff60) and cache-misses PMCx064 umask 0x09 (L2 misses of data
+    # reads and instruction fills, 0x0964), not the last level as on Intel.
+    text = (
+        "   1,000,000,000      instructions\n"
+        "     100,000,000      cache-references\n"
+        "      15,000,000      cache-misses\n"
+    )
+    stat = parse(text, arch="x86")
+    amd = stat.metrics(core)
+    assert amd["l2_mpki"] == pytest.approx(15.0)
+    assert amd["l2_miss"] == pytest.approx(0.15)
+    assert "llc_mpki" not in amd
+    intel = stat.metrics("intel-skylake")
+    assert intel["llc_mpki"] == pytest.approx(15.0) and "l2_mpki" not in intel
+    # an event that names the last level itself stays the last level's
+    llc = parse(text + "       5,000,000      LLC-load-misses\n", arch="x86").metrics(core)
+    assert llc["llc_mpki"] == pytest.approx(5.0)

@@ -448,7 +448,10 @@ def logical_name(event: str | EventName, arch: str = "arm") -> str | None:
 
 # -- numbers ----------------------------------------------------------------------------
 
-_GROUPING_ONLY = ("\u00a0", "\u202f", "\u2009", "'", " ")
+# Marks that only ever group digits: no-break and narrow spaces, and the apostrophes of
+# the Swiss locales (glibc localedata de_CH, fr_CH, it_CH: thousands_sep "<U2019>",
+# earlier "<U0027>").
+_GROUPING_ONLY = ("\u00a0", "\u202f", "\u2009", "'", "\u2019", " ")
 
 
 def parse_number(token: str, decimal: str | None = None) -> float:
@@ -620,7 +623,7 @@ class PerfStat:
         not carry). It is dropped, and perf's own value, when printed, stands instead.
         """
         counts = {**borrowed, **self.counts} if borrowed else self.counts
-        out = compute(counts, self.context(core, calls))
+        out = compute(self._cache_level_of_generic_events(counts, core), self.context(core, calls))
         for name in _LEVEL1:
             value = out.get(name)
             if value is not None and not -_FRACTION_SLACK <= value <= 1 + _FRACTION_SLACK:
@@ -629,6 +632,28 @@ class PerfStat:
             out.setdefault(name, value)
         if "cpu_utilisation" not in out and (busy := self.footer_cpus()) is not None:
             out["cpu_utilisation"] = busy
+        return out
+
+    def _cache_level_of_generic_events(
+        self, counts: Mapping[str, float], core: str
+    ) -> Mapping[str, float]:
+        """``counts`` with perf's generic cache-references / cache-misses at the level
+        the named core counts them. On AMD cores they are L2 events, not last-level ones
+        as on Intel (LONGEST_LAT_CACHE): PMCx060, L2 cache requests, and PMCx064 umask
+        0x09, L2 misses of data reads and instruction fills (Zen 1 to 5: 0xff60 /
+        0x0964; families 10h to 16h: 0x077d / 0x077e, requests to and misses of the L2;
+        Linux arch/x86/events/amd/core.c, amd_*_perfmon_event_map)."""
+        if self.arch != "x86" or not (core or self.core_named or "").startswith("amd"):
+            return counts
+        generic = {
+            logical_name(e.event, "x86")
+            for e in self.entries
+            if e.event.base in _GENERIC_CACHE and e.event.text not in self.superseded
+        }
+        out = dict(counts)
+        for llc, l2 in (("llc_read", "l2_access"), ("llc_miss", "l2_refill")):
+            if llc in generic and llc in out and l2 not in out:
+                out[l2] = out.pop(llc)
         return out
 
     def footer_cpus(self) -> float | None:
@@ -1033,8 +1058,24 @@ def topdown_from_text(lines: Sequence[str]) -> dict[str, float]:
     percentages per CPU or core, or per interval with ``-I``: the mean of the lines is
     used), ``#`` shadow comments naming a level-1 metric, and metric-only lines
     (``65.9 %  backend_bound``: the value first, no event).
+
+    A metric printed more than once in a run is taken where its group counted longest:
+    a hybrid machine prints the group once per kind of core (``TopdownL1 (cpu_core)``,
+    then cpu_atom's), each scaled up from the time the task ran on that kind
+    (:func:`_minor_cores`); perf closes each group's lines with its running share.
     """
     out: dict[str, float] = {}
+    # each printed value with how long its group counted (the "(x%)" perf prints at the
+    # end of a group's last line; 100 where it printed none)
+    counted: dict[str, float] = {}
+    pending: list[tuple[str, float]] = []
+
+    def keep(running: float) -> None:
+        for name, value in pending:
+            if running >= counted.get(name, -1.0):
+                out[name], counted[name] = value, running
+        pending.clear()
+
     rows: dict[str, list[float]] = {}
     columns: list[str] = []
     header_pct = False
@@ -1053,9 +1094,15 @@ def topdown_from_text(lines: Sequence[str]) -> dict[str, float]:
             columns, header_pct = header, "%" in line
             continue
         for match in (*_SHADOW_TOPDOWN.finditer(line), *_METRIC_ONLY.finditer(line)):
-            out[_TOPDOWN_NAMES[match.group("name").lower()]] = _fraction(
-                match.group("value"), bool(match.group("pct"))
+            pending.append(
+                (
+                    _TOPDOWN_NAMES[match.group("name").lower()],
+                    _fraction(match.group("value"), bool(match.group("pct"))),
+                )
             )
+        if (running := _RUNNING.search(line)) is not None:
+            keep(float(running.group("pct").replace(",", ".")))
+    keep(100.0)
     for name, values in rows.items():
         out[name] = statistics.fmean(values)
     return out
@@ -1195,13 +1242,14 @@ def parse_json_lines(text: str, *, arch: str | None = None) -> PerfStat:
 
 # Digits with grouping marks. perf prints counts with printf's "%'" flag, which groups
 # the integer part with the locale's thousands separator (tools/perf/util/stat-display.c;
-# --no-big-num / -B turns it off): ",", ".", "'", a no-break space (U+00A0) or a narrow
-# one (U+202F, U+2009). A plain space groups only an integer part made of one to three
-# digits and then groups of exactly three, before any decimal mark: so the time and the
-# count of "perf stat -I" ("1.001 123 cycles", "1,001 123 cycles") stay two numbers.
+# --no-big-num / -B turns it off): ",", ".", "'" or "’" (U+2019, the Swiss locales), a
+# no-break space (U+00A0) or a narrow one (U+202F, U+2009). A plain space groups only an
+# integer part made of one to three digits and then groups of exactly three, before any
+# decimal mark: so the time and the count of "perf stat -I" ("1.001 123 cycles",
+# "1,001 123 cycles") stay two numbers.
 _NUM = (
-    r"(?:\d{1,3}(?: \d{3})+(?:[.,]\d+)?(?![\d.,'\u00a0\u202f\u2009])"
-    r"|\d[\d.,'\u00a0\u202f\u2009]*)"
+    r"(?:\d{1,3}(?: \d{3})+(?:[.,]\d+)?(?![\d.,'\u2019\u00a0\u202f\u2009])"
+    r"|\d[\d.,'\u2019\u00a0\u202f\u2009]*)"
 )
 _LINE = re.compile(
     rf"^\s*(?P<value>{NOT_SUPPORTED}|{NOT_COUNTED}|{_NUM})\s+"
