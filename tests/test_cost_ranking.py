@@ -206,19 +206,22 @@ def test_level2_memory_bound_names_memory_and_core_bound_the_backend():
     assert whole.primary.share.metric == "backend_bound"
 
 
+# A memory-bound backend at levels 1 and 2, which level 3 then splits.
+MEMORY_BOUND_LEVEL2 = {
+    "retiring": 0.30,
+    "bad_speculation": 0.05,
+    "frontend_bound": 0.10,
+    "backend_bound": 0.55,
+    "memory_bound": 0.50,
+}
+
+
 def test_level3_names_the_cache_level_that_served_the_memory_part():
     # Intel TMA level 3 splits the memory part by the level that served the loads.
     # Served by the L2 (tma_l2_bound > 0.05): L1D residency, its share the L2's part;
     # by the L3 or DRAM (tma_l3_bound > 0.05, tma_dram_bound > 0.1): L2/LLC residency,
     # its share the two together. The memory part then only supports them.
-    base = {
-        "retiring": 0.30,
-        "bad_speculation": 0.05,
-        "frontend_bound": 0.10,
-        "backend_bound": 0.55,
-        "memory_bound": 0.50,
-        "core_bound": 0.05,
-    }
+    base = {**MEMORY_BOUND_LEVEL2, "core_bound": 0.05}
     l2 = diagnose(
         {**base, "l2_bound": 0.40, "l3_bound": 0.03, "dram_stalled": 0.02}, core="icelake"
     )
@@ -241,13 +244,7 @@ def test_level3_l1_bound_is_the_cores_and_level4_dtlb_the_tlbs():
     # splits the DTLB part off (tma_dtlb_load > 0.1 under it): the TLB's, and L1_Bound
     # less it is the backend's share. Any level-3 node measured makes the memory part a
     # support only, so it no longer names L2/LLC residency by itself.
-    base = {
-        "retiring": 0.30,
-        "bad_speculation": 0.05,
-        "frontend_bound": 0.10,
-        "backend_bound": 0.55,
-        "memory_bound": 0.50,
-    }
+    base = MEMORY_BOUND_LEVEL2
     l1 = diagnose({**base, "l1_bound": 0.40}, core="icelake")
     assert l1.primary.category == "backend_bound"
     assert l1.primary.share.share == pytest.approx(0.40)

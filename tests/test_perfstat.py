@@ -1064,65 +1064,71 @@ def test_amd_zen4_raw_events_read_as_their_counts():
     assert "cpu/de_no_dispatch_per_slot.no_ops_from_frontend,cmask=0x6/" in stat.unmapped
 
 
-def test_intel_memory_levels_from_the_stall_events_and_from_perfs_level_3():
-    # Constructed in perf's layout. Intel TMA level 3 (Linux perf x86 metrics, Ice Lake
-    # on): tma_l2_bound's stall term (STALLS_L1D_MISS - STALLS_L2_MISS) / CLKS,
-    # tma_l3_bound = (STALLS_L2_MISS - STALLS_L3_MISS) / CLKS, tma_dram_bound
-    # STALLS_L3_MISS / CLKS.
-    text = (
-        "   10,000,000,000      cycles\n"
-        "    7,000,000,000      memory_activity.stalls_l1d_miss\n"
-        "    5,000,000,000      memory_activity.stalls_l2_miss\n"
-        "    1,000,000,000      memory_activity.stalls_l3_miss\n"
-    )
-    metrics = parse(text).metrics("sapphirerapids")
-    assert metrics["l2_bound"] == pytest.approx(0.2)
-    assert metrics["l3_bound"] == pytest.approx(0.4)
-    assert metrics["dram_stalled"] == pytest.approx(0.1)
-    printed = (
-        "  TopdownL3   #     12.0 %  tma_l2_bound\n"
-        "              #     30.5 %  tma_l3_bound\n"
-        "              #      8.0 %  tma_dram_bound\n"
-    )
-    assert parse(printed).perf_metrics == pytest.approx(
-        {"l2_bound": 0.12, "l3_bound": 0.305, "dram_stalled": 0.08}
-    )
+@pytest.mark.parametrize(
+    ("text", "core", "expected"),
+    [
+        # Intel TMA level 3 (Linux perf x86 metrics, Ice Lake on): tma_l2_bound's stall
+        # term (STALLS_L1D_MISS - STALLS_L2_MISS) / CLKS, tma_l3_bound = (STALLS_L2_MISS
+        # - STALLS_L3_MISS) / CLKS, tma_dram_bound STALLS_L3_MISS / CLKS.
+        (
+            "   10,000,000,000      cycles\n"
+            "    7,000,000,000      memory_activity.stalls_l1d_miss\n"
+            "    5,000,000,000      memory_activity.stalls_l2_miss\n"
+            "    1,000,000,000      memory_activity.stalls_l3_miss\n",
+            "sapphirerapids",
+            {"l2_bound": 0.2, "l3_bound": 0.4, "dram_stalled": 0.1},
+        ),
+        # tma_l1_bound = (CYCLE_ACTIVITY.STALLS_MEM_ANY - .STALLS_L1D_MISS) / CLKS (Linux
+        # perf x86 skl-metrics.json; Golden Cove on EXE_ACTIVITY.BOUND_ON_LOADS -
+        # MEMORY_ACTIVITY.STALLS_L1D_MISS); the page walks' active cycles over the cycles,
+        # tma_load_stlb_miss (DTLB_LOAD_MISSES.WALK_ACTIVE / CLKS), the part of
+        # tma_dtlb_load that walked.
+        (
+            "   10,000,000,000      cycles\n"
+            "    6,000,000,000      cycle_activity.stalls_mem_any\n"
+            "    4,500,000,000      cycle_activity.stalls_l1d_miss\n"
+            "    1,200,000,000      dtlb_load_misses.walk_active\n"
+            "      300,000,000      dtlb_store_misses.walk_active\n",
+            "skylake",
+            {"l1_bound": 0.15, "dtlb_load_bound": 0.12, "dtlb_store_bound": 0.03},
+        ),
+        # Haswell's names: *_PENDING for the stalls with a miss outstanding.
+        (
+            "   10,000,000,000      cycles\n"
+            "    6,000,000,000      cycle_activity.stalls_ldm_pending\n"
+            "    4,000,000,000      cycle_activity.stalls_l1d_pending\n"
+            "    3,000,000,000      cycle_activity.stalls_l2_pending\n",
+            "haswell",
+            {"l1_bound": 0.2, "l2_bound": 0.1},
+        ),
+    ],
+)
+def test_intel_memory_levels_from_the_stall_events(text, core, expected):
+    # Constructed in perf's layout.
+    metrics = parse(text).metrics(core)
+    assert {name: metrics[name] for name in expected} == pytest.approx(expected)
 
 
-def test_intel_l1_bound_and_dtlb_parts_from_the_events_and_from_perfs_output():
-    # Constructed in perf's layout. tma_l1_bound = (CYCLE_ACTIVITY.STALLS_MEM_ANY -
-    # .STALLS_L1D_MISS) / CLKS (Linux perf x86 skl-metrics.json; Golden Cove on
-    # EXE_ACTIVITY.BOUND_ON_LOADS - MEMORY_ACTIVITY.STALLS_L1D_MISS); the page walks'
-    # active cycles over the cycles, tma_load_stlb_miss (DTLB_LOAD_MISSES.WALK_ACTIVE /
-    # CLKS), the part of tma_dtlb_load that walked.
-    text = (
-        "   10,000,000,000      cycles\n"
-        "    6,000,000,000      cycle_activity.stalls_mem_any\n"
-        "    4,500,000,000      cycle_activity.stalls_l1d_miss\n"
-        "    1,200,000,000      dtlb_load_misses.walk_active\n"
-        "      300,000,000      dtlb_store_misses.walk_active\n"
-    )
-    metrics = parse(text).metrics("skylake")
-    assert metrics["l1_bound"] == pytest.approx(0.15)
-    assert metrics["dtlb_load_bound"] == pytest.approx(0.12)
-    assert metrics["dtlb_store_bound"] == pytest.approx(0.03)
-    # Haswell's names: *_PENDING for the stalls with a miss outstanding.
-    haswell = parse(
-        "   10,000,000,000      cycles\n"
-        "    6,000,000,000      cycle_activity.stalls_ldm_pending\n"
-        "    4,000,000,000      cycle_activity.stalls_l1d_pending\n"
-        "    3,000,000,000      cycle_activity.stalls_l2_pending\n"
-    ).metrics("haswell")
-    assert haswell["l1_bound"] == pytest.approx(0.2)
-    assert haswell["l2_bound"] == pytest.approx(0.1)
-    printed = (
-        "  TopdownL3   #     21.0 %  tma_l1_bound\n"
-        "  TopdownL4   #     14.5 %  tma_dtlb_load\n"
-        "              #      6.0 %  tma_dtlb_store\n"
-    )
-    assert parse(printed).perf_metrics == pytest.approx(
-        {"l1_bound": 0.21, "dtlb_load_bound": 0.145, "dtlb_store_bound": 0.06}
-    )
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "  TopdownL3   #     12.0 %  tma_l2_bound\n"
+            "              #     30.5 %  tma_l3_bound\n"
+            "              #      8.0 %  tma_dram_bound\n",
+            {"l2_bound": 0.12, "l3_bound": 0.305, "dram_stalled": 0.08},
+        ),
+        (
+            "  TopdownL3   #     21.0 %  tma_l1_bound\n"
+            "  TopdownL4   #     14.5 %  tma_dtlb_load\n"
+            "              #      6.0 %  tma_dtlb_store\n",
+            {"l1_bound": 0.21, "dtlb_load_bound": 0.145, "dtlb_store_bound": 0.06},
+        ),
+    ],
+)
+def test_intel_memory_levels_as_perf_prints_them(text, expected):
+    # Constructed in perf's layout: perf -M TopdownL3 / TopdownL4.
+    assert parse(text).perf_metrics == pytest.approx(expected)
 
 
 def test_perfs_topdown_tree_as_a_mail_quotes_it_is_read():
@@ -1476,8 +1482,8 @@ def test_a_file_that_shows_no_instruction_set_reads_them_as_arms_and_says_so(cap
     assert run.counts["l1d_refill"] == 50_000_000 and "llc_miss" not in run.counts
     assert run.counts["l1d_tlb_refill"] == 12_000_000 and "dtlb_walk" not in run.counts
     assert report.ambiguous == (
-        "cache-references (on x86: last-level references)",
-        "cache-misses (on x86: last-level misses)",
+        "cache-references (on x86: last-level references, on AMD the L2's)",
+        "cache-misses (on x86: last-level misses, on AMD the L2's)",
         "dTLB-load-misses (on x86: page walks)",
     )
     # named x86 (a core, or a name only x86 counts): read as x86's, nothing to say
@@ -1503,7 +1509,8 @@ def test_explain_names_the_reading_and_the_fix(tmp_path, capsys):
     assert "read as Arm's events" not in capsys.readouterr().out
     assert main(["explain", str(path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["runs"][0]["ambiguous"][1] == "cache-misses (on x86: last-level misses)"
+    ambiguous = data["runs"][0]["ambiguous"][1]
+    assert ambiguous == "cache-misses (on x86: last-level misses, on AMD the L2's)"
 
 
 # -- a hybrid machine's two kinds of core ----------------------------------------------

@@ -108,6 +108,7 @@ from .thresholds_by_core import (
     L1_ONLY_EXONERATES_BELOW,
     MEMORY_CATEGORIES,
     MEMORY_EVIDENCE,
+    MEMORY_LEVEL3,
     SEVERAL_CPUS_BUSY,
     THRESHOLDS,
     CoreFacts,
@@ -669,7 +670,7 @@ _FRACTION_METRICS = {
 _LEVEL2: dict[str, str] = {part: m.name for m in METRICS.values() for part in m.parts}
 _BACKEND_PARTS = METRICS["backend_bound"].parts
 # Shares that hold none of their category's children: a level-2 or level-3 part.
-_LEAF_SHARES = (*_LEVEL2, "l1_bound", "l2_bound", "l3_bound", "dtlb_load_bound", "dtlb_store_bound")
+_LEAF_SHARES = (*_LEVEL2, *MEMORY_LEVEL3, "dtlb_load_bound", "dtlb_store_bound")
 
 
 def _level1_of(fraction: str | None) -> str | None:
@@ -900,9 +901,7 @@ _MEMORY_SPLIT = (
     "backend_mem_stalled",
     "dram_stalled",
     "memory_bound",
-    "l1_bound",
-    "l2_bound",
-    "l3_bound",
+    *MEMORY_LEVEL3,
 )
 AWS_STALLS = (
     "AWS Graviton perfrunbook (debug_hw_perf.md), top-down step 2: of stall_frontend and "

@@ -117,9 +117,7 @@ MEMORY_EVIDENCE: tuple[str, ...] = (
     "backend_bound",
     "backend_mem_stalled",
     "memory_bound",
-    "l1_bound",
-    "l2_bound",
-    "l3_bound",
+    *MEMORY_LEVEL3,
 )
 # With nothing below L1 counted, L1D refills rule memory out only when, each charged
 # at the cost of a miss to DRAM (``llc_mpki``'s ``cost`` in core.metrics), they could
@@ -166,7 +164,7 @@ class Threshold:
     ``key_with_cpus`` makes a ``"support"`` row a key where the run kept more CPUs busy
     on average (``cpu_utilisation``) than that: a fact only several threads running at
     once can show (:data:`SEVERAL_CPUS_BUSY`). ``support_with`` makes a ``"key"`` row a
-    support where that finer metric (or any of those) was measured, which judges the
+    support where any of those finer metrics was measured, which judges the
     category instead (the level-1 backend share, where level 2 split it into memory and
     core; the memory part, where level 3 said which level served the loads).
     """
@@ -183,7 +181,7 @@ class Threshold:
     families: tuple[str, ...] = ("*",)
     key_without: str | None = None
     key_with_cpus: float | None = None
-    support_with: str | tuple[str, ...] | None = None
+    support_with: tuple[str, ...] = ()
 
     def applies_to(self, family: str) -> bool:
         # An unknown core gets every row: a row whose metric was not counted simply
@@ -199,8 +197,7 @@ class Threshold:
         metric it stands in for is absent, a ``key_with_cpus`` row where more CPUs were
         busy than it names; a support otherwise."""
         if self.role == "key":
-            finer = self.support_with or ()
-            if any(n in metrics for n in ((finer,) if isinstance(finer, str) else finer)):
+            if any(n in metrics for n in self.support_with):
                 return replace(self, role="support")
             return self
         if self.key_without is not None and self.key_without not in metrics:
@@ -474,7 +471,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "branch_misprediction",
         "key",
         f"{TMA}: bad_speculation > 0.15",
-        support_with="branch_mispredicts",
+        support_with=("branch_mispredicts",),
     ),
     # Top-down level 2 of bad speculation: the part lost to mispredicted branches (the
     # rest are machine clears: memory-ordering nukes, self-modifying code, which no
@@ -578,7 +575,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "key",
         f"{PERF_GRC}: stalled-cycles-backend > 50%",
         families=_STALLS,
-        support_with="core_bound",
+        support_with=("core_bound",),
     ),
     Threshold(
         "backend_bound",
@@ -587,7 +584,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "backend_bound",
         "key",
         f"{TMA}: backend_bound > 0.2",
-        support_with="core_bound",
+        support_with=("core_bound",),
     ),
     Threshold(
         "core_bound",

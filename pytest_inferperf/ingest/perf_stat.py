@@ -623,7 +623,8 @@ class PerfStat:
         not carry). It is dropped, and perf's own value, when printed, stands instead.
         """
         counts = {**borrowed, **self.counts} if borrowed else self.counts
-        out = compute(self._cache_level_of_generic_events(counts, core), self.context(core, calls))
+        ctx = self.context(core, calls)
+        out = compute(self._cache_level_of_generic_events(counts, ctx.core), ctx)
         for name in _LEVEL1:
             value = out.get(name)
             if value is not None and not -_FRACTION_SLACK <= value <= 1 + _FRACTION_SLACK:
@@ -643,7 +644,7 @@ class PerfStat:
         0x09, L2 misses of data reads and instruction fills (Zen 1 to 5: 0xff60 /
         0x0964; families 10h to 16h: 0x077d / 0x077e, requests to and misses of the L2;
         Linux arch/x86/events/amd/core.c, amd_*_perfmon_event_map)."""
-        if self.arch != "x86" or not (core or self.core_named or "").startswith("amd"):
+        if self.arch != "x86" or not core.startswith("amd"):
             return counts
         generic = {
             logical_name(e.event, "x86")
@@ -756,8 +757,8 @@ def _arch_of(entries: Iterable[PerfStatEntry]) -> str | None:
 #: the Arm event's count for the same run; a threshold crossed on Arm's reading is
 #: crossed on x86's too, though the level named may be the nearer one.
 ARCH_DEPENDENT: dict[str, str] = {
-    "cache-references": "on x86: last-level references",
-    "cache-misses": "on x86: last-level misses",
+    "cache-references": "on x86: last-level references, on AMD the L2's",
+    "cache-misses": "on x86: last-level misses, on AMD the L2's",
     "dtlb-miss": "on x86: page walks",
     "itlb-miss": "on x86: page walks",
 }
