@@ -1,1 +1,2 @@
-"""Counts measured elsewhere, read from files: ``perf stat``, ``topdown-tool``, ``toplev``."""
+"""Counts measured elsewhere, read from files: ``perf stat``, ``simpleperf stat``,
+``topdown-tool``, ``toplev``."""

@@ -54,7 +54,10 @@ from ..pmu.trust import overcounted_stalls, silent_zeros, unsupported_stalls
 
 NOT_SUPPORTED = "<not supported>"
 NOT_COUNTED = "<not counted>"
+NO_RUN_TIME = "<no run time>"  # simpleperf's 0 with an empty comment (ingest.simpleperf)
 REASONS = {
+    NO_RUN_TIME: "simpleperf stat: 0 with no run time (never got a counter: more hardware "
+    "events than counters, or the task never ran on that PMU's CPUs)",
     NOT_SUPPORTED: "perf stat: <not supported> (the kernel or this CPU has no such event)",
     NOT_COUNTED: "perf stat: <not counted> (never got a counter: the group did not fit, or "
     "the task never ran on that PMU's CPUs)",
@@ -68,7 +71,8 @@ class PerfStatError(InferperfError, ValueError):
 #: What a file without one counter line (or topdown-tool metric) gets told.
 NO_COUNTERS = (
     "no perf stat counter lines found (expected 'perf stat' text output, "
-    "'perf stat -x,' CSV, 'perf stat -j' JSON, Arm topdown-tool's or Intel toplev's output)"
+    "'perf stat -x,' CSV, 'perf stat -j' JSON, simpleperf stat's text or --csv, Arm "
+    "topdown-tool's or Intel toplev's output)"
 )
 
 
@@ -579,6 +583,9 @@ class PerfStat:
     # the instruction set the output shows other than by its event names: the tool that
     # wrote it (TOOL_FORMATS), or Intel's tma_ metric names perf printed
     printed_isa: str | None = None
+    # what the tool that wrote the counts said they cannot support, in words (simpleperf's
+    # warning that its events outnumbered the counters, with no share printed)
+    tool_limits: tuple[str, ...] = ()
 
     @property
     def core_hint(self) -> str | None:
@@ -1805,6 +1812,7 @@ class PerfStatReport:
             )
         if hardware and "cycles" not in counted:
             out.append("no cycles counted: no IPC and no share of cycles stalled")
+        out.extend(dict.fromkeys(note for r in self.runs for note in r.tool_limits))
         targets = {t.text for r in self.runs if (t := run_target(r)) and not t.command}
         for target in sorted(targets):
             if target.startswith(("process id", "thread id")):
@@ -1858,6 +1866,16 @@ def _format(text: str) -> str:
     return "text"
 
 
+#: Tools that print counts as perf stat does, by format, with the name the output gives.
+COUNTING_TOOLS = {"simpleperf": "simpleperf stat"}
+
+
+def source_label(fmt: str) -> str:
+    """What wrote a run of this format, for the header of an explanation: "" for the
+    tools that print their own metrics (they name themselves in the format)."""
+    return "" if fmt in TOOL_FORMATS else COUNTING_TOOLS.get(fmt, "perf stat")
+
+
 #: Tools that drive the counters and print the metrics they computed, not perf stat's
 #: counts, with the instruction set they count on: Arm's topdown-tool reads Arm PMUs only
 #: (its README), Intel's toplev Intel's (pmu-tools).
@@ -1884,6 +1902,38 @@ def _toplev_run(text: str) -> PerfStat:
         core_named=run.cpu,
         printed_isa=TOOL_FORMATS["toplev"],
     )
+
+
+def _simpleperf_runs(text: str, arch: str | None) -> list[PerfStat]:
+    from .simpleperf import perf_name, read_reports
+
+    runs = []
+    for report in read_reports(text):
+        entries = [
+            PerfStatEntry(
+                split_event(perf_name(row.event)),
+                row.count,
+                row.unit,
+                "counted" if row.count is not None else NO_RUN_TIME,
+                row.running_pct,
+            )
+            for row in report.rows
+        ]
+        run = _collect("simpleperf", entries, arch, elapsed_s=report.elapsed_s)
+        if report.multiplexed_unknown:
+            run = replace(
+                run,
+                tool_limits=(
+                    "simpleperf warned that the events outnumbered the hardware counters "
+                    "and printed no share of the time each ran: every hardware count covers "
+                    "only part of the run, by an unknown share (count fewer events per run, "
+                    "or use --group)",
+                ),
+            )
+        runs.append(run)
+    if not runs:
+        raise PerfStatError(NO_COUNTERS)
+    return runs
 
 
 def _topdown_tool_runs(text: str) -> list[PerfStat]:
@@ -1937,6 +1987,7 @@ def parse_report(text: str, *, arch: str | None = None) -> PerfStatReport:
     if not text.strip():
         raise PerfStatError("empty file: no perf stat output")
     text = _unquoted(text)
+    from .simpleperf import looks_like_simpleperf
     from .topdown_tool import looks_like_topdown_tool
     from .toplev import looks_like_toplev
 
@@ -1944,6 +1995,8 @@ def parse_report(text: str, *, arch: str | None = None) -> PerfStatReport:
         return PerfStatReport(tuple(_topdown_tool_runs(text)))
     if looks_like_toplev(text.splitlines()):
         return PerfStatReport((_toplev_run(text),))
+    if looks_like_simpleperf(text.splitlines()):
+        return PerfStatReport(tuple(_simpleperf_runs(text, arch)))
     fmt = _format(text)
     if fmt == "json":
         return PerfStatReport((parse_json_lines(text, arch=arch),))

@@ -36,12 +36,12 @@ def explain_text(
 ) -> str:
     """``inferperf explain``: the file's runs (with ``verbose`` every event), the metrics
     with how long each input was counted, what was not counted, then the diagnosis."""
-    from ..ingest.perf_stat import TOOL_FORMATS
+    from ..ingest.perf_stat import source_label
 
     where = f"{file} ({report.format}"
     where += f", {report.elapsed_s:.3f} s elapsed" if report.elapsed_s else ""
     where += f", {report.runs_note}" if report.runs_note else ""
-    source = "" if report.format in TOOL_FORMATS else "perf stat: "
+    source = f"{label}: " if (label := source_label(report.format)) else ""
     lines = [f"{source}{where}); core: {core or 'unknown (pass --cpu)'}"]
     if verbose:
         lines.extend(_runs_text(report.runs))
