@@ -1554,6 +1554,16 @@ CORES.update(
         for c in (
             _fallback_row("cortex-a510", "Cortex-A510", "cortex-a5xx", "arm-cycles"),
             _fallback_row("cortex-x2", "Cortex-X2", "cortex-x", "arm-cycles"),
+            # Android phones' cores of 2020-2023 (ARM-software/data pmu/cortex-a78c.json,
+            # cortex-x1c, cortex-a715, cortex-x3, cortex-a520, cortex-a720, cortex-x4: each
+            # lists the slot and STALL_BACKEND_MEM events, as A510 and X2 do).
+            _fallback_row("cortex-a78c", "Cortex-A78C", "cortex-a7xx", "arm-cycles"),
+            _fallback_row("cortex-x1c", "Cortex-X1C", "cortex-x", "arm-cycles"),
+            _fallback_row("cortex-a715", "Cortex-A715", "cortex-a7xx", "arm-cycles"),
+            _fallback_row("cortex-x3", "Cortex-X3", "cortex-x", "arm-cycles"),
+            _fallback_row("cortex-a520", "Cortex-A520", "cortex-a5xx", "arm-cycles"),
+            _fallback_row("cortex-a720", "Cortex-A720", "cortex-a7xx", "arm-cycles"),
+            _fallback_row("cortex-x4", "Cortex-X4", "cortex-x", "arm-cycles"),
             _fallback_row("neoverse-n3", "Neoverse N3", "neoverse-n", "arm-cycles"),
             # M2's cores: no width on record; Apple's PMU counts the same four events.
             replace(

@@ -1911,7 +1911,8 @@ def _simpleperf_runs(text: str, arch: str | None) -> list[PerfStat]:
     for report in read_reports(text):
         entries = [
             PerfStatEntry(
-                split_event(perf_name(row.event)),
+                # read as perf's name, shown as the file printed it
+                replace(split_event(perf_name(row.event)), text=row.event),
                 row.count,
                 row.unit,
                 "counted" if row.count is not None else NO_RUN_TIME,

@@ -33,7 +33,10 @@ from pathlib import Path
 # TSV110 (Kunpeng 920) from Linux arch/arm64/include/asm/cputype.h (HISI_CPU_PART_TSV110)
 # and tools/perf/pmu-events/arch/arm64/mapfile.csv (0x480fd010 -> hisilicon/hip08);
 # 0x61 Apple parts from the same cputype.h (APPLE_CPU_PART_M1_ICESTORM 0x022 ..
-# APPLE_CPU_PART_M2_AVALANCHE_MAX 0x039; the Pro and Max parts are the same cores).
+# APPLE_CPU_PART_M2_AVALANCHE_MAX 0x039; the Pro and Max parts are the same cores). The
+# phone cores of 2020-2023 (A78C, X1C, A715, X3, A520, A720, X4) from the "cpuid" of
+# their ARM-software/data pmu/<core>.json files (0x41d80 = Cortex-A520, ...), which
+# Linux's cputype.h agrees with (ARM_CPU_PART_CORTEX_A520 0xD80, ..._A715 0xD4D).
 ARM_PARTS: dict[tuple[int, int], tuple[str, str]] = {
     (0x41, 0xD03): ("Cortex-A53", "cortex-a53"),
     (0x41, 0xD05): ("Cortex-A55", "cortex-a55"),
@@ -51,7 +54,14 @@ ARM_PARTS: dict[tuple[int, int], tuple[str, str]] = {
     (0x41, 0xD47): ("Cortex-A710", "cortex-a710"),
     (0x41, 0xD48): ("Cortex-X2", "cortex-x2"),
     (0x41, 0xD49): ("Neoverse N2", "neoverse-n2"),
+    (0x41, 0xD4B): ("Cortex-A78C", "cortex-a78c"),
+    (0x41, 0xD4C): ("Cortex-X1C", "cortex-x1c"),
+    (0x41, 0xD4D): ("Cortex-A715", "cortex-a715"),
+    (0x41, 0xD4E): ("Cortex-X3", "cortex-x3"),
     (0x41, 0xD4F): ("Neoverse V2", "neoverse-v2"),
+    (0x41, 0xD80): ("Cortex-A520", "cortex-a520"),
+    (0x41, 0xD81): ("Cortex-A720", "cortex-a720"),
+    (0x41, 0xD82): ("Cortex-X4", "cortex-x4"),
     (0x41, 0xD84): ("Neoverse V3", "neoverse-v3"),
     (0x41, 0xD8E): ("Neoverse N3", "neoverse-n3"),
     (0x6D, 0xD49): ("Azure Cobalt 100 (Neoverse N2)", "azure-cobalt-100"),
