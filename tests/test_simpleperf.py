@@ -93,6 +93,14 @@ def test_per_core_rows_are_summed_as_read():
     assert run.multiplexed == {}
 
 
+def test_per_core_rows_of_2021_with_their_time_shares_are_summed_unscaled():
+    # "# percentage = event_run_time / enabled_time": the thread's time on each cpu, so a
+    # row at (0%) still counted, and scaling any row would count its cycles several times
+    run = _run("aosp_2021_per_core_shares.txt")
+    assert run.counts == {"cycles": 56_552_838 + 25_958_605 + 22_822_698 + 6_661_495 + 1_519_093}
+    assert run.multiplexed == {} and run.unavailable == {}
+
+
 @pytest.mark.parametrize(
     ("name", "perf", "logical"),
     [
