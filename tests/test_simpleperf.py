@@ -172,7 +172,9 @@ def _print(rows, layout: str, threads: int) -> str:
         parts[0] += count - sum(parts)
         for tid, part in enumerate(parts):
             thread = ["main thread", "100", str(100 + tid)]  # a name with a space
-            if layout == "text2016":  # "  %*s  %-*s   # %-*s  (%.0lf%%)%s\n"
+            if layout == "text2015":  # "%'30" PRId64 "%s  %s\n", scaled or 7 spaces
+                line = f"{_readable(part):>30}{'(scaled)' if share < 100 else ' ' * 7}  {event}"
+            elif layout == "text2016":  # "  %*s  %-*s   # %-*s  (%.0lf%%)%s\n"
                 line = f"  {_readable(part)}  {event}   # 1.000 M/sec  ({share:.0f}%)"
             elif layout == "text2022":  # thread columns, then "  %*s  %-*s   # %-*s%s\n"
                 line = "  " + "  ".join(thread) + f"  {_readable(part)}  {event}   # 1.000 M/sec"
@@ -189,11 +191,11 @@ def _print(rows, layout: str, threads: int) -> str:
 
 @given(
     rows=_rows,
-    layout=st.sampled_from(["text2016", "text2022", "csv2016", "csv2022"]),
+    layout=st.sampled_from(["text2015", "text2016", "text2022", "csv2016", "csv2022"]),
     threads=st.integers(1, 3),
 )
 def test_every_layout_reads_back_what_was_printed(rows, layout, threads):
-    text = _print(rows, layout, threads if layout != "text2016" else 1)
+    text = _print(rows, layout, threads if layout not in ("text2015", "text2016") else 1)
     (report,) = read_reports(text)
     assert report.elapsed_s == 1.5
     got = {row.event: row for row in report.rows}
@@ -203,6 +205,27 @@ def test_every_layout_reads_back_what_was_printed(rows, layout, threads):
         want = count * 100 / share if shared else count
         assert got[event].count == pytest.approx(want)
         assert got[event].running_pct == (pytest.approx(share) if shared else None)
+
+
+ATTACHED = "the counts are the attached tasks' while simpleperf was attached"
+SYSTEM_WIDE = "the counts are every task's on the counted CPUs, not one program's"
+
+
+@pytest.mark.parametrize(
+    ("command", "limit"),
+    [
+        ("$ simpleperf stat -p 7394 --duration 10", ATTACHED),
+        ("$ simpleperf stat --app com.example.app --duration 10", ATTACHED),
+        ("simpleperf stat \\\n    -e cpu-cycles \\\n    --duration 20 -a", SYSTEM_WIDE),
+        ("$ simpleperf stat -e cpu-cycles ./bench -a", None),  # -a is the program's own
+        ("$ simpleperf stat ./bench", None),
+    ],
+)
+def test_the_command_line_above_the_report_gives_its_scope(command, limit):
+    block = (SIMPLEPERF / "aosp_2022_default_events.txt").read_text()
+    report = parse_report(f"{command}\n{block}")
+    scoped = [t for t in report.limits() if t.startswith("simpleperf stat -")]
+    assert [limit in t for t in scoped] == ([] if limit is None else [True])
 
 
 def test_interval_reports_are_runs_kept_apart():

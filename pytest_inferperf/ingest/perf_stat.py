@@ -1904,6 +1904,16 @@ def _toplev_run(text: str) -> PerfStat:
     )
 
 
+# What a simpleperf command line's target makes of the counts (as perf's -a / -p, see
+# PerfStatReport.limits).
+_SIMPLEPERF_SCOPES = {
+    "system-wide": "simpleperf stat -a (its command line above the report): the counts are "
+    "every task's on the counted CPUs, not one program's",
+    "attached": "simpleperf stat -p / -t / --app (its command line above the report): the "
+    "counts are the attached tasks' while simpleperf was attached, not a whole run",
+}
+
+
 def _simpleperf_runs(text: str, arch: str | None) -> list[PerfStat]:
     from .simpleperf import perf_name, read_reports
 
@@ -1921,17 +1931,15 @@ def _simpleperf_runs(text: str, arch: str | None) -> list[PerfStat]:
             for row in report.rows
         ]
         run = _collect("simpleperf", entries, arch, elapsed_s=report.elapsed_s)
+        limits = [_SIMPLEPERF_SCOPES[report.scope]] if report.scope else []
         if report.multiplexed_unknown:
-            run = replace(
-                run,
-                tool_limits=(
-                    "simpleperf warned that the events outnumbered the hardware counters "
-                    "and printed no share of the time each ran: every hardware count covers "
-                    "only part of the run, by an unknown share (count fewer events per run, "
-                    "or use --group)",
-                ),
+            limits.append(
+                "simpleperf warned that the events outnumbered the hardware counters "
+                "and printed no share of the time each ran: every hardware count covers "
+                "only part of the run, by an unknown share (count fewer events per run, "
+                "or use --group)"
             )
-        runs.append(run)
+        runs.append(replace(run, tool_limits=tuple(limits)))
     if not runs:
         raise PerfStatError(NO_COUNTERS)
     return runs

@@ -7,7 +7,8 @@ simpleperf named it, the count, the share of the time it had a counter where pri
 The layouts are those of AOSP ``system/extras`` ``simpleperf/cmd_stat.cpp``:
 
 * 2015: ``   1,234,567(scaled)  cpu-cycles``: the count already scaled by
-  enabled/running time, marked ``(scaled)``, no comment;
+  enabled/running time where it was multiplexed, marked ``(scaled)``, no comment and no
+  share (read as printed);
 * 2016 to August 2022: ``  1,234,567  cpu-cycles   # 0.13 GHz   (12%)``: the count as
   read, **not** scaled, and the share of the enabled time it ran (``1.0 / scale *
   100``: time_running / time_enabled, ``runtime / enabled_time`` in the header);
@@ -76,6 +77,9 @@ class Report:
     rows: list[Row] = field(default_factory=list)
     elapsed_s: float | None = None
     multiplexed_unknown: bool = False  # warned of multiplexing, with no share printed
+    # what the command line above the report counted: "system-wide" (-a), "attached"
+    # (-p, -t, --app), None for a command it ran or no command line shown
+    scope: str | None = None
 
 
 def looks_like_simpleperf(lines: Sequence[str]) -> bool:
@@ -131,7 +135,8 @@ def _row(cells: Sequence[str], index: int, comment: str, scaled: bool) -> _Cells
     if found is None or not _EVENT.match(event):
         return None
     share = _SHARE.search(comment)
-    pct = float(share.group("pct")) if share else (100.0 if scaled else None)
+    # a 2015 "(scaled)" count is perf's estimate already, its share not printed
+    pct = float(share.group("pct")) if share and not scaled else None
     generated = _GENERATED in comment
     return _Cells(
         event, found[0], found[1], pct, generated, index in (1, 4), _ran(event, found[0], comment)
@@ -226,17 +231,66 @@ def _report(lines: Sequence[str], csv: bool) -> Report:
     return report
 
 
+_COMMAND = re.compile(r"\bsimpleperf\s+stat\b(?P<args>.*)$")
+# simpleperf stat's options that take a value (cmd_stat.cpp's usage text): the first
+# other word that is not an option is the command it runs, whose own options follow.
+_VALUED = frozenset(
+    (
+        "-e",
+        "--group",
+        "-p",
+        "-t",
+        "--app",
+        "--cpu",
+        "--duration",
+        "--interval",
+        "-o",
+        "--sort",
+        "--tp-filter",
+        "--kprobe",
+        "--out-fd",
+        "--stop-signal-fd",
+    )
+)
+
+
+def _scope(lines: Sequence[str]) -> str | None:
+    """What the last ``simpleperf stat`` command line of ``lines`` counted (see Report)."""
+    joined: list[str] = []
+    for line in lines:  # a command continued with "\" is one line
+        if joined and joined[-1].endswith("\\"):
+            joined[-1] = joined[-1][:-1] + " " + line.strip()
+        else:
+            joined.append(line.rstrip())
+    commands = [m for line in joined if (m := _COMMAND.search(line))]
+    if not commands:
+        return None
+    words = commands[-1].group("args").split()
+    options: set[str] = set()
+    index = 0
+    while index < len(words) and words[index].startswith("-"):
+        options.add(words[index])
+        index += 2 if words[index] in _VALUED else 1
+    if "-a" in options:
+        return "system-wide"
+    if options & {"-p", "-t", "--app"}:
+        return "attached"
+    return None
+
+
 def read_reports(text: str) -> list[Report]:
-    """Every report of a simpleperf stat output, in order (one per ``--interval``)."""
+    """Every report of a simpleperf stat output, in order (one per ``--interval``); each
+    report's scope is read from the last command line before its title."""
     lines = text.splitlines()
     titles = [(i, m) for i, ln in enumerate(lines) if (m := _TITLE.match(ln))]
     csv = bool(titles) and titles[0][1].group("sep") == ","
     starts = [i for i, _ in titles] or [0]
-    starts[0] = 0  # what comes before the first title (the command line) goes with it
+    bounds = [0, *starts[1:], len(lines)]  # the first report takes the lines before it
     reports = []
-    for a, b in zip(starts, [*starts[1:], len(lines)], strict=True):
+    for a, b, title in zip(bounds, bounds[1:], starts, strict=False):
         report = _report(lines[a:b], csv)
         if report.rows:
             report.multiplexed_unknown = any(MULTIPLEXING_WARNING in ln for ln in lines[a:b])
+            report.scope = _scope(lines[:title])
             reports.append(report)
     return reports
