@@ -51,10 +51,10 @@ _SHARE = re.compile(r"\((?P<pct>\d+(?:\.\d+)?)%\)")
 _SCALED = "(scaled)"
 _GENERATED = "(generated)"
 _EVENT = re.compile(r"^[A-Za-z][\w\-.:/=,]*$")
-# The warning simpleperf logs after a report whose hardware events outnumbered the
-# counters (StatCommand::CheckHardwareCounterMultiplexing).
-# ("It seems the number of hardware events are more than the number of\navailable CPU PMU
-# hardware counters."): its first line.
+# The first line of the warning simpleperf logs after a report whose hardware events
+# outnumbered the counters (StatCommand::CheckHardwareCounterMultiplexing: "It seems the
+# number of hardware events are more than the number of\navailable CPU PMU hardware
+# counters. ...").
 MULTIPLEXING_WARNING = "It seems the number of hardware events are more than"
 _COMMENT = re.compile(r"\s#(?:\s|$)")
 
@@ -92,7 +92,7 @@ def perf_name(event: str) -> str:
     """perf's name of a simpleperf event: ``raw-l1d-cache-refill:u`` ->
     ``l1d_cache_refill:u``; every other name is perf's already."""
     base, sep, modifiers = event.partition(":")
-    if base.startswith("raw-") and len(base) > 4 and not re.fullmatch(r"raw-[0-9a-f]+", base):
+    if base.startswith("raw-") and len(base) > 4:
         base = base[4:].replace("-", "_")
     return base + sep + modifiers
 
