@@ -1640,3 +1640,20 @@ def test_amd_generic_cache_events_are_the_l2s(core):
     # an event that names the last level itself stays the last level's
     llc = parse(text + "       5,000,000      LLC-load-misses\n", arch="x86").metrics(core)
     assert llc["llc_mpki"] == pytest.approx(5.0)
+
+
+def test_amd_generic_cache_events_keep_their_running_share_under_the_l2_names():
+    # perf's layout, constructed: the shares of multiplexed cache-references/-misses go
+    # with the counts to the L2's names once the core is known to be AMD's
+    text = (
+        "   4,000,000,000      cycles                  (66.52%)\n"
+        "   6,000,000,000      instructions            (66.80%)\n"
+        "      90,000,000      cache-references        (66.71%)\n"
+        "      30,000,000      cache-misses            (66.62%)\n"
+    )
+    report = parse_report(text, arch="x86")
+    assert report.multiplexed["llc_miss"] == pytest.approx(66.62)
+    amd = report.on_core("amd-zen4").multiplexed
+    assert amd["l2_refill"] == pytest.approx(66.62) and amd["l2_access"] == pytest.approx(66.71)
+    assert "llc_miss" not in amd
+    assert report.on_core("intel-skylake").multiplexed == report.multiplexed

@@ -1751,7 +1751,9 @@ class PerfStatReport:
     def on_core(self, core: str) -> PerfStatReport:
         """The report with the counts ``core``'s kernel backs with an event the core does
         not have taken out, each with its reason (``pmu.trust.unsupported_stalls``): a
-        saved file does not say which core counted it, so this waits for the core."""
+        saved file does not say which core counted it, so this waits for the core. The
+        running shares of AMD's generic cache events move to the L2 names their counts
+        take on that core (:meth:`PerfStat._cache_level_of_generic_events`)."""
         runs = []
         for run in self.runs:
             refused = [n for n, why in run.unavailable.items() if why == REASONS[NOT_SUPPORTED]]
@@ -1759,6 +1761,9 @@ class PerfStatReport:
             if drop:
                 counts = {n: v for n, v in run.counts.items() if n not in drop}
                 run = replace(run, counts=counts, unavailable={**run.unavailable, **drop})
+            shares = run._cache_level_of_generic_events(run.multiplexed, core)
+            if shares != run.multiplexed:
+                run = replace(run, multiplexed=dict(shares))
             runs.append(run)
         return replace(self, runs=tuple(runs))
 
