@@ -228,6 +228,24 @@ def test_the_command_line_above_the_report_gives_its_scope(command, limit):
     assert [limit in t for t in scoped] == ([] if limit is None else [True])
 
 
+def test_a_title_after_the_ctrl_c_that_stopped_the_run_is_read():
+    # -p / --app / -a without --duration count until SIGINT: the terminal echoes "^C"
+    # right before the title
+    block = (SIMPLEPERF / "aosp_2022_default_events.txt").read_text()
+    (run,) = parse_report("$ simpleperf stat -p 7394\n^C" + block).runs
+    assert run.format == "simpleperf" and run.elapsed_s == pytest.approx(10.027923)
+    assert run.counts["task_clock"] == pytest.approx(25_274_251.0)
+
+
+def test_a_block_quoted_from_its_column_header_on_is_read_as_simpleperf():
+    block = (SIMPLEPERF / "aosp_2022_default_events.txt").read_text()
+    quoted = block[block.index("#") :]
+    quoted = quoted[: quoted.index("Total test time")]  # title and total time left out
+    (run,) = parse_report(quoted).runs
+    assert run.format == "simpleperf" and run.elapsed_s is None
+    assert run.counts == _run("aosp_2022_default_events.txt").counts
+
+
 def test_interval_reports_are_runs_kept_apart():
     block = (SIMPLEPERF / "aosp_2022_default_events.txt").read_text()
     report = parse_report(block + "\n" + block)

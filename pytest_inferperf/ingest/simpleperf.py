@@ -43,7 +43,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-_TITLE = re.compile(r"^\s*Performance counter statistics\s*(?P<sep>[:,])\s*$")
+# The title; "^C" before it is the terminal's echo of the Ctrl+C that stops a run
+# without --duration (-p, -t, --app, -a count until SIGINT).
+_TITLE = re.compile(r"^\s*(?:\^C)?Performance counter statistics\s*(?P<sep>[:,])\s*$")
+# The text layout's column header (ShowText: "count", "event_name", "# count / runtime"),
+# which perf never prints: a block quoted from it on, its title left out, is simpleperf's.
+_HEADER = re.compile(r"^\s*#.*\bcount\s+event_name\b")
 _TOTAL_TEXT = re.compile(r"^\s*Total test time:\s*(?P<s>\d+(?:\.\d+)?)\s*seconds\.?\s*$")
 _TOTAL_CSV = re.compile(r"^\s*Total test time,(?P<s>\d+(?:\.\d+)?),seconds,?\s*$")
 _COUNT = re.compile(r"^(?P<n>\d{1,3}(?:,\d{3})*|\d+)(?:\.(?P<frac>\d+))?(?P<ms>\(ms\))?$")
@@ -83,9 +88,9 @@ class Report:
 
 
 def looks_like_simpleperf(lines: Sequence[str]) -> bool:
-    """Whether ``lines`` hold a simpleperf stat report: its title, which perf never
-    prints (perf's is ``Performance counter stats for ...``)."""
-    return any(_TITLE.match(ln) for ln in lines)
+    """Whether ``lines`` hold a simpleperf stat report: its title (perf's is
+    ``Performance counter stats for ...``), or its column header."""
+    return any(_TITLE.match(ln) or _HEADER.match(ln) for ln in lines)
 
 
 def perf_name(event: str) -> str:
