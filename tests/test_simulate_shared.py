@@ -36,7 +36,7 @@ from pytest_inferperf.measure.simulate.backend import (
     ChildOptions,
     SimulateError,
 )
-from pytest_inferperf.measure.simulate.protocol import DEFAULT_CALLS
+from pytest_inferperf.measure.simulate.protocol import DEFAULT_CALLS, claimed_by
 from pytest_inferperf.measure.simulate.shared import SharedChildren
 from pytest_inferperf.plugin.session import plugin_of
 
@@ -311,6 +311,12 @@ def test_a_child_that_exits_is_no_error_here_it_stops_serving(scripted):
 
 def test_a_child_past_its_timeout_is_ended_with_a_clear_error(scripted):
     shared = scripted("answer", FAKE_SLOW=json.dumps({"t.py::a": 60}))  # took a, stuck in it
+    # the one-second timeout is for the region, not for the child's start: on a busy
+    # machine starting the child alone can take longer, which is the other error's case
+    shared.start()
+    ready = time.monotonic() + 60
+    while claimed_by(shared.claims, "t.py::a") is None and time.monotonic() < ready:
+        time.sleep(0.05)
     with pytest.raises(
         SimulateError,
         match=r"t.py::a: the shared simulation child gave no "
