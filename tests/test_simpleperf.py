@@ -228,6 +228,12 @@ def test_the_command_line_above_the_report_gives_its_scope(command, limit):
     assert [limit in t for t in scoped] == ([] if limit is None else [True])
 
 
+def test_the_programs_own_output_above_the_report_is_not_read_as_counts():
+    block = (SIMPLEPERF / "aosp_2022_default_events.txt").read_text()
+    (run,) = parse_report("$ simpleperf stat ./bench\n1000 iterations\n42 ops\n" + block).runs
+    assert run.counts == _run("aosp_2022_default_events.txt").counts and run.unmapped == ()
+
+
 def test_a_title_after_the_ctrl_c_that_stopped_the_run_is_read():
     # -p / --app / -a without --duration count until SIGINT: the terminal echoes "^C"
     # right before the title

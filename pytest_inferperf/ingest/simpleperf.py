@@ -205,7 +205,12 @@ def _report(lines: Sequence[str], csv: bool) -> Report:
     units: dict[str, str] = {}
     ran: set[str] = set()
     columns: int | None = None
-    for line in lines:
+    # rows come after the title (or, where it was left out, after the column header):
+    # what comes before is the command line and the program's own output
+    start = next((i for i, ln in enumerate(lines) if _TITLE.match(ln)), None)
+    if start is None:
+        start = next((i for i, ln in enumerate(lines) if _HEADER.match(ln)), 0)
+    for line in lines[start:]:
         total = (_TOTAL_CSV if csv else _TOTAL_TEXT).match(line)
         if total:
             report.elapsed_s = float(total.group("s"))
