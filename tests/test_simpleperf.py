@@ -252,10 +252,15 @@ def test_a_block_quoted_from_its_column_header_on_is_read_as_simpleperf():
     assert run.counts == _run("aosp_2022_default_events.txt").counts
 
 
-def test_interval_reports_are_runs_kept_apart():
+def test_interval_reports_are_runs_kept_apart(tmp_path, capsys):
     block = (SIMPLEPERF / "aosp_2022_default_events.txt").read_text()
     report = parse_report(block + "\n" + block)
     assert len(report.runs) == 2 and report.runs[0].counts == report.runs[1].counts
+    path = tmp_path / "intervals.txt"
+    path.write_text(block + "\n" + block)
+    assert main(["explain", str(path), "-v"]) == 0
+    text = capsys.readouterr().out
+    assert "run 1: simpleperf stat" in text and "run 2: simpleperf stat" in text
 
 
 def test_explain_names_simpleperf_as_the_source(capsys):

@@ -586,6 +586,9 @@ class PerfStat:
     # what the tool that wrote the counts said they cannot support, in words (simpleperf's
     # warning that its events outnumbered the counters, with no share printed)
     tool_limits: tuple[str, ...] = ()
+    # what a counting tool's command line above its output counted (simpleperf's:
+    # "system-wide", "attached"), where perf's title says it (run_target)
+    scope: str | None = None
 
     @property
     def core_hint(self) -> str | None:
@@ -1497,22 +1500,37 @@ class RunTarget:
 
     text: str  # "'./stride'", "'system wide'", "process id '8113'"
     command: bool  # a command line was named
+    attached: bool = False  # the tasks attached to (-p, -t), not a command or the system
 
     @property
     def label(self) -> str:
         return self.text if self.command else f"no command ({self.text})"
 
 
+# What a simpleperf stat command line's scope (ingest.simpleperf) says it counted.
+_SIMPLEPERF_TARGETS = {
+    "system-wide": RunTarget("simpleperf stat -a (its command line above the report)", False),
+    "attached": RunTarget(
+        "simpleperf stat -p / -t / --app (its command line above the report)", False, True
+    ),
+}
+
+
 def run_target(run: PerfStat) -> RunTarget | None:
     """The target of a run's ``Performance counter stats for`` header (``(N runs)`` of
-    ``-r`` removed), or None where the run has no header (CSV, JSON, a tool's output)."""
+    ``-r`` removed), or of simpleperf's command line above its report; None where the run
+    shows neither (CSV, JSON, a tool's output, a simpleperf command it ran)."""
     if run.format in TOOL_FORMATS:
         return None
+    if run.format in COUNTING_TOOLS:
+        return _SIMPLEPERF_TARGETS.get(run.scope or "")
     match = _TARGET.search(run.title)
     if match is None or not match.group("target"):
         return None
     target = match.group("target").strip()
-    return RunTarget(target, not _NO_COMMAND.match(target))
+    # -p wins over -a: 'PID/TID switch overriding SYSTEM', util/target.c
+    attached = target.startswith(("process id", "thread id"))
+    return RunTarget(target, not _NO_COMMAND.match(target), attached)
 
 
 def _privilege(run: PerfStat) -> frozenset[str]:
@@ -1818,15 +1836,17 @@ class PerfStatReport:
         if hardware and "cycles" not in counted:
             out.append("no cycles counted: no IPC and no share of cycles stalled")
         out.extend(dict.fromkeys(note for r in self.runs for note in r.tool_limits))
-        targets = {t.text for r in self.runs if (t := run_target(r)) and not t.command}
-        for target in sorted(targets):
-            if target.startswith(("process id", "thread id")):
-                # perf stat -p / -t: the attached tasks over the window perf was attached
-                # (-p wins over -a: 'PID/TID switch overriding SYSTEM', util/target.c)
-                what = "the attached tasks' while perf was attached, not a whole run"
+        targets = {
+            (t, source_label(r.format).split()[0])
+            for r in self.runs
+            if (t := run_target(r)) and not t.command
+        }
+        for target, tool in sorted(targets, key=lambda item: item[0].text):
+            if target.attached:  # the attached tasks over the window the tool was attached
+                what = f"the attached tasks' while {tool} was attached, not a whole run"
             else:
                 what = "every task's on the counted CPUs, not one program's"
-            out.append(f"{target}: the counts are {what}")
+            out.append(f"{target.text}: the counts are {what}")
         return tuple(out)
 
     def rates(self) -> dict[str, float]:
@@ -1909,16 +1929,6 @@ def _toplev_run(text: str) -> PerfStat:
     )
 
 
-# What a simpleperf command line's target makes of the counts (as perf's -a / -p, see
-# PerfStatReport.limits).
-_SIMPLEPERF_SCOPES = {
-    "system-wide": "simpleperf stat -a (its command line above the report): the counts are "
-    "every task's on the counted CPUs, not one program's",
-    "attached": "simpleperf stat -p / -t / --app (its command line above the report): the "
-    "counts are the attached tasks' while simpleperf was attached, not a whole run",
-}
-
-
 def _simpleperf_runs(text: str, arch: str | None) -> list[PerfStat]:
     from .simpleperf import perf_name, read_reports
 
@@ -1936,15 +1946,17 @@ def _simpleperf_runs(text: str, arch: str | None) -> list[PerfStat]:
             for row in report.rows
         ]
         run = _collect("simpleperf", entries, arch, elapsed_s=report.elapsed_s)
-        limits = [_SIMPLEPERF_SCOPES[report.scope]] if report.scope else []
-        if report.multiplexed_unknown:
-            limits.append(
+        limits = (
+            (
                 "simpleperf warned that the events outnumbered the hardware counters "
                 "and printed no share of the time each ran: every hardware count covers "
                 "only part of the run, by an unknown share (count fewer events per run, "
-                "or use --group)"
+                "or use --group)",
             )
-        runs.append(replace(run, tool_limits=tuple(limits)))
+            if report.multiplexed_unknown
+            else ()
+        )
+        runs.append(replace(run, tool_limits=limits, scope=report.scope))
     if not runs:
         raise PerfStatError(NO_COUNTERS)
     return runs

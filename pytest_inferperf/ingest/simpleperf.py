@@ -264,18 +264,9 @@ _VALUED = frozenset(
 )
 
 
-def _scope(lines: Sequence[str]) -> str | None:
-    """What the last ``simpleperf stat`` command line of ``lines`` counted (see Report)."""
-    joined: list[str] = []
-    for line in lines:  # a command continued with "\" is one line
-        if joined and joined[-1].endswith("\\"):
-            joined[-1] = joined[-1][:-1] + " " + line.strip()
-        else:
-            joined.append(line.rstrip())
-    commands = [m for line in joined if (m := _COMMAND.search(line))]
-    if not commands:
-        return None
-    words = commands[-1].group("args").split()
+def _command_scope(args: str) -> str | None:
+    """What a ``simpleperf stat`` command line with these arguments counted (see Report)."""
+    words = args.split()
     options: set[str] = set()
     index = 0
     while index < len(words) and words[index].startswith("-"):
@@ -288,6 +279,22 @@ def _scope(lines: Sequence[str]) -> str | None:
     return None
 
 
+def _commands(lines: Sequence[str]) -> list[tuple[int, str | None]]:
+    """(line index, scope) of each ``simpleperf stat`` command line, in order; a command
+    continued with "\\" is read whole, at the index of its first line."""
+    out: list[tuple[int, str | None]] = []
+    index = 0
+    while index < len(lines):
+        first, line = index, lines[index].rstrip()
+        while line.endswith("\\") and index + 1 < len(lines):
+            index += 1
+            line = line[:-1] + " " + lines[index].strip()
+        if match := _COMMAND.search(line):
+            out.append((first, _command_scope(match.group("args"))))
+        index += 1
+    return out
+
+
 def read_reports(text: str) -> list[Report]:
     """Every report of a simpleperf stat output, in order (one per ``--interval``); each
     report's scope is read from the last command line before its title."""
@@ -296,11 +303,13 @@ def read_reports(text: str) -> list[Report]:
     csv = bool(titles) and titles[0][1].group("sep") == ","
     starts = [i for i, _ in titles] or [0]
     bounds = [0, *starts[1:], len(lines)]  # the first report takes the lines before it
+    commands = _commands(lines)
     reports = []
     for a, b, title in zip(bounds, bounds[1:], starts, strict=False):
         report = _report(lines[a:b], csv)
         if report.rows:
             report.multiplexed_unknown = any(MULTIPLEXING_WARNING in ln for ln in lines[a:b])
-            report.scope = _scope(lines[:title])
+            before = [scope for at, scope in commands if at < title]
+            report.scope = before[-1] if before else None
             reports.append(report)
     return reports

@@ -90,12 +90,12 @@ def explain_text(
 
 def _runs_text(runs: Sequence[Any]) -> list[str]:
     """``inferperf explain -v``: each run's events as read, and what was not used."""
-    from ..ingest.perf_stat import TOOL_FORMATS
+    from ..ingest.perf_stat import TOOL_FORMATS, source_label
 
     lines: list[str] = []
     for i, run in enumerate(runs, 1):
         if len(runs) > 1:
-            lines.append(f"run {i}: {run.title or 'perf stat'}")
+            lines.append(f"run {i}: {run.title or source_label(run.format) or run.format}")
         rows = [
             (
                 e.event.text,
