@@ -152,7 +152,7 @@ def test_perf_stat_outputs_are_not_taken_for_toplev():
 def test_a_toplev_output_with_no_node_we_read_says_so():
     text = (
         "C0    RET     Retiring.Light_Operations:       10.00 %\n"
-        "C0    RET     Retiring.Heavy_Operations:        5.00 %\n"
+        "C0    RET     Retiring.Light_Operations.FP_Arith:  4.00 %\n"
     )
     with pytest.raises(ValueError, match="toplev output without a single top-down node"):
         parse_report(text)

@@ -122,6 +122,9 @@ class Metric:
       one's (``diagnose.classify`` charges each miss at the level that served it);
     * ``export_unit`` - the unit a trend export names, where ``unit`` is blank or
       absent for a count (``report.run``); "" for a metric not exported;
+    * ``within`` - the top-down node (a share of the cycles too) this one is a child of,
+      where another category takes the child: its cycles are taken out of the parent's
+      share (``diagnose.classify``); None for none;
     * ``parts`` - the metrics that split this one between them (top-down level 2:
       ``backend_bound`` is ``memory_bound`` + ``core_bound``); where both sides of a
       change measured them, the part that moved is the cause, not the whole
@@ -148,6 +151,7 @@ class Metric:
     beneath: tuple[str, ...] = ()
     export_unit: str = ""
     parts: tuple[str, ...] = ()
+    within: str | None = None
 
     @property
     def said(self) -> str:
@@ -211,7 +215,12 @@ def _miss_ratio(
 
 
 def _stall_fraction(
-    name: str, description: str, events: tuple[str, ...], formula: str, points_to: str
+    name: str,
+    description: str,
+    events: tuple[str, ...],
+    formula: str,
+    points_to: str,
+    within: str | None = None,
 ) -> Metric:
     """Cycles stalled for one reason over all cycles: a share of the cycles by
     definition, so its cost is the stalled cycles themselves. One stall event is the
@@ -230,6 +239,7 @@ def _stall_fraction(
         gates=True,
         points_to=points_to,
         cost=_STALLED,
+        within=within,
     )
 
 
@@ -336,6 +346,24 @@ def _slot_part(
         gates=True,
         points_to=points_to,
         cost=None if points_to is None else _STALLED,
+    )
+
+
+def _printed_share(name: str, description: str, source: str, points_to: str) -> Metric:
+    """A top-down share below level 2 that has no formula from the counts a perf stat
+    output holds: its value is the one perf (``tma_<name>``) or toplev printed."""
+    return Metric(
+        name,
+        description,
+        "",
+        "lower",
+        (f"tma_{name}",),
+        source,
+        _printed_only,
+        tolerance=SLOTS_TOLERANCE,
+        gates=True,
+        points_to=points_to,
+        cost=_STALLED,
     )
 
 
@@ -711,6 +739,7 @@ METRICS: dict[str, Metric] = {
             "DTLB_LOAD_MISSES.WALK_ACTIVE / CPU_CLK_UNHALTED.THREAD: the walks' part of "
             "Intel TMA DTLB_Load (Linux perf x86 metrics: tma_dtlb_load)",
             "tlb_churn",
+            within="l1_bound",
         ),
         _stall_fraction(
             "dtlb_store_bound",
@@ -719,6 +748,69 @@ METRICS: dict[str, Metric] = {
             "DTLB_STORE_MISSES.WALK_ACTIVE / CPU_CLK_UNHALTED.THREAD: the walks' part of "
             "Intel TMA DTLB_Store (Linux perf x86 metrics: tma_dtlb_store)",
             "tlb_churn",
+            within="store_bound",
+        ),
+        # Intel TMA level 3 of the core part and the stores of the memory part (Linux
+        # perf x86 metrics): tma_divider = ARITH.DIVIDER_ACTIVE / CLKS, "fraction of
+        # cycles where the Divider unit was active" (Skylake to Ice Lake; ARITH.DIV_ACTIVE
+        # from Golden Cove, ARITH.FPU_DIV_ACTIVE on Haswell and Broadwell);
+        # tma_store_bound = EXE_ACTIVITY.BOUND_ON_STORES / CLKS, "how often CPU was
+        # stalled due to RFO store memory accesses" (Skylake on; RESOURCE_STALLS.SB / CLKS
+        # on Haswell and Broadwell). Shares of the cycles, also read from perf's and
+        # toplev's printed Divider / Store_Bound.
+        _stall_fraction(
+            "divider",
+            "cycles the divider was busy (divides, square roots)",
+            ("divider_active",),
+            "ARITH.DIVIDER_ACTIVE / CPU_CLK_UNHALTED.THREAD: Intel TMA Divider (Linux perf "
+            "x86 metrics: tma_divider; ARITH.DIV_ACTIVE from Golden Cove, "
+            "ARITH.FPU_DIV_ACTIVE on Haswell)",
+            "backend_bound",
+        ),
+        _stall_fraction(
+            "store_bound",
+            "cycles stalled on stores (store buffer full)",
+            ("store_bound_cycles",),
+            "EXE_ACTIVITY.BOUND_ON_STORES / CPU_CLK_UNHALTED.THREAD: Intel TMA Store_Bound "
+            "(Linux perf x86 metrics: tma_store_bound; RESOURCE_STALLS.SB on Haswell)",
+            "backend_bound",
+        ),
+        # ... and the rest of the core part, "Core computation issues (non divider-
+        # related)": low ILP, or one kind of execution unit oversubscribed
+        # (tma_ports_utilization's description). Its formula needs cmask'd uop counts
+        # perf stat outputs rarely hold: read only as perf or toplev printed it.
+        _printed_share(
+            "ports_utilization",
+            "cycles limited by the execution ports (low ILP or one unit oversubscribed)",
+            "Intel TMA Ports_Utilization (Linux perf x86 metrics: tma_ports_utilization), "
+            "a share of the cycles",
+            "backend_bound",
+        ),
+        # Level 2 of retiring and below (Linux perf x86 metrics): tma_heavy_operations,
+        # the slots retiring "instructions that require two or more uops or micro-coded
+        # sequences"; tma_microcode_sequencer, the uops the Microcode Sequencer fed
+        # ("CISC instructions not supported by the default decoders ... or microcode
+        # assists"); tma_assists, those of assists, "when working with very small floating
+        # point values (so-called Denormals)". Shares of the slots, read as printed.
+        _printed_share(
+            "heavy_operations",
+            "issue slots that retired heavy operations (multi-uop or microcoded)",
+            "Intel TMA Heavy_Operations (Linux perf x86 metrics: tma_heavy_operations), a "
+            "share of the issue slots",
+            "retiring",
+        ),
+        _printed_share(
+            "microcode_sequencer",
+            "issue slots that retired uops of the microcode sequencer",
+            "Intel TMA Microcode_Sequencer (Linux perf x86 metrics: tma_microcode_sequencer), "
+            "a share of the issue slots",
+            "retiring",
+        ),
+        _printed_share(
+            "assists",
+            "issue slots that retired microcode assists (denormal floats, SSE/AVX mixes)",
+            "Intel TMA Assists (Linux perf x86 metrics: tma_assists), a share of the issue slots",
+            "retiring",
         ),
         _stall_fraction(
             "backend_mem_stalled",

@@ -634,10 +634,13 @@ _FRACTIONS: dict[str, tuple[str | tuple[str, ...], ...]] = {
     "branch_misprediction": ("branch_mispredicts", "bad_speculation"),
     "frontend_bound": ("frontend_bound", "frontend_stalled"),
     "backend_bound": (
-        ("core_bound", "l1_bound"),
-        ("l1_bound",),
+        ("core_bound", "l1_bound", "store_bound"),
+        ("l1_bound", "store_bound"),
+        ("store_bound",),
         "backend_bound",
         "backend_stalled",
+        ("divider", "ports_utilization"),
+        ("ports_utilization",),
     ),
     "l2_llc_residency": (
         "backend_mem_stalled",
@@ -648,10 +651,11 @@ _FRACTIONS: dict[str, tuple[str | tuple[str, ...], ...]] = {
 }
 
 
-# A level-3 share less its level-4 part that another category takes: the loads that hit
-# L1D but waited, less those that waited on a DTLB miss (Intel TMA: DTLB_Load is a child
-# of L1_Bound), which are the TLB's.
-_LESS_CHILD = {"l1_bound": "dtlb_load_bound"}
+# A level-3 share less its level-4 part that another category takes (core.metrics'
+# ``within``): the loads that hit L1D but waited, less those that waited on a DTLB miss
+# (Intel TMA: DTLB_Load is a child of L1_Bound), which are the TLB's; the stores' wait
+# less its DTLB part (DTLB_Store, a child of Store_Bound).
+_LESS_CHILD = {m.within: m.name for m in METRICS.values() if m.within is not None}
 
 
 def _parts(entry: str | tuple[str, ...]) -> tuple[str, ...]:
@@ -670,7 +674,15 @@ _FRACTION_METRICS = {
 _LEVEL2: dict[str, str] = {part: m.name for m in METRICS.values() for part in m.parts}
 _BACKEND_PARTS = METRICS["backend_bound"].parts
 # Shares that hold none of their category's children: a level-2 or level-3 part.
-_LEAF_SHARES = (*_LEVEL2, *MEMORY_LEVEL3, "dtlb_load_bound", "dtlb_store_bound")
+_LEAF_SHARES = (
+    *_LEVEL2,
+    *MEMORY_LEVEL3,
+    "dtlb_load_bound",
+    "dtlb_store_bound",
+    "store_bound",
+    "divider",
+    "ports_utilization",
+)
 
 
 def _level1_of(fraction: str | None) -> str | None:
@@ -1026,6 +1038,7 @@ _INT8_TEXT = (
 #: by an extra is shown once, where it first appears).
 _RECOMMEND: dict[str, tuple[str, ...]] = {
     "retiring": (
+        _EXTRAS,
         _DO_LESS,
         _OPT_ALL,
         "Use a smaller or distilled model, or a shorter input, if the accuracy "
@@ -1072,7 +1085,12 @@ _RECOMMEND: dict[str, tuple[str, ...]] = {
         "Use static input shapes so ORT reuses one kernel variant per operator.",
         _EXTRAS,
     ),
-    "backend_bound": (_INT8, f"Match intra_op_num_threads to the physical cores{_CPUS}.", _OPT_ALL),
+    "backend_bound": (
+        _EXTRAS,
+        _INT8,
+        f"Match intra_op_num_threads to the physical cores{_CPUS}.",
+        _OPT_ALL,
+    ),
     "thread_spinning": (
         _EXTRAS,
         "Pin the pool (session.intra_op_thread_affinities, or taskset/numactl) "
@@ -1152,6 +1170,36 @@ def _extras(
             extras.append(
                 "Other threads are busy too (other sessions, OpenMP/BLAS pools): set "
                 "OMP_NUM_THREADS=1 when ORT owns the threads."
+            )
+    elif category == "retiring" and (
+        _fired(evidence, "assists") or _fired(evidence, "microcode_sequencer")
+    ):
+        extras.append(
+            "Microcode assists retire in place of work: in inference the usual cause is "
+            "denormal floats (tiny activations or weights). Set "
+            "sess_options.add_session_config_entry('session.set_denormal_as_zero', '1') "
+            "so ORT's threads flush them to zero, or clamp the values that decay there."
+        )
+    elif category == "backend_bound":
+        if _fired(evidence, "divider"):
+            extras.append(
+                "The divider is busy: divisions and square roots (Softmax, LayerNorm / "
+                "RMSNorm, Erf). Keep ORT's fused kernels (graph_optimization_level all "
+                "fuses LayerNorm and GELU); in custom operators multiply by a reciprocal "
+                "computed once per row."
+            )
+        if _fired(evidence, "store_bound"):
+            extras.append(
+                "Stores hold the core up (store buffer full): intermediate tensors written "
+                "past the caches, or threads writing neighbouring cache lines (false "
+                "sharing). Fuse operators so intermediates stay in cache; give each thread "
+                "its own cache-line-aligned output block."
+            )
+        if _fired(evidence, "ports_utilization"):
+            extras.append(
+                "The execution ports are the limit (low ILP or one kind of unit "
+                "oversubscribed): kernels that do more per uop (wider SIMD, int8 dot "
+                "products) help; scalar reference kernels are the usual culprit."
             )
     elif category == "page_faults" and (
         _fired(evidence, "session.enable_mem_arena") or session.get("enable_mem_arena") is False
@@ -1412,8 +1460,10 @@ def diagnose_in(
         )
         crossed = [s for s, _ in pairs]
         evidence = tuple(e for _, e in pairs)
-        explanation = _explanation(category, crossed, children) + _backend_note(
-            category, j.share, metrics
+        explanation = (
+            _explanation(category, crossed, children)
+            + _backend_note(category, j.share, metrics)
+            + _below_note(category, metrics)
         )
         if j.cost is not None:
             small_note = "" if j.cost.material else "present but small, "
@@ -1481,6 +1531,36 @@ def _backend_note(category: str, share: CycleShare | None, metrics: Mapping[str,
             "to tell them apart."
         )
     return ""
+
+
+# What level 3 (and below) of the top-down tree says about a finding's part, where it
+# was measured: the core part's Divider and Ports_Utilization (shares of the cycles), and
+# retiring's Heavy_Operations with their Microcode_Sequencer and Assists (shares of the
+# slots): Intel TMA nodes, Linux perf x86 metrics.
+_BELOW = {
+    "backend_bound": (
+        ("divider", "divider busy"),
+        ("ports_utilization", "ports utilisation"),
+    ),
+    "retiring": (
+        ("heavy_operations", "heavy operations"),
+        ("microcode_sequencer", "microcode sequencer"),
+        ("assists", "assists"),
+    ),
+}
+
+
+def _below_note(category: str, metrics: Mapping[str, float]) -> str:
+    """The deeper top-down nodes measured under ``category`` (:data:`_BELOW`), or ""."""
+    parts = [
+        f"{label} {_percent(value)}"
+        for name, label in _BELOW.get(category, ())
+        if (value := _value(metrics, name)) is not None
+    ]
+    if not parts:
+        return ""
+    of = "the core part (cycles)" if category == "backend_bound" else "the retired slots"
+    return f" Deeper top-down nodes under {of}: {', '.join(parts)} (Intel TMA)."
 
 
 def _level2_split(metrics: Mapping[str, float]) -> str:

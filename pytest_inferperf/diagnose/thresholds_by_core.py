@@ -239,6 +239,39 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "width",
     ),
     Threshold("retiring", ">", 0.70, "retiring", "key", f"{TMA_RAW}: tma_retiring > 0.7"),
+    # Below it (Linux perf x86 metrics): tma_retiring's own threshold adds "|
+    # tma_heavy_operations > 0.1"; heavy operations alone say the retired work is
+    # costlier per instruction, so they support the finding. Uops the microcode
+    # sequencer fed, and assists among them (denormal floats), are work the program did
+    # not ask for: each names the category on its own.
+    Threshold(
+        "heavy_operations",
+        ">",
+        0.10,
+        "retiring",
+        "support",
+        f"{TMA_RAW}: tma_retiring > 0.7 | tma_heavy_operations > 0.1",
+        families=("x86",),
+    ),
+    Threshold(
+        "microcode_sequencer",
+        ">",
+        0.05,
+        "retiring",
+        "key",
+        f"{TMA_L3}: tma_microcode_sequencer > 0.05 & tma_heavy_operations > 0.1",
+        families=("x86",),
+    ),
+    Threshold(
+        "assists",
+        ">",
+        0.10,
+        "retiring",
+        "key",
+        f"{TMA_L4}: tma_assists > 0.1 & (tma_microcode_sequencer > 0.05 & "
+        "tma_heavy_operations > 0.1)",
+        families=("x86",),
+    ),
     # --- IPC relative to the core's width -----------------------------------
     Threshold(
         "ipc",
@@ -604,6 +637,38 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "backend_bound",
         "key",
         f"{TMA_L3}: tma_l1_bound > 0.1 & (tma_memory_bound > 0.2 & tma_backend_bound > 0.2)",
+        families=("x86",),
+    ),
+    # Level 3 of the core part: the divider busy, the execution ports the limit (low
+    # ILP or one unit oversubscribed); and the memory part's stores held up by a full
+    # store buffer (RFO misses, false sharing, split stores: tma_store_bound's
+    # children). None is a wait on the caches' capacity for loads.
+    Threshold(
+        "divider",
+        ">",
+        0.20,
+        "backend_bound",
+        "key",
+        f"{TMA_L3}: tma_divider > 0.2 & (tma_core_bound > 0.1 & tma_backend_bound > 0.2)",
+        families=("x86",),
+    ),
+    Threshold(
+        "ports_utilization",
+        ">",
+        0.15,
+        "backend_bound",
+        "key",
+        f"{TMA_L3}: tma_ports_utilization > 0.15 & (tma_core_bound > 0.1 & "
+        "tma_backend_bound > 0.2)",
+        families=("x86",),
+    ),
+    Threshold(
+        "store_bound",
+        ">",
+        0.20,
+        "backend_bound",
+        "key",
+        f"{TMA_L3}: tma_store_bound > 0.2 & (tma_memory_bound > 0.2 & tma_backend_bound > 0.2)",
         families=("x86",),
     ),
     # --- threads ----------------------------------------------------------------------

@@ -146,6 +146,16 @@ _GENERIC: dict[str, str] = {
     # DTLB_LOAD_MISSES.STLB_HIT + DTLB_LOAD_MISSES.WALK_ACTIVE) / CLKS, capped).
     "dtlb_load_misses.walk_active": "dtlb_load_walk_cycles",
     "dtlb_store_misses.walk_active": "dtlb_store_walk_cycles",
+    # Cycles the divider was busy (Intel perfmon: Skylake to Ice Lake ARITH.DIVIDER_ACTIVE,
+    # Golden Cove on ARITH.DIV_ACTIVE, Haswell / Broadwell ARITH.FPU_DIV_ACTIVE) and
+    # cycles the store buffer held the core up (Skylake on EXE_ACTIVITY.BOUND_ON_STORES,
+    # Haswell / Broadwell RESOURCE_STALLS.SB): Intel TMA's Divider and Store_Bound over
+    # the cycles (Linux perf x86 metrics: tma_divider, tma_store_bound).
+    "arith.divider_active": "divider_active",
+    "arith.div_active": "divider_active",
+    "arith.fpu_div_active": "divider_active",
+    "exe_activity.bound_on_stores": "store_bound_cycles",
+    "resource_stalls.sb": "store_bound_cycles",
     # AMD Zen core events (Linux tools/perf/pmu-events/arch/x86/amdzen4/, amdzen5/:
     # core.json, branch.json, pipeline.json). ls_not_halted_cyc counts core cycles not
     # in halt, ex_ret_instr retired instructions, ex_ret_brn / ex_ret_brn_misp retired
@@ -348,6 +358,11 @@ _TOPDOWN_EVENTS = frozenset(
         "topdown-recovery-bubbles",
     )
 )
+
+# perf -M prints the slots by Intel's name (Ice Lake on: TOPDOWN.SLOTS, event 0x00 umask
+# 0x4, the fixed counter that perf's "slots" opens: arch/x86/events/intel/core.c,
+# EVENT_ATTR_STR(slots, slots, "event=0x00,umask=0x4")).
+_TOPDOWN_ALIASES = {"topdown.slots": "slots"}
 
 # Terms of a pmu/event,term=.../ event that change what it counts (x86 format
 # attributes in /sys/bus/event_source/devices/cpu/format: cmask, inv, edge, any, umask;
@@ -902,9 +917,10 @@ def _collect(
     for entry in entries:
         if entry.event.pmu in other_cores:
             continue
-        if entry.event.base in _TOPDOWN_EVENTS:
+        base = _TOPDOWN_ALIASES.get(entry.event.base, entry.event.base)
+        if base in _TOPDOWN_EVENTS:
             if entry.value is not None:
-                topdown[entry.event.base] = topdown.get(entry.event.base, 0.0) + entry.value
+                topdown[base] = topdown.get(base, 0.0) + entry.value
             continue
         if shown is None and (x86 := _arch_dependent(entry.event)) is not None:
             ambiguous.append(f"{entry.event.text} ({x86})")
@@ -1010,13 +1026,25 @@ _TOPDOWN_NAMES = {
     "l1_bound": "l1_bound",
     "dtlb_load": "dtlb_load_bound",
     "dtlb_store": "dtlb_store_bound",
+    # Level 3 of the core part (tma_divider, tma_ports_utilization: shares of the cycles),
+    # the stores of the memory part (tma_store_bound), and retiring's heavy operations
+    # with the microcode sequencer's and the assists' part of them (shares of the slots):
+    # Linux perf x86 metrics, printed by perf -M TopdownL3 / TopdownL4 and perf 6.x's
+    # default output (tma_heavy_operations).
+    "divider": "divider",
+    "ports_utilization": "ports_utilization",
+    "store_bound": "store_bound",
+    "heavy_operations": "heavy_operations",
+    "microcode_sequencer": "microcode_sequencer",
+    "assists": "assists",
 }
 _PRINTED_NAME = (
     r"(?:tma_)?(?P<name>retiring|bad_speculation(?:_mispredicts|_pipeline_restarts)?"
     r"|frontend_bound(?:_latency|_bandwidth)?|fetch_latency|fetch_bandwidth"
     r"|backend_bound(?:_memory|_cpu)?|memory_bound|core_bound"
     r"|branch_mispredicts|machine_clears|l1_bound|l2_bound|l3_bound|dram_bound"
-    r"|dtlb_load|dtlb_store)\b"
+    r"|dtlb_load|dtlb_store|divider|ports_utilization|store_bound|heavy_operations"
+    r"|microcode_sequencer|assists)\b(?!\.)"
 )
 # "# 0.91 Backend_Bound" (-M TopdownL1, perf 5.x) and "# 53.4 % tma_backend_bound"
 # (perf 6.x default and --topdown output).
@@ -1346,11 +1374,15 @@ def _text_block(lines: Sequence[str], arch: str | None, decimal: str | None) -> 
     entries: list[tuple[PerfStatEntry, bool]] = []
     bare_clocks: dict[int, str] = {}  # entry index -> its line, for _bare_clock_unit
     title = ""
+    # a block with a title reads no counter above it: that is the workload's output
+    # (_blocks)
+    above_title = any(_TITLE.search(line) for line in lines)
     for line in lines:
         stripped = line.strip()
         if _TITLE.search(line) and not title:
             title = stripped.rstrip(":")
-        if not stripped or stripped.startswith("#"):
+            above_title = False
+        if not stripped or stripped.startswith("#") or above_title:
             continue
         times_match = _TIMES.match(line)
         if times_match:
@@ -1413,8 +1445,11 @@ def _blocks(
     run after it; ``-I`` intervals print no footer. So counters after a footer are
     another run whose header was cut (``pre:`` / ``post:`` blocks pasted into a commit
     message), never more of the same run: averaging them with it would mix two builds.
-    Text before the first title (the program's own output) goes with the first run.
-    ``found``: each line read as a counter line (:func:`_text_entry`), None where not.
+    perf prints a run's report after its workload exits, so lines above a title with no
+    footer between are the workload's own output (``6.51 GB/sec`` of ``perf bench``),
+    which may look like counter lines: they go with the run the title opens
+    (:func:`_text_block` reads no counter above its title). ``found``: each line read as
+    a counter line (:func:`_text_entry`), None where not.
     """
     cuts = [0]
     # since the last cut: a title, a counter line, a footer line
@@ -1422,7 +1457,7 @@ def _blocks(
     for index, (line, entry) in enumerate(zip(lines, found, strict=True)):
         is_title, is_footer = bool(_TITLE.search(line)), bool(_TIMES.match(line))
         is_counter = not (is_title or is_footer) and entry is not None
-        if (is_title and (titled or counted)) or (after_footer and is_counter):
+        if (is_title and (titled or after_footer)) or (after_footer and is_counter):
             cuts.append(index)
             titled = counted = after_footer = False
         after_footer = after_footer or is_footer

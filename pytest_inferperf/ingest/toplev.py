@@ -52,6 +52,20 @@ NODES = {
     "Backend_Bound.Memory_Bound.L2_Bound": "l2_bound",
     "Backend_Bound.Memory_Bound.L3_Bound": "l3_bound",
     "Backend_Bound.Memory_Bound.DRAM_Bound": "dram_stalled",
+    # ... as toplev named it before TMA 3.x (pmu-tools' 2014-2015 ratio files: class
+    # MEM_Bound, "how often the CPU was stalled on accesses to external memory (DRAM) by
+    # loads", level 3, in Clocks).
+    "Backend_Bound.Memory_Bound.MEM_Bound": "dram_stalled",
+    "Backend_Bound.Memory_Bound.Store_Bound": "store_bound",
+    "Backend_Bound.Core_Bound.Divider": "divider",
+    "Backend_Bound.Core_Bound.Ports_Utilization": "ports_utilization",
+    "Retiring.Heavy_Operations": "heavy_operations",
+    "Retiring.Heavy_Operations.Microcode_Sequencer": "microcode_sequencer",
+    "Retiring.Heavy_Operations.Microcode_Sequencer.Assists": "assists",
+    # ... as toplev placed them before TMA 4.0 split Retiring into Light_Operations and
+    # Heavy_Operations (pmu-tools: Retiring.Base / Retiring.Microcode_Sequencer).
+    "Retiring.Microcode_Sequencer": "microcode_sequencer",
+    "Retiring.Microcode_Sequencer.Assists": "assists",
     # Info metrics (Intel TMA: tma_info_thread_ipc; tma_info_memory_l1mpki, l2mpki,
     # l3mpki: "L1 cache true misses per kilo instruction for retired demand loads",
     # MEM_LOAD_RETIRED.L1_MISS and the L2's, L3's): IPC, and the misses per 1000

@@ -1,0 +1,224 @@
+"""Intel TMA nodes below level 2: the core part's Divider and Ports_Utilization, the
+memory part's Store_Bound, and retiring's Heavy_Operations, Microcode_Sequencer and
+Assists, read from perf's and toplev's printed values or from the counts, and judged on
+TMA's own MetricThreshold (Linux perf x86 metrics: tma_divider > 0.2, tma_ports_utilization
+> 0.15, tma_store_bound > 0.2, tma_microcode_sequencer > 0.05, tma_assists > 0.1; tma_retiring's
+"| tma_heavy_operations > 0.1").
+
+``perfwiki_core_bound_group.txt`` is real: the Linux perf wiki's "Top-down analysis with
+the perf tool" (perfwiki/main, docs/top-down-analysis.md), ``perf stat -M
+tma_core_bound_group perf bench mem memcpy`` on Linux 6.1, with the benchmark's own
+``GB/sec`` lines above perf's report. The other texts are constructed in perf's and
+toplev's layouts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_inferperf.diagnose.classify import diagnose
+from pytest_inferperf.ingest.perf_stat import parse, parse_text
+
+FIXTURES = Path(__file__).parent / "fixtures" / "perfstat"
+PERFWIKI = (FIXTURES / "perfwiki_core_bound_group.txt").read_text(encoding="utf-8")
+
+
+def categories(diagnosis):
+    return [f.category for f in diagnosis.findings]
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+def test_the_perf_wiki_core_bound_drill_down_is_one_run_read_whole():
+    stat = parse_text(PERFWIKI)
+    # the benchmark's "6.510417 GB/sec" lines above the title are its output, not counts
+    assert all("GB/sec" not in e.event.text for e in stat.entries)
+    assert stat.counts["cycles"] == 14_057_182  # CPU_CLK_UNHALTED.THREAD
+    assert stat.counts["divider_active"] == 9_354  # ARITH.DIVIDER_ACTIVE
+    assert stat.perf_metrics["ports_utilization"] == pytest.approx(0.312)
+    assert stat.perf_metrics["divider"] == pytest.approx(0.001)
+    # TOPDOWN.SLOTS is perf's "slots": level 1 from the topdown-* events over it, as
+    # perf's own shadow comments print it (26.3% Retiring, 42.7% Backend Bound)
+    metrics = stat.metrics("icelake")
+    assert metrics["retiring"] == pytest.approx(18_467_278 / 70_285_910, abs=1e-3)
+    assert metrics["backend_bound"] == pytest.approx(30_043_781 / 70_285_910, abs=1e-3)
+    assert metrics["frontend_bound"] == pytest.approx(17_364_754 / 70_285_910, abs=1e-3)
+    # the divider from the counts: 9,354 / 14,057,182 (perf printed 0.1 %)
+    assert metrics["divider"] == pytest.approx(9_354 / 14_057_182)
+
+
+def test_the_perf_wiki_drill_down_names_the_backend_on_its_ports():
+    stat = parse_text(PERFWIKI)
+    found = diagnose(stat.metrics("icelake"), core="icelake")
+    assert found.primary.category == "backend_bound"
+    assert found.primary.share.share == pytest.approx(0.427, abs=1e-3)
+    crossed = {e.metric for e in found.primary.evidence}
+    assert {"backend_bound", "ports_utilization"} <= crossed
+    assert "divider" not in crossed  # 0.07 % of the cycles: far below 0.2
+    assert "execution ports are the limit" in found.primary.recommendations[0]
+    assert "ports utilisation 31%" in found.primary.explanation
+
+
+def test_printed_nodes_below_level_2_are_read_and_an_event_of_the_same_word_is_not():
+    text = (
+        " Performance counter stats for './infer':\n\n"
+        "     1,000,000,000      cycles\n"
+        "           120,000      assists.any\n"
+        "  TopdownL2   #     18.0 %  tma_heavy_operations\n"
+        "  TopdownL3   #     25.0 %  tma_divider\n"
+        "              #     16.0 %  tma_ports_utilization\n"
+        "              #     22.0 %  tma_store_bound\n"
+        "              #     12.0 %  tma_microcode_sequencer\n"
+        "  TopdownL4   #     11.0 %  tma_assists\n\n"
+        "       1.000000000 seconds time elapsed\n"
+    )
+    stat = parse(text)
+    assert stat.perf_metrics == pytest.approx(
+        {
+            "heavy_operations": 0.18,
+            "divider": 0.25,
+            "ports_utilization": 0.16,
+            "store_bound": 0.22,
+            "microcode_sequencer": 0.12,
+            "assists": 0.11,
+        }
+    )
+    # "120,000  assists.any" is the event ASSISTS.ANY, not the 11 % node
+    assert "assists.any" in stat.unmapped
+
+
+@pytest.mark.parametrize(
+    ("event", "logical"),
+    [
+        ("arith.divider_active", "divider_active"),  # Skylake to Ice Lake
+        ("ARITH.DIV_ACTIVE", "divider_active"),  # Golden Cove on
+        ("arith.fpu_div_active", "divider_active"),  # Haswell, Broadwell
+        ("exe_activity.bound_on_stores", "store_bound_cycles"),  # Skylake on
+        ("resource_stalls.sb", "store_bound_cycles"),  # Haswell, Broadwell
+    ],
+)
+def test_divider_and_store_stall_counts_are_shares_of_the_cycles(event, logical):
+    text = f"   2,000,000,000      cycles\n     500,000,000      {event}\n"
+    stat = parse(text)
+    assert stat.counts[logical] == 500_000_000
+    metric = "divider" if logical == "divider_active" else "store_bound"
+    assert stat.metrics("skylake")[metric] == pytest.approx(0.25)
+
+
+def test_toplev_nodes_below_level_2_and_the_old_name_of_dram_bound():
+    text = (
+        "C0    BE/Core  Backend_Bound.Core_Bound.Divider:                         31.00 %\n"
+        "C0    BE/Core  Backend_Bound.Core_Bound.Ports_Utilization:               12.00 %\n"
+        "C0    BE/Mem   Backend_Bound.Memory_Bound.Store_Bound:                   21.00 %\n"
+        "C0    BE/Mem   Backend_Bound.Memory_Bound.MEM_Bound:                     40.00 %\n"
+        "C0    RET      Retiring.Heavy_Operations:                                15.00 %\n"
+        "C0    RET      Retiring.Heavy_Operations.Microcode_Sequencer:             9.00 %\n"
+        "C0    RET      Retiring.Heavy_Operations.Microcode_Sequencer.Assists:     7.00 %\n"
+    )
+    stat = parse(text)
+    assert stat.format == "toplev"
+    assert stat.perf_metrics == pytest.approx(
+        {
+            "divider": 0.31,
+            "ports_utilization": 0.12,
+            "store_bound": 0.21,
+            # pmu-tools' ratio files of 2014-2015: class MEM_Bound, "stalled on accesses
+            # to external memory (DRAM) by loads" (today's DRAM_Bound)
+            "dram_stalled": 0.40,
+            "heavy_operations": 0.15,
+            "microcode_sequencer": 0.09,
+            "assists": 0.07,
+        }
+    )
+
+
+# -- judging ------------------------------------------------------------------------------
+
+LEVEL2 = {
+    "retiring": 0.30,
+    "bad_speculation": 0.05,
+    "frontend_bound": 0.10,
+    "backend_bound": 0.55,
+    "memory_bound": 0.15,
+    "core_bound": 0.40,
+}
+
+
+def test_a_busy_divider_names_the_core_part_with_its_own_advice():
+    found = diagnose({**LEVEL2, "divider": 0.30, "ports_utilization": 0.08}, core="icelake")
+    assert found.primary.category == "backend_bound"
+    assert found.primary.share.metric == "core_bound"
+    assert found.primary.share.share == pytest.approx(0.40)
+    assert any(e.metric == "divider" and e.crossed for e in found.primary.evidence)
+    assert "The divider is busy" in found.primary.recommendations[0]
+    assert "divider busy 30%, ports utilisation 8%" in found.primary.explanation
+    # below TMA's 0.2 the divider is no evidence and gives no advice of its own
+    calm = diagnose({**LEVEL2, "divider": 0.05}, core="icelake")
+    assert not any(e.metric == "divider" for e in calm.primary.evidence)
+    assert not any("divider" in r for r in calm.primary.recommendations)
+
+
+def test_the_divider_alone_from_counts_names_the_backend_at_its_share():
+    # no top-down level 1 or 2: the divider's busy cycles are the backend's share
+    found = diagnose({"divider": 0.35, "ipc": 0.9}, core="skylake")
+    assert found.primary.category == "backend_bound"
+    assert found.primary.share.metric == "divider"
+    assert found.primary.share.share == pytest.approx(0.35)
+
+
+def test_stores_held_up_are_the_backends_less_their_dtlb_part():
+    # Store_Bound is the memory part's, but no residency of loads: the backend's share,
+    # less DTLB_Store (its level-4 child), which is the TLB's
+    metrics = {
+        **LEVEL2,
+        "memory_bound": 0.45,
+        "core_bound": 0.10,
+        "l2_bound": 0.02,
+        "l3_bound": 0.03,
+        "store_bound": 0.30,
+        "dtlb_store_bound": 0.06,
+    }
+    found = diagnose(metrics, core="icelake")
+    backend = next(f for f in found.findings if f.category == "backend_bound")
+    assert backend.share.share == pytest.approx(0.10 + 0.30 - 0.06)
+    assert backend.share.metric == "core_bound,store_bound"
+    assert any("Stores hold the core up" in r for r in backend.recommendations)
+    tlb = next(f for f in found.findings if f.category == "tlb_churn")
+    assert tlb.share.share == pytest.approx(0.06)
+
+
+def test_assists_name_retiring_with_the_denormal_advice():
+    metrics = {
+        "retiring": 0.45,
+        "bad_speculation": 0.05,
+        "frontend_bound": 0.10,
+        "backend_bound": 0.40,
+        "heavy_operations": 0.30,
+        "microcode_sequencer": 0.25,
+        "assists": 0.20,
+    }
+    found = diagnose(metrics, core="icelake")
+    retiring = next(f for f in found.findings if f.category == "retiring")
+    crossed = {e.metric for e in retiring.evidence if e.crossed}
+    assert {"assists", "microcode_sequencer", "heavy_operations"} <= crossed
+    assert "session.set_denormal_as_zero" in retiring.recommendations[0]
+    assert "heavy operations 30%, microcode sequencer 25%, assists 20%" in retiring.explanation
+
+
+def test_heavy_operations_alone_only_support_retiring():
+    # tma_retiring's "| tma_heavy_operations > 0.1" flags the node, but a retiring share
+    # of 30 % is not a core retiring near its width: heavy operations alone name nothing
+    found = diagnose(
+        {
+            "retiring": 0.30,
+            "bad_speculation": 0.05,
+            "frontend_bound": 0.10,
+            "backend_bound": 0.55,
+            "heavy_operations": 0.15,
+        },
+        core="icelake",
+    )
+    assert "retiring" not in categories(found)
