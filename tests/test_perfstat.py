@@ -1003,6 +1003,8 @@ ZEN4_PIPELINE_L2 = (FIXTURES / "zen4_pipeline_l2_serialpi.txt").read_text()
                 "machine_clears": 0.000,
                 "fetch_latency": 0.036,
                 "fetch_bandwidth": 0.004,
+                # retiring_microcode: retiring x ex_ret_ucode_ops / ex_ret_ops
+                "microcode_sequencer": 0.004,
             },
         ),
         (
@@ -1018,6 +1020,7 @@ ZEN4_PIPELINE_L2 = (FIXTURES / "zen4_pipeline_l2_serialpi.txt").read_text()
                 "machine_clears": 0.000,
                 "fetch_latency": 0.054,
                 "fetch_bandwidth": 0.006,
+                "microcode_sequencer": 0.006,
             },
         ),
     ],
@@ -1032,6 +1035,7 @@ def test_amd_zen4_dispatch_slots_give_the_level1_shares_perf_prints(run, perf_pr
     # from the counts; the backend is perf's printed parts summed (perf knew the core).
     unnamed = stat.metrics()
     assert "retiring" not in unnamed
+    assert unnamed["microcode_sequencer"] == pytest.approx(perf_printed["microcode_sequencer"])
     assert unnamed["backend_bound"] == pytest.approx(perf_printed["backend_bound"])
     assert unnamed["frontend_bound"] == pytest.approx(perf_printed["frontend_bound"])
     assert stat.metrics("amd-zen5")["backend_bound"] == pytest.approx(

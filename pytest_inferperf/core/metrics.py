@@ -799,12 +799,24 @@ METRICS: dict[str, Metric] = {
             "share of the issue slots",
             "retiring",
         ),
-        _printed_share(
+        # ... and AMD's retiring_microcode (amdzen4/amdzen5 pipeline.json, PipelineL2:
+        # "Fraction of dispatch slots used by microcode ops that retired", retiring x
+        # ex_ret_ucode_ops / ex_ret_ops), the same slots: read as printed, or split off
+        # retiring by the counts where the core's dispatch slots are known.
+        Metric(
             "microcode_sequencer",
             "issue slots that retired uops of the microcode sequencer",
-            "Intel TMA Microcode_Sequencer (Linux perf x86 metrics: tma_microcode_sequencer), "
-            "a share of the issue slots",
-            "retiring",
+            "",
+            "lower",
+            ("op_retired", "op_retired_ucode", "cycles"),
+            "Intel TMA Microcode_Sequencer (Linux perf x86 metrics: tma_microcode_sequencer); "
+            "AMD Zen 4/5: retiring_microcode = retiring x ex_ret_ucode_ops / ex_ret_ops "
+            "(amdzen4/amdzen5 pipeline.json); a share of the issue slots",
+            _part_of("retiring", "op_retired_ucode", ("op_retired",)),
+            tolerance=SLOTS_TOLERANCE,
+            gates=True,
+            points_to="retiring",
+            cost=_STALLED,
         ),
         _printed_share(
             "assists",

@@ -179,6 +179,9 @@ _GENERIC: dict[str, str] = {
     # the mispredicted branches they split bad speculation (bad_speculation_mispredicts).
     "resyncs_or_nc_redirects": "pipeline_restarts",
     "bp_redirects.resync": "pipeline_restarts",
+    # Ops retired from microcode: with ex_ret_ops they split retiring (retiring_microcode,
+    # amdzen4/amdzen5 pipeline.json).
+    "ex_ret_ucode_ops": "op_retired_ucode",
 }
 # AMD's names without a dot, which only AMD's x86 PMU has (the ones with a dot are read
 # as x86 already, see EventName.arch_hint).
@@ -189,6 +192,7 @@ _AMD_NAMES = frozenset(
         "ex_ret_brn",
         "ex_ret_brn_misp",
         "ex_ret_ops",
+        "ex_ret_ucode_ops",
         "resyncs_or_nc_redirects",
     )
 )
@@ -1036,6 +1040,7 @@ _TOPDOWN_NAMES = {
     "store_bound": "store_bound",
     "heavy_operations": "heavy_operations",
     "microcode_sequencer": "microcode_sequencer",
+    "retiring_microcode": "microcode_sequencer",  # AMD's (amdzen4/amdzen5 PipelineL2)
     "assists": "assists",
 }
 _PRINTED_NAME = (
@@ -1044,7 +1049,7 @@ _PRINTED_NAME = (
     r"|backend_bound(?:_memory|_cpu)?|memory_bound|core_bound"
     r"|branch_mispredicts|machine_clears|l1_bound|l2_bound|l3_bound|dram_bound"
     r"|dtlb_load|dtlb_store|divider|ports_utilization|store_bound|heavy_operations"
-    r"|microcode_sequencer|assists)\b(?!\.)"
+    r"|microcode_sequencer|retiring_microcode|assists)\b(?!\.)"
 )
 # "# 0.91 Backend_Bound" (-M TopdownL1, perf 5.x) and "# 53.4 % tma_backend_bound"
 # (perf 6.x default and --topdown output).
