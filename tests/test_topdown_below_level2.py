@@ -68,6 +68,8 @@ def test_printed_nodes_below_level_2_are_read_and_an_event_of_the_same_word_is_n
         "     1,000,000,000      cycles\n"
         "           120,000      assists.any\n"
         "  TopdownL2   #     18.0 %  tma_heavy_operations\n"
+        "  TopdownL3   #      7.0 %  tma_icache_misses\n"
+        "              #      6.0 %  tma_itlb_misses\n"
         "  TopdownL3   #     25.0 %  tma_divider\n"
         "              #     16.0 %  tma_ports_utilization\n"
         "              #     22.0 %  tma_store_bound\n"
@@ -79,6 +81,8 @@ def test_printed_nodes_below_level_2_are_read_and_an_event_of_the_same_word_is_n
     assert stat.perf_metrics == pytest.approx(
         {
             "heavy_operations": 0.18,
+            "icache_misses": 0.07,
+            "itlb_misses": 0.06,
             "divider": 0.25,
             "ports_utilization": 0.16,
             "store_bound": 0.22,
@@ -110,6 +114,8 @@ def test_divider_and_store_stall_counts_are_shares_of_the_cycles(event, logical)
 
 def test_toplev_nodes_below_level_2_and_the_old_name_of_dram_bound():
     text = (
+        "C0    FE       Frontend_Bound.Fetch_Latency.ICache_Misses:                6.00 %\n"
+        "C0    FE       Frontend_Bound.Frontend_Latency.ITLB_Misses:               4.00 %\n"
         "C0    BE/Core  Backend_Bound.Core_Bound.Divider:                         31.00 %\n"
         "C0    BE/Core  Backend_Bound.Core_Bound.Ports_Utilization:               12.00 %\n"
         "C0    BE/Mem   Backend_Bound.Memory_Bound.Store_Bound:                   21.00 %\n"
@@ -122,6 +128,8 @@ def test_toplev_nodes_below_level_2_and_the_old_name_of_dram_bound():
     assert stat.format == "toplev"
     assert stat.perf_metrics == pytest.approx(
         {
+            "icache_misses": 0.06,
+            "itlb_misses": 0.04,  # under toplev's name of TMA 3 and before
             "divider": 0.31,
             "ports_utilization": 0.12,
             "store_bound": 0.21,
@@ -222,3 +230,49 @@ def test_heavy_operations_alone_only_support_retiring():
         core="icelake",
     )
     assert "retiring" not in categories(found)
+
+
+def test_itlb_misses_name_the_front_end_with_the_huge_page_advice():
+    level1 = {
+        "retiring": 0.30,
+        "bad_speculation": 0.05,
+        "frontend_bound": 0.35,
+        "backend_bound": 0.30,
+        "fetch_latency": 0.25,
+        "fetch_bandwidth": 0.10,
+    }
+    found = diagnose({**level1, "icache_misses": 0.12, "itlb_misses": 0.09}, core="icelake")
+    assert found.primary.category == "frontend_bound"
+    crossed = {e.metric for e in found.primary.evidence if e.crossed}
+    assert {"icache_misses", "itlb_misses"} <= crossed
+    assert any("ITLB misses" in r for r in found.primary.recommendations)
+    assert "I-cache misses 12%, ITLB misses 9%" in found.primary.explanation
+    # I-cache misses alone give no ITLB advice
+    icache = diagnose({**level1, "icache_misses": 0.12, "itlb_misses": 0.01}, core="icelake")
+    assert not any("ITLB misses" in r for r in icache.primary.recommendations)
+    # without level 1 or 2, the two nodes are the front end's share
+    alone = diagnose({"icache_misses": 0.12, "itlb_misses": 0.09}, core="icelake")
+    assert alone.primary.category == "frontend_bound"
+    assert alone.primary.share.share == pytest.approx(0.21)
+
+
+def test_the_microcode_sequencer_without_assists_only_supports_retiring():
+    # TMA's tma_cisc = microcode sequencer - assists: CISC instructions' uops (SHA rounds,
+    # string moves) are work asked for; 6 % of the slots from microcode (a Zen 4 SHA-256
+    # run's retiring_microcode in perf-book's corpus case) names nothing on its own
+    metrics = {
+        "retiring": 0.263,
+        "bad_speculation": 0.0,
+        "frontend_bound": 0.061,
+        "backend_bound": 0.675,
+        "core_bound": 0.659,
+        "memory_bound": 0.017,
+        "microcode_sequencer": 0.061,
+    }
+    found = diagnose(metrics, core="zen4")
+    assert found.primary.category == "backend_bound"
+    assert "retiring" not in categories(found)
+    # with assists it does, and gives the denormal advice
+    with_assists = diagnose({**metrics, "assists": 0.15}, core="icelake")
+    retiring = next(f for f in with_assists.findings if f.category == "retiring")
+    assert any("set_denormal_as_zero" in r for r in retiring.recommendations)

@@ -786,6 +786,25 @@ METRICS: dict[str, Metric] = {
             "a share of the cycles",
             "backend_bound",
         ),
+        # Level 3 of the front end's fetch latency (Linux perf x86 metrics): the cycles
+        # stalled on instruction-cache misses (tma_icache_misses) and on ITLB misses
+        # (tma_itlb_misses). Their formulas change with every core (ICACHE_16B.IFDATA_STALL
+        # with an edge term on Skylake, ICACHE_DATA.STALLS from Ice Lake; the ITLB's STLB
+        # hits at a per-core cost): read as perf or toplev printed them.
+        _printed_share(
+            "icache_misses",
+            "cycles stalled on instruction-cache misses",
+            "Intel TMA ICache_Misses (Linux perf x86 metrics: tma_icache_misses), a share "
+            "of the cycles",
+            "frontend_bound",
+        ),
+        _printed_share(
+            "itlb_misses",
+            "cycles stalled on instruction-TLB misses",
+            "Intel TMA ITLB_Misses (Linux perf x86 metrics: tma_itlb_misses), a share of "
+            "the cycles",
+            "frontend_bound",
+        ),
         # Level 2 of retiring and below (Linux perf x86 metrics): tma_heavy_operations,
         # the slots retiring "instructions that require two or more uops or micro-coded
         # sequences"; tma_microcode_sequencer, the uops the Microcode Sequencer fed

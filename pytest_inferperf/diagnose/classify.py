@@ -632,7 +632,12 @@ _FRACTIONS: dict[str, tuple[str | tuple[str, ...], ...]] = {
     "l1d_residency": ("l2_bound",),
     "tlb_churn": (("dtlb_load_bound", "dtlb_store_bound"), ("dtlb_store_bound",)),
     "branch_misprediction": ("branch_mispredicts", "bad_speculation"),
-    "frontend_bound": ("frontend_bound", "frontend_stalled"),
+    "frontend_bound": (
+        "frontend_bound",
+        "frontend_stalled",
+        ("icache_misses", "itlb_misses"),
+        ("itlb_misses",),
+    ),
     "backend_bound": (
         ("core_bound", "l1_bound", "store_bound"),
         ("l1_bound", "store_bound"),
@@ -682,6 +687,8 @@ _LEAF_SHARES = (
     "store_bound",
     "divider",
     "ports_utilization",
+    "icache_misses",
+    "itlb_misses",
 )
 
 
@@ -1148,7 +1155,9 @@ def _extras(
             "one NUMA node; more threads only add bandwidth pressure."
         )
     elif category == "frontend_bound" and (
-        _fired(evidence, "itlb_mpki") or _fired(evidence, "l1i_tlb_mpki")
+        _fired(evidence, "itlb_mpki")
+        or _fired(evidence, "l1i_tlb_mpki")
+        or _fired(evidence, "itlb_misses")
     ):
         extras.append(
             "ITLB misses: back the onnxruntime library text with huge pages "
@@ -1171,9 +1180,7 @@ def _extras(
                 "Other threads are busy too (other sessions, OpenMP/BLAS pools): set "
                 "OMP_NUM_THREADS=1 when ORT owns the threads."
             )
-    elif category == "retiring" and (
-        _fired(evidence, "assists") or _fired(evidence, "microcode_sequencer")
-    ):
+    elif category == "retiring" and _fired(evidence, "assists"):
         extras.append(
             "Microcode assists retire in place of work: in inference the usual cause is "
             "denormal floats (tiny activations or weights). Set "
@@ -1534,10 +1541,15 @@ def _backend_note(category: str, share: CycleShare | None, metrics: Mapping[str,
 
 
 # What level 3 (and below) of the top-down tree says about a finding's part, where it
-# was measured: the core part's Divider and Ports_Utilization (shares of the cycles), and
+# was measured: the fetch latency's ICache_Misses and ITLB_Misses and the core part's
+# Divider and Ports_Utilization (shares of the cycles), and
 # retiring's Heavy_Operations with their Microcode_Sequencer and Assists (shares of the
 # slots): Intel TMA nodes, Linux perf x86 metrics.
 _BELOW = {
+    "frontend_bound": (
+        ("icache_misses", "I-cache misses"),
+        ("itlb_misses", "ITLB misses"),
+    ),
     "backend_bound": (
         ("divider", "divider busy"),
         ("ports_utilization", "ports utilisation"),
@@ -1559,7 +1571,10 @@ def _below_note(category: str, metrics: Mapping[str, float]) -> str:
     ]
     if not parts:
         return ""
-    of = "the core part (cycles)" if category == "backend_bound" else "the retired slots"
+    of = {
+        "frontend_bound": "the fetch latency (cycles)",
+        "backend_bound": "the core part (cycles)",
+    }.get(category, "the retired slots")
     return f" Deeper top-down nodes under {of}: {', '.join(parts)} (Intel TMA)."
 
 

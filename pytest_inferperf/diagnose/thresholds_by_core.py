@@ -241,9 +241,10 @@ THRESHOLDS: tuple[Threshold, ...] = (
     Threshold("retiring", ">", 0.70, "retiring", "key", f"{TMA_RAW}: tma_retiring > 0.7"),
     # Below it (Linux perf x86 metrics): tma_retiring's own threshold adds "|
     # tma_heavy_operations > 0.1"; heavy operations alone say the retired work is
-    # costlier per instruction, so they support the finding. Uops the microcode
-    # sequencer fed, and assists among them (denormal floats), are work the program did
-    # not ask for: each names the category on its own.
+    # costlier per instruction, so they support the finding, as do the uops the
+    # microcode sequencer fed: those of CISC instructions (tma_cisc = microcode
+    # sequencer - assists: SHA rounds, string moves) are work the program asked for.
+    # Assists (denormal floats, SSE/AVX mixes) are not: they name the category.
     Threshold(
         "heavy_operations",
         ">",
@@ -258,7 +259,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
         ">",
         0.05,
         "retiring",
-        "key",
+        "support",
         f"{TMA_L3}: tma_microcode_sequencer > 0.05 & tma_heavy_operations > 0.1",
         families=("x86",),
     ),
@@ -582,6 +583,27 @@ THRESHOLDS: tuple[Threshold, ...] = (
     ),
     Threshold(
         "frontend_bound", ">", 0.15, "frontend_bound", "key", f"{TMA}: frontend_bound > 0.15"
+    ),
+    # Level 3 of its fetch latency: the cycles stalled on I-cache and on ITLB misses,
+    # the two causes this category names.
+    Threshold(
+        "icache_misses",
+        ">",
+        0.05,
+        "frontend_bound",
+        "key",
+        f"{TMA_L3}: tma_icache_misses > 0.05 & (tma_fetch_latency > 0.1 & "
+        "tma_frontend_bound > 0.15)",
+        families=("x86",),
+    ),
+    Threshold(
+        "itlb_misses",
+        ">",
+        0.05,
+        "frontend_bound",
+        "key",
+        f"{TMA_L3}: tma_itlb_misses > 0.05 & (tma_fetch_latency > 0.1 & tma_frontend_bound > 0.15)",
+        families=("x86",),
     ),
     Threshold(
         "ipc",

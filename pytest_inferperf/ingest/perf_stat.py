@@ -1030,11 +1030,14 @@ _TOPDOWN_NAMES = {
     "l1_bound": "l1_bound",
     "dtlb_load": "dtlb_load_bound",
     "dtlb_store": "dtlb_store_bound",
-    # Level 3 of the core part (tma_divider, tma_ports_utilization: shares of the cycles),
+    # Level 3 of the front end's fetch latency (tma_icache_misses, tma_itlb_misses) and
+    # of the core part (tma_divider, tma_ports_utilization): shares of the cycles;
     # the stores of the memory part (tma_store_bound), and retiring's heavy operations
     # with the microcode sequencer's and the assists' part of them (shares of the slots):
     # Linux perf x86 metrics, printed by perf -M TopdownL3 / TopdownL4 and perf 6.x's
     # default output (tma_heavy_operations).
+    "icache_misses": "icache_misses",
+    "itlb_misses": "itlb_misses",
     "divider": "divider",
     "ports_utilization": "ports_utilization",
     "store_bound": "store_bound",
@@ -1048,7 +1051,8 @@ _PRINTED_NAME = (
     r"|frontend_bound(?:_latency|_bandwidth)?|fetch_latency|fetch_bandwidth"
     r"|backend_bound(?:_memory|_cpu)?|memory_bound|core_bound"
     r"|branch_mispredicts|machine_clears|l1_bound|l2_bound|l3_bound|dram_bound"
-    r"|dtlb_load|dtlb_store|divider|ports_utilization|store_bound|heavy_operations"
+    r"|dtlb_load|dtlb_store|icache_misses|itlb_misses|divider|ports_utilization"
+    r"|store_bound|heavy_operations"
     r"|microcode_sequencer|retiring_microcode|assists)\b(?!\.)"
 )
 # "# 0.91 Backend_Bound" (-M TopdownL1, perf 5.x) and "# 53.4 % tma_backend_bound"

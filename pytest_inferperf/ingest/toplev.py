@@ -56,6 +56,10 @@ NODES = {
     # MEM_Bound, "how often the CPU was stalled on accesses to external memory (DRAM) by
     # loads", level 3, in Clocks).
     "Backend_Bound.Memory_Bound.MEM_Bound": "dram_stalled",
+    "Frontend_Bound.Fetch_Latency.ICache_Misses": "icache_misses",
+    "Frontend_Bound.Fetch_Latency.ITLB_Misses": "itlb_misses",
+    "Frontend_Bound.Frontend_Latency.ICache_Misses": "icache_misses",
+    "Frontend_Bound.Frontend_Latency.ITLB_Misses": "itlb_misses",
     "Backend_Bound.Memory_Bound.Store_Bound": "store_bound",
     "Backend_Bound.Core_Bound.Divider": "divider",
     "Backend_Bound.Core_Bound.Ports_Utilization": "ports_utilization",
