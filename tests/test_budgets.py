@@ -164,6 +164,44 @@ def test_an_unknown_keyword_far_from_every_name_gets_no_guess():
     assert "Did you mean" not in text
 
 
+@pytest.mark.parametrize(
+    ("keyword", "needs", "instead"),
+    [
+        # perf's printed top-down nodes below level 2: no counter of ours gives them
+        ("divider_max", "divider_active", "backend_bound_max"),
+        ("assists_max", "tma_assists", "retiring_max"),
+        ("fetch_latency_max", "topdown-fetch-lat, slots", "frontend_bound_max"),
+        # Intel's named stall events, read from saved outputs only
+        ("l1_bound_max", "stall_mem_any", "backend_bound_max"),
+    ],
+)
+def test_a_budget_on_a_metric_only_saved_outputs_hold_is_refused(keyword, needs, instead):
+    text = _refusal({keyword: 0.2})
+    metric = keyword.removesuffix("_max")
+    assert text.startswith(f"@pytest.mark.perf({keyword}=...): {metric} (")
+    assert f"is not measured by the plugin: it needs {needs}," in text
+    assert "`inferperf explain`" in text
+    assert f"Budget {instead} instead." in text
+
+
+def test_every_budget_keyword_the_plugin_accepts_can_be_counted():
+    from pytest_inferperf.pmu.events import CATALOGUE
+
+    accepted = []
+    for key in budget_keywords():
+        target = budget_target(key)
+        try:
+            parse_marker((), {key: 1.0})
+        except MarkerError:
+            continue
+        if target is not None:
+            accepted.append(target[0])
+    assert "ipc" in accepted and "backend_bound" in accepted
+    assert "divider" not in accepted and "assists" not in accepted
+    for metric in accepted:
+        assert all(e in CATALOGUE for e in METRICS[metric].inputs), metric
+
+
 def test_a_misspelt_runner_keyword_is_guessed_too():
     assert "Did you mean repeat?" in _refusal({"repeats": 3})
 

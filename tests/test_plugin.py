@@ -156,6 +156,26 @@ def test_unknown_marker_keyword_is_a_collection_error_with_did_you_mean(suite):
     assert result.ret != 0
 
 
+def test_a_budget_the_counters_cannot_give_is_a_collection_error_naming_the_fix(suite):
+    suite.makepyfile(
+        test_a="""
+        import pytest
+        @pytest.mark.perf(divider_max=0.2)
+        def test_x(pmu_profile):
+            pmu_profile(lambda: None)
+    """
+    )
+    result = run(suite, "--inferperf")
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR collecting test_a.py*",
+            "*divider_max=...): divider (*) is not measured by the plugin: it needs "
+            "divider_active*Budget backend_bound_max instead.*",
+        ]
+    )
+    assert result.ret != 0
+
+
 @pytest.mark.parametrize(
     ("marker", "message"),
     [

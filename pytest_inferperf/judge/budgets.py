@@ -21,6 +21,7 @@ from ..core.errors import InferperfError
 from ..core.metrics import METRICS, missing_inputs
 from ..core.numbers import number
 from ..measure.stages import EVERY_STAGE, metric_label, stage_metric, stage_of
+from ..pmu.events import CATALOGUE
 
 RUNNER_KEYWORDS = {
     "warmup": "int",
@@ -121,6 +122,8 @@ def parse_marker(
                     f"@pytest.mark.{marker}({key}={value!r}): a budget must be a finite number"
                 )
             metric, kind = target
+            if uncountable := _not_counted_here(metric):
+                raise MarkerError(_read_from_files_only(key, metric, uncountable, marker))
             budgets.append(Budget(metric, kind, float(value)))
         else:
             raise MarkerError(_unknown_keyword(key, marker))
@@ -146,6 +149,29 @@ def budget_target(key: str) -> tuple[str, str] | None:
 
 
 _UNIT_LAST = re.compile(r"(.+)_(min|max)_(ms|mb)")
+
+
+def _not_counted_here(metric: str) -> list[str]:
+    """The inputs of ``metric`` no counter of the product opens: values only a saved perf
+    stat or toplev output holds (Intel's named stall events, perf's printed top-down
+    nodes below level 2), which ``inferperf explain`` reads and a measurement never has."""
+    return [e for e in METRICS[metric].inputs if e not in CATALOGUE]
+
+
+def _read_from_files_only(key: str, metric: str, inputs: list[str], marker: str) -> str:
+    row = METRICS[metric]
+    parent = row.points_to if row.points_to in METRICS else None
+    instead = (
+        f"{parent}_max"
+        if parent is not None and not _not_counted_here(parent)
+        else "a metric of `inferperf metrics` whose inputs `inferperf doctor` lists as counted"
+    )
+    return (
+        f"@pytest.mark.{marker}({key}=...): {metric} ({row.description}) is not measured by "
+        f"the plugin: it needs {', '.join(inputs)}, which only a saved perf stat or toplev "
+        "output holds (`inferperf explain` reads it there), so this budget could never be "
+        f"judged. Budget {instead} instead."
+    )
 
 
 def _unknown_keyword(key: str, marker: str) -> str:
