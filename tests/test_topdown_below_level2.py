@@ -74,7 +74,9 @@ def test_printed_nodes_below_level_2_are_read_and_an_event_of_the_same_word_is_n
         "              #     16.0 %  tma_ports_utilization\n"
         "              #     22.0 %  tma_store_bound\n"
         "              #     12.0 %  tma_microcode_sequencer\n"
-        "  TopdownL4   #     11.0 %  tma_assists\n\n"
+        "  TopdownL4   #     11.0 %  tma_assists\n"
+        "              #     28.0 %  tma_mem_bandwidth\n"
+        "              #      9.0 %  tma_mem_latency\n\n"
         "       1.000000000 seconds time elapsed\n"
     )
     stat = parse(text)
@@ -88,6 +90,8 @@ def test_printed_nodes_below_level_2_are_read_and_an_event_of_the_same_word_is_n
             "store_bound": 0.22,
             "microcode_sequencer": 0.12,
             "assists": 0.11,
+            "mem_bandwidth": 0.28,
+            "mem_latency": 0.09,
         }
     )
     # "120,000  assists.any" is the event ASSISTS.ANY, not the 11 % node
@@ -120,6 +124,8 @@ def test_toplev_nodes_below_level_2_and_the_old_name_of_dram_bound():
         "C0    BE/Core  Backend_Bound.Core_Bound.Ports_Utilization:               12.00 %\n"
         "C0    BE/Mem   Backend_Bound.Memory_Bound.Store_Bound:                   21.00 %\n"
         "C0    BE/Mem   Backend_Bound.Memory_Bound.MEM_Bound:                     40.00 %\n"
+        "C0    BE/Mem   Backend_Bound.Memory_Bound.MEM_Bound.MEM_Bandwidth:       30.00 %\n"
+        "C0    BE/Mem   Backend_Bound.Memory_Bound.DRAM_Bound.MEM_Latency:        10.00 %\n"
         "C0    RET      Retiring.Heavy_Operations:                                15.00 %\n"
         "C0    RET      Retiring.Heavy_Operations.Microcode_Sequencer:             9.00 %\n"
         "C0    RET      Retiring.Heavy_Operations.Microcode_Sequencer.Assists:     7.00 %\n"
@@ -136,6 +142,8 @@ def test_toplev_nodes_below_level_2_and_the_old_name_of_dram_bound():
             # pmu-tools' ratio files of 2014-2015: class MEM_Bound, "stalled on accesses
             # to external memory (DRAM) by loads" (today's DRAM_Bound)
             "dram_stalled": 0.40,
+            "mem_bandwidth": 0.30,
+            "mem_latency": 0.10,
             "heavy_operations": 0.15,
             "microcode_sequencer": 0.09,
             "assists": 0.07,
@@ -276,3 +284,30 @@ def test_the_microcode_sequencer_without_assists_only_supports_retiring():
     with_assists = diagnose({**metrics, "assists": 0.15}, core="icelake")
     retiring = next(f for f in with_assists.findings if f.category == "retiring")
     assert any("set_denormal_as_zero" in r for r in retiring.recommendations)
+
+
+def test_dram_bandwidth_or_latency_says_which_fix_fits():
+    memory = {
+        "retiring": 0.15,
+        "bad_speculation": 0.02,
+        "frontend_bound": 0.03,
+        "backend_bound": 0.80,
+        "memory_bound": 0.70,
+        "core_bound": 0.10,
+        "l2_bound": 0.02,
+        "l3_bound": 0.04,
+        "dram_stalled": 0.60,
+    }
+    bandwidth = diagnose({**memory, "mem_bandwidth": 0.45, "mem_latency": 0.15}, core="icelake")
+    assert bandwidth.primary.category == "l2_llc_residency"
+    recs = bandwidth.primary.recommendations
+    assert any(r.startswith("DRAM bandwidth is the limit") for r in recs)
+    assert any(r.startswith("DRAM latency is the limit") for r in recs)
+    assert any("one NUMA node" in r for r in recs)
+    assert "DRAM bandwidth 45%, DRAM latency 15%" in bandwidth.primary.explanation
+    # the category and its share are DRAM_Bound's: the level-4 parts only say which fix
+    assert bandwidth.primary.share.share == pytest.approx(0.64)
+    latency = diagnose({**memory, "mem_bandwidth": 0.05, "mem_latency": 0.55}, core="icelake")
+    recs = latency.primary.recommendations
+    assert not any(r.startswith("DRAM bandwidth is the limit") for r in recs)
+    assert any(r.startswith("DRAM latency is the limit") for r in recs)

@@ -805,6 +805,25 @@ METRICS: dict[str, Metric] = {
             "the cycles",
             "frontend_bound",
         ),
+        # Level 4 under DRAM_Bound (Linux perf x86 metrics): the cycles "the core's
+        # performance was likely hurt due to approaching bandwidth limits of external
+        # memory" (tma_mem_bandwidth: cycles with many data reads outstanding) and the
+        # rest of DRAM's, its latency (tma_mem_latency). cmask'd offcore counts: read
+        # as printed.
+        _printed_share(
+            "mem_bandwidth",
+            "cycles limited by DRAM bandwidth",
+            "Intel TMA MEM_Bandwidth (Linux perf x86 metrics: tma_mem_bandwidth), a share "
+            "of the cycles",
+            "l2_llc_residency",
+        ),
+        _printed_share(
+            "mem_latency",
+            "cycles limited by DRAM latency",
+            "Intel TMA MEM_Latency (Linux perf x86 metrics: tma_mem_latency), a share of "
+            "the cycles",
+            "l2_llc_residency",
+        ),
         # Level 2 of retiring and below (Linux perf x86 metrics): tma_heavy_operations,
         # the slots retiring "instructions that require two or more uops or micro-coded
         # sequences"; tma_microcode_sequencer, the uops the Microcode Sequencer fed

@@ -1149,11 +1149,25 @@ def _extras(
 ) -> list[str]:
     """The recommendations of ``category`` that only some evidence or settings call for."""
     extras: list[str] = []
-    if category == "l2_llc_residency" and _fired(evidence, "llc_mpki"):
-        extras.append(
-            "LLC misses go to DRAM: try intra_op_num_threads = physical cores of "
-            "one NUMA node; more threads only add bandwidth pressure."
-        )
+    if category == "l2_llc_residency":
+        if _fired(evidence, "mem_bandwidth"):
+            extras.append(
+                "DRAM bandwidth is the limit: each call streams the weights through it, "
+                "so fewer bytes per weight help most (int8, or 4-bit MatMulNBits for "
+                "LLMs), as does reusing each weight for more rows (a larger batch)."
+            )
+        if _fired(evidence, "mem_latency"):
+            extras.append(
+                "DRAM latency is the limit: loads the prefetchers cannot foresee "
+                "(gathers, embedding lookups, scattered tensors) wait on memory one by "
+                "one; keep the memory arena on and tensors contiguous (huge pages help "
+                "the TLB side)."
+            )
+        if _fired(evidence, "llc_mpki") or _fired(evidence, "mem_bandwidth"):
+            extras.append(
+                "LLC misses go to DRAM: try intra_op_num_threads = physical cores of "
+                "one NUMA node; more threads only add bandwidth pressure."
+            )
     elif category == "frontend_bound" and (
         _fired(evidence, "itlb_mpki")
         or _fired(evidence, "l1i_tlb_mpki")
@@ -1541,11 +1555,16 @@ def _backend_note(category: str, share: CycleShare | None, metrics: Mapping[str,
 
 
 # What level 3 (and below) of the top-down tree says about a finding's part, where it
-# was measured: the fetch latency's ICache_Misses and ITLB_Misses and the core part's
+# was measured: DRAM_Bound's MEM_Bandwidth and MEM_Latency, the fetch latency's
+# ICache_Misses and ITLB_Misses and the core part's
 # Divider and Ports_Utilization (shares of the cycles), and
 # retiring's Heavy_Operations with their Microcode_Sequencer and Assists (shares of the
 # slots): Intel TMA nodes, Linux perf x86 metrics.
 _BELOW = {
+    "l2_llc_residency": (
+        ("mem_bandwidth", "DRAM bandwidth"),
+        ("mem_latency", "DRAM latency"),
+    ),
     "frontend_bound": (
         ("icache_misses", "I-cache misses"),
         ("itlb_misses", "ITLB misses"),
@@ -1572,6 +1591,7 @@ def _below_note(category: str, metrics: Mapping[str, float]) -> str:
     if not parts:
         return ""
     of = {
+        "l2_llc_residency": "DRAM's part (cycles)",
         "frontend_bound": "the fetch latency (cycles)",
         "backend_bound": "the core part (cycles)",
     }.get(category, "the retired slots")

@@ -412,6 +412,28 @@ THRESHOLDS: tuple[Threshold, ...] = (
         f"{TMA_L3}: tma_l3_bound > 0.05 & (tma_memory_bound > 0.2 & tma_backend_bound > 0.2)",
         families=("x86",),
     ),
+    # Level 4 under DRAM_Bound: whether DRAM's bandwidth or its latency held the loads
+    # up. DRAM_Bound names the category; these say which fix fits (they support it).
+    Threshold(
+        "mem_bandwidth",
+        ">",
+        0.20,
+        "l2_llc_residency",
+        "support",
+        f"{TMA_L4}: tma_mem_bandwidth > 0.2 & (tma_dram_bound > 0.1 & (tma_memory_bound "
+        "> 0.2 & tma_backend_bound > 0.2))",
+        families=("x86",),
+    ),
+    Threshold(
+        "mem_latency",
+        ">",
+        0.10,
+        "l2_llc_residency",
+        "support",
+        f"{TMA_L4}: tma_mem_latency > 0.1 & (tma_dram_bound > 0.1 & (tma_memory_bound > "
+        "0.2 & tma_backend_bound > 0.2))",
+        families=("x86",),
+    ),
     # --- TLB --------------------------------------------------------------------
     Threshold(
         "dtlb_mpki",

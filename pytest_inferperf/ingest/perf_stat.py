@@ -1036,6 +1036,9 @@ _TOPDOWN_NAMES = {
     # with the microcode sequencer's and the assists' part of them (shares of the slots):
     # Linux perf x86 metrics, printed by perf -M TopdownL3 / TopdownL4 and perf 6.x's
     # default output (tma_heavy_operations).
+    # Level 4 under DRAM_Bound: its bandwidth and latency parts (shares of the cycles).
+    "mem_bandwidth": "mem_bandwidth",
+    "mem_latency": "mem_latency",
     "icache_misses": "icache_misses",
     "itlb_misses": "itlb_misses",
     "divider": "divider",
@@ -1051,7 +1054,8 @@ _PRINTED_NAME = (
     r"|frontend_bound(?:_latency|_bandwidth)?|fetch_latency|fetch_bandwidth"
     r"|backend_bound(?:_memory|_cpu)?|memory_bound|core_bound"
     r"|branch_mispredicts|machine_clears|l1_bound|l2_bound|l3_bound|dram_bound"
-    r"|dtlb_load|dtlb_store|icache_misses|itlb_misses|divider|ports_utilization"
+    r"|dtlb_load|dtlb_store|mem_bandwidth|mem_latency|icache_misses|itlb_misses"
+    r"|divider|ports_utilization"
     r"|store_bound|heavy_operations"
     r"|microcode_sequencer|retiring_microcode|assists)\b(?!\.)"
 )

@@ -56,6 +56,10 @@ NODES = {
     # MEM_Bound, "how often the CPU was stalled on accesses to external memory (DRAM) by
     # loads", level 3, in Clocks).
     "Backend_Bound.Memory_Bound.MEM_Bound": "dram_stalled",
+    "Backend_Bound.Memory_Bound.DRAM_Bound.MEM_Bandwidth": "mem_bandwidth",
+    "Backend_Bound.Memory_Bound.DRAM_Bound.MEM_Latency": "mem_latency",
+    "Backend_Bound.Memory_Bound.MEM_Bound.MEM_Bandwidth": "mem_bandwidth",
+    "Backend_Bound.Memory_Bound.MEM_Bound.MEM_Latency": "mem_latency",
     "Frontend_Bound.Fetch_Latency.ICache_Misses": "icache_misses",
     "Frontend_Bound.Fetch_Latency.ITLB_Misses": "itlb_misses",
     "Frontend_Bound.Frontend_Latency.ICache_Misses": "icache_misses",
