@@ -311,3 +311,53 @@ def test_dram_bandwidth_or_latency_says_which_fix_fits():
     recs = latency.primary.recommendations
     assert not any(r.startswith("DRAM bandwidth is the limit") for r in recs)
     assert any(r.startswith("DRAM latency is the limit") for r in recs)
+
+
+# -- Intel hybrid parts, counting CPUs ----------------------------------------------------
+
+# Real: Ian Rogers, "[PATCH v1 00/40] Fix perf on Intel hybrid CPUs", linux-kernel,
+# 2023-04-26 (https://lore.kernel.org/all/20230426070050.1315519-1-irogers@google.com/),
+# `perf stat -M TopdownL1 -a sleep 1` on Alder Lake, as Arnaldo Carvalho de Melo's reply
+# quotes it: each kind of core prints its own model's level 1 (the E-cores' 24.4 %
+# backend, the P-cores' 31.7 %).
+HYBRID_TL1 = (FIXTURES / "hybrid_topdownl1_system_wide.txt").read_text(encoding="utf-8")
+
+
+def test_counting_cpus_on_a_hybrid_part_reads_the_p_cores_printed_nodes():
+    stat = parse(HYBRID_TL1)
+    assert stat.perf_metrics["backend_bound"] == pytest.approx(0.317)
+    assert stat.perf_metrics["frontend_bound"] == pytest.approx(0.541)
+    assert stat.perf_metrics["retiring"] == pytest.approx(0.072)
+
+
+# Constructed (hybrid_topdownl3_constructed.txt) in the layout of the same mail's
+# `perf stat -M TopdownL3 -a sleep 1`, its P-core values: the
+# E-cores count their cycles as CPU_CLK_UNHALTED.CORE, the P-cores as .THREAD and alone
+# have ARITH.DIV_ACTIVE and the MEMORY_ACTIVITY stalls; both print tma_l1_bound.
+HYBRID_TL3 = (FIXTURES / "hybrid_topdownl3_constructed.txt").read_text(encoding="utf-8")
+
+
+def test_counting_cpus_with_other_events_per_kind_reads_the_p_cores_counts():
+    stat = parse(HYBRID_TL3)
+    # a ratio must not divide the P-cores' stalls by the E-cores' cycles
+    assert stat.other_cores == {"cpu_atom": 100.0}
+    assert stat.counts["cycles"] == 240_000_000
+    metrics = stat.metrics("alderlake")
+    assert metrics["divider"] == pytest.approx(480_000 / 240_000_000)
+    assert metrics["l3_bound"] == pytest.approx(0.108, abs=5e-4)  # perf: 10.8 %
+    assert metrics["l1_bound"] == pytest.approx(0.106)  # the P-cores' printed value
+    # counting a task instead, the kind it ran on longest is read, as before (the P-core
+    # lines printed without a share counted all the time)
+    task = parse(HYBRID_TL3.replace("'system wide'", "'./infer'"))
+    assert task.other_cores == {"cpu_atom": pytest.approx(22.3)}
+
+
+def test_explain_says_why_the_e_cores_were_not_read(capsys, tmp_path):
+    from pytest_inferperf.cli.main import main
+
+    path = tmp_path / "hybrid.txt"
+    path.write_text(HYBRID_TL3, encoding="utf-8")
+    assert main(["explain", str(path), "--cpu", "alderlake", "-v"]) == 0
+    out = capsys.readouterr().out
+    assert "not used (the E-cores' events: counting CPUs, each kind of core counts" in out
+    assert "the P-cores are read, as toplev reads them): cpu_atom" in out

@@ -610,6 +610,11 @@ class PerfStat:
     scope: str | None = None
 
     @property
+    def counts_every_cpu(self) -> bool:
+        """Whether perf counted CPUs (``-a``, ``-C``) rather than a task (its title)."""
+        return _counts_every_cpu(self.title)
+
+    @property
     def core_hint(self) -> str | None:
         """The core named by a PMU in the event names (``armv8_cortex_a72`` -> cortex-a72)."""
         hints = [
@@ -846,9 +851,10 @@ def _minor_cores(entries: Sequence[PerfStatEntry], title: str) -> dict[str, floa
     core's distorts every ratio; perf itself forms its ratios per PMU (commit 3612ca8e,
     "perf stat: ... check the PMU type as well"). The core the task ran on longest is
     read, as perf's per-PMU lines give it. Counting the whole system (or CPUs), each
-    PMU counts its own CPUs all the time: the lines add up, nothing is left out."""
-    if "system wide" in title or "CPU(s)" in title:
-        return {}
+    PMU counts its own CPUs all the time: the lines add up, nothing is left out, where
+    both kinds counted the same events (:func:`_other_kinds_counting_other_events`)."""
+    if _counts_every_cpu(title):
+        return _other_kinds_counting_other_events(entries)
     share: dict[str, float] = {}
     total: dict[str, float] = {}
     for e in entries:
@@ -862,6 +868,49 @@ def _minor_cores(entries: Sequence[PerfStatEntry], title: str) -> dict[str, floa
         return {}
     read = max(share, key=lambda p: (share[p], total[p]))
     return {p: v for p, v in share.items() if p != read}
+
+
+#: Intel hybrid's P-core PMU: the kind of core read where the two kinds cannot be added
+#: up (toplev reads the same, :mod:`toplev`).
+P_CORE_PMU = "cpu_core"
+
+
+def _counts_every_cpu(title: str) -> bool:
+    """Whether perf counted CPUs (``-a``, ``-C``) rather than a task."""
+    return "system wide" in title or "CPU(s)" in title
+
+
+def _other_kinds_counting_other_events(entries: Sequence[PerfStatEntry]) -> dict[str, float]:
+    """Counting CPUs on Intel's hybrid parts, the E-core PMU where the two kinds counted
+    different events (mapped to ours); else nothing.
+
+    Each kind's PMU counts its own CPUs, so one logical event counted on both adds up;
+    but where the kinds count it under different names (CPU_CLK_UNHALTED.CORE on the
+    E-cores, .THREAD on the P-cores) or only one kind has it (ARITH.DIV_ACTIVE,
+    MEMORY_ACTIVITY.STALLS_L2_MISS: P-core events), a ratio would divide one kind's
+    count by the other's cycles (perf -M TopdownL3 -a prints such groups for each kind:
+    Linux perf's cpu_core and cpu_atom metric files). Then the P-cores are read, as
+    toplev reads them, and the E-cores' events listed."""
+    kinds: dict[str, set[str]] = {}
+    for e in entries:
+        pmu = (e.event.pmu or "").lower()
+        if pmu in (P_CORE_PMU, "cpu_atom") and e.status == "counted":
+            logical = logical_name(e.event, "x86")
+            if logical is not None:
+                kinds.setdefault(pmu, set()).add(logical)
+    if len(kinds) < 2 or len({frozenset(v) for v in kinds.values()}) == 1:
+        return {}
+    return {"cpu_atom": 100.0}
+
+
+def _kinds_not_read(title: str, entries: Sequence[PerfStatEntry]) -> tuple[str, ...]:
+    """The kinds of core whose printed top-down values are not read: counting CPUs on
+    Intel's hybrid parts, each kind prints its own model's nodes (Linux perf's cpu_core
+    and cpu_atom metric files), and the P-cores' are read (toplev's choice too)."""
+    pmus = {(e.event.pmu or "").lower() for e in entries}
+    if _counts_every_cpu(title) and {P_CORE_PMU, "cpu_atom"} <= pmus:
+        return ("cpu_atom",)
+    return ()
 
 
 def _drop_uncounted(
@@ -1102,7 +1151,10 @@ def _table_columns(header: str) -> list[str]:
     return [name for _, name in sorted(found)]
 
 
-def topdown_from_text(lines: Sequence[str]) -> dict[str, float]:
+_LINE_PMU = re.compile(r"\b(cpu_core|cpu_atom)\b", re.IGNORECASE)
+
+
+def topdown_from_text(lines: Sequence[str], skip_pmus: Sequence[str] = ()) -> dict[str, float]:
     """Top-down fractions perf printed in a text report, whatever its version: level 1,
     and levels 2 and 3 (:data:`_TOPDOWN_NAMES`) where perf printed them.
 
@@ -1115,6 +1167,8 @@ def topdown_from_text(lines: Sequence[str]) -> dict[str, float]:
     a hybrid machine prints the group once per kind of core (``TopdownL1 (cpu_core)``,
     then cpu_atom's), each scaled up from the time the task ran on that kind
     (:func:`_minor_cores`); perf closes each group's lines with its running share.
+    Values printed for a PMU of ``skip_pmus`` (on its event's line, the comment lines
+    under it, or under a ``TopdownL1 (cpu_atom)`` header) are not read.
     """
     out: dict[str, float] = {}
     # each printed value with how long its group counted (the "(x%)" perf prints at the
@@ -1131,7 +1185,15 @@ def topdown_from_text(lines: Sequence[str]) -> dict[str, float]:
     rows: dict[str, list[float]] = {}
     columns: list[str] = []
     header_pct = False
+    skip = {p.lower() for p in skip_pmus}
+    pmu = ""  # the PMU the line's values belong to: its own, or the line's above
     for line in lines:
+        if (named := _LINE_PMU.search(line)) is not None:
+            pmu = named.group(1).lower()
+        elif line.strip() and not line.lstrip().startswith("#"):
+            pmu = ""
+        if pmu in skip:
+            continue
         if columns:
             numbers = _PERCENT.findall(line) or re.findall(r"(?<![\w.])-?\d+[.,]\d+", line)
             if len(numbers) >= len(columns):
@@ -1416,7 +1478,7 @@ def _text_block(lines: Sequence[str], arch: str | None, decimal: str | None) -> 
         "text",
         _mark_repeats(entries),
         arch,
-        topdown_from_text(lines),
+        topdown_from_text(lines, _kinds_not_read(title, [e for e, _ in entries])),
         elapsed_s=times.get("time elapsed"),
         user_s=times.get("user"),
         sys_s=times.get("sys"),

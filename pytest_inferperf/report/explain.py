@@ -119,7 +119,14 @@ def _runs_text(runs: Sequence[Any]) -> list[str]:
                 "not used (another name of the same logical event was): "
                 + ", ".join(run.superseded)
             )
-        if run.other_cores:
+        if run.other_cores and run.counts_every_cpu:
+            lines.append(
+                "not used (the E-cores' events: counting CPUs, each kind of core counts "
+                "its own CPUs, and here the kinds counted different events, so a ratio "
+                "would mix them; the P-cores are read, as toplev reads them): "
+                + ", ".join(run.other_cores)
+            )
+        elif run.other_cores:
             lines.append(
                 "not used (another kind of core, which this task hardly ran on: perf "
                 "scales such a count up from the time it ran, Linux perf "
