@@ -17,9 +17,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_inferperf.diagnose.classify import diagnose
-from pytest_inferperf.ingest.perf_stat import parse, parse_text
+from pytest_inferperf.ingest.perf_stat import _TOPDOWN_NAMES, parse, parse_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "perfstat"
 PERFWIKI = (FIXTURES / "perfwiki_core_bound_group.txt").read_text(encoding="utf-8")
@@ -361,3 +363,33 @@ def test_explain_says_why_the_e_cores_were_not_read(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "not used (the E-cores' events: counting CPUs, each kind of core counts" in out
     assert "the P-cores are read, as toplev reads them): cpu_atom" in out
+
+
+# -- every printed node, in every layout --------------------------------------------------
+
+_NODES = sorted(n for n in _TOPDOWN_NAMES if " " not in n)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    node=st.sampled_from(_NODES),
+    tenths=st.integers(min_value=0, max_value=1000),
+    prefixed=st.booleans(),
+    layout=st.sampled_from(["shadow", "metric-only", "csv"]),
+)
+def test_property_a_printed_node_reads_as_its_fraction_and_an_event_of_its_word_does_not(
+    node, tenths, prefixed, layout
+):
+    value = tenths / 10
+    name = f"tma_{node}" if prefixed else node
+    if layout == "shadow":
+        text = f"     1,000,000      cycles     #   {value:5.1f} %  {name}\n"
+    elif layout == "metric-only":
+        text = f"   {value:5.1f} %  {name}   (20.00%)\n     1,000,000      cycles\n"
+    else:
+        text = f"1000000,,cycles,1000,100.00,{value:.1f},%  {name}\n"
+    stat = parse(text)
+    assert stat.perf_metrics[_TOPDOWN_NAMES[node]] == pytest.approx(value / 100)
+    # an event named by the node's word and a dot is a count, never the node
+    counted = parse(f"       120,000      {node}.any\n     1,000,000      cycles\n")
+    assert _TOPDOWN_NAMES[node] not in counted.perf_metrics
