@@ -393,3 +393,31 @@ def test_property_a_printed_node_reads_as_its_fraction_and_an_event_of_its_word_
     # an event named by the node's word and a dot is a count, never the node
     counted = parse(f"       120,000      {node}.any\n     1,000,000      cycles\n")
     assert _TOPDOWN_NAMES[node] not in counted.perf_metrics
+
+
+def test_lines_other_cores_wrote_give_the_false_sharing_advice():
+    memory = {
+        "retiring": 0.20,
+        "bad_speculation": 0.02,
+        "frontend_bound": 0.08,
+        "backend_bound": 0.70,
+        "memory_bound": 0.60,
+        "core_bound": 0.10,
+        "l2_bound": 0.02,
+        "l3_bound": 0.35,
+        "dram_stalled": 0.05,
+    }
+    contested = diagnose({**memory, "contested_accesses": 0.25}, core="icelake")
+    assert contested.primary.category == "l2_llc_residency"
+    assert any(
+        r.startswith("Cache lines move between cores") for r in contested.primary.recommendations
+    )
+    assert "contested accesses 25%" in contested.primary.explanation
+    stores = diagnose(
+        {**memory, "l3_bound": 0.02, "store_bound": 0.40, "false_sharing": 0.20}, core="icelake"
+    )
+    backend = next(f for f in stores.findings if f.category == "backend_bound")
+    assert any(r.startswith("Cache lines move between cores") for r in backend.recommendations)
+    # below TMA's 0.05 neither gives the advice
+    calm = diagnose({**memory, "contested_accesses": 0.01}, core="icelake")
+    assert not any("Cache lines move" in r for r in calm.primary.recommendations)

@@ -824,6 +824,27 @@ METRICS: dict[str, Metric] = {
             "the cycles",
             "l2_llc_residency",
         ),
+        # Level 4 of the lines other cores wrote (Linux perf x86 metrics): under L3_Bound,
+        # "synchronizations due to contested accesses ... data written by one Logical
+        # Processor are read by another ... on a different Physical Core ... locks; true
+        # data sharing ...; and false sharing" (tma_contested_accesses); under
+        # Store_Bound, "False Sharing ... multiple Logical Processors contend on
+        # different data-elements mapped into the same cache line" (tma_false_sharing).
+        # Snoop-response counts x per-core latencies: read as printed.
+        _printed_share(
+            "contested_accesses",
+            "cycles handling lines another core wrote (locks, shared data, false sharing)",
+            "Intel TMA Contested_Accesses (Linux perf x86 metrics: tma_contested_accesses), "
+            "a share of the cycles",
+            "l2_llc_residency",
+        ),
+        _printed_share(
+            "false_sharing",
+            "cycles of stores to lines other cores hold (false sharing)",
+            "Intel TMA False_Sharing (Linux perf x86 metrics: tma_false_sharing), a share of "
+            "the cycles",
+            "backend_bound",
+        ),
         # Level 2 of retiring and below (Linux perf x86 metrics): tma_heavy_operations,
         # the slots retiring "instructions that require two or more uops or micro-coded
         # sequences"; tma_microcode_sequencer, the uops the Microcode Sequencer fed

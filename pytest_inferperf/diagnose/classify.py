@@ -1144,6 +1144,15 @@ def _recommend(category: str, evidence: tuple[Evidence, ...], ctx: RuleContext) 
     return list(dict.fromkeys(recs))
 
 
+# Intel TMA Contested_Accesses / False_Sharing: cache lines moving between cores.
+_LINES_MOVE = (
+    "Cache lines move between cores: threads write data that others read or write "
+    "(a lock, a shared counter, or neighbouring elements of one line: false sharing). "
+    "Give each thread its own cache-line-aligned (64-byte) block of outputs and "
+    "accumulators, and use fewer threads where they share one tensor's rows."
+)
+
+
 def _extras(
     category: str, evidence: tuple[Evidence, ...], session: Mapping[str, Any], cpus: str
 ) -> list[str]:
@@ -1163,6 +1172,8 @@ def _extras(
                 "one; keep the memory arena on and tensors contiguous (huge pages help "
                 "the TLB side)."
             )
+        if _fired(evidence, "contested_accesses"):
+            extras.append(_LINES_MOVE)
         if _fired(evidence, "llc_mpki") or _fired(evidence, "mem_bandwidth"):
             extras.append(
                 "LLC misses go to DRAM: try intra_op_num_threads = physical cores of "
@@ -1216,6 +1227,8 @@ def _extras(
                 "sharing). Fuse operators so intermediates stay in cache; give each thread "
                 "its own cache-line-aligned output block."
             )
+        if _fired(evidence, "false_sharing"):
+            extras.append(_LINES_MOVE)
         if _fired(evidence, "ports_utilization"):
             extras.append(
                 "The execution ports are the limit (low ILP or one kind of unit "
@@ -1562,6 +1575,7 @@ def _backend_note(category: str, share: CycleShare | None, metrics: Mapping[str,
 # slots): Intel TMA nodes, Linux perf x86 metrics.
 _BELOW = {
     "l2_llc_residency": (
+        ("contested_accesses", "contested accesses"),
         ("mem_bandwidth", "DRAM bandwidth"),
         ("mem_latency", "DRAM latency"),
     ),
@@ -1572,6 +1586,7 @@ _BELOW = {
     "backend_bound": (
         ("divider", "divider busy"),
         ("ports_utilization", "ports utilisation"),
+        ("false_sharing", "false sharing"),
     ),
     "retiring": (
         ("heavy_operations", "heavy operations"),
@@ -1591,9 +1606,9 @@ def _below_note(category: str, metrics: Mapping[str, float]) -> str:
     if not parts:
         return ""
     of = {
-        "l2_llc_residency": "DRAM's part (cycles)",
+        "l2_llc_residency": "the L3 and DRAM (cycles)",
         "frontend_bound": "the fetch latency (cycles)",
-        "backend_bound": "the core part (cycles)",
+        "backend_bound": "the backend (cycles)",
     }.get(category, "the retired slots")
     return f" Deeper top-down nodes under {of}: {', '.join(parts)} (Intel TMA)."
 

@@ -412,6 +412,18 @@ THRESHOLDS: tuple[Threshold, ...] = (
         f"{TMA_L3}: tma_l3_bound > 0.05 & (tma_memory_bound > 0.2 & tma_backend_bound > 0.2)",
         families=("x86",),
     ),
+    # Level 4 under L3_Bound: lines another core wrote (locks, shared data, false
+    # sharing); L3_Bound names the category, this says why the lines moved.
+    Threshold(
+        "contested_accesses",
+        ">",
+        0.05,
+        "l2_llc_residency",
+        "support",
+        f"{TMA_L4}: tma_contested_accesses > 0.05 & (tma_l3_bound > 0.05 & "
+        "(tma_memory_bound > 0.2 & tma_backend_bound > 0.2))",
+        families=("x86",),
+    ),
     # Level 4 under DRAM_Bound: whether DRAM's bandwidth or its latency held the loads
     # up. DRAM_Bound names the category; these say which fix fits (they support it).
     Threshold(
@@ -713,6 +725,16 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "backend_bound",
         "key",
         f"{TMA_L3}: tma_store_bound > 0.2 & (tma_memory_bound > 0.2 & tma_backend_bound > 0.2)",
+        families=("x86",),
+    ),
+    Threshold(
+        "false_sharing",
+        ">",
+        0.05,
+        "backend_bound",
+        "support",
+        f"{TMA_L4}: tma_false_sharing > 0.05 & (tma_store_bound > 0.2 & (tma_memory_bound > "
+        "0.2 & tma_backend_bound > 0.2))",
         families=("x86",),
     ),
     # --- threads ----------------------------------------------------------------------

@@ -1088,6 +1088,9 @@ _TOPDOWN_NAMES = {
     # Level 4 under DRAM_Bound: its bandwidth and latency parts (shares of the cycles).
     "mem_bandwidth": "mem_bandwidth",
     "mem_latency": "mem_latency",
+    # ... under L3_Bound and Store_Bound: lines other cores wrote (shares of the cycles).
+    "contested_accesses": "contested_accesses",
+    "false_sharing": "false_sharing",
     "icache_misses": "icache_misses",
     "itlb_misses": "itlb_misses",
     "divider": "divider",
@@ -1103,7 +1106,8 @@ _PRINTED_NAME = (
     r"|frontend_bound(?:_latency|_bandwidth)?|fetch_latency|fetch_bandwidth"
     r"|backend_bound(?:_memory|_cpu)?|memory_bound|core_bound"
     r"|branch_mispredicts|machine_clears|l1_bound|l2_bound|l3_bound|dram_bound"
-    r"|dtlb_load|dtlb_store|mem_bandwidth|mem_latency|icache_misses|itlb_misses"
+    r"|dtlb_load|dtlb_store|mem_bandwidth|mem_latency|contested_accesses|false_sharing"
+    r"|icache_misses|itlb_misses"
     r"|divider|ports_utilization"
     r"|store_bound|heavy_operations"
     r"|microcode_sequencer|retiring_microcode|assists)\b(?!\.)"

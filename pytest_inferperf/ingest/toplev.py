@@ -65,6 +65,8 @@ NODES = {
     "Frontend_Bound.Frontend_Latency.ICache_Misses": "icache_misses",
     "Frontend_Bound.Frontend_Latency.ITLB_Misses": "itlb_misses",
     "Backend_Bound.Memory_Bound.Store_Bound": "store_bound",
+    "Backend_Bound.Memory_Bound.L3_Bound.Contested_Accesses": "contested_accesses",
+    "Backend_Bound.Memory_Bound.Store_Bound.False_Sharing": "false_sharing",
     "Backend_Bound.Core_Bound.Divider": "divider",
     "Backend_Bound.Core_Bound.Ports_Utilization": "ports_utilization",
     "Retiring.Heavy_Operations": "heavy_operations",
