@@ -1150,7 +1150,14 @@ def test_perfs_topdown_tree_as_a_mail_quotes_it_is_read():
         "\t\t\t11.1 %  tma_data_sharing\n"
     )
     assert parse(text).perf_metrics == pytest.approx(
-        {"backend_bound": 0.305, "memory_bound": 0.168, "l1_bound": 0.11, "l3_bound": 0.324}
+        {
+            "backend_bound": 0.305,
+            "memory_bound": 0.168,
+            "l1_bound": 0.11,
+            "l3_bound": 0.324,
+            # level 4 under L3_Bound: the lines another core wrote, his false sharing
+            "contested_accesses": 0.595,
+        }
     )
 
 

@@ -1066,9 +1066,9 @@ _RECOMMEND: dict[str, tuple[str, ...]] = {
         _INT8,
     ),
     "l2_llc_residency": (
+        _EXTRAS,
         "Use a shorter sequence length or a smaller batch so one layer's activations fit in L2.",
         _INT8,
-        _EXTRAS,
         _OPT_ALL,
     ),
     "tlb_churn": (
