@@ -381,7 +381,10 @@ _ARM_PMU = re.compile(
     r"armv[89]_(?P<core>(?:cortex|neoverse)_[a-z]\d+[a-z]?)"
     r"|(?P<apple>apple_(?:icestorm|firestorm|blizzard|avalanche))_pmu"
 )
-_X86_PMUS = ("cpu", "cpu_core", "cpu_atom")
+#: Intel hybrid's two kinds of core, as perf names their PMUs; the P-cores are the kind
+#: read where the two cannot be added up (toplev reads the same, :mod:`toplev`).
+P_CORE_PMU, E_CORE_PMU = "cpu_core", "cpu_atom"
+_X86_PMUS = ("cpu", P_CORE_PMU, E_CORE_PMU)
 # PMUs that only x86 kernels register (arch/x86/events/): msr.c "msr", rapl.c and
 # amd/power.c "power", intel/cstate.c "cstate_core"/"cstate_pkg"/"cstate_module",
 # intel/uncore*.c "uncore_*", amd/uncore.c and amd/iommu.c "amd_*", amd/ibs.c
@@ -834,7 +837,7 @@ def _first_counted(names: Sequence[list[PerfStatEntry]]) -> list[PerfStatEntry]:
 def _is_core_pmu(pmu: str | None) -> bool:
     """A PMU of one kind of core: Intel hybrid's cpu_core / cpu_atom, an Arm core's."""
     name = (pmu or "").lower()
-    return name in ("cpu_core", "cpu_atom") or _ARM_PMU.match(name) is not None
+    return name in (P_CORE_PMU, E_CORE_PMU) or _ARM_PMU.match(name) is not None
 
 
 def _minor_cores(entries: Sequence[PerfStatEntry], title: str) -> dict[str, float]:
@@ -870,11 +873,6 @@ def _minor_cores(entries: Sequence[PerfStatEntry], title: str) -> dict[str, floa
     return {p: v for p, v in share.items() if p != read}
 
 
-#: Intel hybrid's P-core PMU: the kind of core read where the two kinds cannot be added
-#: up (toplev reads the same, :mod:`toplev`).
-P_CORE_PMU = "cpu_core"
-
-
 def _counts_every_cpu(title: str) -> bool:
     """Whether perf counted CPUs (``-a``, ``-C``) rather than a task."""
     return "system wide" in title or "CPU(s)" in title
@@ -894,13 +892,13 @@ def _other_kinds_counting_other_events(entries: Sequence[PerfStatEntry]) -> dict
     kinds: dict[str, set[str]] = {}
     for e in entries:
         pmu = (e.event.pmu or "").lower()
-        if pmu in (P_CORE_PMU, "cpu_atom") and e.status == "counted":
+        if pmu in (P_CORE_PMU, E_CORE_PMU) and e.status == "counted":
             logical = logical_name(e.event, "x86")
             if logical is not None:
                 kinds.setdefault(pmu, set()).add(logical)
     if len(kinds) < 2 or len({frozenset(v) for v in kinds.values()}) == 1:
         return {}
-    return {"cpu_atom": 100.0}
+    return {E_CORE_PMU: 100.0}
 
 
 def _kinds_not_read(title: str, entries: Sequence[PerfStatEntry]) -> tuple[str, ...]:
@@ -908,8 +906,8 @@ def _kinds_not_read(title: str, entries: Sequence[PerfStatEntry]) -> tuple[str, 
     Intel's hybrid parts, each kind prints its own model's nodes (Linux perf's cpu_core
     and cpu_atom metric files), and the P-cores' are read (toplev's choice too)."""
     pmus = {(e.event.pmu or "").lower() for e in entries}
-    if _counts_every_cpu(title) and {P_CORE_PMU, "cpu_atom"} <= pmus:
-        return ("cpu_atom",)
+    if _counts_every_cpu(title) and {P_CORE_PMU, E_CORE_PMU} <= pmus:
+        return (E_CORE_PMU,)
     return ()
 
 
@@ -1155,7 +1153,7 @@ def _table_columns(header: str) -> list[str]:
     return [name for _, name in sorted(found)]
 
 
-_LINE_PMU = re.compile(r"\b(cpu_core|cpu_atom)\b", re.IGNORECASE)
+_LINE_PMU = re.compile(rf"\b({P_CORE_PMU}|{E_CORE_PMU})\b", re.IGNORECASE)
 
 
 def topdown_from_text(lines: Sequence[str], skip_pmus: Sequence[str] = ()) -> dict[str, float]:
