@@ -367,6 +367,26 @@ def _printed_share(name: str, description: str, source: str, points_to: str) -> 
     )
 
 
+def _bottleneck(name: str, description: str, entry: str, points_to: str | None) -> Metric:
+    """An entry of Intel's bottleneck view (ingest.tma_bottlenecks): a cause's total
+    pipeline cost, a share of all the issue slots, read as perf or toplev printed it
+    (its formula takes most of the TMA tree's nodes)."""
+    return Metric(
+        f"bottleneck_{name}",
+        description,
+        "",
+        "higher" if name == "useful_work" else "lower",
+        (f"tma_bottleneck_{entry}",),
+        f"Intel TMA bottleneck view {entry} (Linux perf x86 metrics: tma_bottleneck_"
+        f"{entry}; toplev's Info.Bottleneck), a share of all the issue slots",
+        _printed_only,
+        tolerance=SLOTS_TOLERANCE,
+        gates=True,
+        points_to=points_to,
+        cost=None if points_to is None else _STALLED,
+    )
+
+
 def _printed_only(_c: Counts, _ctx: MetricContext) -> float | None:
     """No formula from the counts: the value is perf's or a tool's printed one."""
     return None
@@ -497,6 +517,88 @@ _WALK = ChangeCost(
     "mpki_cycles", 75.0, "cycles per page walk (its loads hit L3)", f"{JUDGEMENT} on {_LEVINTHAL}"
 )
 _STALLED = ChangeCost("cycle_fraction", source="the stalled cycles (or slots) themselves")
+
+# Intel's bottleneck view (TMA 4.4 on): each cause's total pipeline cost, the slots it
+# took wherever the tree counted them (Mispredictions = the mispredicted branches' slots
+# plus the front end's resteers after them, and so on); the entries and
+# Other_Bottlenecks add up to all the slots. Read as perf or toplev printed them.
+BOTTLENECK_ROWS: tuple[Metric, ...] = (
+    _bottleneck(
+        "mispredictions",
+        "issue slots lost to mispredicted branches, resteers included (total cost)",
+        "mispredictions",
+        "branch_misprediction",
+    ),
+    _bottleneck(
+        "big_code",
+        "issue slots lost to a large code footprint: i-cache, ITLB, BTB (total cost)",
+        "big_code",
+        "frontend_bound",
+    ),
+    _bottleneck(
+        "fetch_bandwidth",
+        "issue slots lost to the front end's delivery bandwidth (total cost)",
+        "instruction_fetch_bw",
+        "frontend_bound",
+    ),
+    _bottleneck(
+        "memory_bandwidth",
+        "issue slots lost to cache or memory bandwidth (total cost)",
+        "data_cache_memory_bandwidth",
+        "l2_llc_residency",
+    ),
+    _bottleneck(
+        "memory_latency",
+        "issue slots lost to cache or memory latency (total cost)",
+        "data_cache_memory_latency",
+        "l2_llc_residency",
+    ),
+    _bottleneck(
+        "data_tlbs",
+        "issue slots lost to data-TLB misses (total cost)",
+        "memory_data_tlbs",
+        "tlb_churn",
+    ),
+    _bottleneck(
+        "memory_sync",
+        "issue slots lost to lines moving between cores and memory-ordering clears (total cost)",
+        "memory_synchronization",
+        "l2_llc_residency",
+    ),
+    _bottleneck(
+        "compute",
+        "issue slots lost to busy execution units: divider, ports (total cost)",
+        "compute_bound_est",
+        "backend_bound",
+    ),
+    _bottleneck(
+        "useful_work",
+        "issue slots that retired useful operations (total)",
+        "useful_work",
+        "retiring",
+    ),
+    _bottleneck(
+        "irregular",
+        "issue slots lost to irregular execution: assists, serialising, waits (total cost)",
+        "irregular_overhead",
+        None,
+    ),
+    _bottleneck(
+        "branching",
+        "issue slots that retired control-flow instructions (total)",
+        "branching_overhead",
+        None,
+    ),
+    _bottleneck(
+        "other",
+        "issue slots lost to the rest: dependency chains, other stalls (total cost)",
+        "other_bottlenecks",
+        None,
+    ),
+)
+# The view's entries, each a share of all the slots (diagnose.classify ranks by them).
+BOTTLENECK_VIEW = tuple(m.name for m in BOTTLENECK_ROWS)
+
 
 METRICS: dict[str, Metric] = {
     m.name: m
@@ -883,6 +985,7 @@ METRICS: dict[str, Metric] = {
             "Intel TMA Assists (Linux perf x86 metrics: tma_assists), a share of the issue slots",
             "retiring",
         ),
+        *BOTTLENECK_ROWS,
         _stall_fraction(
             "backend_mem_stalled",
             "cycles stalled in the backend on memory",

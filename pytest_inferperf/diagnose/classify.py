@@ -83,7 +83,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.metrics import METRICS, TOPDOWN_MODELS, ChangeCost
+from ..core.metrics import BOTTLENECK_VIEW, METRICS, TOPDOWN_MODELS, ChangeCost
 from ..pmu.events import CATALOGUE
 from .change import (  # the explanation of a change lives there; re-exported here
     CHANGE_MIN_RELATIVE,
@@ -627,18 +627,30 @@ def _stalled_cost(
 # add up to the share, counted where its first part was measured: level 3 of the memory
 # part splits it by the level that served the loads (Intel TMA), so the L2's part is
 # L1D residency's share and the L3's and DRAM's, together, L2/LLC residency's.
+#
+# Intel's bottleneck view, where it was printed, comes first: each entry is already a
+# cause's total pipeline cost across the tree (ingest.tma_bottlenecks), the share the
+# ranking asks for, computed by Intel's own formulas from nodes a perf stat output
+# rarely holds (the front end's resteers after a misprediction are the misprediction's).
 _FRACTIONS: dict[str, tuple[str | tuple[str, ...], ...]] = {
-    "retiring": ("retiring",),
+    "retiring": ("bottleneck_useful_work", "retiring"),
     "l1d_residency": ("l2_bound",),
-    "tlb_churn": (("dtlb_load_bound", "dtlb_store_bound"), ("dtlb_store_bound",)),
-    "branch_misprediction": ("branch_mispredicts", "bad_speculation"),
+    "tlb_churn": (
+        "bottleneck_data_tlbs",
+        ("dtlb_load_bound", "dtlb_store_bound"),
+        ("dtlb_store_bound",),
+    ),
+    "branch_misprediction": ("bottleneck_mispredictions", "branch_mispredicts", "bad_speculation"),
     "frontend_bound": (
+        ("bottleneck_big_code", "bottleneck_fetch_bandwidth"),
+        ("bottleneck_fetch_bandwidth",),
         "frontend_bound",
         "frontend_stalled",
         ("icache_misses", "itlb_misses"),
         ("itlb_misses",),
     ),
     "backend_bound": (
+        "bottleneck_compute",
         ("core_bound", "l1_bound", "store_bound"),
         ("l1_bound", "store_bound"),
         ("store_bound",),
@@ -648,6 +660,9 @@ _FRACTIONS: dict[str, tuple[str | tuple[str, ...], ...]] = {
         ("ports_utilization",),
     ),
     "l2_llc_residency": (
+        ("bottleneck_memory_bandwidth", "bottleneck_memory_latency", "bottleneck_memory_sync"),
+        ("bottleneck_memory_latency", "bottleneck_memory_sync"),
+        ("bottleneck_memory_sync",),
         "backend_mem_stalled",
         ("l3_bound", "dram_stalled"),
         "memory_bound",
@@ -689,6 +704,7 @@ _LEAF_SHARES = (
     "ports_utilization",
     "icache_misses",
     "itlb_misses",
+    *BOTTLENECK_VIEW,
 )
 
 
@@ -768,7 +784,9 @@ def cycle_share(category: str, metrics: Mapping[str, float], ctx: RuleContext) -
             continue
         name = names[0]
         of = (
-            "issue slots (top-down level 1)"
+            "issue slots (Intel's bottleneck view: the cause's total pipeline cost)"
+            if name in BOTTLENECK_VIEW
+            else "issue slots (top-down level 1)"
             if name in _LEVEL1
             else "issue slots (top-down level 2)"
             if name in _LEVEL2
@@ -1159,20 +1177,20 @@ def _extras(
     """The recommendations of ``category`` that only some evidence or settings call for."""
     extras: list[str] = []
     if category == "l2_llc_residency":
-        if _fired(evidence, "mem_bandwidth"):
+        if _fired(evidence, "mem_bandwidth") or _fired(evidence, "bottleneck_memory_bandwidth"):
             extras.append(
                 "DRAM bandwidth is the limit: each call streams the weights through it, "
                 "so fewer bytes per weight help most (int8, or 4-bit MatMulNBits for "
                 "LLMs), as does reusing each weight for more rows (a larger batch)."
             )
-        if _fired(evidence, "mem_latency"):
+        if _fired(evidence, "mem_latency") or _fired(evidence, "bottleneck_memory_latency"):
             extras.append(
                 "DRAM latency is the limit: loads the prefetchers cannot foresee "
                 "(gathers, embedding lookups, scattered tensors) wait on memory one by "
                 "one; keep the memory arena on and tensors contiguous (huge pages help "
                 "the TLB side)."
             )
-        if _fired(evidence, "contested_accesses"):
+        if _fired(evidence, "contested_accesses") or _fired(evidence, "bottleneck_memory_sync"):
             extras.append(_LINES_MOVE)
         if _fired(evidence, "llc_mpki") or _fired(evidence, "mem_bandwidth"):
             extras.append(

@@ -118,6 +118,8 @@ MEMORY_EVIDENCE: tuple[str, ...] = (
     "backend_mem_stalled",
     "memory_bound",
     *MEMORY_LEVEL3,
+    "bottleneck_memory_bandwidth",
+    "bottleneck_memory_latency",
 )
 # With nothing below L1 counted, L1D refills rule memory out only when, each charged
 # at the cost of a miss to DRAM (``llc_mpki``'s ``cost`` in core.metrics), they could
@@ -142,6 +144,10 @@ TMA_L4 = "Intel TMA level-4 MetricThreshold (Linux perf x86 metrics.json)"
 TMA_L2 = (
     "Intel TMA level-2 MetricThreshold (Linux perf x86 metrics.json), applied to AMD's "
     "PipelineL2 parts too"
+)
+TMA_BN = (
+    "Intel TMA bottleneck-view MetricThreshold (Linux perf x86 metrics.json: "
+    "tma_bottleneck_*; pmu-tools' Info.Bottleneck classes)"
 )
 ORT_THREADS = (
     "ONNX Runtime threading docs (session.intra_op.allow_spinning; spinning is on by default)"
@@ -735,6 +741,42 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "support",
         f"{TMA_L4}: tma_false_sharing > 0.05 & (tma_store_bound > 0.2 & (tma_memory_bound > "
         "0.2 & tma_backend_bound > 0.2))",
+        families=("x86",),
+    ),
+    # --- Intel's bottleneck view -----------------------------------------------------
+    # Each entry is a cause's total pipeline cost (ingest.tma_bottlenecks), flagged by
+    # Intel at 20% of the slots (10% for memory synchronization: lines moving between
+    # cores), so it names its category on its own. Useful work is part of Retiring, so
+    # it is judged on Retiring's own threshold (tma_retiring > 0.7): the view's generic
+    # 20 would call a quarter of the slots retiring useful work a bottleneck.
+    *(
+        Threshold(
+            f"bottleneck_{entry}",
+            ">",
+            bar,
+            category,
+            "key",
+            f"{TMA_BN}: tma_bottleneck_{printed} > {bar * 100:g}",
+            families=("x86",),
+        )
+        for entry, printed, bar, category in (
+            ("mispredictions", "mispredictions", 0.20, "branch_misprediction"),
+            ("big_code", "big_code", 0.20, "frontend_bound"),
+            ("fetch_bandwidth", "instruction_fetch_bw", 0.20, "frontend_bound"),
+            ("memory_bandwidth", "data_cache_memory_bandwidth", 0.20, "l2_llc_residency"),
+            ("memory_latency", "data_cache_memory_latency", 0.20, "l2_llc_residency"),
+            ("memory_sync", "memory_synchronization", 0.10, "l2_llc_residency"),
+            ("data_tlbs", "memory_data_tlbs", 0.20, "tlb_churn"),
+            ("compute", "compute_bound_est", 0.20, "backend_bound"),
+        )
+    ),
+    Threshold(
+        "bottleneck_useful_work",
+        ">",
+        0.70,
+        "retiring",
+        "key",
+        f"{TMA_RAW}: tma_retiring > 0.7, of which useful work is a part",
         families=("x86",),
     ),
     # --- threads ----------------------------------------------------------------------

@@ -51,6 +51,9 @@ from ..core.errors import InferperfError
 from ..core.metrics import METRICS, MetricContext, compute
 from ..pmu.events import CATALOGUE, KERNEL_ONLY_SOFTWARE, kernel_only_reason
 from ..pmu.trust import overcounted_stalls, silent_zeros, unsupported_stalls
+from .tma_bottlenecks import PRINTED as BOTTLENECK_NAMES
+from .tma_bottlenecks import fraction as bottleneck_fraction
+from .tma_bottlenecks import metric_of as bottleneck_metric
 
 NOT_SUPPORTED = "<not supported>"
 NOT_COUNTED = "<not counted>"
@@ -1108,7 +1111,8 @@ _PRINTED_NAME = (
     r"|icache_misses|itlb_misses"
     r"|divider|ports_utilization"
     r"|store_bound|heavy_operations"
-    r"|microcode_sequencer|retiring_microcode|assists)\b(?!\.)"
+    r"|microcode_sequencer|retiring_microcode|assists"
+    rf"|{BOTTLENECK_NAMES})\b(?!\.)"
 )
 # "# 0.91 Backend_Bound" (-M TopdownL1, perf 5.x) and "# 53.4 % tma_backend_bound"
 # (perf 6.x default and --topdown output).
@@ -1137,6 +1141,16 @@ def _isa_of_printed(lines: Sequence[str]) -> str | None:
 def _fraction(value: str, percent: bool) -> float:
     number = float(value.replace(",", "."))
     return number / 100.0 if percent else number
+
+
+def _printed(name: str, number: float, percent: bool) -> tuple[str, float]:
+    """A metric perf printed by ``name`` (:data:`_PRINTED_NAME`): ours, and its value
+    as a fraction. An entry of Intel's bottleneck view is a percentage whether or not
+    perf printed a ``%`` (its formulas are ``100 * ...`` with no ScaleUnit)."""
+    bottleneck = bottleneck_metric(name)
+    if bottleneck is not None:
+        return bottleneck, bottleneck_fraction(number)
+    return _TOPDOWN_NAMES[name.lower()], number / 100.0 if percent else number
 
 
 def _table_columns(header: str) -> list[str]:
@@ -1211,9 +1225,10 @@ def topdown_from_text(lines: Sequence[str], skip_pmus: Sequence[str] = ()) -> di
             continue
         for match in (*_SHADOW_TOPDOWN.finditer(line), *_METRIC_ONLY.finditer(line)):
             pending.append(
-                (
-                    _TOPDOWN_NAMES[match.group("name").lower()],
-                    _fraction(match.group("value"), bool(match.group("pct"))),
+                _printed(
+                    match.group("name"),
+                    float(match.group("value").replace(",", ".")),
+                    bool(match.group("pct")),
                 )
             )
         if (running := _RUNNING.search(line)) is not None:
@@ -1305,8 +1320,8 @@ def _csv_topdown(value: str, unit: str, sep: str) -> dict[str, float]:
         number = _csv_value(value, sep)
     except ValueError:
         return {}
-    name = _TOPDOWN_NAMES[match.group("name").lower()]
-    return {name: number / 100.0 if match.group(1) else number}
+    name, fraction = _printed(match.group("name"), number, bool(match.group(1)))
+    return {name: fraction}
 
 
 # -- JSON lines (perf stat -j) ------------------------------------------------------------

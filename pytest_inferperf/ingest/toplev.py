@@ -29,6 +29,9 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from .tma_bottlenecks import fraction as bottleneck_fraction
+from .tma_bottlenecks import metric_of as bottleneck_metric
+
 # toplev node -> our metric (the same TMA node: Intel's tma_* metrics of Linux perf are
 # toplev's nodes under their perf names). DRAM_Bound is a share of the cycles ("%
 # Stalls"): our dram_stalled, which Linux perf computes the same way.
@@ -122,6 +125,9 @@ _NODE = r"(?:Frontend_Bound|Bad_Speculation|Backend_Bound|Retiring)(?:\.\w+)*"
 _LEAD = r"^\s*(?:(?:\d+\.\d+|SUMMARY)\s+)?(?:(?P<title>\S+)\s+)?"
 _LINE = re.compile(rf"{_LEAD}(?:FE|BAD|BE|RET)(?:/\w+)?\s+(?P<node>{_NODE}):?\s+(?P<rest>.*)$")
 _INFO = re.compile(rf"{_LEAD}Info\.\w+\s+(?P<node>{'|'.join(INFO_NODES)}):?\s+(?P<rest>.*)$")
+# Intel's bottleneck view: ``Info.Bottleneck  Mispredictions  Scaled_Slots  32.7`` (the
+# area ``Bottleneck`` from TMA 5.0; ``tma_bottlenecks``), a percentage of the slots.
+_BOTTLENECK = re.compile(rf"{_LEAD}(?:Info\.)?Bottleneck\s+(?P<node>\w+):?\s+(?P<rest>.*)$")
 _VERSION = re.compile(r"^#\s*\S+.*\son\s.*\[(?P<cpu>[\w-]+)\]\s*$")
 _BRACKETS = re.compile(r"\[[^\]]*\]")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)?(?![\w.])")
@@ -187,6 +193,15 @@ def read(text: str) -> ToplevRun:
         elif node in NODES:
             run.values.setdefault(NODES[node], []).append(value)
 
+    def add_bottleneck(title: str | None, node: str, value_text: str) -> None:
+        metric, value = bottleneck_metric(node), _value(value_text, "")
+        if metric is None or value is None:
+            return
+        if title == _E_CORE:
+            run.e_core[node] = value
+        else:
+            run.values.setdefault(metric, []).append(bottleneck_fraction(value))
+
     header: list[str] | None = None
     for line in lines:
         if (match := _LINE.match(line)) is not None:
@@ -196,12 +211,18 @@ def read(text: str) -> ToplevRun:
         if (match := _INFO.match(line)) is not None:
             add(match.group("title"), match.group("node"), _value(match.group("rest"), ""))
             continue
+        if (match := _BOTTLENECK.match(line)) is not None:
+            add_bottleneck(match.group("title"), match.group("node"), match.group("rest"))
+            continue
         cells = _cells(line)
         if _is_csv_header(cells):
             header = cells
             continue
         if header is not None and len(cells) >= len(header) - 1:
             row = dict(zip(header, cells, strict=False))
+            if bottleneck_metric(row.get("Area", "")) is not None:
+                add_bottleneck(row.get("CPUs"), row.get("Area", ""), row.get("Value", ""))
+                continue
             value = _value(row.get("Value", ""), row.get("Unit", ""))
             add(row.get("CPUs"), row.get("Area", ""), value)
     return run
