@@ -1563,6 +1563,50 @@ def test_counting_the_whole_system_adds_the_cores_up():
     assert pinned.counts["cycles"] == 4_000 and pinned.other_cores == {}
 
 
+# Constructed in the layout of perf's big.LITTLE lines (James Clark, "perf: Arm
+# PERF_PMU_CAP_EXTENDED_HW_TYPE", linux-kernel 2023-07: `963279620
+# armv8_cortex_a57/cycles/` and `752745657 armv8_cortex_a53/cycles/`), counting every
+# CPU of a Juno (Cortex-A53 + A57), with an event only the A57's lines carry.
+BIG_LITTLE = """\
+ Performance counter stats for 'system wide':
+
+        3347093940      armv8_cortex_a53/cycles/
+        3295523067      armv8_cortex_a57/cycles/
+        2100000000      armv8_cortex_a53/instructions/
+        4200000000      armv8_cortex_a57/instructions/
+          52000000      armv8_cortex_a57/l2d_cache_refill/
+
+       1.002000000 seconds time elapsed
+"""
+
+
+def test_counting_cpus_on_big_little_with_other_events_per_kind_reads_one_kind():
+    # Adding the kinds up would set the A57's L2 refills against both kinds'
+    # instructions (8.3 per 1000, where the A57 had 12.4): the kind that counted the
+    # most of our events is read, and the other listed.
+    stat = parse(BIG_LITTLE)
+    assert stat.other_cores == {"armv8_cortex_a53": 100.0}
+    assert stat.counts["cycles"] == 3_295_523_067
+    metrics = stat.metrics("cortex-a57")
+    assert metrics["l2_mpki"] == pytest.approx(52_000_000 / 4_200_000, rel=1e-9)
+    assert metrics["ipc"] == pytest.approx(4_200_000_000 / 3_295_523_067)
+    # both kinds counting the same events still add up
+    same = parse(
+        BIG_LITTLE.replace("        52000000      armv8_cortex_a57/l2d_cache_refill/\n", "")
+    )
+    assert same.other_cores == {}
+    assert same.counts["cycles"] == 3_347_093_940 + 3_295_523_067
+
+
+def test_explain_says_which_kind_of_arm_core_was_not_read(capsys, tmp_path):
+    path = tmp_path / "big_little.txt"
+    path.write_text(BIG_LITTLE)
+    assert main(["explain", str(path), "-v"]) == 0
+    out = capsys.readouterr().out
+    assert "not used (another kind of core's events: counting CPUs" in out
+    assert "the kind that counted the most of them is read): armv8_cortex_a53" in out
+
+
 def test_explain_says_which_core_was_not_read(capsys, tmp_path):
     path = tmp_path / "hybrid.txt"
     path.write_text(HYBRID_TASK)

@@ -882,26 +882,38 @@ def _counts_every_cpu(title: str) -> bool:
 
 
 def _other_kinds_counting_other_events(entries: Sequence[PerfStatEntry]) -> dict[str, float]:
-    """Counting CPUs on Intel's hybrid parts, the E-core PMU where the two kinds counted
-    different events (mapped to ours); else nothing.
+    """Counting CPUs on a machine with more than one kind of core, the kinds not read
+    where the kinds counted different events (mapped to ours); else nothing.
 
     Each kind's PMU counts its own CPUs, so one logical event counted on both adds up;
     but where the kinds count it under different names (CPU_CLK_UNHALTED.CORE on the
     E-cores, .THREAD on the P-cores) or only one kind has it (ARITH.DIV_ACTIVE,
     MEMORY_ACTIVITY.STALLS_L2_MISS: P-core events), a ratio would divide one kind's
     count by the other's cycles (perf -M TopdownL3 -a prints such groups for each kind:
-    Linux perf's cpu_core and cpu_atom metric files). Then the P-cores are read, as
-    toplev reads them, and the E-cores' events listed."""
+    Linux perf's cpu_core and cpu_atom metric files). Then one kind is read and the
+    others' events listed: on Intel's hybrid parts the P-cores, as toplev reads them; on
+    Arm's big.LITTLE parts (one PMU per kind, armv8_cortex_a55 / armv8_cortex_a76: Linux
+    drivers/perf/arm_pmuv3.c) the kind that counted the most of our events, so that the
+    most ratios are formed within one kind, and of those the one that counted the most
+    cycles, where the work ran."""
     kinds: dict[str, set[str]] = {}
+    cycles: dict[str, float] = {}
     for e in entries:
         pmu = (e.event.pmu or "").lower()
-        if pmu in (P_CORE_PMU, E_CORE_PMU) and e.status == "counted":
-            logical = logical_name(e.event, "x86")
-            if logical is not None:
-                kinds.setdefault(pmu, set()).add(logical)
+        if not _is_core_pmu(pmu) or e.status != "counted":
+            continue
+        logical = logical_name(e.event, "x86" if pmu in (P_CORE_PMU, E_CORE_PMU) else "arm")
+        if logical is not None:
+            kinds.setdefault(pmu, set()).add(logical)
+            if logical == "cycles":
+                cycles[pmu] = cycles.get(pmu, 0.0) + float(e.value or 0.0)
     if len(kinds) < 2 or len({frozenset(v) for v in kinds.values()}) == 1:
         return {}
-    return {E_CORE_PMU: 100.0}
+    if {P_CORE_PMU, E_CORE_PMU} <= kinds.keys():
+        read = P_CORE_PMU
+    else:
+        read = max(kinds, key=lambda p: (len(kinds[p]), cycles.get(p, 0.0)))
+    return {pmu: 100.0 for pmu in kinds if pmu != read}
 
 
 def _kinds_not_read(title: str, entries: Sequence[PerfStatEntry]) -> tuple[str, ...]:

@@ -90,7 +90,7 @@ def explain_text(
 
 def _runs_text(runs: Sequence[Any]) -> list[str]:
     """``inferperf explain -v``: each run's events as read, and what was not used."""
-    from ..ingest.perf_stat import TOOL_FORMATS, source_label
+    from ..ingest.perf_stat import E_CORE_PMU, TOOL_FORMATS, source_label
 
     lines: list[str] = []
     for i, run in enumerate(runs, 1):
@@ -120,11 +120,20 @@ def _runs_text(runs: Sequence[Any]) -> list[str]:
                 + ", ".join(run.superseded)
             )
         if run.other_cores and run.counts_every_cpu:
+            which = (
+                "the E-cores' events"
+                if E_CORE_PMU in run.other_cores
+                else "another kind of core's events"
+            )
+            read = (
+                "the P-cores are read, as toplev reads them"
+                if E_CORE_PMU in run.other_cores
+                else "the kind that counted the most of them is read"
+            )
             lines.append(
-                "not used (the E-cores' events: counting CPUs, each kind of core counts "
+                f"not used ({which}: counting CPUs, each kind of core counts "
                 "its own CPUs, and here the kinds counted different events, so a ratio "
-                "would mix them; the P-cores are read, as toplev reads them): "
-                + ", ".join(run.other_cores)
+                f"would mix them; {read}): " + ", ".join(run.other_cores)
             )
         elif run.other_cores:
             lines.append(
