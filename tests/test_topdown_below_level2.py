@@ -421,3 +421,104 @@ def test_lines_other_cores_wrote_give_the_false_sharing_advice():
     # below TMA's 0.05 neither gives the advice
     calm = diagnose({**memory, "contested_accesses": 0.01}, core="icelake")
     assert not any("Cache lines move" in r for r in calm.primary.recommendations)
+
+
+# -- level 4 under L1_Bound and L3_Bound, level 3 under the fetch latency ----------------
+
+L4_TOPLEV = """# 4.8-full-perf on Intel(R) Xeon(R) Platinum 8380 [icx]
+BE             Backend_Bound                                   % Slots      62.0
+BE/Mem         Backend_Bound.Memory_Bound                      % Slots      48.0
+BE/Mem         Backend_Bound.Memory_Bound.L1_Bound             % Stalls     41.0
+BE/Mem         Backend_Bound.Memory_Bound.L1_Bound.4K_Aliasing % Clocks     26.0  <==
+BE/Mem         Backend_Bound.Memory_Bound.L1_Bound.Lock_Latency % Clocks     3.0
+BE/Mem         Backend_Bound.Memory_Bound.L1_Bound.Split_Loads % Clocks      1.0
+BE/Mem         Backend_Bound.Memory_Bound.L1_Bound.FB_Full     % Clocks      4.0
+BE/Mem         Backend_Bound.Memory_Bound.L3_Bound.Data_Sharing % Clocks     2.0
+FE             Frontend_Bound.Fetch_Latency.Branch_Resteers    % Clocks      1.5
+"""
+
+
+def test_toplev_level4_nodes_under_l1_and_l3_and_the_resteers_are_read():
+    from pytest_inferperf.ingest import toplev
+
+    metrics = toplev.read(L4_TOPLEV).metrics
+    assert metrics["4k_aliasing"] == pytest.approx(0.26)
+    assert metrics["lock_latency"] == pytest.approx(0.03)
+    assert metrics["split_loads"] == pytest.approx(0.01)
+    assert metrics["fb_full"] == pytest.approx(0.04)
+    assert metrics["data_sharing"] == pytest.approx(0.02)
+    assert metrics["branch_resteers"] == pytest.approx(0.015)
+
+
+def _l1_bound(**below: float) -> dict[str, float]:
+    return {
+        "retiring": 0.25,
+        "bad_speculation": 0.03,
+        "frontend_bound": 0.10,
+        "backend_bound": 0.62,
+        "memory_bound": 0.48,
+        "core_bound": 0.14,
+        "l1_bound": 0.41,
+        "l2_bound": 0.02,
+        "l3_bound": 0.02,
+        **below,
+    }
+
+
+@pytest.mark.parametrize(
+    ("node", "value", "advice"),
+    [
+        ("4k_aliasing", 0.26, "Loads wait on stores 4 KiB apart"),
+        ("split_loads", 0.25, "Loads cross cache lines"),
+        ("lock_latency", 0.30, "Locked instructions (atomics, mutexes)"),
+        ("fb_full", 0.35, "L1D misses wait for a free fill buffer"),
+    ],
+)
+def test_a_node_under_l1_bound_past_tmas_threshold_brings_its_advice(node, value, advice):
+    found = diagnose(_l1_bound(**{node: value}), core="icelake")
+    backend = next(f for f in found.findings if f.category == "backend_bound")
+    assert any(r.startswith(advice) for r in backend.recommendations)
+    assert any(e.metric == node for e in backend.evidence)
+    # under its threshold it is shown, not acted on
+    quiet = diagnose(_l1_bound(**{node: 0.02}), core="icelake")
+    backend = next(f for f in quiet.findings if f.category == "backend_bound")
+    assert not any(r.startswith(advice) for r in backend.recommendations)
+
+
+def test_a_node_alone_names_nothing():
+    # support rows: without their parent's finding they add no category
+    found = diagnose({"retiring": 0.70, "4k_aliasing": 0.40, "data_sharing": 0.30}, core="icelake")
+    assert "backend_bound" not in categories(found)
+    assert "l2_llc_residency" not in categories(found)
+
+
+def test_data_sharing_and_resteers_support_their_parents():
+    memory = {
+        "retiring": 0.20,
+        "bad_speculation": 0.02,
+        "frontend_bound": 0.08,
+        "backend_bound": 0.70,
+        "memory_bound": 0.60,
+        "core_bound": 0.10,
+        "l2_bound": 0.02,
+        "l3_bound": 0.35,
+        "dram_stalled": 0.05,
+    }
+    shared = diagnose({**memory, "data_sharing": 0.20}, core="icelake")
+    assert shared.primary.category == "l2_llc_residency"
+    assert any(
+        r.startswith("Cache lines move between cores") for r in shared.primary.recommendations
+    )
+    assert "data sharing 20%" in shared.primary.explanation
+    front = {
+        "retiring": 0.30,
+        "bad_speculation": 0.05,
+        "frontend_bound": 0.50,
+        "backend_bound": 0.15,
+        "fetch_latency": 0.40,
+        "fetch_bandwidth": 0.10,
+        "branch_resteers": 0.12,
+    }
+    found = diagnose(front, core="icelake")
+    fe = next(f for f in found.findings if f.category == "frontend_bound")
+    assert any(r.startswith("The front end refetches") for r in fe.recommendations)

@@ -947,6 +947,56 @@ METRICS: dict[str, Metric] = {
             "the cycles",
             "backend_bound",
         ),
+        # Level 4 under L1_Bound (Linux perf x86 metrics): loads "aliased by preceding
+        # stores ... with a 4K address offset" (tma_4k_aliasing); "cache misses due to
+        # lock operations" (tma_lock_latency); "load split accesses - load that cross
+        # 64-byte cache line boundary" (tma_split_loads); how often "L1D Fill Buffer
+        # unavailability limited additional L1D miss memory access requests"
+        # (tma_fb_full). Under L3_Bound, "synchronizations due to data-sharing accesses"
+        # (tma_data_sharing). Under the fetch latency, "the Frontend delay in fetching
+        # operations from corrected path; following all sorts of miss-predicted branches"
+        # (tma_branch_resteers). Per-core event formulas: read as printed.
+        _printed_share(
+            "4k_aliasing",
+            "cycles of loads re-issued after a store 4 KiB apart (4K aliasing)",
+            "Intel TMA 4K_Aliasing (Linux perf x86 metrics: tma_4k_aliasing), a share of "
+            "the cycles",
+            "backend_bound",
+        ),
+        _printed_share(
+            "lock_latency",
+            "cycles handling cache misses of locked instructions (atomics, locks)",
+            "Intel TMA Lock_Latency (Linux perf x86 metrics: tma_lock_latency), a share of "
+            "the cycles",
+            "backend_bound",
+        ),
+        _printed_share(
+            "split_loads",
+            "cycles handling loads that cross a 64-byte cache line",
+            "Intel TMA Split_Loads (Linux perf x86 metrics: tma_split_loads), a share of "
+            "the cycles",
+            "backend_bound",
+        ),
+        _printed_share(
+            "fb_full",
+            "cycles L1D misses waited for a fill buffer (many misses in flight)",
+            "Intel TMA FB_Full (Linux perf x86 metrics: tma_fb_full), a share of the cycles",
+            "backend_bound",
+        ),
+        _printed_share(
+            "data_sharing",
+            "cycles handling lines other cores share (read-shared data another wrote)",
+            "Intel TMA Data_Sharing (Linux perf x86 metrics: tma_data_sharing), a share of "
+            "the cycles",
+            "l2_llc_residency",
+        ),
+        _printed_share(
+            "branch_resteers",
+            "cycles the front end refetched after mispredicted or unknown branches",
+            "Intel TMA Branch_Resteers (Linux perf x86 metrics: tma_branch_resteers), a "
+            "share of the cycles",
+            "frontend_bound",
+        ),
         # Level 2 of retiring and below (Linux perf x86 metrics): tma_heavy_operations,
         # the slots retiring "instructions that require two or more uops or micro-coded
         # sequences"; tma_microcode_sequencer, the uops the Microcode Sequencer fed

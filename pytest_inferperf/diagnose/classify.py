@@ -1190,22 +1190,33 @@ def _extras(
                 "one; keep the memory arena on and tensors contiguous (huge pages help "
                 "the TLB side)."
             )
-        if _fired(evidence, "contested_accesses") or _fired(evidence, "bottleneck_memory_sync"):
+        if (
+            _fired(evidence, "contested_accesses")
+            or _fired(evidence, "data_sharing")
+            or _fired(evidence, "bottleneck_memory_sync")
+        ):
             extras.append(_LINES_MOVE)
         if _fired(evidence, "llc_mpki") or _fired(evidence, "mem_bandwidth"):
             extras.append(
                 "LLC misses go to DRAM: try intra_op_num_threads = physical cores of "
                 "one NUMA node; more threads only add bandwidth pressure."
             )
-    elif category == "frontend_bound" and (
-        _fired(evidence, "itlb_mpki")
-        or _fired(evidence, "l1i_tlb_mpki")
-        or _fired(evidence, "itlb_misses")
-    ):
-        extras.append(
-            "ITLB misses: back the onnxruntime library text with huge pages "
-            "(THP for read-only file mappings)."
-        )
+    elif category == "frontend_bound":
+        if (
+            _fired(evidence, "itlb_mpki")
+            or _fired(evidence, "l1i_tlb_mpki")
+            or _fired(evidence, "itlb_misses")
+        ):
+            extras.append(
+                "ITLB misses: back the onnxruntime library text with huge pages "
+                "(THP for read-only file mappings)."
+            )
+        if _fired(evidence, "branch_resteers"):
+            extras.append(
+                "The front end refetches after mispredicted or unknown branches (branch "
+                "resteers): the branch advice applies, and a smaller hot code path (fewer "
+                "operator kinds per call, fused graphs) leaves fewer branches unknown."
+            )
     elif category == "thread_spinning":
         if _fired(evidence, "session.allow_spinning"):
             extras.append(
@@ -1247,6 +1258,31 @@ def _extras(
             )
         if _fired(evidence, "false_sharing"):
             extras.append(_LINES_MOVE)
+        if _fired(evidence, "4k_aliasing"):
+            extras.append(
+                "Loads wait on stores 4 KiB apart (4K aliasing): buffers whose addresses "
+                "differ by a multiple of 4096, such as tensors with power-of-two row "
+                "strides or same-sized inputs and outputs read and written together; pad "
+                "the leading dimension (by a cache line) or offset one of the buffers."
+            )
+        if _fired(evidence, "split_loads"):
+            extras.append(
+                "Loads cross cache lines (split loads): tensors or fields not aligned to "
+                "their vector width; align buffers to 64 bytes (numpy arrays passed to ORT "
+                "may not be) and keep row strides a multiple of the vector width."
+            )
+        if _fired(evidence, "lock_latency"):
+            extras.append(
+                "Locked instructions (atomics, mutexes) wait on their cache lines: a "
+                "shared counter, a queue or an allocator lock; fewer threads, or per-thread "
+                "state merged once at the end."
+            )
+        if _fired(evidence, "fb_full"):
+            extras.append(
+                "L1D misses wait for a free fill buffer: more misses are in flight than "
+                "the core tracks, a bandwidth limit; fewer bytes per weight (int8) and "
+                "tiling that keeps a block of the weights in cache help."
+            )
         if _fired(evidence, "ports_utilization"):
             extras.append(
                 "The execution ports are the limit (low ILP or one kind of unit "
@@ -1594,17 +1630,23 @@ def _backend_note(category: str, share: CycleShare | None, metrics: Mapping[str,
 _BELOW = {
     "l2_llc_residency": (
         ("contested_accesses", "contested accesses"),
+        ("data_sharing", "data sharing"),
         ("mem_bandwidth", "DRAM bandwidth"),
         ("mem_latency", "DRAM latency"),
     ),
     "frontend_bound": (
         ("icache_misses", "I-cache misses"),
         ("itlb_misses", "ITLB misses"),
+        ("branch_resteers", "branch resteers"),
     ),
     "backend_bound": (
         ("divider", "divider busy"),
         ("ports_utilization", "ports utilisation"),
         ("false_sharing", "false sharing"),
+        ("4k_aliasing", "4K aliasing"),
+        ("lock_latency", "lock latency"),
+        ("split_loads", "split loads"),
+        ("fb_full", "fill buffers full"),
     ),
     "retiring": (
         ("heavy_operations", "heavy operations"),

@@ -149,6 +149,7 @@ TMA_BN = (
     "Intel TMA bottleneck-view MetricThreshold (Linux perf x86 metrics.json: "
     "tma_bottleneck_*; pmu-tools' Info.Bottleneck classes)"
 )
+_UNDER_L1 = "(tma_l1_bound > 0.1 & (tma_memory_bound > 0.2 & tma_backend_bound > 0.2))"
 ORT_THREADS = (
     "ONNX Runtime threading docs (session.intra_op.allow_spinning; spinning is on by default)"
 )
@@ -742,6 +743,41 @@ THRESHOLDS: tuple[Threshold, ...] = (
         f"{TMA_L4}: tma_false_sharing > 0.05 & (tma_store_bound > 0.2 & (tma_memory_bound > "
         "0.2 & tma_backend_bound > 0.2))",
         families=("x86",),
+    ),
+    # Level 4 under L1_Bound and L3_Bound, level 3 under the fetch latency: each says
+    # why its parent's cycles went (aliasing, locks, split loads, fill buffers, shared
+    # lines, resteers) and brings the advice that fits; they support the finding their
+    # parent names, on TMA's own thresholds.
+    *(
+        Threshold(
+            metric,
+            ">",
+            bar,
+            category,
+            "support",
+            f"{level}: tma_{metric} > {bar:g}" + (f" & {parent}" if parent else ""),
+            families=("x86",),
+        )
+        for metric, bar, category, level, parent in (
+            ("4k_aliasing", 0.20, "backend_bound", TMA_L4, _UNDER_L1),
+            ("lock_latency", 0.20, "backend_bound", TMA_L4, _UNDER_L1),
+            ("split_loads", 0.20, "backend_bound", TMA_L4, _UNDER_L1),
+            ("fb_full", 0.30, "backend_bound", TMA_L4, ""),
+            (
+                "data_sharing",
+                0.05,
+                "l2_llc_residency",
+                TMA_L4,
+                "(tma_l3_bound > 0.05 & (tma_memory_bound > 0.2 & tma_backend_bound > 0.2))",
+            ),
+            (
+                "branch_resteers",
+                0.05,
+                "frontend_bound",
+                TMA_L3,
+                "(tma_fetch_latency > 0.1 & tma_frontend_bound > 0.15)",
+            ),
+        )
     ),
     # --- Intel's bottleneck view -----------------------------------------------------
     # Each entry is a cause's total pipeline cost (ingest.tma_bottlenecks), flagged by

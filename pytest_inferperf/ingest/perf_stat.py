@@ -1106,6 +1106,15 @@ _TOPDOWN_NAMES = {
     "false_sharing": "false_sharing",
     "icache_misses": "icache_misses",
     "itlb_misses": "itlb_misses",
+    # ... level 4 under L1_Bound (tma_4k_aliasing, tma_lock_latency, tma_split_loads,
+    # tma_fb_full) and L3_Bound (tma_data_sharing), level 3 under the fetch latency
+    # (tma_branch_resteers): shares of the cycles.
+    "4k_aliasing": "4k_aliasing",
+    "lock_latency": "lock_latency",
+    "split_loads": "split_loads",
+    "fb_full": "fb_full",
+    "data_sharing": "data_sharing",
+    "branch_resteers": "branch_resteers",
     "divider": "divider",
     "ports_utilization": "ports_utilization",
     "store_bound": "store_bound",
@@ -1120,7 +1129,8 @@ _PRINTED_NAME = (
     r"|backend_bound(?:_memory|_cpu)?|memory_bound|core_bound"
     r"|branch_mispredicts|machine_clears|l1_bound|l2_bound|l3_bound|dram_bound"
     r"|dtlb_load|dtlb_store|mem_bandwidth|mem_latency|contested_accesses|false_sharing"
-    r"|icache_misses|itlb_misses"
+    r"|icache_misses|itlb_misses|4k_aliasing|lock_latency|split_loads|fb_full|data_sharing"
+    r"|branch_resteers"
     r"|divider|ports_utilization"
     r"|store_bound|heavy_operations"
     r"|microcode_sequencer|retiring_microcode|assists"
