@@ -1155,8 +1155,10 @@ def test_perfs_topdown_tree_as_a_mail_quotes_it_is_read():
             "memory_bound": 0.168,
             "l1_bound": 0.11,
             "l3_bound": 0.324,
-            # level 4 under L3_Bound: the lines another core wrote, his false sharing
+            # level 4 under L3_Bound: the lines another core wrote, his false sharing,
+            # and those other cores read
             "contested_accesses": 0.595,
+            "data_sharing": 0.111,
         }
     )
 
