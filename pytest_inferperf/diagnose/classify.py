@@ -1177,30 +1177,7 @@ def _extras(
     """The recommendations of ``category`` that only some evidence or settings call for."""
     extras: list[str] = []
     if category == "l2_llc_residency":
-        if _fired(evidence, "mem_bandwidth") or _fired(evidence, "bottleneck_memory_bandwidth"):
-            extras.append(
-                "DRAM bandwidth is the limit: each call streams the weights through it, "
-                "so fewer bytes per weight help most (int8, or 4-bit MatMulNBits for "
-                "LLMs), as does reusing each weight for more rows (a larger batch)."
-            )
-        if _fired(evidence, "mem_latency") or _fired(evidence, "bottleneck_memory_latency"):
-            extras.append(
-                "DRAM latency is the limit: loads the prefetchers cannot foresee "
-                "(gathers, embedding lookups, scattered tensors) wait on memory one by "
-                "one; keep the memory arena on and tensors contiguous (huge pages help "
-                "the TLB side)."
-            )
-        if (
-            _fired(evidence, "contested_accesses")
-            or _fired(evidence, "data_sharing")
-            or _fired(evidence, "bottleneck_memory_sync")
-        ):
-            extras.append(_LINES_MOVE)
-        if _fired(evidence, "llc_mpki") or _fired(evidence, "mem_bandwidth"):
-            extras.append(
-                "LLC misses go to DRAM: try intra_op_num_threads = physical cores of "
-                "one NUMA node; more threads only add bandwidth pressure."
-            )
+        extras += _memory_extras(evidence)
     elif category == "frontend_bound":
         if (
             _fired(evidence, "itlb_mpki")
@@ -1242,59 +1219,98 @@ def _extras(
             "so ORT's threads flush them to zero, or clamp the values that decay there."
         )
     elif category == "backend_bound":
-        if _fired(evidence, "divider"):
-            extras.append(
-                "The divider is busy: divisions and square roots (Softmax, LayerNorm / "
-                "RMSNorm, Erf). Keep ORT's fused kernels (graph_optimization_level all "
-                "fuses LayerNorm and GELU); in custom operators multiply by a reciprocal "
-                "computed once per row."
-            )
-        if _fired(evidence, "store_bound"):
-            extras.append(
-                "Stores hold the core up (store buffer full): intermediate tensors written "
-                "past the caches, or threads writing neighbouring cache lines (false "
-                "sharing). Fuse operators so intermediates stay in cache; give each thread "
-                "its own cache-line-aligned output block."
-            )
-        if _fired(evidence, "false_sharing"):
-            extras.append(_LINES_MOVE)
-        if _fired(evidence, "4k_aliasing"):
-            extras.append(
-                "Loads wait on stores 4 KiB apart (4K aliasing): buffers whose addresses "
-                "differ by a multiple of 4096, such as tensors with power-of-two row "
-                "strides or same-sized inputs and outputs read and written together; pad "
-                "the leading dimension (by a cache line) or offset one of the buffers."
-            )
-        if _fired(evidence, "split_loads"):
-            extras.append(
-                "Loads cross cache lines (split loads): tensors or fields not aligned to "
-                "their vector width; align buffers to 64 bytes (numpy arrays passed to ORT "
-                "may not be) and keep row strides a multiple of the vector width."
-            )
-        if _fired(evidence, "lock_latency"):
-            extras.append(
-                "Locked instructions (atomics, mutexes) wait on their cache lines: a "
-                "shared counter, a queue or an allocator lock; fewer threads, or per-thread "
-                "state merged once at the end."
-            )
-        if _fired(evidence, "fb_full"):
-            extras.append(
-                "L1D misses wait for a free fill buffer: more misses are in flight than "
-                "the core tracks, a bandwidth limit; fewer bytes per weight (int8) and "
-                "tiling that keeps a block of the weights in cache help."
-            )
-        if _fired(evidence, "ports_utilization"):
-            extras.append(
-                "The execution ports are the limit (low ILP or one kind of unit "
-                "oversubscribed): kernels that do more per uop (wider SIMD, int8 dot "
-                "products) help; scalar reference kernels are the usual culprit."
-            )
+        extras += _backend_extras(evidence)
     elif category == "page_faults" and (
         _fired(evidence, "session.enable_mem_arena") or session.get("enable_mem_arena") is False
     ):
         extras.append(
             "Turn the CPU memory arena on (SessionOptions.enable_cpu_mem_arena = "
             "True): without it every call maps fresh pages."
+        )
+    return extras
+
+
+def _memory_extras(evidence: tuple[Evidence, ...]) -> list[str]:
+    """L2/LLC residency's advice that its deeper nodes call for: DRAM bandwidth or
+    latency, lines moving between cores, LLC misses going to DRAM."""
+    extras: list[str] = []
+    if _fired(evidence, "mem_bandwidth") or _fired(evidence, "bottleneck_memory_bandwidth"):
+        extras.append(
+            "DRAM bandwidth is the limit: each call streams the weights through it, "
+            "so fewer bytes per weight help most (int8, or 4-bit MatMulNBits for "
+            "LLMs), as does reusing each weight for more rows (a larger batch)."
+        )
+    if _fired(evidence, "mem_latency") or _fired(evidence, "bottleneck_memory_latency"):
+        extras.append(
+            "DRAM latency is the limit: loads the prefetchers cannot foresee "
+            "(gathers, embedding lookups, scattered tensors) wait on memory one by "
+            "one; keep the memory arena on and tensors contiguous (huge pages help "
+            "the TLB side)."
+        )
+    if (
+        _fired(evidence, "contested_accesses")
+        or _fired(evidence, "data_sharing")
+        or _fired(evidence, "bottleneck_memory_sync")
+    ):
+        extras.append(_LINES_MOVE)
+    if _fired(evidence, "llc_mpki") or _fired(evidence, "mem_bandwidth"):
+        extras.append(
+            "LLC misses go to DRAM: try intra_op_num_threads = physical cores of "
+            "one NUMA node; more threads only add bandwidth pressure."
+        )
+    return extras
+
+
+def _backend_extras(evidence: tuple[Evidence, ...]) -> list[str]:
+    """The backend's advice that its deeper nodes call for: the divider, stores, shared
+    lines, 4K aliasing, split loads, locks, fill buffers, the ports."""
+    extras: list[str] = []
+    if _fired(evidence, "divider"):
+        extras.append(
+            "The divider is busy: divisions and square roots (Softmax, LayerNorm / "
+            "RMSNorm, Erf). Keep ORT's fused kernels (graph_optimization_level all "
+            "fuses LayerNorm and GELU); in custom operators multiply by a reciprocal "
+            "computed once per row."
+        )
+    if _fired(evidence, "store_bound"):
+        extras.append(
+            "Stores hold the core up (store buffer full): intermediate tensors written "
+            "past the caches, or threads writing neighbouring cache lines (false "
+            "sharing). Fuse operators so intermediates stay in cache; give each thread "
+            "its own cache-line-aligned output block."
+        )
+    if _fired(evidence, "false_sharing"):
+        extras.append(_LINES_MOVE)
+    if _fired(evidence, "4k_aliasing"):
+        extras.append(
+            "Loads wait on stores 4 KiB apart (4K aliasing): buffers whose addresses "
+            "differ by a multiple of 4096, such as tensors with power-of-two row "
+            "strides or same-sized inputs and outputs read and written together; pad "
+            "the leading dimension (by a cache line) or offset one of the buffers."
+        )
+    if _fired(evidence, "split_loads"):
+        extras.append(
+            "Loads cross cache lines (split loads): tensors or fields not aligned to "
+            "their vector width; align buffers to 64 bytes (numpy arrays passed to ORT "
+            "may not be) and keep row strides a multiple of the vector width."
+        )
+    if _fired(evidence, "lock_latency"):
+        extras.append(
+            "Locked instructions (atomics, mutexes) wait on their cache lines: a "
+            "shared counter, a queue or an allocator lock; fewer threads, or per-thread "
+            "state merged once at the end."
+        )
+    if _fired(evidence, "fb_full"):
+        extras.append(
+            "L1D misses wait for a free fill buffer: more misses are in flight than "
+            "the core tracks, a bandwidth limit; fewer bytes per weight (int8) and "
+            "tiling that keeps a block of the weights in cache help."
+        )
+    if _fired(evidence, "ports_utilization"):
+        extras.append(
+            "The execution ports are the limit (low ILP or one kind of unit "
+            "oversubscribed): kernels that do more per uop (wider SIMD, int8 dot "
+            "products) help; scalar reference kernels are the usual culprit."
         )
     return extras
 
