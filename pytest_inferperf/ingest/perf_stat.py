@@ -149,6 +149,11 @@ _GENERIC: dict[str, str] = {
     # DTLB_LOAD_MISSES.STLB_HIT + DTLB_LOAD_MISSES.WALK_ACTIVE) / CLKS, capped).
     "dtlb_load_misses.walk_active": "dtlb_load_walk_cycles",
     "dtlb_store_misses.walk_active": "dtlb_store_walk_cycles",
+    # ... their names before Skylake (Sandy Bridge to Broadwell: DTLB_LOAD_MISSES /
+    # DTLB_STORE_MISSES.WALK_DURATION, "cycles when PMH is busy with page walks", the
+    # term of those cores' TMA DTLB_Load / DTLB_Store; Intel perfmon event lists).
+    "dtlb_load_misses.walk_duration": "dtlb_load_walk_cycles",
+    "dtlb_store_misses.walk_duration": "dtlb_store_walk_cycles",
     # Cycles the divider was busy (Intel perfmon: Skylake to Ice Lake ARITH.DIVIDER_ACTIVE,
     # Golden Cove on ARITH.DIV_ACTIVE, Haswell / Broadwell ARITH.FPU_DIV_ACTIVE) and
     # cycles the store buffer held the core up (Skylake on EXE_ACTIVITY.BOUND_ON_STORES,
