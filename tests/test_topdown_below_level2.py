@@ -395,18 +395,22 @@ def test_property_a_printed_node_reads_as_its_fraction_and_an_event_of_its_word_
     assert _TOPDOWN_NAMES[node] not in counted.perf_metrics
 
 
+# A run whose memory part waited on the L3 (level 3 measured): L2/LLC residency.
+L3_BOUND = {
+    "retiring": 0.20,
+    "bad_speculation": 0.02,
+    "frontend_bound": 0.08,
+    "backend_bound": 0.70,
+    "memory_bound": 0.60,
+    "core_bound": 0.10,
+    "l2_bound": 0.02,
+    "l3_bound": 0.35,
+    "dram_stalled": 0.05,
+}
+
+
 def test_lines_other_cores_wrote_give_the_false_sharing_advice():
-    memory = {
-        "retiring": 0.20,
-        "bad_speculation": 0.02,
-        "frontend_bound": 0.08,
-        "backend_bound": 0.70,
-        "memory_bound": 0.60,
-        "core_bound": 0.10,
-        "l2_bound": 0.02,
-        "l3_bound": 0.35,
-        "dram_stalled": 0.05,
-    }
+    memory = L3_BOUND
     contested = diagnose({**memory, "contested_accesses": 0.25}, core="icelake")
     assert contested.primary.category == "l2_llc_residency"
     assert any(
@@ -493,17 +497,7 @@ def test_a_node_alone_names_nothing():
 
 
 def test_data_sharing_and_resteers_support_their_parents():
-    memory = {
-        "retiring": 0.20,
-        "bad_speculation": 0.02,
-        "frontend_bound": 0.08,
-        "backend_bound": 0.70,
-        "memory_bound": 0.60,
-        "core_bound": 0.10,
-        "l2_bound": 0.02,
-        "l3_bound": 0.35,
-        "dram_stalled": 0.05,
-    }
+    memory = L3_BOUND
     shared = diagnose({**memory, "data_sharing": 0.20}, core="icelake")
     assert shared.primary.category == "l2_llc_residency"
     assert any(

@@ -1253,7 +1253,9 @@ def _memory_extras(evidence: tuple[Evidence, ...]) -> list[str]:
         or _fired(evidence, "bottleneck_memory_sync")
     ):
         extras.append(_LINES_MOVE)
-    if _fired(evidence, "llc_mpki") or _fired(evidence, "mem_bandwidth"):
+    if any(
+        _fired(evidence, m) for m in ("llc_mpki", "mem_bandwidth", "bottleneck_memory_bandwidth")
+    ):
         extras.append(
             "LLC misses go to DRAM: try intra_op_num_threads = physical cores of "
             "one NUMA node; more threads only add bandwidth pressure."
@@ -1638,11 +1640,9 @@ def _backend_note(category: str, share: CycleShare | None, metrics: Mapping[str,
 
 
 # What level 3 (and below) of the top-down tree says about a finding's part, where it
-# was measured: DRAM_Bound's MEM_Bandwidth and MEM_Latency, the fetch latency's
-# ICache_Misses and ITLB_Misses and the core part's
-# Divider and Ports_Utilization (shares of the cycles), and
-# retiring's Heavy_Operations with their Microcode_Sequencer and Assists (shares of the
-# slots): Intel TMA nodes, Linux perf x86 metrics.
+# was measured (Intel TMA nodes, Linux perf x86 metrics): shares of the cycles, but
+# retiring's Heavy_Operations with their Microcode_Sequencer and Assists, shares of the
+# slots.
 _BELOW = {
     "l2_llc_residency": (
         ("contested_accesses", "contested accesses"),
