@@ -689,6 +689,20 @@ def test_median_of_three_runs():
                 "backend_bound": 0.363,
             },
         ),
+        # ... with the other cores' rows left out as an author quotes it (Damageboy, "This
+        # Goes to Eleven" part 3, 2020, `perf stat -a --topdown`; perf's own
+        # Documentation/topdown.txt ends its table with the same "...")
+        (
+            "        retiring      bad speculation       frontend bound        backend bound\n"
+            "...\n"
+            "S0-C3 1    37.6%                32.3%                16.9%                13.2%\n",
+            {
+                "retiring": 0.376,
+                "bad_speculation": 0.323,
+                "frontend_bound": 0.169,
+                "backend_bound": 0.132,
+            },
+        ),
         # perf 6.x default output on a hybrid Intel core
         (
             "  TopdownL1 (cpu_core)  #  53.4 %  tma_backend_bound\n"

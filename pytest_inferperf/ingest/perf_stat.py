@@ -1195,6 +1195,9 @@ def _table_columns(header: str) -> list[str]:
 
 
 _LINE_PMU = re.compile(rf"\b({P_CORE_PMU}|{E_CORE_PMU})\b", re.IGNORECASE)
+# A line that only says rows were left out ("...", as perf's own Documentation/topdown.txt
+# ends its --topdown -I table, "…", "[...]"): it does not end a table.
+_ELISION = re.compile(r"\.{3,}|…|\[\.{3}\]|\[…\]")
 
 
 def topdown_from_text(lines: Sequence[str], skip_pmus: Sequence[str] = ()) -> dict[str, float]:
@@ -1237,6 +1240,8 @@ def topdown_from_text(lines: Sequence[str], skip_pmus: Sequence[str] = ()) -> di
             pmu = ""
         if pmu in skip:
             continue
+        if columns and _ELISION.fullmatch(line.strip()):
+            continue  # rows left out by whoever quoted the table
         if columns:
             numbers = _PERCENT.findall(line) or re.findall(r"(?<![\w.])-?\d+[.,]\d+", line)
             if len(numbers) >= len(columns):
