@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_inferperf.cli.main import build_parser, main
+from pytest_inferperf.diagnose.classify import diagnose
 from pytest_inferperf.ingest.perf_stat import (
     PerfStatError,
     load,
@@ -1394,6 +1395,25 @@ def test_perfs_footer_gives_the_cpus_busy_where_task_clock_was_not_counted(capsy
     assert with_clock.metrics()["cpu_utilisation"] == pytest.approx(2.0)  # task-clock wins
     no_sys = parse_report(counts + "\n  10.0 seconds time elapsed\n  52.0 seconds user\n")
     assert "cpu_utilisation" not in no_sys.metrics()
+
+
+def test_the_kernels_share_of_the_cpu_time_comes_from_perfs_footer_and_is_noted_past_half():
+    # Constructed in perf's layout: the command's rusage, sys / (user + sys).
+    counts = "  1,000,000,000  cycles\n  1,200,000,000  instructions\n"
+    kernel = parse_report(
+        counts + "\n  1.05 seconds time elapsed\n\n  0.275 seconds user\n  0.763 seconds sys\n"
+    )
+    metrics = kernel.metrics()
+    assert metrics["kernel_share"] == pytest.approx(0.763 / 1.038)
+    notes = diagnose(metrics, core="zen4").notes
+    assert any(n.startswith("74% of the CPU time was spent in the kernel") for n in notes)
+    user = parse_report(
+        counts + "\n  1.05 seconds time elapsed\n\n  0.900 seconds user\n  0.100 seconds sys\n"
+    ).metrics()
+    assert user["kernel_share"] == pytest.approx(0.1)
+    assert not any("spent in the kernel" in n for n in diagnose(user, core="zen4").notes)
+    # no footer (a system-wide run, or the lines cut off): no share, not a 0
+    assert "kernel_share" not in parse_report(counts).metrics()
 
 
 @pytest.mark.parametrize("order", [0, 1])

@@ -1217,6 +1217,21 @@ METRICS: dict[str, Metric] = {
             points_to="thread_spinning",
             cost=ChangeCost("utilisation", source="extra busy CPUs x wall time per call"),
         ),
+        # The kernel's part of the CPU time, from perf's footer (rusage of the command
+        # perf started: ru_stime / (ru_utime + ru_stime), print_footer in
+        # tools/perf/util/stat-display.c). Shown and noted (diagnose.classify), not
+        # judged: the kernel's time has many causes (page faults and page tables,
+        # system calls, locks), each with its own counts.
+        Metric(
+            "kernel_share",
+            "share of the CPU time spent in the kernel (perf's footer: sys / (user + sys))",
+            "",
+            "lower",
+            ("user_time", "sys_time"),
+            "sys / (user + sys), the rusage perf prints under its report",
+            _printed_only,
+            tolerance=0.10,
+        ),
         Metric(
             "page_faults_per_call",
             "page faults per call",

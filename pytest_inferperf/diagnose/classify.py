@@ -1612,7 +1612,7 @@ def diagnose_in(
         not_judged=not_judged,
         change=change,
         core=ctx.core,
-        notes=_notes(ctx) + _ratio_only_note(judged, metrics),
+        notes=_notes(ctx) + _ratio_only_note(judged, metrics) + _kernel_time_note(metrics),
         small=tuple(sorted(small, key=lambda f: (-(f.cost.share if f.cost else 0.0), f.category))),
     )
 
@@ -2107,6 +2107,24 @@ def _ratio_only_note(
 
 
 _SOFTWARE_EVENTS = frozenset(n for n, spec in CATALOGUE.items() if spec.is_software)
+
+# More of the CPU time in the kernel than in the program: what the counters of user code
+# say is then the lesser part of the story (engineering judgement: half of the time).
+KERNEL_TIME_NOTED = 0.5
+
+
+def _kernel_time_note(metrics: Mapping[str, float]) -> tuple[str, ...]:
+    """A note where most of the CPU time was the kernel's (perf's footer): page faults
+    and page-table work, system calls, or locks in the kernel, which the hardware
+    counters of the program attribute to no cause of their own."""
+    share = _value(metrics, "kernel_share")
+    if share is None or share <= KERNEL_TIME_NOTED:
+        return ()
+    return (
+        f"{_percent(share)} of the CPU time was spent in the kernel (perf's footer: sys / "
+        "(user + sys)): page faults and page-table work, system calls or kernel locks; "
+        "the counts above describe the rest. perf trace -s or perf record -g shows which",
+    )
 
 
 def _notes(ctx: RuleContext) -> tuple[str, ...]:

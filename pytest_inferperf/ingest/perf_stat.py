@@ -678,6 +678,8 @@ class PerfStat:
             out.setdefault(name, value)
         if "cpu_utilisation" not in out and (busy := self.footer_cpus()) is not None:
             out["cpu_utilisation"] = busy
+        if self.user_s is not None and self.sys_s is not None and self.user_s + self.sys_s > 0:
+            out["kernel_share"] = self.sys_s / (self.user_s + self.sys_s)
         return out
 
     def _cache_level_of_generic_events(
