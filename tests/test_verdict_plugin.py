@@ -123,6 +123,18 @@ def test_a_slowdown_that_holds_is_confirmed_in_fresh_processes_before_failing(su
     # whose processes spread from +134% to +194% on a busy machine gave t = 8.4 against
     # the 9.93 that 2 degrees of freedom need: inconclusive, rightly, at that power
     result = run(suite, "--inferperf", "--inferperf-processes", "4", "--inferperf-json", "r.json")
+    if result.parseoutcomes().get("passed") and "on a contended machine" in result.stdout.str():
+        # Seen once beside a hypervisor stealing 27% of the CPU time: the 4 processes
+        # spread +99% .. +122% against a baseline recorded busy, t = 2.85 < 4.60. A
+        # slowdown the machine's state cannot confirm is inconclusive, never passed
+        # silently: that is the verdict to hold there (the product's rule on a busy
+        # machine), and the confirmation itself is this test's on a quieter one.
+        said(
+            result,
+            "*inconclusive: cpu_ms_per_call +*% (not confirmed)*",
+            "*not confirmed: cpu_ms_per_call not separated from process-to-process variation*",
+        )
+        pytest.skip("too contended to confirm a 3x slowdown: inconclusive, as it must be")
     result.assert_outcomes(failed=1)
     said(
         result,
