@@ -12,6 +12,8 @@ carries no counts, only what toplev computed, in both of its layouts (pmu-tools
 * the CSV of ``OutputCSV`` (``-x,``): ``[Timestamp,][CPUs,]Area,Value,Unit,Description,
   ...``, the node's name in the ``Area`` column.
 
+Intel's bottleneck view (``Info.Bottleneck`` / ``Bottleneck`` lines, ``-B``) is read by
+:mod:`tma_bottlenecks`' names, its ``Scaled_Slots`` percentages as fractions.
 Values in a ``%`` unit (``% Slots``, ``% Stalls``, ``% Clocks``) become fractions. A
 node met again (``-I`` intervals, per-CPU lines, the rerun of ``--drilldown``) is
 averaged. On a hybrid part the P-core's lines (``core``) are read and the E-core's
