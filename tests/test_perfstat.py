@@ -1397,6 +1397,29 @@ def test_perfs_footer_gives_the_cpus_busy_where_task_clock_was_not_counted(capsy
     assert "cpu_utilisation" not in no_sys.metrics()
 
 
+def test_rates_per_cpu_second_use_perfs_footer_where_task_clock_was_not_counted():
+    # perf's footer is the rusage of the command it started, the CPU time task-clock
+    # counts (print_footer, tools/perf/util/stat-display.c): it stands in for task-clock
+    # in the rates per CPU-second, as in the CPUs busy. Constructed in perf's layout.
+    block = (
+        " Performance counter stats for './read --variant mmap':\n\n"
+        "          15658693      faults\n\n"
+        "     238.343423262 seconds time elapsed\n\n"
+        "      43.273421000 seconds user\n"
+        "     284.094372000 seconds sys\n"
+    )
+    metrics = parse_report(block).metrics()
+    assert metrics["page_faults_per_sec"] == pytest.approx(15658693 / (43.273421 + 284.094372))
+    # counting CPUs whole, the counts are every task's and the footer the command's: no rate
+    wide = parse_report(block.replace("'./read --variant mmap'", "'system wide'")).metrics()
+    assert "page_faults_per_sec" not in wide
+    # task-clock, where counted, is the CPU time
+    counted = parse_report(
+        block.replace("      faults", "      faults\n  100,000.00 msec task-clock")
+    )
+    assert counted.metrics()["page_faults_per_sec"] == pytest.approx(156586.93)
+
+
 def test_the_kernels_share_of_the_cpu_time_comes_from_perfs_footer_and_is_noted_past_half():
     # Constructed in perf's layout: the command's rusage, sys / (user + sys).
     counts = "  1,000,000,000  cycles\n  1,200,000,000  instructions\n"

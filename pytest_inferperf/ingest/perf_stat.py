@@ -668,6 +668,8 @@ class PerfStat:
         not carry). It is dropped, and perf's own value, when printed, stands instead.
         """
         counts = {**borrowed, **self.counts} if borrowed else self.counts
+        if "task_clock" not in counts and (cpu_ns := self._footer_cpu_ns()) is not None:
+            counts = {**counts, "task_clock": cpu_ns}
         ctx = self.context(core, calls)
         out = compute(self._cache_level_of_generic_events(counts, ctx.core), ctx)
         for name in _LEVEL1:
@@ -703,6 +705,16 @@ class PerfStat:
             if llc in generic and llc in out and l2 not in out:
                 out[l2] = out.pop(llc)
         return out
+
+    def _footer_cpu_ns(self) -> float | None:
+        """The CPU time task-clock would have counted, from perf's footer (user + sys, ns),
+        where it stands for the counted work: a command perf started and counted alone,
+        not CPUs counted whole (``-a``, ``-C``), whose counts are every task's while the
+        footer is the command's rusage only."""
+        if self.user_s is None or self.sys_s is None or _counts_every_cpu(self.title):
+            return None
+        cpu_ns = (self.user_s + self.sys_s) * 1e9
+        return cpu_ns if cpu_ns > 0 else None
 
     def footer_cpus(self) -> float | None:
         """CPUs the command kept busy on average, from perf's footer: (user + sys) /
