@@ -409,22 +409,29 @@ L3_BOUND = {
 }
 
 
-def test_lines_other_cores_wrote_give_the_false_sharing_advice():
-    memory = L3_BOUND
-    contested = diagnose({**memory, "contested_accesses": 0.25}, core="icelake")
-    assert contested.primary.category == "l2_llc_residency"
+@pytest.mark.parametrize(
+    ("node", "label"),
+    [("contested_accesses", "contested accesses"), ("data_sharing", "data sharing")],
+)
+def test_lines_other_cores_wrote_or_read_give_the_false_sharing_advice(node, label):
+    # under L3_Bound: lines another core wrote (contested) or shares (data sharing)
+    found = diagnose({**L3_BOUND, node: 0.25}, core="icelake")
+    assert found.primary.category == "l2_llc_residency"
     assert any(
-        r.startswith("Cache lines move between cores") for r in contested.primary.recommendations
+        r.startswith("Cache lines move between cores") for r in found.primary.recommendations
     )
-    assert "contested accesses 25%" in contested.primary.explanation
+    assert f"{label} 25%" in found.primary.explanation
+    # below TMA's 0.05 it gives no advice
+    calm = diagnose({**L3_BOUND, node: 0.01}, core="icelake")
+    assert not any("Cache lines move" in r for r in calm.primary.recommendations)
+
+
+def test_stores_to_lines_other_cores_hold_give_the_false_sharing_advice():
     stores = diagnose(
-        {**memory, "l3_bound": 0.02, "store_bound": 0.40, "false_sharing": 0.20}, core="icelake"
+        {**L3_BOUND, "l3_bound": 0.02, "store_bound": 0.40, "false_sharing": 0.20}, core="icelake"
     )
     backend = next(f for f in stores.findings if f.category == "backend_bound")
     assert any(r.startswith("Cache lines move between cores") for r in backend.recommendations)
-    # below TMA's 0.05 neither gives the advice
-    calm = diagnose({**memory, "contested_accesses": 0.01}, core="icelake")
-    assert not any("Cache lines move" in r for r in calm.primary.recommendations)
 
 
 # -- level 4 under L1_Bound and L3_Bound, level 3 under the fetch latency ----------------
@@ -496,14 +503,7 @@ def test_a_node_alone_names_nothing():
     assert "l2_llc_residency" not in categories(found)
 
 
-def test_data_sharing_and_resteers_support_their_parents():
-    memory = L3_BOUND
-    shared = diagnose({**memory, "data_sharing": 0.20}, core="icelake")
-    assert shared.primary.category == "l2_llc_residency"
-    assert any(
-        r.startswith("Cache lines move between cores") for r in shared.primary.recommendations
-    )
-    assert "data sharing 20%" in shared.primary.explanation
+def test_branch_resteers_support_the_front_end_with_the_branch_advice():
     front = {
         "retiring": 0.30,
         "bad_speculation": 0.05,

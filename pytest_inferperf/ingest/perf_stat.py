@@ -680,8 +680,8 @@ class PerfStat:
             out.setdefault(name, value)
         if "cpu_utilisation" not in out and (busy := self.footer_cpus()) is not None:
             out["cpu_utilisation"] = busy
-        if self.user_s is not None and self.sys_s is not None and self.user_s + self.sys_s > 0:
-            out["kernel_share"] = self.sys_s / (self.user_s + self.sys_s)
+        if (cpu_ns := self._footer_cpu_ns()) is not None and self.sys_s is not None:
+            out["kernel_share"] = self.sys_s * 1e9 / cpu_ns
         return out
 
     def _cache_level_of_generic_events(
@@ -710,8 +710,10 @@ class PerfStat:
         """The CPU time task-clock would have counted, from perf's footer (user + sys, ns),
         where it stands for the counted work: a command perf started and counted alone,
         not CPUs counted whole (``-a``, ``-C``), whose counts are every task's while the
-        footer is the command's rusage only."""
-        if self.user_s is None or self.sys_s is None or _counts_every_cpu(self.title):
+        footer is the command's rusage only (``perf stat -a sleep 1``'s footer is
+        sleep's, nearly all sys). The rates per CPU-second and the kernel's share of the
+        CPU time read the footer through this one rule."""
+        if self.user_s is None or self.sys_s is None or self.counts_every_cpu:
             return None
         cpu_ns = (self.user_s + self.sys_s) * 1e9
         return cpu_ns if cpu_ns > 0 else None
@@ -1142,18 +1144,13 @@ _TOPDOWN_NAMES = {
     "retiring_microcode": "microcode_sequencer",  # AMD's (amdzen4/amdzen5 PipelineL2)
     "assists": "assists",
 }
+# Every name of _TOPDOWN_NAMES (longest first, so no name stops at a shorter one's end)
+# and every entry of Intel's bottleneck view, with or without Intel's tma_ prefix; an
+# event named by the word and a dot (``assists.any``) is a count, not the node.
 _PRINTED_NAME = (
-    r"(?:tma_)?(?P<name>retiring|bad_speculation(?:_mispredicts|_pipeline_restarts)?"
-    r"|frontend_bound(?:_latency|_bandwidth)?|fetch_latency|fetch_bandwidth"
-    r"|backend_bound(?:_memory|_cpu)?|memory_bound|core_bound"
-    r"|branch_mispredicts|machine_clears|l1_bound|l2_bound|l3_bound|dram_bound"
-    r"|dtlb_load|dtlb_store|mem_bandwidth|mem_latency|contested_accesses|false_sharing"
-    r"|icache_misses|itlb_misses|4k_aliasing|lock_latency|split_loads|fb_full|data_sharing"
-    r"|branch_resteers"
-    r"|divider|ports_utilization"
-    r"|store_bound|heavy_operations"
-    r"|microcode_sequencer|retiring_microcode|assists"
-    rf"|{BOTTLENECK_NAMES})\b(?!\.)"
+    r"(?:tma_)?(?P<name>"
+    + "|".join(sorted((n for n in _TOPDOWN_NAMES if " " not in n), key=len, reverse=True))
+    + rf"|{BOTTLENECK_NAMES})\b(?!\.)"
 )
 # "# 0.91 Backend_Bound" (-M TopdownL1, perf 5.x) and "# 53.4 % tma_backend_bound"
 # (perf 6.x default and --topdown output).
