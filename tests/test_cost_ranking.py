@@ -150,6 +150,51 @@ def test_ilp_needs_memory_ruled_out():
     assert "no counted cause explains the IPC below" in render(diagnosis)
 
 
+# The Skylake ILP case above, with six CPUs busy on average: threads that spin-wait
+# pause in every spin on x86 (ONNX Runtime's SpinPause: TPAUSE or PAUSE; PAUSE up to 140
+# cycles from Skylake on) and retire few instructions per cycle with nothing missed.
+SPINNABLE = {"ipc": 0.16, "backend_stalled": 0.15, "l1d_mpki": 0.5, "llc_mpki": 0.01}
+
+
+@pytest.mark.parametrize(
+    ("core", "busy", "session", "named"),
+    [
+        ("intel-core-skylake", 6.0, None, False),  # spinning not ruled out
+        ("intel-core-skylake", 6.0, {"allow_spinning": True, "intra_op_threads": 6}, False),
+        ("intel-core-skylake", 6.0, {"allow_spinning": False, "intra_op_threads": 6}, True),
+        ("intel-core-skylake", 1.0, None, True),  # one CPU busy: no threads to spin
+        ("intel-core-skylake", None, None, True),  # CPU time not counted: as before
+        ("cortex-a76", 6.0, None, True),  # Arm: SpinPause does nothing, spins retire fast
+        ("", 6.0, None, False),  # an unnamed core may be x86
+    ],
+)
+def test_low_ipc_with_several_cpus_busy_is_ilp_only_where_spinning_is_ruled_out(
+    core, busy, session, named
+):
+    metrics = {**SPINNABLE, **({} if busy is None else {"cpu_utilisation": busy})}
+    diagnosis = diagnose(metrics, core=core, session=session)
+    if named:
+        assert diagnosis.primary is not None
+        assert diagnosis.primary.category == "ipc_collapse"
+        return
+    assert all(f.category != "ipc_collapse" for f in diagnosis.findings)
+    reason = diagnosis.not_judged["ipc_collapse"]
+    assert reason.startswith("IPC ipc = 0.16 < ")
+    assert ", but the run kept 6 CPUs busy on average" in reason
+    assert "spin-waiting not ruled out (ONNX Runtime's SpinPause" in reason
+    assert "PAUSE takes up to 140 cycles from Skylake on" in reason
+    assert reason.endswith("or pass --spinning off where it was, to judge")
+    if session is None:
+        assert diagnosis.primary is None
+        assert render(diagnosis).startswith(
+            f"Diagnosis ({diagnosis.core or 'unknown core'}): no counted cause explains "
+            "the IPC below the core's width, and threads spin-waiting are not ruled out "
+            "(ipc_collapse not judged)."
+        )
+    else:  # the session spins: its pool threads are named, not the kernels
+        assert diagnosis.primary.category == "thread_spinning"
+
+
 def test_cycles_stalled_on_dram_name_the_memory_not_ilp():
     # Sapphire Rapids (Golden Cove, width 6): IPC 1.58 leaves 74% of the slots unused.
     # 11.6% of the cycles stalled on loads that missed the L3 (MEMORY_ACTIVITY.

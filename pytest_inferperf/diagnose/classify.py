@@ -110,6 +110,7 @@ from .thresholds_by_core import (
     MEMORY_EVIDENCE,
     MEMORY_LEVEL3,
     SEVERAL_CPUS_BUSY,
+    SPIN_PAUSES,
     THRESHOLDS,
     CoreFacts,
     Threshold,
@@ -1530,7 +1531,7 @@ def diagnose_in(
     small: list[Finding] = []
     not_judged: dict[str, str] = {}
     _defer_ipc_collapse(judged, metrics, ctx)
-    ipc_gate = _ipc_collapse_gate(judged, metrics)
+    ipc_gate = _ipc_collapse_gate(judged, metrics, ctx)
     if ipc_gate is not None:
         judged["ipc_collapse"].fired = False
         if ipc_gate:
@@ -1845,6 +1846,8 @@ def _ilp_limited(
         f"{MATERIAL_SHARE:.0%} of the cycles (width {fmt(width)}: {ctx.facts.width_source})",
     )
     gate = _memory_gate(judged, metrics, f"IPC {evidence.line()}")
+    if gate is None:
+        gate = _spin_gate(metrics, ctx, f"IPC {evidence.line()}")
     if gate is not None:
         if gate:
             not_judged["ipc_collapse"] = gate
@@ -2030,14 +2033,43 @@ def _defer_ipc_collapse(
     )
 
 
-def _ipc_collapse_gate(judged: Mapping[str, _Judged], metrics: Mapping[str, float]) -> str | None:
+def _ipc_collapse_gate(
+    judged: Mapping[str, _Judged], metrics: Mapping[str, float], ctx: RuleContext
+) -> str | None:
     """Why IPC collapse may not be named here: None when it may, "" when a memory or
     backend category explains the low IPC, else the not-judged reason."""
     j = judged.get("ipc_collapse")
     if j is None or not j.fired:
         return None
     ipc = next((s.evidence for s in j.signals if s.crossed and s.evidence), None)
-    return _memory_gate(judged, metrics, f"IPC {ipc.line()}" if ipc else "low IPC")
+    low = f"IPC {ipc.line()}" if ipc else "low IPC"
+    gate = _memory_gate(judged, metrics, low)
+    return _spin_gate(metrics, ctx, low) if gate is None else gate
+
+
+def _spin_gate(metrics: Mapping[str, float], ctx: RuleContext, low: str) -> str | None:
+    """Why an IPC below the width (``low`` says how) may not be called ILP-limited
+    compute in a run that kept several CPUs busy: None when it may.
+
+    Threads that spin-wait retire few instructions per cycle with nothing missed, as a
+    dependency chain does, where their loop pauses (:data:`SPIN_PAUSES`: on x86, not on
+    Arm, whose spinning threads retire at speed); ONNX Runtime's pool spins between
+    parallel sections by default. With several CPUs busy (:data:`SEVERAL_CPUS_BUSY`)
+    and spinning not known to be off, the two cannot be told apart from the counts."""
+    if ctx.facts.family.startswith("arm"):
+        return None
+    busy = metrics.get("cpu_utilisation")
+    if busy is None or not busy > SEVERAL_CPUS_BUSY:
+        return None
+    if _session_value("session.allow_spinning", ctx) == 0.0:
+        return None
+    return (
+        f"{low}, but the run kept {_fmt(busy)} CPUs busy on average, and threads that "
+        "spin-wait retire few instructions per cycle with nothing missed, as a "
+        f"dependency chain does: {SPIN_NOT_RULED_OUT} ({SPIN_PAUSES}); count again "
+        "with spinning off (session.intra_op.allow_spinning = 0), or pass --spinning "
+        "off where it was, to judge"
+    )
 
 
 def _memory_gate(
@@ -2073,6 +2105,9 @@ def _memory_gate(
 # Words every reason that keeps IPC collapse from being named (memory not ruled out)
 # carries: report.diagnosis tells that case from "nothing crossed" by them.
 LOW_IPC_ALONE = "low IPC alone is not enough"
+# ... and the words of the reason that keeps it from being named where threads may have
+# spin-waited (:func:`_spin_gate`).
+SPIN_NOT_RULED_OUT = "spin-waiting not ruled out"
 
 
 def _ratio_only_note(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..diagnose.change import MATERIAL_SHARE, metric_lines, part_lines
-from ..diagnose.classify import LOW_IPC_ALONE
+from ..diagnose.classify import LOW_IPC_ALONE, SPIN_NOT_RULED_OUT
 from ..diagnose.thresholds_by_core import CATEGORIES
 
 if TYPE_CHECKING:
@@ -50,10 +50,16 @@ def render(diagnosis: Diagnosis, verbose: bool = False) -> str:
     head = f"Diagnosis ({diagnosis.core or 'unknown core'})"
     primary = diagnosis.primary
     if primary is None:
-        if LOW_IPC_ALONE in diagnosis.not_judged.get("ipc_collapse", "") and not diagnosis.small:
+        ipc_reason = diagnosis.not_judged.get("ipc_collapse", "")
+        if LOW_IPC_ALONE in ipc_reason and not diagnosis.small:
             nothing = (
                 "no counted cause explains the IPC below the core's width, and what "
                 "limits it was not counted (ipc_collapse not judged)"
+            )
+        elif SPIN_NOT_RULED_OUT in ipc_reason and not diagnosis.small:
+            nothing = (
+                "no counted cause explains the IPC below the core's width, and threads "
+                "spin-waiting are not ruled out (ipc_collapse not judged)"
             )
         elif _nothing_judged(diagnosis):
             nothing = "nothing could be judged from what was counted (-v for why)"
