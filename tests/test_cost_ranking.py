@@ -183,7 +183,10 @@ def test_low_ipc_with_several_cpus_busy_is_ilp_only_where_spinning_is_ruled_out(
     assert ", but the run kept 6 CPUs busy on average" in reason
     assert "spin-waiting not ruled out (ONNX Runtime's SpinPause" in reason
     assert "PAUSE takes up to 140 cycles from Skylake on" in reason
-    assert reason.endswith("or pass --spinning off where it was, to judge")
+    assert reason.endswith(
+        "to judge, measure with spinning off (ONNX Runtime: session.intra_op."
+        "allow_spinning = 0) or say that it was (inferperf explain --spinning off)"
+    )
     if session is None:
         assert diagnosis.primary is None
         assert render(diagnosis).startswith(

@@ -2066,9 +2066,9 @@ def _spin_gate(metrics: Mapping[str, float], ctx: RuleContext, low: str) -> str 
     return (
         f"{low}, but the run kept {_fmt(busy)} CPUs busy on average, and threads that "
         "spin-wait retire few instructions per cycle with nothing missed, as a "
-        f"dependency chain does: {SPIN_NOT_RULED_OUT} ({SPIN_PAUSES}); count again "
-        "with spinning off (session.intra_op.allow_spinning = 0), or pass --spinning "
-        "off where it was, to judge"
+        f"dependency chain does: {SPIN_NOT_RULED_OUT} ({SPIN_PAUSES}); to judge, "
+        "measure with spinning off (ONNX Runtime: session.intra_op.allow_spinning = 0) "
+        "or say that it was (inferperf explain --spinning off)"
     )
 
 
