@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 from pytest_inferperf.diagnose.change import MATERIAL_SHARE
 from pytest_inferperf.diagnose.classify import (
+    INFERRED_TITLE,
+    SPIN_INFERRED_TITLE,
     CycleShare,
     Finding,
     RuleContext,
@@ -196,6 +198,26 @@ def test_low_ipc_with_several_cpus_busy_is_ilp_only_where_spinning_is_ruled_out(
         )
     else:  # the session spins: its pool threads are named, not the kernels
         assert diagnosis.primary.category == "thread_spinning"
+
+
+def test_low_ipc_with_several_cpus_busy_and_no_stall_count_names_the_core_bound_backend():
+    # No stall fraction counted: the backend is not measured, and both readings left (a
+    # dependency chain, a spin that pauses) are Core Bound (Intel TMA: tma_slow_pause
+    # under tma_serializing_operation), so the parent is named, inferred, at half the
+    # confidence (IPC 0.16 < 1 on Skylake: strength 0.4 + 0.6 x log(6.25)/log 4 = 1.0,
+    # 0.85 x 1.0 = 0.85, halved: 0.425).
+    metrics = {"ipc": 0.16, "l1d_mpki": 0.5, "llc_mpki": 0.01, "cpu_utilisation": 6.0}
+    diagnosis = diagnose(metrics, core="intel-core-skylake")
+    primary = diagnosis.primary
+    assert (primary.category, primary.title) == ("backend_bound", SPIN_INFERRED_TITLE)
+    assert primary.confidence == pytest.approx(0.425, abs=1e-3)
+    assert "tma_slow_pause under tma_serializing_operation" in primary.evidence[0].source
+    assert "or, with several CPUs busy, in threads that spin-wait" in primary.explanation
+    assert primary.recommendations[0].startswith("Tell the two apart: measure with spinning off")
+    assert "spin-waiting not ruled out" in diagnosis.not_judged["ipc_collapse"]
+    # memory not measured at all: the memory-or-chain inference, as before
+    bare = diagnose({"ipc": 0.16, "cpu_utilisation": 6.0}, core="intel-core-skylake")
+    assert bare.primary.title == INFERRED_TITLE
 
 
 def test_cycles_stalled_on_dram_name_the_memory_not_ilp():

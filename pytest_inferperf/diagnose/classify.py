@@ -1903,6 +1903,9 @@ def _not_ruled_out(metrics: Mapping[str, float]) -> str:
 # is halved (engineering judgement, as GENERIC_DISCOUNT), and the title says it.
 INFERRED_DISCOUNT = 0.5
 INFERRED_TITLE = "backend bound, inferred from IPC alone (memory or a dependency chain)"
+SPIN_INFERRED_TITLE = (
+    "backend bound, core-bound, inferred from IPC (a dependency chain or spin-waiting)"
+)
 
 
 def _backend_inferred(
@@ -1925,9 +1928,17 @@ def _backend_inferred(
     stalled"). So the parent is named, at half the confidence and titled as inferred,
     with the counts that would confirm it and split it. Not where the backend stall or
     top-down backend share was measured (it speaks for itself), nor where a counted
-    cause that matters fired, nor for an IPC only below 0.75 x the width."""
-    if not ipc_gate or LOW_IPC_ALONE not in ipc_gate:
-        return None  # IPC collapse was not crossed, or memory was measured
+    cause that matters fired, nor for an IPC only below 0.75 x the width.
+
+    Where memory was measured and explains little but threads may have spin-waited
+    (:func:`_spin_gate`), the two readings left, a dependency chain and a spin that
+    pauses, are both Core Bound: Intel's TMA counts the cycles stalled on PAUSE under
+    Core_Bound, Serializing_Operation (tma_slow_pause, e.g. ``140 *
+    MISC_RETIRED.PAUSE_INST / CLKS`` on Skylake: Linux perf x86 metrics). So the
+    backend is named the same way, titled core-bound (:data:`SPIN_INFERRED_TITLE`)."""
+    spin = bool(ipc_gate) and SPIN_NOT_RULED_OUT in str(ipc_gate)
+    if not ipc_gate or (LOW_IPC_ALONE not in ipc_gate and not spin):
+        return None  # IPC collapse was not crossed, or memory was measured and is fine
     backend = judged.get("backend_bound")
     if backend is None or backend.evaluable or backend.fired:
         return None  # measured: the stall fraction judges the backend, not IPC
@@ -1946,30 +1957,50 @@ def _backend_inferred(
         ipc.threshold,
         ipc.comparison,
         f"{ipc.source}; inferred: Yasin, ISPASS 2014 (Backend Bound = Memory Bound + "
-        "Core Bound); Gregg, 'CPU Utilization is Wrong', 2017 (IPC < 1.0, likely "
-        "memory stalled)",
+        "Core Bound); "
+        + (
+            "Intel TMA, tma_slow_pause under tma_serializing_operation, Core_Bound "
+            "(Linux perf x86 metrics)"
+            if spin
+            else "Gregg, 'CPU Utilization is Wrong', 2017 (IPC < 1.0, likely memory stalled)"
+        ),
     )
     confidence = j.confidence * INFERRED_DISCOUNT
-    explanation = (
-        f"IPC {ipc.line()}: {share.text}, and nothing counted says where the slots go. "
-        "A core this far below its width is most likely waiting in the backend, on "
-        "memory (cache or TLB misses) or on a dependency chain's latency (long-latency "
-        "operations in series): both are backend bound, and these counts cannot tell "
-        f"which. {_not_ruled_out(metrics)} "
-        f"{_counted_text(metrics)}"
+    if spin:
+        explanation = (
+            f"IPC {ipc.line()}: {share.text}. Memory was counted and explains little, so "
+            "the core waits on itself: on a dependency chain's latency (long-latency "
+            "operations in series) or, with several CPUs busy, in threads that "
+            f"spin-wait and pause in every spin ({SPIN_PAUSES}). Both are core-bound, "
+            "Intel's top-down method counting PAUSE stalls under Core_Bound "
+            "(tma_slow_pause), and these counts cannot tell which. "
+            f"{_counted_text(metrics)}"
+        )
+    else:
+        explanation = (
+            f"IPC {ipc.line()}: {share.text}, and nothing counted says where the slots "
+            "go. A core this far below its width is most likely waiting in the backend, "
+            "on memory (cache or TLB misses) or on a dependency chain's latency "
+            "(long-latency operations in series): both are backend bound, and these "
+            f"counts cannot tell which. {_not_ruled_out(metrics)} "
+            f"{_counted_text(metrics)}"
+        )
+    first = (
+        "Tell the two apart: measure with spinning off (ONNX Runtime: "
+        "session.intra_op.allow_spinning = 0), or say that it was (inferperf explain "
+        "--spinning off); what stays is the kernels' dependency chains."
+        if spin
+        else "Count what confirms and splits it: stall_backend and stall_frontend "
+        "(stalled-cycles-backend/-frontend), L1D/L2/LLC refills, or top-down slots "
+        "(perf stat -M TopdownL1 where the core has them); memory stalls point to "
+        "the working set, a dependency chain to the kernels."
     )
     return Finding(
         category="backend_bound",
-        title=INFERRED_TITLE,
+        title=SPIN_INFERRED_TITLE if spin else INFERRED_TITLE,
         confidence=round(confidence, 3),
         evidence=(evidence,),
-        recommendations=(
-            "Count what confirms and splits it: stall_backend and stall_frontend "
-            "(stalled-cycles-backend/-frontend), L1D/L2/LLC refills, or top-down slots "
-            "(perf stat -M TopdownL1 where the core has them); memory stalls point to "
-            "the working set, a dependency chain to the kernels.",
-            *_recommend("backend_bound", (evidence,), ctx),
-        ),
+        recommendations=(first, *_recommend("backend_bound", (evidence,), ctx)),
         explanation=explanation,
         share=share,
     )
