@@ -256,7 +256,7 @@ _stacks = st.dictionaries(
 def test_folded_text_round_trips_and_is_sorted(folded):
     text = format_folded(folded)
     assert parse_folded(text) == folded
-    lines = text.splitlines()
+    lines = text.split("\n")[:-1]  # one line per "\n" (a frame may hold U+2028)
     assert [line.rpartition(" ")[0] for line in lines] == sorted(folded)
     # insertion order does not matter
     assert format_folded(dict(reversed(list(folded.items())))) == text

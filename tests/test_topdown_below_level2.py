@@ -20,8 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_inferperf.cli.main import main
 from pytest_inferperf.diagnose.classify import diagnose
-from pytest_inferperf.ingest.perf_stat import _TOPDOWN_NAMES, parse, parse_text
+from pytest_inferperf.ingest.perf_stat import _TOPDOWN_NAMES, parse, parse_text, topdown_from_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "perfstat"
 PERFWIKI = (FIXTURES / "perfwiki_core_bound_group.txt").read_text(encoding="utf-8")
@@ -516,3 +517,63 @@ def test_branch_resteers_support_the_front_end_with_the_branch_advice():
     found = diagnose(front, core="icelake")
     fe = next(f for f in found.findings if f.category == "frontend_bound")
     assert any(r.startswith("The front end refetches") for r in fe.recommendations)
+
+
+# -- Slow_Pause: the cycles stalled on PAUSE, under Core_Bound, Serializing_Operation ---
+
+# perf 6.x's default layout on Golden Cove (Linux perf x86 metrics: tma_slow_pause =
+# CPU_CLK_UNHALTED.PAUSE / CLKS there), six threads spinning between parallel sections;
+# constructed in that layout, the values chosen for the rule.
+SLOW_PAUSE_PERF = """ Performance counter stats for './bench_mt':
+
+    41,523,110,912      TOPDOWN.SLOTS                    #     18.2 %  tma_retiring
+                                                  #     71.4 %  tma_backend_bound
+    12,301,442,101      cpu_core/cycles/                 #     62.3 %  tma_slow_pause
+     2,104,998,100      cpu_core/instructions/           #      0.17 insn per cycle
+
+       2.004517214 seconds time elapsed
+
+      11.912000000 seconds user
+       0.041000000 seconds sys
+"""
+
+SLOW_PAUSE_TOPLEV = """# 4.8-full-perf on Intel(R) Xeon(R) Platinum 8480+ [spr]
+BE             Backend_Bound                                   % Slots      71.4
+BE/Core        Backend_Bound.Core_Bound                        % Slots      64.0
+BE/Core        Backend_Bound.Core_Bound.Serializing_Operation.Slow_Pause % Clocks  62.3  <==
+"""
+
+
+def test_slow_pause_is_read_from_perf_and_toplev():
+    from pytest_inferperf.ingest import toplev
+
+    assert toplev.read(SLOW_PAUSE_TOPLEV).metrics["slow_pause"] == pytest.approx(0.623)
+    assert topdown_from_text(SLOW_PAUSE_PERF.splitlines())["slow_pause"] == pytest.approx(0.623)
+
+
+def test_cycles_stalled_on_pause_name_the_spinning_threads_before_the_backend(tmp_path, capsys):
+    # 62.3% of the cycles stalled on PAUSE > TMA's 0.05: thread_spinning, its share the
+    # fraction itself; the backend's 71.4% holds those cycles (Slow_Pause is under
+    # Core_Bound), so it ranks right after its more specific child.
+    path = tmp_path / "spin.txt"
+    path.write_text(SLOW_PAUSE_PERF)
+    assert main(["explain", str(path), "--cpu", "sapphirerapids"]) == 0
+    text = capsys.readouterr().out
+    assert "Diagnosis (intel-goldencove): thread spinning / oversubscription" in text
+    assert "  evidence: slow_pause = 0.623 > 0.05 (Intel TMA level-4 MetricThreshold)" in text
+    assert "  share: ~62% of cycles: slow_pause 0.623 (a fraction of cycles" in text
+    assert "  try 1. Threads stall on PAUSE, the spin-wait hint" in text
+    assert "  also: backend_bound ~71% of cycles" in text
+
+
+def test_few_cycles_on_pause_rule_the_spinning_out_of_a_low_ipc():
+    # Counted and under TMA's 0.05, PAUSE stalls rule spin-waiting out: the low IPC with
+    # six CPUs busy and memory fine is ILP-limited compute again.
+    low = {"ipc": 0.16, "backend_stalled": 0.15, "l1d_mpki": 0.5, "llc_mpki": 0.01}
+    found = diagnose({**low, "cpu_utilisation": 6.0, "slow_pause": 0.01}, core="skylake")
+    assert found.primary.category == "ipc_collapse"
+    open_ = diagnose({**low, "cpu_utilisation": 6.0}, core="skylake")
+    assert "spin-waiting not ruled out" in open_.not_judged["ipc_collapse"]
+    # and on Arm the row does not apply (x86 only), whatever was printed
+    arm = diagnose({"slow_pause": 0.6, "ipc": 2.0}, core="neoverse-n1")
+    assert "thread_spinning" not in categories(arm)

@@ -990,6 +990,16 @@ METRICS: dict[str, Metric] = {
             "the cycles",
             "l2_llc_residency",
         ),
+        # Under Core_Bound, Serializing_Operation: "fraction of cycles the CPU was
+        # stalled due to PAUSE Instructions" (tma_slow_pause; per core 140 x
+        # MISC_RETIRED.PAUSE_INST / CLKS on Skylake, CPU_CLK_UNHALTED.PAUSE / CLKS from
+        # Golden Cove): threads spin-waiting. Read as printed.
+        _printed_share(
+            "slow_pause",
+            "cycles stalled on PAUSE instructions (threads spin-waiting)",
+            "Intel TMA Slow_Pause (Linux perf x86 metrics: tma_slow_pause), a share of the cycles",
+            "thread_spinning",
+        ),
         _printed_share(
             "branch_resteers",
             "cycles the front end refetched after mispredicted or unknown branches",

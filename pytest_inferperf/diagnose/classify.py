@@ -635,6 +635,7 @@ def _stalled_cost(
 # rarely holds (the front end's resteers after a misprediction are the misprediction's).
 _FRACTIONS: dict[str, tuple[str | tuple[str, ...], ...]] = {
     "retiring": ("bottleneck_useful_work", "retiring"),
+    "thread_spinning": ("slow_pause",),
     "l1d_residency": ("l2_bound",),
     "tlb_churn": (
         "bottleneck_data_tlbs",
@@ -1196,6 +1197,13 @@ def _extras(
                 "operator kinds per call, fused graphs) leaves fewer branches unknown."
             )
     elif category == "thread_spinning":
+        if _fired(evidence, "slow_pause"):
+            extras.append(
+                "Threads stall on PAUSE, the spin-wait hint: ONNX Runtime's pool spinning "
+                "between operators (session.intra_op.allow_spinning), OpenMP or BLAS "
+                "pools waiting actively (OMP_WAIT_POLICY=PASSIVE), or a spin lock; turn "
+                "spinning off and count again to see the kernels' own time."
+            )
         if _fired(evidence, "session.allow_spinning"):
             extras.append(
                 "Set session.intra_op.allow_spinning=0 (and session.inter_op."
@@ -2094,6 +2102,9 @@ def _spin_gate(metrics: Mapping[str, float], ctx: RuleContext, low: str) -> str 
         return None
     if _session_value("session.allow_spinning", ctx) == 0.0:
         return None
+    pause = metrics.get("slow_pause")
+    if pause is not None and pause <= SLOW_PAUSE_MATERIAL:
+        return None  # the cycles stalled on PAUSE were counted and are few
     return (
         f"{low}, but the run kept {_fmt(busy)} CPUs busy on average, and threads that "
         "spin-wait retire few instructions per cycle with nothing missed, as a "
@@ -2136,6 +2147,10 @@ def _memory_gate(
 # Words every reason that keeps IPC collapse from being named (memory not ruled out)
 # carries: report.diagnosis tells that case from "nothing crossed" by them.
 LOW_IPC_ALONE = "low IPC alone is not enough"
+# The share of the cycles stalled on PAUSE at which Intel's TMA flags Slow_Pause
+# (tma_slow_pause > 0.05, Linux perf x86 metrics): below it, counted, spin-waiting is
+# ruled out (:func:`_spin_gate`).
+SLOW_PAUSE_MATERIAL = 0.05
 # ... and the words of the reason that keeps it from being named where threads may have
 # spin-waited (:func:`_spin_gate`).
 SPIN_NOT_RULED_OUT = "spin-waiting not ruled out"

@@ -81,7 +81,9 @@ CATEGORIES: dict[str, str] = {
 # L2, LL effectiveness. IPC collapse is explained by any of the CPU categories. When a
 # child fires, the parent is the less specific explanation and its confidence is halved.
 CHILDREN: dict[str, tuple[str, ...]] = {
-    "backend_bound": ("l1d_residency", "l2_llc_residency", "tlb_churn"),
+    # ... and threads spin-waiting: Intel's TMA counts the cycles stalled on PAUSE under
+    # Core_Bound, Serializing_Operation (tma_slow_pause, Linux perf x86 metrics).
+    "backend_bound": ("l1d_residency", "l2_llc_residency", "tlb_churn", "thread_spinning"),
     "frontend_bound": ("branch_misprediction",),
     "ipc_collapse": (
         "l1d_residency",
@@ -859,6 +861,17 @@ THRESHOLDS: tuple[Threshold, ...] = (
         True,
         "more intra-op (+ inter-op) threads than CPUs: oversubscription",
         "cpu_count",
+    ),
+    Threshold(
+        "slow_pause",
+        ">",
+        0.05,
+        "thread_spinning",
+        "key",
+        f"{TMA_L4}: tma_slow_pause > 0.05 & (tma_serializing_operation > 0.1 & "
+        "(tma_core_bound > 0.1 & tma_backend_bound > 0.2)): cycles stalled on PAUSE, the "
+        "spin-wait hint",
+        families=("x86",),
     ),
     Threshold(
         "context_switches_per_sec",

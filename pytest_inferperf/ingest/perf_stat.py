@@ -1136,6 +1136,9 @@ _TOPDOWN_NAMES = {
     "fb_full": "fb_full",
     "data_sharing": "data_sharing",
     "branch_resteers": "branch_resteers",
+    # ... under Core_Bound, Serializing_Operation: the cycles stalled on PAUSE, the
+    # spin-wait hint (tma_slow_pause), a share of the cycles.
+    "slow_pause": "slow_pause",
     "divider": "divider",
     "ports_utilization": "ports_utilization",
     "store_bound": "store_bound",

@@ -80,6 +80,7 @@ NODES = {
     "Frontend_Bound.Fetch_Latency.Branch_Resteers": "branch_resteers",
     "Frontend_Bound.Frontend_Latency.Branch_Resteers": "branch_resteers",
     "Backend_Bound.Core_Bound.Divider": "divider",
+    "Backend_Bound.Core_Bound.Serializing_Operation.Slow_Pause": "slow_pause",
     "Backend_Bound.Core_Bound.Ports_Utilization": "ports_utilization",
     "Retiring.Heavy_Operations": "heavy_operations",
     "Retiring.Heavy_Operations.Microcode_Sequencer": "microcode_sequencer",
