@@ -14,6 +14,7 @@ toplev's layouts.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -549,6 +550,24 @@ def test_slow_pause_is_read_from_perf_and_toplev():
 
     assert toplev.read(SLOW_PAUSE_TOPLEV).metrics["slow_pause"] == pytest.approx(0.623)
     assert topdown_from_text(SLOW_PAUSE_PERF.splitlines())["slow_pause"] == pytest.approx(0.623)
+
+
+def test_slow_pause_is_formed_from_the_pause_cycles_golden_cove_counts(tmp_path, capsys):
+    # CPU_CLK_UNHALTED.PAUSE / CLKS (Linux perf's Golden Cove tma_slow_pause):
+    # 7,663,799,428 / 12,301,442,101 = 0.623.
+    path = tmp_path / "raw.txt"
+    path.write_text(
+        " Performance counter stats for './bench_mt':\n\n"
+        "    12,301,442,101      cycles\n"
+        "     2,104,998,100      instructions                     #    0.17  insn per cycle\n"
+        "     7,663,799,428      cpu_clk_unhalted.pause\n\n"
+        "       2.004517214 seconds time elapsed\n"
+    )
+    assert main(["explain", str(path), "--cpu", "sapphirerapids", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["runs"][0]["counts"]["pause_cycles"] == 7_663_799_428
+    assert data["metrics"]["slow_pause"] == pytest.approx(7_663_799_428 / 12_301_442_101)
+    assert data["diagnosis"]["primary"]["category"] == "thread_spinning"
 
 
 def test_cycles_stalled_on_pause_name_the_spinning_threads_before_the_backend(tmp_path, capsys):

@@ -991,13 +991,16 @@ METRICS: dict[str, Metric] = {
             "l2_llc_residency",
         ),
         # Under Core_Bound, Serializing_Operation: "fraction of cycles the CPU was
-        # stalled due to PAUSE Instructions" (tma_slow_pause; per core 140 x
-        # MISC_RETIRED.PAUSE_INST / CLKS on Skylake, CPU_CLK_UNHALTED.PAUSE / CLKS from
-        # Golden Cove): threads spin-waiting. Read as printed.
-        _printed_share(
+        # stalled due to PAUSE Instructions" (tma_slow_pause): threads spin-waiting.
+        # From the counts where the core counts the cycles themselves (Golden Cove on,
+        # CPU_CLK_UNHALTED.PAUSE / CLKS); Skylake's 140 x MISC_RETIRED.PAUSE_INST / CLKS
+        # is read as printed (the cost of a PAUSE differs by core).
+        _stall_fraction(
             "slow_pause",
             "cycles stalled on PAUSE instructions (threads spin-waiting)",
-            "Intel TMA Slow_Pause (Linux perf x86 metrics: tma_slow_pause), a share of the cycles",
+            ("pause_cycles",),
+            "CPU_CLK_UNHALTED.PAUSE / CPU_CLK_UNHALTED.THREAD: Intel TMA Slow_Pause (Linux "
+            "perf x86 metrics: tma_slow_pause, Golden Cove on; also read as printed)",
             "thread_spinning",
         ),
         _printed_share(

@@ -162,6 +162,10 @@ _GENERIC: dict[str, str] = {
     "arith.divider_active": "divider_active",
     "arith.div_active": "divider_active",
     "arith.fpu_div_active": "divider_active",
+    # Cycles stalled on PAUSE, the spin-wait hint (Golden Cove on: CPU_CLK_UNHALTED.PAUSE,
+    # Intel TMA's Slow_Pause over CLKS in Linux perf's x86 metrics; Skylake's is
+    # MISC_RETIRED.PAUSE_INST x a per-core cost, read as printed only).
+    "cpu_clk_unhalted.pause": "pause_cycles",
     "exe_activity.bound_on_stores": "store_bound_cycles",
     "resource_stalls.sb": "store_bound_cycles",
     # AMD Zen core events (Linux tools/perf/pmu-events/arch/x86/amdzen4/, amdzen5/:
