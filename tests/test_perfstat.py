@@ -1397,6 +1397,22 @@ def test_perfs_footer_gives_the_cpus_busy_where_task_clock_was_not_counted(capsy
     assert "cpu_utilisation" not in no_sys.metrics()
 
 
+@pytest.mark.parametrize("target", ["'system wide'", "'CPU(s) 1'", "'CPU(s) 0-7'"])
+def test_counting_cpus_gives_no_cpus_busy(target):
+    # perf stat -a / -C counts task-clock (cpu-clock) on each counted CPU for the whole
+    # window, idle or not: its "CPUs utilized" is the number of CPUs counted, not what a
+    # program kept busy, so no cpu_utilisation (the thread rules would read it as busy).
+    block = (
+        f" Performance counter stats for {target}:\n\n"
+        "     80,123.40 msec cpu-clock                 #    8.006 CPUs utilized\n"
+        "  1,000,000,000      cycles\n  2,000,000,000      instructions\n\n"
+        "      10.007 seconds time elapsed\n"
+    )
+    assert "cpu_utilisation" not in parse_report(block).metrics()
+    command = parse_report(block.replace(target, "'./bench'")).metrics()
+    assert command["cpu_utilisation"] == pytest.approx(80.1234 / 10.007)
+
+
 def test_rates_per_cpu_second_use_perfs_footer_where_task_clock_was_not_counted():
     # perf's footer is the rusage of the command it started, the CPU time task-clock
     # counts (print_footer, tools/perf/util/stat-display.c): it stands in for task-clock

@@ -684,6 +684,12 @@ class PerfStat:
             out.setdefault(name, value)
         if "cpu_utilisation" not in out and (busy := self.footer_cpus()) is not None:
             out["cpu_utilisation"] = busy
+        if self.counts_every_cpu:
+            # Counting CPUs (-a, -C), task-clock / cpu-clock runs on each counted CPU for
+            # the whole window, idle or not, so perf's "CPUs utilized" is the number of
+            # CPUs counted ('perf stat -a sleep 1' prints the machine's CPU count): not
+            # the CPUs a program kept busy, which the rules on threads read it as.
+            out.pop("cpu_utilisation", None)
         if (cpu_ns := self._footer_cpu_ns()) is not None and self.sys_s is not None:
             out["kernel_share"] = self.sys_s * 1e9 / cpu_ns
         return out
