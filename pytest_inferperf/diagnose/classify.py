@@ -1944,7 +1944,7 @@ def _backend_inferred(
     Core_Bound, Serializing_Operation (tma_slow_pause, e.g. ``140 *
     MISC_RETIRED.PAUSE_INST / CLKS`` on Skylake: Linux perf x86 metrics). So the
     backend is named the same way, titled core-bound (:data:`SPIN_INFERRED_TITLE`)."""
-    spin = bool(ipc_gate) and SPIN_NOT_RULED_OUT in str(ipc_gate)
+    spin = bool(ipc_gate) and SPIN_NOT_RULED_OUT in (ipc_gate or "")
     if not ipc_gate or (LOW_IPC_ALONE not in ipc_gate and not spin):
         return None  # IPC collapse was not crossed, or memory was measured and is fine
     backend = judged.get("backend_bound")
@@ -2147,10 +2147,10 @@ def _memory_gate(
 # Words every reason that keeps IPC collapse from being named (memory not ruled out)
 # carries: report.diagnosis tells that case from "nothing crossed" by them.
 LOW_IPC_ALONE = "low IPC alone is not enough"
-# The share of the cycles stalled on PAUSE at which Intel's TMA flags Slow_Pause
-# (tma_slow_pause > 0.05, Linux perf x86 metrics): below it, counted, spin-waiting is
-# ruled out (:func:`_spin_gate`).
-SLOW_PAUSE_MATERIAL = 0.05
+# The share of the cycles stalled on PAUSE at which Intel's TMA flags Slow_Pause (the
+# slow_pause row of THRESHOLDS): below it, counted, spin-waiting is ruled out
+# (:func:`_spin_gate`).
+SLOW_PAUSE_MATERIAL = next(r.value for r in THRESHOLDS if r.metric == "slow_pause")
 # ... and the words of the reason that keeps it from being named where threads may have
 # spin-waited (:func:`_spin_gate`).
 SPIN_NOT_RULED_OUT = "spin-waiting not ruled out"
