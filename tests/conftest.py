@@ -4,7 +4,8 @@ Owns: the hypothesis profiles (``ci``, the default, and ``thorough``), ``pyteste
 for in-process runs (see the fixture), the one loader of
 ``examples/build_models.py`` (``build_models``), the example models built once per test
 session (``example_models``, ``copy_examples``), and ``profile_factory``, which makes a
-valid Profile from given per-call counts for unit tests. It also imports the heavy
+valid Profile from given per-call counts for unit tests, and ``explain_text``, which runs
+``inferperf explain`` on a perf stat text saved to a file. It also imports the heavy
 libraries once, before any in-process ``pytester.runpytest``: pytester puts
 ``sys.modules`` back after each inner run, and numpy or ONNX Runtime imported for the
 first time inside one would be dropped and imported again by the next.
@@ -15,6 +16,7 @@ models are read-only inputs; a test that edits a model copies it first).
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import sys
@@ -92,6 +94,23 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
         "PYTEST_ADDOPTS", f"{addopts} -W ignore::pytest.PytestAssertRewriteWarning".strip()
     )
     return pytester
+
+
+@pytest.fixture
+def explain_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Callable[..., Any]:
+    """``inferperf explain`` on ``text`` saved to a file, with ``args``; it must exit 0.
+    Returns what it printed, parsed where ``--json`` is among the args."""
+    from pytest_inferperf.cli.main import main
+
+    path = tmp_path / "perf_stat.txt"
+
+    def run(text: str, *args: str) -> Any:
+        path.write_text(text)
+        assert main(["explain", str(path), *args]) == 0
+        out = capsys.readouterr().out
+        return json.loads(out) if "--json" in args else out
+
+    return run
 
 
 @pytest.fixture(scope="session")

@@ -1059,32 +1059,26 @@ def test_l1d_tlb_refills_are_tlb_evidence_without_walk_events():
     assert diagnosis.primary.evidence[0].value == pytest.approx(142.71, abs=0.01)
 
 
-def test_l1i_tlb_refills_name_the_front_end_only_where_no_walk_event_exists(tmp_path, capsys):
+def test_l1i_tlb_refills_name_the_front_end_only_where_no_walk_event_exists(explain_text):
     # perf stat -d -d on Arm: iTLB-load-misses is L1I_TLB_REFILL (armv8_pmuv3_perf_cache_map,
     # drivers/perf/arm_pmuv3.c). 90 M refills / 10 G instructions = 9 MPKI > 5 (judgement).
-    from pytest_inferperf.cli.main import main
-
-    run = tmp_path / "run.txt"
-    run.write_text(
+    run = (
         " Performance counter stats for './server':\n\n"
         "    10,000,000,000      instructions\n"
         "        90,000,000      iTLB-load-misses\n"
         "     3,000,000,000      iTLB-loads\n\n"
         "       2.000000000 seconds time elapsed\n"
     )
-    assert main(["explain", str(run), "--json", "--cpu", "cortex-a72"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = explain_text(run, "--json", "--cpu", "cortex-a72")
     assert data["runs"][0]["counts"]["l1i_tlb_refill"] == 90_000_000
     assert data["metrics"]["l1i_tlb_mpki"] == pytest.approx(9.0)
     assert data["metrics"]["l1i_tlb_miss"] == pytest.approx(0.03)
     primary = data["diagnosis"]["primary"]
     assert primary["category"] == "frontend_bound"  # A72: no ITLB_WALK, refills are the key
     # On a core with ITLB_WALK the refills only support a cause the walks name.
-    assert main(["explain", str(run), "--json", "--cpu", "neoverse-n1"]) == 0
-    assert json.loads(capsys.readouterr().out)["diagnosis"]["primary"] is None
+    assert explain_text(run, "--json", "--cpu", "neoverse-n1")["diagnosis"]["primary"] is None
     # On x86 the same generic name is a page walk (hw_cache_event_ids), never a refill.
-    assert main(["explain", str(run), "--json", "--cpu", "skylake"]) == 0
-    counts = json.loads(capsys.readouterr().out)["runs"][0]["counts"]
+    counts = explain_text(run, "--json", "--cpu", "skylake")["runs"][0]["counts"]
     assert counts["itlb_walk"] == 90_000_000 and "l1i_tlb_refill" not in counts
 
 

@@ -954,11 +954,8 @@ def test_explain_json_is_the_diagnosis_as_data(capsys):
     } in run["events"]
 
 
-def test_explain_says_two_runs_of_one_command_were_combined(tmp_path, capsys):
-    path = tmp_path / "two.txt"
-    path.write_text(TWO_RUNS)
-    assert main(["explain", str(path), "--cpu", "cortex-a76"]) == 0
-    out = capsys.readouterr().out
+def test_explain_says_two_runs_of_one_command_were_combined(explain_text):
+    out = explain_text(TWO_RUNS, "--cpu", "cortex-a76")
     # one command, event sets that differ: combined (each metric from the run that
     # counted its inputs), never summed
     assert "combined 2 runs of the same command" in out

@@ -14,7 +14,6 @@ toplev's layouts.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -357,7 +356,6 @@ def test_counting_cpus_with_other_events_per_kind_reads_the_p_cores_counts():
 
 
 def test_explain_says_why_the_e_cores_were_not_read(capsys, tmp_path):
-    from pytest_inferperf.cli.main import main
 
     path = tmp_path / "hybrid.txt"
     path.write_text(HYBRID_TL3, encoding="utf-8")
@@ -552,32 +550,27 @@ def test_slow_pause_is_read_from_perf_and_toplev():
     assert topdown_from_text(SLOW_PAUSE_PERF.splitlines())["slow_pause"] == pytest.approx(0.623)
 
 
-def test_slow_pause_is_formed_from_the_pause_cycles_golden_cove_counts(tmp_path, capsys):
+def test_slow_pause_is_formed_from_the_pause_cycles_golden_cove_counts(explain_text):
     # CPU_CLK_UNHALTED.PAUSE / CLKS (Linux perf's Golden Cove tma_slow_pause):
     # 7,663,799,428 / 12,301,442,101 = 0.623.
-    path = tmp_path / "raw.txt"
-    path.write_text(
+    raw = (
         " Performance counter stats for './bench_mt':\n\n"
         "    12,301,442,101      cycles\n"
         "     2,104,998,100      instructions                     #    0.17  insn per cycle\n"
         "     7,663,799,428      cpu_clk_unhalted.pause\n\n"
         "       2.004517214 seconds time elapsed\n"
     )
-    assert main(["explain", str(path), "--cpu", "sapphirerapids", "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = explain_text(raw, "--cpu", "sapphirerapids", "--json")
     assert data["runs"][0]["counts"]["pause_cycles"] == 7_663_799_428
     assert data["metrics"]["slow_pause"] == pytest.approx(7_663_799_428 / 12_301_442_101)
     assert data["diagnosis"]["primary"]["category"] == "thread_spinning"
 
 
-def test_cycles_stalled_on_pause_name_the_spinning_threads_before_the_backend(tmp_path, capsys):
+def test_cycles_stalled_on_pause_name_the_spinning_threads_before_the_backend(explain_text):
     # 62.3% of the cycles stalled on PAUSE > TMA's 0.05: thread_spinning, its share the
     # fraction itself; the backend's 71.4% holds those cycles (Slow_Pause is under
     # Core_Bound), so it ranks right after its more specific child.
-    path = tmp_path / "spin.txt"
-    path.write_text(SLOW_PAUSE_PERF)
-    assert main(["explain", str(path), "--cpu", "sapphirerapids"]) == 0
-    text = capsys.readouterr().out
+    text = explain_text(SLOW_PAUSE_PERF, "--cpu", "sapphirerapids")
     assert "Diagnosis (intel-goldencove): thread spinning / oversubscription" in text
     assert "  evidence: slow_pause = 0.623 > 0.05 (Intel TMA level-4 MetricThreshold)" in text
     assert "  share: ~62% of cycles: slow_pause 0.623 (a fraction of cycles" in text

@@ -1944,7 +1944,7 @@ def _backend_inferred(
     Core_Bound, Serializing_Operation (tma_slow_pause, e.g. ``140 *
     MISC_RETIRED.PAUSE_INST / CLKS`` on Skylake: Linux perf x86 metrics). So the
     backend is named the same way, titled core-bound (:data:`SPIN_INFERRED_TITLE`)."""
-    spin = bool(ipc_gate) and SPIN_NOT_RULED_OUT in (ipc_gate or "")
+    spin = SPIN_NOT_RULED_OUT in (ipc_gate or "")
     if not ipc_gate or (LOW_IPC_ALONE not in ipc_gate and not spin):
         return None  # IPC collapse was not crossed, or memory was measured and is fine
     backend = judged.get("backend_bound")

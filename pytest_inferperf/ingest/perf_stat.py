@@ -682,8 +682,6 @@ class PerfStat:
                 del out[name]
         for name, value in self.perf_metrics.items():
             out.setdefault(name, value)
-        if "cpu_utilisation" not in out and (busy := self.footer_cpus()) is not None:
-            out["cpu_utilisation"] = busy
         if self.counts_every_cpu:
             # Counting CPUs (-a, -C), task-clock / cpu-clock runs on each counted CPU for
             # the whole window, idle or not, so perf's "CPUs utilized" is the number of
@@ -718,28 +716,20 @@ class PerfStat:
 
     def _footer_cpu_ns(self) -> float | None:
         """The CPU time task-clock would have counted, from perf's footer (user + sys, ns),
-        where it stands for the counted work: a command perf started and counted alone,
-        not CPUs counted whole (``-a``, ``-C``), whose counts are every task's while the
-        footer is the command's rusage only (``perf stat -a sleep 1``'s footer is
-        sleep's, nearly all sys). The rates per CPU-second and the kernel's share of the
-        CPU time read the footer through this one rule."""
-        if self.user_s is None or self.sys_s is None or self.counts_every_cpu:
-            return None
-        cpu_ns = (self.user_s + self.sys_s) * 1e9
-        return cpu_ns if cpu_ns > 0 else None
-
-    def footer_cpus(self) -> float | None:
-        """CPUs the command kept busy on average, from perf's footer: (user + sys) /
-        elapsed; None where the footer lacks one of them.
+        where it stands for the counted work: a command perf started and counted alone.
 
         perf prints ``seconds user`` and ``seconds sys`` only for a command it started,
         from the rusage of that child, all its threads (``print_footer`` in
         tools/perf/util/stat-display.c, ``ru_utime`` / ``ru_stime`` of wait4): the CPU
-        time task-clock counts, over the same window. It stands in for task-clock where
-        the run did not count it (``-e`` lists without it)."""
-        if self.user_s is None or self.sys_s is None or self.wall_ns <= 0:
+        time task-clock counts, over the same window. Not for CPUs counted whole (``-a``,
+        ``-C``), whose counts are every task's while the footer is the command's rusage
+        only (``perf stat -a sleep 1``'s footer is sleep's, nearly all sys). It stands in
+        for task-clock where the run did not count it (the CPUs busy, the rates per
+        CPU-second) and gives the kernel's share of the CPU time."""
+        if self.user_s is None or self.sys_s is None or self.counts_every_cpu:
             return None
-        return (self.user_s + self.sys_s) * 1e9 / self.wall_ns
+        cpu_ns = (self.user_s + self.sys_s) * 1e9
+        return cpu_ns if cpu_ns > 0 else None
 
 
 _LEVEL1 = ("retiring", "bad_speculation", "frontend_bound", "backend_bound")
