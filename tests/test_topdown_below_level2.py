@@ -589,3 +589,20 @@ def test_few_cycles_on_pause_rule_the_spinning_out_of_a_low_ipc():
     # and on Arm the row does not apply (x86 only), whatever was printed
     arm = diagnose({"slow_pause": 0.6, "ipc": 2.0}, core="neoverse-n1")
     assert "thread_spinning" not in categories(arm)
+
+
+def test_spinning_known_only_from_the_session_is_no_child_of_the_backend():
+    # Spinning threads are the backend's part only where they stall on PAUSE: a pool that
+    # spins by its session's settings (ONNX Runtime's default) on Arm, where its spins do
+    # not pause, leaves the backend's own 80% stalled cycles at full confidence and first.
+    stalled = {"backend_stalled": 0.8, "ipc": 0.5, "cpu_utilisation": 7.9}
+    session = {"allow_spinning": True, "intra_op_threads": 4}
+    found = diagnose(stalled, core="neoverse-n1", session=session, cpu_count=8)
+    assert [f.category for f in found.findings] == ["backend_bound", "thread_spinning"]
+    backend = found.findings[0]
+    assert backend.confidence == pytest.approx(
+        diagnose(stalled, core="neoverse-n1").primary.confidence
+    )
+    # measured as cycles stalled on PAUSE, the spinning is the backend's child and first
+    paused = diagnose({**stalled, "slow_pause": 0.5}, core="skylake", session=session, cpu_count=8)
+    assert [f.category for f in paused.findings][:2] == ["thread_spinning", "backend_bound"]

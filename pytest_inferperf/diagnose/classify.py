@@ -102,6 +102,7 @@ if TYPE_CHECKING:
 from .thresholds_by_core import (
     CATEGORIES,
     CHILD_DISCOUNT,
+    CHILD_ONLY_BY,
     CHILDREN,
     ISA_GENERIC,
     JUDGEMENT,
@@ -1558,8 +1559,7 @@ def diagnose_in(
             continue
         if not j.fired:
             continue
-        # A child too small to matter explains nothing about its parent.
-        children = [c for c in CHILDREN.get(category, ()) if c in judged and judged[c].material]
+        children = _material_children(category, judged)
         if j.share is not None and j.share.metric in _BACKEND_PARTS:
             children = []  # the core part is not the memory children's parent
         confidence = j.confidence * (CHILD_DISCOUNT if children else 1.0)
@@ -1714,6 +1714,24 @@ def _level2_split(metrics: Mapping[str, float]) -> str:
     )
 
 
+def _children(category: str, share_metric: Mapping[str, str]) -> list[str]:
+    """The children of ``category`` in the top-down tree (:data:`CHILDREN`) that are its
+    parts here: of those :data:`CHILD_ONLY_BY` names, only one whose share is that
+    measured fraction (``share_metric``: each category's share metric)."""
+    return [
+        c
+        for c in CHILDREN.get(category, ())
+        if c not in CHILD_ONLY_BY or share_metric.get(c) == CHILD_ONLY_BY[c]
+    ]
+
+
+def _material_children(category: str, judged: Mapping[str, _Judged]) -> list[str]:
+    """The children of ``category`` that fired here with a share that matters: a child
+    too small to matter explains nothing about its parent."""
+    share_metric = {c: j.share.metric for c, j in judged.items() if j.share is not None}
+    return [c for c in _children(category, share_metric) if c in judged and judged[c].material]
+
+
 def rank(findings: Iterable[Finding]) -> list[Finding]:
     """The findings, the largest share of cycles first.
 
@@ -1750,7 +1768,7 @@ def rank(findings: Iterable[Finding]) -> list[Finding]:
         # is not part of its parent's slots.
         children = [
             shares[c]
-            for c in CHILDREN.get(f.category, ())
+            for c in _children(f.category, share_of)
             if shares.get(c, 0.0) >= MATERIAL_SHARE
             and not (
                 _level1_of(share_of.get(c)) is not None

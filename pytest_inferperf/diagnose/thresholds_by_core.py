@@ -81,8 +81,7 @@ CATEGORIES: dict[str, str] = {
 # L2, LL effectiveness. IPC collapse is explained by any of the CPU categories. When a
 # child fires, the parent is the less specific explanation and its confidence is halved.
 CHILDREN: dict[str, tuple[str, ...]] = {
-    # ... and threads spin-waiting: Intel's TMA counts the cycles stalled on PAUSE under
-    # Core_Bound, Serializing_Operation (tma_slow_pause, Linux perf x86 metrics).
+    # ... and threads spin-waiting, measured as cycles stalled on PAUSE (CHILD_ONLY_BY).
     "backend_bound": ("l1d_residency", "l2_llc_residency", "tlb_churn", "thread_spinning"),
     "frontend_bound": ("branch_misprediction",),
     "ipc_collapse": (
@@ -97,6 +96,11 @@ CHILDREN: dict[str, tuple[str, ...]] = {
     "l1d_residency": ("l2_llc_residency",),
 }
 CHILD_DISCOUNT = 0.5  # engineering judgement: a fired child halves its parent's confidence
+# Children that are part of their parent only where their share is this measured
+# fraction: spinning threads are the backend's where they stall on PAUSE (Intel TMA
+# counts those cycles under Core_Bound, Serializing_Operation: tma_slow_pause, Linux perf
+# x86 metrics), not where only the CPU time or the session settings show them.
+CHILD_ONLY_BY: dict[str, str] = {"thread_spinning": "slow_pause"}
 
 # Level 3 of the memory part: where any of it was measured, it says which level served
 # the loads (or that they hit L1D), and the memory part only supports what it names.
