@@ -993,8 +993,10 @@ METRICS: dict[str, Metric] = {
         # Under Core_Bound, Serializing_Operation: "fraction of cycles the CPU was
         # stalled due to PAUSE Instructions" (tma_slow_pause): threads spin-waiting.
         # From the counts where the core counts the cycles themselves (Golden Cove on,
-        # CPU_CLK_UNHALTED.PAUSE / CLKS); Skylake's 140 x MISC_RETIRED.PAUSE_INST / CLKS
-        # is read as printed (the cost of a PAUSE differs by core).
+        # CPU_CLK_UNHALTED.PAUSE / CLKS); before, TMA charges each retired PAUSE a cost that
+        # differs within a core's row (Sunny Cove: 140 on Ice Lake, 37 on Ice Lake-SP;
+        # Skylake-SP none, Cascade Lake 40, Cooper Lake 174: intel/perfmon
+        # TMA_Metrics-full.csv 5.2), so that node is read as printed.
         _stall_fraction(
             "slow_pause",
             "cycles stalled on PAUSE instructions (threads spin-waiting)",

@@ -1960,7 +1960,7 @@ def _backend_inferred(
     (:func:`_spin_gate`), the two readings left, a dependency chain and a spin that
     pauses, are both Core Bound: Intel's TMA counts the cycles stalled on PAUSE under
     Core_Bound, Serializing_Operation (tma_slow_pause, e.g. ``140 *
-    MISC_RETIRED.PAUSE_INST / CLKS`` on Skylake: Linux perf x86 metrics). So the
+    MISC_RETIRED.PAUSE_INST / CLKS`` on Ice Lake: Linux perf x86 metrics). So the
     backend is named the same way, titled core-bound (:data:`SPIN_INFERRED_TITLE`)."""
     spin = SPIN_NOT_RULED_OUT in (ipc_gate or "")
     if not ipc_gate or (LOW_IPC_ALONE not in ipc_gate and not spin):

@@ -165,14 +165,16 @@ ORT_ARENA = "ONNX Runtime SessionOptions.enable_cpu_mem_arena"
 # the CPU has WAITPKG (1000 TSC cycles) and PAUSE otherwise, and do nothing there on Arm
 # (onnxruntime/core/common/spin_pause.cc, SpinPause); a PAUSE takes about 10 cycles
 # before Skylake and up to 140 from Skylake on (Intel 64 and IA-32 Architectures
-# Optimization Reference Manual, Skylake's pause latency; Intel TMA charges each PAUSE
-# 140 cycles on Skylake in tma_slow_pause, Linux perf x86 metrics). Kernel spin locks pause the
-# same way (cpu_relax() is PAUSE on x86: arch/x86/include/asm/vdso/processor.h).
+# Optimization Reference Manual, Skylake's pause latency; Intel TMA charges each retired
+# PAUSE 140 cycles on Ice Lake, Tiger Lake, Rocket Lake and Coffee Lake in tma_slow_pause,
+# 37 on Ice Lake-SP, 40 on Cascade Lake: intel/perfmon TMA_Metrics-full.csv 5.2).
+# Kernel spin locks pause the same way (cpu_relax() is PAUSE on x86:
+# arch/x86/include/asm/vdso/processor.h).
 SPIN_PAUSES = (
     "ONNX Runtime's SpinPause (core/common/spin_pause.cc): TPAUSE for up to 1000 TSC "
     "cycles or PAUSE in every spin on x86, nothing on Arm; PAUSE takes up to 140 cycles "
     "from Skylake on (Intel Optimization Reference Manual, Skylake's pause latency; "
-    "Linux perf's Skylake tma_slow_pause: 140 * MISC_RETIRED.PAUSE_INST / CLKS)"
+    "Intel TMA's Slow_Pause on Ice Lake: 140 * MISC_RETIRED.PAUSE_INST / CLKS)"
 )
 
 
