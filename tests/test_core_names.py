@@ -56,6 +56,7 @@ def test_product_names_cite_where_they_map_to_a_core():
         "graviton4": "neoverse-v2",
         "altra": "neoverse-n1",
         "cobalt-100": "azure-cobalt-100",
+        "yitian-710": "neoverse-n2-r0p0",  # Chips and Cheese; Alibaba's N2 metrics patch
         "raspberry-pi-3": "cortex-a53",
         "raspberry-pi-4": "cortex-a72",
         "raspberry-pi-5": "cortex-a76",
@@ -174,6 +175,8 @@ def test_a_rows_own_penalties_are_known_kinds_with_a_citation():
     assert owned == {
         "neoverse-n1",
         "neoverse-n2",
+        "neoverse-n2-r0p0",
+        "neoverse-n2-r0p3",
         "intel-sandybridge",
         "intel-haswell",
         "intel-broadwell",
@@ -286,6 +289,9 @@ def test_the_doc_table_matches_the_tables():
         ("graviton4", "neoverse-v2"),
         ("altra", "neoverse-n1"),
         ("cobalt-100", "azure-cobalt-100"),
+        ("Yitian 710", "neoverse-n2-r0p0"),
+        ("yitian710", "neoverse-n2-r0p0"),
+        ("n2-r0p3", "neoverse-n2-r0p3"),
         ("kunpeng920", "hisilicon-tsv110"),
         ("TSV110", "hisilicon-tsv110"),
         ("intel-core-skylake", "intel-core-skylake"),  # detection's own form stays

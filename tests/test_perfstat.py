@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_inferperf.cli.main import build_parser, main
+from pytest_inferperf.core.metrics import n2_revision
 from pytest_inferperf.diagnose.classify import diagnose
 from pytest_inferperf.ingest.perf_stat import (
     PerfStatError,
@@ -989,6 +990,126 @@ def test_neoverse_n2_topdown_keeps_perfs_value_when_the_counts_give_an_impossibl
     # With the erratum correction (an N2 r0p0 such as Cobalt 100) the counts give it too:
     # 0.99845 x (1 - (25.01e9 - 4.319e9) / (5 x 4.319e9)) = 0.0417.
     assert stat.metrics("azure-cobalt-100")["retiring"] == pytest.approx(0.0417, abs=5e-4)
+
+
+def _n2_counts_only(text: str) -> str:
+    """The run with perf's printed fractions cut: each line up to its ``#`` comment, the
+    comment-only lines gone (what ``perf stat -e`` of the same events prints)."""
+    lines = [line.split(" #", 1)[0].rstrip() for line in text.splitlines()]
+    return "\n".join(line for line in lines if not line.lstrip().startswith("#")) + "\n"
+
+
+def _n2_run(cycles: int, stall_slot: int, stall_frontend: int, printed: str = "") -> str:
+    """A constructed N2 TopdownL1 run in perf 6.x's layout (for the revision rules only:
+    the real outputs on record are all r0p0)."""
+    return (
+        " Performance counter stats for './bench':\n\n"
+        f"     {cycles:>13,}      cpu_cycles{printed}\n"
+        f"     {stall_slot:>13,}      stall_slot\n"
+        f"     {stall_frontend:>13,}      stall_slot_frontend\n"
+        "     9,000,000,000      stall_slot_backend\n"
+        "     8,000,000,000      op_spec\n"
+        "     7,900,000,000      op_retired\n"
+        "        10,000,000      br_mis_pred\n\n"
+        "       1.000000000 seconds time elapsed\n\n"
+    )
+
+
+def test_neoverse_n2_takes_the_revision_perfs_printed_fraction_shows():
+    # The kernel patch's run: perf printed retiring 4.0 %, which r0p0's formula gives
+    # from the counts (0.99845 x (1 - (25.01e9 - 4.319e9) / (5 x 4.319e9)) = 0.042) and
+    # r0p3's does not (-0.158): the counts are read as r0p0's, every share from them.
+    report = parse_report(N2_TOPDOWN_L1).on_core("neoverse-n2")
+    assert report.revision.startswith("neoverse-n2-r0p0: perf printed retiring 0.040")
+    metrics = report.metrics("neoverse-n2")
+    assert metrics["retiring"] == pytest.approx(0.0417, abs=5e-4)
+    assert metrics["frontend_bound"] == pytest.approx(0.271)  # perf's (no BR_MIS_PRED)
+    assert "stall_slot" not in report.unavailable
+
+
+def test_neoverse_n2_slots_beyond_five_a_cycle_are_r0p0s():
+    # The same counts without perf's fractions: STALL_SLOT 25.01e9 over 4.319e9 cycles is
+    # 5.79 slots a cycle, which only r0p0's extra slot per cycle gives.
+    report = parse_report(_n2_counts_only(N2_TOPDOWN_L1)).on_core("neoverse-n2")
+    assert report.runs[0].perf_metrics == {}
+    assert report.revision == (
+        "neoverse-n2-r0p0: stall_slot counted 5.79 slots per cycle, more than the 5 an N2 "
+        "has: only r0p0's extra slot per cycle gives that"
+    )
+    assert report.metrics("neoverse-n2")["retiring"] == pytest.approx(0.0417, abs=5e-4)
+
+
+def test_neoverse_n2_slot_events_wait_for_the_revision_where_the_file_shows_none():
+    # 4.2 and 2.0 slots a cycle: possible on both revisions, and nothing printed. Read as
+    # r0p3 the front end would be 0.40 - 0.001 = 0.399; as r0p0, 0.199: not guessed.
+    text = _n2_run(10_000_000_000, 42_000_000_000, 20_000_000_000)
+    report = parse_report(text).on_core("neoverse-n2")
+    assert report.revision == ""
+    assert report.unavailable["stall_slot"].startswith("not known to count the slots")
+    assert "--cpu neoverse-n2-r0p0" in report.unavailable["stall_slot"]
+    assert "stall_slot_frontend" in report.unavailable
+    metrics = report.metrics("neoverse-n2")
+    assert "frontend_bound" not in metrics and "retiring" not in metrics
+    # STALL_SLOT_BACKEND counts the same on both: 9e9 / 5e10 - 3 x 1e7 / 1e10 = 0.177
+    assert metrics["backend_bound"] == pytest.approx(0.177)
+    # Named, the revision's formula is taken
+    for row, frontend in (("neoverse-n2-r0p0", 0.199), ("neoverse-n2-r0p3", 0.399)):
+        named = parse_report(text).on_core(row)
+        assert named.metrics(row)["frontend_bound"] == pytest.approx(frontend), row
+
+
+def test_neoverse_n2_r0p3_is_read_from_perfs_printed_fraction_too():
+    # perf printed 39.9 % frontend_bound: r0p3's formula (0.399), not r0p0's (0.199).
+    printed = "                       #     39.9 %  frontend_bound"
+    text = _n2_run(10_000_000_000, 42_000_000_000, 20_000_000_000, printed)
+    report = parse_report(text).on_core("neoverse-n2")
+    assert report.revision.startswith("neoverse-n2-r0p3: perf printed frontend_bound 0.399")
+    assert report.metrics("neoverse-n2")["frontend_bound"] == pytest.approx(0.399)
+
+
+def test_neoverse_n2_runs_that_show_different_revisions_leave_it_open():
+    r0p3 = _n2_run(10_000_000_000, 42_000_000_000, 20_000_000_000, "  #  39.9 %  frontend_bound")
+    r0p0 = _n2_run(10_000_000_000, 55_000_000_000, 20_000_000_000)  # 5.5 slots a cycle
+    report = parse_report(r0p3 + r0p0).on_core("neoverse-n2")
+    assert len(report.runs) == 2 and report.revision == ""
+    assert "stall_slot" in report.unavailable
+
+
+def test_explain_names_the_n2_revision_read_and_takes_yitian_as_r0p0(capsys):
+    fixture = str(FIXTURES / "n2_topdownl1_false_sharing.txt")
+    assert main(["explain", fixture, "--cpu", "n2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["revision"].startswith("neoverse-n2-r0p0: perf printed retiring 0.040")
+    assert data["metrics"]["retiring"] == pytest.approx(0.0417, abs=5e-4)
+    assert main(["explain", fixture, "--cpu", "Yitian 710"]) == 0
+    out = capsys.readouterr().out
+    assert "core: neoverse-n2-r0p0" in out and "revision read from the file" not in out
+    assert "retiring         0.042" in out
+
+
+@given(
+    cycles=st.floats(1e8, 1e11),
+    stall=st.floats(0.05, 0.95),
+    frontend=st.floats(0.0, 0.9),
+    useful=st.floats(0.5, 1.0),
+    r0p0=st.booleans(),
+)
+@settings(max_examples=200, deadline=None)
+def test_n2_revision_recovers_the_formula_perf_printed(cycles, stall, frontend, useful, r0p0):
+    # Counts a revision's PMU gives (r0p0 adds one slot per cycle to STALL_SLOT and
+    # STALL_SLOT_FRONTEND), and the retiring perf prints from them with that revision's
+    # formula, rounded to perf 6.x's 0.1 %: the revision is the one perf used.
+    extra = cycles if r0p0 else 0.0
+    counts = {
+        "cycles": cycles,
+        "stall_slot": stall * 5 * cycles + extra,
+        "stall_slot_frontend": frontend * stall * 5 * cycles + extra,
+        "op_spec": 1e9,
+        "op_retired": useful * 1e9,
+    }
+    printed = {"retiring": round((1 - stall) * useful, 3)}
+    revision, why = n2_revision(counts, printed)
+    assert revision == ("r0p0" if r0p0 else "r0p3") and why
 
 
 # Real output (fixtures/perfstat/zen4_pipeline_l2_serialpi.txt, verbatim; its README):

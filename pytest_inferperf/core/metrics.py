@@ -62,11 +62,15 @@ class TopdownModel:
 # total_dispatch_slots; backend_bound = de_no_dispatch_per_slot.backend_stalls / slots;
 # bad_speculation = (de_src_op_disp.all - ex_ret_ops) / slots; retiring = ex_ret_ops /
 # slots (the fifth part, smt_contention, is slots given to the other SMT thread).
+_N2_R0P3 = TopdownModel(5, 1, 3)
+_N2_R0P0 = TopdownModel(5, 1, 3, slot_cycles_correction=True)
 TOPDOWN_MODELS: dict[str, TopdownModel] = {
     "neoverse-v1": TopdownModel(8, 4, 0),
     "neoverse-v2": TopdownModel(8, 1, 3),
-    "neoverse-n2": TopdownModel(5, 1, 3),
-    "azure-cobalt-100": TopdownModel(5, 1, 3, slot_cycles_correction=True),  # an N2 r0p0
+    "neoverse-n2": _N2_R0P3,
+    "neoverse-n2-r0p3": _N2_R0P3,
+    "neoverse-n2-r0p0": _N2_R0P0,
+    "azure-cobalt-100": _N2_R0P0,  # an N2 r0p0
     "amd-zen4": TopdownModel(6, 0, 0, dispatched_ops=True),
     "amd-zen5": TopdownModel(8, 0, 0, dispatched_ops=True),
 }
@@ -177,7 +181,7 @@ class MetricContext:
         if self.core == "neoverse-n2" and self.midr:
             midr = int(self.midr, 16)
             if (midr >> 20) & 0xF == 0 and midr & 0xF == 0:  # r0p0
-                model = TopdownModel(5, 1, 3, slot_cycles_correction=True)
+                model = _N2_R0P0
         return model
 
 
@@ -323,6 +327,61 @@ def _topdown(part: str) -> MetricFn:
         return (1 - useful) * issued + 4 * br  # bad speculation
 
     return f
+
+
+# Neoverse N2's revisions count the slots differently: r0p0 counts one STALL_SLOT and one
+# STALL_SLOT_FRONTEND per cycle too many, r0p3 does not (Arm erratum notice SDEN1982442;
+# telemetry-solution neoverse-n2-r0p0.json and -r0p3.json). Linux perf picks the formula
+# from the MIDR of the machine it runs on (0x410fd490 is r0p0); a saved file does not
+# carry the MIDR. Their rows, and the events whose meaning depends on the revision:
+N2_REVISION_ROWS = {"r0p0": "neoverse-n2-r0p0", "r0p3": "neoverse-n2-r0p3"}
+N2_REVISION_EVENTS = ("stall_slot", "stall_slot_frontend")
+# How near perf's printed fraction must be to one revision's formula, and how far from
+# the other's, to tell which one perf used: perf prints 0.1 % (perf 6.x) or 0.01 (perf
+# 5.x), and each metric group it prints uses its own copy of cpu_cycles.
+_REVISION_MATCH = 0.02
+
+
+def n2_revision(counts: Counts, printed: Mapping[str, float]) -> tuple[str | None, str]:
+    """Which Neoverse N2 revision a saved run was counted on, where the run shows it:
+    ("r0p0" | "r0p3", why), else (None, "").
+
+    Perf's printed level-1 fraction shows the formula perf chose from the machine's MIDR:
+    the revision whose formula gives it from the counts (and the other does not) is the
+    machine's. Else more STALL_SLOT or STALL_SLOT_FRONTEND than the 5 slots an N2 has per
+    cycle can only be r0p0's extra slot per cycle."""
+    cycles = counts.get("cycles", 0.0)
+    if cycles <= 0:
+        return None, ""
+    for name, part in (
+        ("frontend_bound", "frontend"),
+        ("retiring", "retiring"),
+        ("bad_speculation", "bad_speculation"),
+    ):
+        shown = printed.get(name)
+        values = {
+            rev: value
+            for rev, row in N2_REVISION_ROWS.items()
+            if (value := _topdown(part)(counts, MetricContext(core=row))) is not None
+        }
+        if shown is None or len(values) < len(N2_REVISION_ROWS):
+            continue
+        near, far = sorted(values, key=lambda rev: abs(values[rev] - shown))
+        off_near, off_far = abs(values[near] - shown), abs(values[far] - shown)
+        if off_near <= _REVISION_MATCH < off_far - _REVISION_MATCH:
+            return near, (
+                f"perf printed {name} {shown:.3f}, which the {near} formula gives from the "
+                f"counts ({values[near]:.3f}; {far}'s: {values[far]:.3f})"
+            )
+    slots = _N2_R0P3.slots
+    for name in N2_REVISION_EVENTS:
+        per_cycle = counts.get(name, 0.0) / cycles
+        if per_cycle > slots * (1 + _REVISION_MATCH):
+            return "r0p0", (
+                f"{name} counted {per_cycle:.2f} slots per cycle, more than the {slots} an "
+                "N2 has: only r0p0's extra slot per cycle gives that"
+            )
+    return None, ""
 
 
 def _slot_part(

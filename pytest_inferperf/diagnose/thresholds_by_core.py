@@ -1177,6 +1177,22 @@ _COBALT = (
     "Azure Cobalt 100 reports implementer 0x6D (Microsoft), part 0xD49 (Neoverse N2), "
     "variant 0 revision 0 (pmu.cpu.ARM_PARTS; telemetry-solution neoverse-n2 r0p0)"
 )
+_YITIAN = (
+    "Chips and Cheese, 'ARM's Neoverse N2: Cortex A710 for Servers' (2023): 'The Yitian "
+    "710 uses ARM's Neoverse N2 cores'; an r0p0: Alibaba's own N2 metrics for Linux perf "
+    "subtract CPU_CYCLES from STALL_SLOT and STALL_SLOT_FRONTEND (Jing Zhang, '[PATCH v4 "
+    "0/6] Add metrics for neoverse-n2', linux-kernel, 2022-12-23; Arm erratum notice "
+    "SDEN1982442), which Linux later applies to MIDR 0x410fd490 (r0p0) only"
+)
+_N2_PENALTIES = {
+    "mispredict": Penalty(
+        10.0,
+        "Neoverse N2: Chips and Cheese",
+        "Chips and Cheese, 'ARM's Neoverse N2: Cortex A710 for Servers' (2023), measured on "
+        "a Yitian 710: 'According to ARM, N2 has a 10 cycle pipeline', the minimum "
+        "mispredict penalty",
+    ),
+}
 _KUNPENG = (
     "Linux tools/perf/pmu-events/arch/arm64/mapfile.csv: MIDR 0x480fd010 (HiSilicon "
     "part 0xD01, TSV110 in arch/arm64/include/asm/cputype.h) -> hisilicon/hip08; "
@@ -1416,21 +1432,32 @@ CORES: dict[str, CoreFacts] = {
             _TS.format("v1"),
             typed_as=_typed(_AWS_CORES, "graviton3", "graviton3e", "aws-graviton3"),
         ),
+        # Neoverse N2 with its revision open: a saved file's level-1 shares take the
+        # revision the file shows (core.metrics.n2_revision), the machine its MIDR.
         _arm(
             "neoverse-n2",
             "Neoverse N2",
             "arm-topdown",
             5,
             _TS.format("n2-r0p3"),
-            penalties={
-                "mispredict": Penalty(
-                    10.0,
-                    "Neoverse N2: Chips and Cheese",
-                    "Chips and Cheese, 'ARM's Neoverse N2: Cortex A710 for Servers' (2023): "
-                    "'According to ARM, N2 has a 10 cycle pipeline', the minimum mispredict "
-                    "penalty",
-                ),
-            },
+            penalties=_N2_PENALTIES,
+        ),
+        _arm(
+            "neoverse-n2-r0p0",
+            "Neoverse N2 r0p0 (Alibaba Yitian 710)",
+            "arm-topdown",
+            5,
+            _TS.format("n2-r0p0"),
+            typed_as=_typed(_YITIAN, "yitian-710", "yitian", "alibaba-yitian-710"),
+            penalties=_N2_PENALTIES,
+        ),
+        _arm(
+            "neoverse-n2-r0p3",
+            "Neoverse N2 r0p3",
+            "arm-topdown",
+            5,
+            _TS.format("n2-r0p3"),
+            penalties=_N2_PENALTIES,
         ),
         _arm(
             "azure-cobalt-100",

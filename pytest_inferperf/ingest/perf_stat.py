@@ -48,7 +48,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..core.errors import InferperfError
-from ..core.metrics import METRICS, MetricContext, compute
+from ..core.metrics import (
+    METRICS,
+    N2_REVISION_EVENTS,
+    N2_REVISION_ROWS,
+    MetricContext,
+    compute,
+    n2_revision,
+)
 from ..pmu.events import CATALOGUE, KERNEL_ONLY_SOFTWARE, kernel_only_reason
 from ..pmu.trust import overcounted_stalls, silent_zeros, unsupported_stalls
 from .tma_bottlenecks import PRINTED as BOTTLENECK_NAMES
@@ -623,6 +630,10 @@ class PerfStat:
     # what a counting tool's command line above its output counted (simpleperf's:
     # "system-wide", "attached"), where perf's title says it (run_target)
     scope: str | None = None
+    # The row of a Neoverse N2 revision the file showed (PerfStatReport.on_core), whose
+    # level-1 formula the counts take when the run is read as "neoverse-n2", and why.
+    revision_row: str = ""
+    revision_why: str = ""
 
     @property
     def counts_every_cpu(self) -> bool:
@@ -654,8 +665,12 @@ class PerfStat:
         return 0.0
 
     def context(self, core: str = "", calls: int = 1) -> MetricContext:
-        """The MetricContext of this run (a perf stat run knows no latency)."""
-        return MetricContext(calls=calls, wall_ns=self.wall_ns, core=core or self.core_hint or "")
+        """The MetricContext of this run (a perf stat run knows no latency); a Neoverse N2
+        takes the row of the revision the file showed (:attr:`revision_row`)."""
+        core = core or self.core_hint or ""
+        if core == "neoverse-n2" and self.revision_row:
+            core = self.revision_row
+        return MetricContext(calls=calls, wall_ns=self.wall_ns, core=core)
 
     def metrics(
         self, core: str = "", calls: int = 1, borrowed: Mapping[str, float] | None = None
@@ -737,6 +752,17 @@ _LEVEL1 = ("retiring", "bad_speculation", "frontend_bound", "backend_bound")
 # a miscounting event rather than rounding (the branch terms of Arm's formulas and
 # multiplexed estimates can push a true 0 or 1 slightly past the edge).
 _FRACTION_SLACK = 0.05
+
+# Why a Neoverse N2's slot events are not used where the file does not show its revision.
+N2_REVISION_UNKNOWN = (
+    "not known to count the slots of its name: Neoverse N2 r0p0 counts one STALL_SLOT and "
+    "one STALL_SLOT_FRONTEND per cycle too many and r0p3 does not (Arm erratum notice "
+    "SDEN1982442), and nothing in the file shows which revision counted it (no level-1 "
+    "fraction perf printed that tells the two apart, no count beyond 5 slots a cycle); "
+    "pass --cpu neoverse-n2-r0p0 (MIDR 0x410fd490: Alibaba Yitian 710, and Azure Cobalt "
+    "100 as Azure's virtual machines show it) or --cpu neoverse-n2-r0p3"
+)
+N2_SAME = "not known to count the slots of its name either: the same revision"
 
 
 def _with_level1(metrics: dict[str, float]) -> dict[str, float]:
@@ -1944,11 +1970,23 @@ class PerfStatReport:
         not have taken out, each with its reason (``pmu.trust.unsupported_stalls``): a
         saved file does not say which core counted it, so this waits for the core. The
         running shares of AMD's generic cache events move to the L2 names their counts
-        take on that core (:meth:`PerfStat._cache_level_of_generic_events`)."""
+        take on that core (:meth:`PerfStat._cache_level_of_generic_events`).
+
+        A Neoverse N2 (the row that leaves the revision open) takes the revision the file
+        shows (:func:`core.metrics.n2_revision`, one for every run: they ran on one
+        machine); where it shows none, or runs disagree, the slot events whose meaning
+        depends on it are taken out with the reason (:data:`N2_REVISION_UNKNOWN`)."""
+        revision, revision_why = self._n2_revision() if core == "neoverse-n2" else (None, "")
         runs = []
         for run in self.runs:
             refused = [n for n, why in run.unavailable.items() if why == REASONS[NOT_SUPPORTED]]
             drop = unsupported_stalls(core, run.counts, refused)
+            if core == "neoverse-n2" and revision is not None:
+                row = N2_REVISION_ROWS[revision]
+                run = replace(run, revision_row=row, revision_why=revision_why)
+            elif core == "neoverse-n2":
+                slots = [n for n in N2_REVISION_EVENTS if n in run.counts]
+                drop |= {n: N2_REVISION_UNKNOWN if n == slots[0] else N2_SAME for n in slots}
             if drop:
                 counts = {n: v for n, v in run.counts.items() if n not in drop}
                 run = replace(run, counts=counts, unavailable={**run.unavailable, **drop})
@@ -1957,6 +1995,22 @@ class PerfStatReport:
                 run = replace(run, multiplexed=dict(shares))
             runs.append(run)
         return replace(self, runs=tuple(runs))
+
+    def _n2_revision(self) -> tuple[str | None, str]:
+        """The Neoverse N2 revision the runs show, with why; None where none shows one or
+        two runs show different ones."""
+        shown: dict[str, str] = {}
+        for run in self.runs:
+            revision, why = n2_revision(run.counts, run.perf_metrics)
+            if revision is not None:
+                shown.setdefault(revision, why)
+        return next(iter(shown.items())) if len(shown) == 1 else (None, "")
+
+    @property
+    def revision(self) -> str:
+        """How a Neoverse N2's revision was read from the file ("" where it was not)."""
+        run = next((r for r in self.runs if r.revision_row), None)
+        return f"{run.revision_row}: {run.revision_why}" if run else ""
 
     def per_run_metrics(self, core: str = "", calls: int = 1) -> list[dict[str, float]]:
         return [run.metrics(core, calls) for run in self.runs]

@@ -47,6 +47,9 @@ NOT_IMPLEMENTED: dict[str, frozenset[int]] = {
     "cortex-x1": frozenset(),
     "neoverse-n1": _NO_SLOTS,
     "neoverse-n2": frozenset(),
+    # its revisions, as --cpu names them (one event list: pmu/neoverse-n2.json)
+    "neoverse-n2-r0p0": frozenset(),
+    "neoverse-n2-r0p3": frozenset(),
     # Azure Cobalt 100 is a Neoverse N2 r0p0 under Microsoft's implementer code.
     "azure-cobalt-100": frozenset(),
     "neoverse-v1": frozenset(),

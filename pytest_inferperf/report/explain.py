@@ -68,6 +68,8 @@ def explain_text(
         )
     if report.unmapped:
         lines.append("ignored (no logical name): " + ", ".join(report.unmapped))
+    if report.revision:
+        lines.append(f"revision read from the file: {report.revision}")
     if report.ambiguous:
         lines.append(
             "read as Arm's events (no name in the file shows the instruction set; x86 counts "
@@ -212,6 +214,7 @@ def explain_json(
         ),
         "combined": [list(g) for g in report.combined],
         "apart": list(report.apart),
+        "revision": report.revision,
         "limits": list(report.limits()),
         "rates_per_s": report.rates(),
         "diagnosis": diagnosis_as_dict(diagnosis),
