@@ -1142,6 +1142,43 @@ _RECOMMEND: dict[str, tuple[str, ...]] = {
 }
 
 
+def _frontend_extras(evidence: tuple[Evidence, ...]) -> list[tuple[float, str]]:
+    """The front end's advice that its deeper nodes call for, each with its node's
+    measured share of the cycles (0 where a rate, not the node, called for it)."""
+    sized: list[tuple[float, str]] = []
+    if any(_fired(evidence, m) for m in ("itlb_mpki", "l1i_tlb_mpki", "itlb_misses")):
+        sized.append(
+            (
+                _crossed_value(evidence, "itlb_misses"),
+                "ITLB misses: back the onnxruntime library text with huge pages "
+                "(THP for read-only file mappings).",
+            )
+        )
+    if _fired(evidence, "branch_resteers"):
+        sized.append(
+            (
+                _crossed_value(evidence, "branch_resteers"),
+                "The front end refetches after mispredicted or unknown branches (branch "
+                "resteers): the branch advice applies, and a smaller hot code path (fewer "
+                "operator kinds per call, fused graphs) leaves fewer branches unknown.",
+            )
+        )
+    return sized
+
+
+def _drill_down(category: str, recs: list[str], evidence: tuple[Evidence, ...]) -> list[str]:
+    """``recs`` with the front end's node advice first, largest first, where its node was
+    measured larger than the I-cache misses the opening advice is for: the top-down
+    method follows the largest node at each level (Yasin, 'A Top-Down method for
+    performance analysis and counters architecture', ISPASS 2014)."""
+    if category != "frontend_bound":
+        return recs
+    floor = _crossed_value(evidence, "icache_misses")
+    larger = sorted(s for s in _frontend_extras(evidence) if s[0] > floor and s[1] in recs)
+    lead = [text for _, text in reversed(larger)]
+    return lead + [text for text in recs if text not in lead]
+
+
 def _recommend(category: str, evidence: tuple[Evidence, ...], ctx: RuleContext) -> list[str]:
     """``category``'s recommendations (:data:`_RECOMMEND`) worded for the session at hand."""
     session = ctx.session or {}
@@ -1162,7 +1199,7 @@ def _recommend(category: str, evidence: tuple[Evidence, ...], ctx: RuleContext) 
             recs += _extras(category, evidence, session, cpus)
         else:
             recs.append(worded[text] if text in worded else text.replace(_CPUS, cpus))
-    return list(dict.fromkeys(recs))
+    return _drill_down(category, list(dict.fromkeys(recs)), evidence)
 
 
 # Intel TMA Contested_Accesses / False_Sharing: cache lines moving between cores.
@@ -1182,21 +1219,7 @@ def _extras(
     if category == "l2_llc_residency":
         extras += _memory_extras(evidence)
     elif category == "frontend_bound":
-        if (
-            _fired(evidence, "itlb_mpki")
-            or _fired(evidence, "l1i_tlb_mpki")
-            or _fired(evidence, "itlb_misses")
-        ):
-            extras.append(
-                "ITLB misses: back the onnxruntime library text with huge pages "
-                "(THP for read-only file mappings)."
-            )
-        if _fired(evidence, "branch_resteers"):
-            extras.append(
-                "The front end refetches after mispredicted or unknown branches (branch "
-                "resteers): the branch advice applies, and a smaller hot code path (fewer "
-                "operator kinds per call, fused graphs) leaves fewer branches unknown."
-            )
+        extras += [text for _, text in _frontend_extras(evidence)]
     elif category == "thread_spinning":
         if _fired(evidence, "slow_pause"):
             extras.append(
@@ -1238,6 +1261,11 @@ def _extras(
             "True): without it every call maps fresh pages."
         )
     return extras
+
+
+def _crossed_value(evidence: tuple[Evidence, ...], metric: str) -> float:
+    """The value of ``metric`` where it crossed its threshold in ``evidence``, else 0."""
+    return next((e.value for e in evidence if e.metric == metric and e.crossed), 0.0)
 
 
 def _memory_extras(evidence: tuple[Evidence, ...]) -> list[str]:
