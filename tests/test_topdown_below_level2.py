@@ -503,19 +503,118 @@ def test_a_node_alone_names_nothing():
     assert "l2_llc_residency" not in categories(found)
 
 
+_FETCH = {
+    "retiring": 0.30,
+    "bad_speculation": 0.05,
+    "frontend_bound": 0.50,
+    "backend_bound": 0.15,
+    "fetch_latency": 0.40,
+    "fetch_bandwidth": 0.10,
+}
+
+
 def test_branch_resteers_support_the_front_end_with_the_branch_advice():
-    front = {
-        "retiring": 0.30,
-        "bad_speculation": 0.05,
-        "frontend_bound": 0.50,
-        "backend_bound": 0.15,
-        "fetch_latency": 0.40,
-        "fetch_bandwidth": 0.10,
-        "branch_resteers": 0.12,
-    }
+    front = {**_FETCH, "branch_resteers": 0.12}
     found = diagnose(front, core="icelake")
     fe = next(f for f in found.findings if f.category == "frontend_bound")
     assert any(r.startswith("The front end refetches") for r in fe.recommendations)
+
+
+# -- deeper nodes: the fetch latency's switches, L3_Bound's, Store_Bound's, the ports ------
+
+# Lines of Ian Rogers' `perf stat -M TopdownL4 -a sleep 1` on Alder Lake's P-cores
+# ("[PATCH v1 00/40] Fix perf on Intel hybrid CPUs", linux-kernel, 2023-04-26), in
+# perf 6.x's layout, trimmed to the nodes read here (their running shares cut).
+L4_PERF = """ Performance counter stats for 'system wide':
+
+         21,418,803      cpu_core/UOPS_EXECUTED.CYCLES_GE_3/ #      8.8 %  tma_ports_utilized_3m
+         55,883,811      cpu_core/RESOURCE_STALLS.SCOREBOARD/ #     24.1 %  tma_ports_utilized_0
+            216,886      cpu_core/MEM_INST_RETIRED.LOCK_LOADS/ #      3.8 %  tma_store_latency
+                                                   #      0.1 %  tma_lock_latency
+          4,899,130      cpu_core/XQ.FULL_CYCLES/         #      2.0 %  tma_sq_full
+         23,904,338      cpu_core/EXE_ACTIVITY.1_PORTS_UTIL/ #      9.9 %  tma_ports_utilized_1
+        242,508,080      cpu_core/CPU_CLK_UNHALTED.THREAD/ #      4.2 %  tma_ports_utilized_2
+                                                   #      0.2 %  tma_store_fwd_blk
+                                                   #     27.5 %  tma_unknown_branches
+      1,004,834,399 ns   duration_time                    #     40.2 %  tma_l3_hit_latency
+
+       1.004834399 seconds time elapsed
+"""
+
+
+def test_perfs_deeper_nodes_are_read_as_printed():
+    printed = {
+        "ports_utilized_3m": 0.088,
+        "ports_utilized_0": 0.241,
+        "ports_utilized_1": 0.099,
+        "ports_utilized_2": 0.042,
+        "store_latency": 0.038,
+        "lock_latency": 0.001,
+        "sq_full": 0.020,
+        "store_fwd_blk": 0.002,
+        "unknown_branches": 0.275,
+        "l3_hit_latency": 0.402,
+    }
+    assert parse(L4_PERF).perf_metrics == pytest.approx(printed)
+
+
+def test_toplev_names_the_same_nodes():
+    from pytest_inferperf.ingest import toplev
+
+    text = (
+        "# 4.8-full-perf on Intel(R) Core(TM) i9-12900K [adl]\n"
+        "FE  Frontend_Bound.Fetch_Latency.DSB_Switches  % Clocks  7.1\n"
+        "FE  Frontend_Bound.Fetch_Latency.MS_Switches  % Clocks  7.3\n"
+        "FE  Frontend_Bound.Fetch_Latency.Branch_Resteers.Unknown_Branches  % Clocks  27.5\n"
+        "BE/Mem  Backend_Bound.Memory_Bound.L3_Bound.L3_Hit_Latency  % Clocks_Estimated  40.2\n"
+        "BE/Core  Backend_Bound.Core_Bound.Ports_Utilization.Ports_Utilized_3m  % Clocks  48.0\n"
+    )
+    printed = {
+        "dsb_switches": 0.071,
+        "ms_switches": 0.073,
+        "unknown_branches": 0.275,
+        "l3_hit_latency": 0.402,
+        "ports_utilized_3m": 0.48,
+    }
+    assert toplev.read(text).metrics == pytest.approx(printed)
+
+
+_CORE_BOUND = {
+    "retiring": 0.30,
+    "bad_speculation": 0.02,
+    "frontend_bound": 0.08,
+    "backend_bound": 0.60,
+    "memory_bound": 0.10,
+    "core_bound": 0.50,
+    "ports_utilization": 0.45,
+}
+_L3 = {**L3_BOUND, "l3_bound": 0.30}
+
+
+@pytest.mark.parametrize(
+    ("parent", "category", "node", "value", "advice"),
+    [
+        (_CORE_BOUND, "backend_bound", "ports_utilized_3m", 0.55, "Three or more uops execute"),
+        (_CORE_BOUND, "backend_bound", "ports_utilized_1", 0.30, "One or two uops execute"),
+        (_CORE_BOUND, "backend_bound", "ports_utilized_0", 0.30, "No uop executes"),
+        (_l1_bound(), "backend_bound", "store_fwd_blk", 0.20, "Loads cannot take their data"),
+        (_L3, "l2_llc_residency", "l3_hit_latency", 0.25, "Loads wait on the L3's latency"),
+        (_L3, "l2_llc_residency", "sq_full", 0.40, "DRAM bandwidth is the limit"),
+        (_FETCH, "frontend_bound", "dsb_switches", 0.12, "The decoded-uop cache misses"),
+        (_FETCH, "frontend_bound", "ms_switches", 0.12, "The microcode sequencer interrupts"),
+        (_FETCH, "frontend_bound", "unknown_branches", 0.12, "The front end refetches"),
+    ],
+)
+def test_a_deeper_node_past_tmas_threshold_brings_its_advice(parent, category, node, value, advice):
+    # Each is a support row on TMA's threshold with its parent's (Intel TMA 5.2, "& P"):
+    # past it, its advice joins its parent's finding; under it, nothing changes.
+    found = diagnose({**parent, node: value}, core="icelake")
+    finding = next(f for f in found.findings if f.category == category)
+    assert any(r.startswith(advice) for r in finding.recommendations), finding.recommendations
+    assert any(e.metric == node and e.crossed for e in finding.evidence)
+    quiet = diagnose({**parent, node: 0.01}, core="icelake")
+    finding = next(f for f in quiet.findings if f.category == category)
+    assert not any(r.startswith(advice) for r in finding.recommendations)
 
 
 # -- Slow_Pause: the cycles stalled on PAUSE, under Core_Bound, Serializing_Operation ---

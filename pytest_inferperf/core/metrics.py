@@ -1071,6 +1071,95 @@ METRICS: dict[str, Metric] = {
             "share of the cycles",
             "frontend_bound",
         ),
+        # Deeper nodes, read as printed (Linux perf x86 metrics; Intel TMA 5.2,
+        # intel/perfmon TMA_Metrics-full.csv): under the fetch latency, "switches from DSB
+        # to MITE pipelines" (tma_dsb_switches) and "switches of uop delivery to the
+        # Microcode Sequencer" (tma_ms_switches); under its resteers, "new branch address
+        # clears ... fetched branches the Branch Prediction Unit was unable to recognize"
+        # (tma_unknown_branches); under L3_Bound, "demand load accesses that hit the L3
+        # cache under unloaded scenarios (possibly L3 latency limited)"
+        # (tma_l3_hit_latency) and the "Super Queue (SQ) was full" (tma_sq_full); under
+        # Store_Bound, "L1D store misses" (tma_store_latency); under L1_Bound, "loads
+        # blocked since they could not forward data from earlier (in program order)
+        # overlapping stores" (tma_store_fwd_blk); under Ports_Utilization, the cycles by
+        # how many uops all ports executed (tma_ports_utilized_0, _1, _2, _3m). Shares of
+        # the cycles.
+        _printed_share(
+            "l3_hit_latency",
+            "cycles loads waited on L3 hits at the L3's unloaded latency",
+            "Intel TMA L3_Hit_Latency (Linux perf x86 metrics: tma_l3_hit_latency), a "
+            "share of the cycles",
+            "l2_llc_residency",
+        ),
+        _printed_share(
+            "sq_full",
+            "cycles the super queue (requests beyond the L2) was full",
+            "Intel TMA SQ_Full (Linux perf x86 metrics: tma_sq_full), a share of the cycles",
+            "l2_llc_residency",
+        ),
+        _printed_share(
+            "store_latency",
+            "cycles handling stores that missed the L1D",
+            "Intel TMA Store_Latency (Linux perf x86 metrics: tma_store_latency), a "
+            "share of the cycles",
+            "backend_bound",
+        ),
+        _printed_share(
+            "store_fwd_blk",
+            "cycles loads could not take their data from an earlier store",
+            "Intel TMA Store_Fwd_Blk (Linux perf x86 metrics: tma_store_fwd_blk), a "
+            "share of the cycles",
+            "backend_bound",
+        ),
+        _printed_share(
+            "ports_utilized_0",
+            "cycles no uop executed on any port",
+            "Intel TMA Ports_Utilized_0 (Linux perf x86 metrics: tma_ports_utilized_0), a "
+            "share of the cycles",
+            "backend_bound",
+        ),
+        _printed_share(
+            "ports_utilized_1",
+            "cycles one uop executed on all ports together (low ILP)",
+            "Intel TMA Ports_Utilized_1 (Linux perf x86 metrics: tma_ports_utilized_1), a "
+            "share of the cycles",
+            "backend_bound",
+        ),
+        _printed_share(
+            "ports_utilized_2",
+            "cycles two uops executed on all ports together",
+            "Intel TMA Ports_Utilized_2 (Linux perf x86 metrics: tma_ports_utilized_2), a "
+            "share of the cycles",
+            "backend_bound",
+        ),
+        _printed_share(
+            "ports_utilized_3m",
+            "cycles three or more uops executed on all ports together",
+            "Intel TMA Ports_Utilized_3m (Linux perf x86 metrics: tma_ports_utilized_3m), a "
+            "share of the cycles",
+            "backend_bound",
+        ),
+        _printed_share(
+            "unknown_branches",
+            "cycles the front end stalled on branches its predictor did not know",
+            "Intel TMA Unknown_Branches (Linux perf x86 metrics: tma_unknown_branches), a "
+            "share of the cycles",
+            "frontend_bound",
+        ),
+        _printed_share(
+            "dsb_switches",
+            "cycles stalled switching from the decoded-uop cache (DSB) to the legacy decoders",
+            "Intel TMA DSB_Switches (Linux perf x86 metrics: tma_dsb_switches), a "
+            "share of the cycles",
+            "frontend_bound",
+        ),
+        _printed_share(
+            "ms_switches",
+            "cycles stalled switching uop delivery to the microcode sequencer",
+            "Intel TMA MS_Switches (Linux perf x86 metrics: tma_ms_switches), a "
+            "share of the cycles",
+            "frontend_bound",
+        ),
         # Level 2 of retiring and below (Linux perf x86 metrics): tma_heavy_operations,
         # the slots retiring "instructions that require two or more uops or micro-coded
         # sequences"; tma_microcode_sequencer, the uops the Microcode Sequencer fed

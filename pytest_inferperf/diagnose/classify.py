@@ -1154,13 +1154,35 @@ def _frontend_extras(evidence: tuple[Evidence, ...]) -> list[tuple[float, str]]:
                 "(THP for read-only file mappings).",
             )
         )
-    if _fired(evidence, "branch_resteers"):
+    if _fired(evidence, "branch_resteers") or _fired(evidence, "unknown_branches"):
         sized.append(
             (
-                _crossed_value(evidence, "branch_resteers"),
+                max(
+                    _crossed_value(evidence, "branch_resteers"),
+                    _crossed_value(evidence, "unknown_branches"),
+                ),
                 "The front end refetches after mispredicted or unknown branches (branch "
                 "resteers): the branch advice applies, and a smaller hot code path (fewer "
                 "operator kinds per call, fused graphs) leaves fewer branches unknown.",
+            )
+        )
+    if _fired(evidence, "dsb_switches"):
+        sized.append(
+            (
+                _crossed_value(evidence, "dsb_switches"),
+                "The decoded-uop cache misses (DSB switches): the hot loops span more code "
+                "than it holds; a smaller hot path (fused graphs, fewer operator kinds per "
+                "call) or a layout-optimised build (PGO, BOLT) keeps them in it.",
+            )
+        )
+    if _fired(evidence, "ms_switches"):
+        sized.append(
+            (
+                _crossed_value(evidence, "ms_switches"),
+                "The microcode sequencer interrupts uop delivery (MS switches): "
+                "instructions the decoders cannot handle, or assists such as "
+                "denormal floats; set ONNX Runtime's session.set_denormal_as_zero = 1 "
+                "where small weights or activations underflow.",
             )
         )
     return sized
@@ -1272,7 +1294,9 @@ def _memory_extras(evidence: tuple[Evidence, ...]) -> list[str]:
     """L2/LLC residency's advice that its deeper nodes call for: DRAM bandwidth or
     latency, lines moving between cores, LLC misses going to DRAM."""
     extras: list[str] = []
-    if _fired(evidence, "mem_bandwidth") or _fired(evidence, "bottleneck_memory_bandwidth"):
+    if any(
+        _fired(evidence, m) for m in ("mem_bandwidth", "bottleneck_memory_bandwidth", "sq_full")
+    ):
         extras.append(
             "DRAM bandwidth is the limit: each call streams the weights through it, "
             "so fewer bytes per weight help most (int8, or 4-bit MatMulNBits for "
@@ -1284,6 +1308,12 @@ def _memory_extras(evidence: tuple[Evidence, ...]) -> list[str]:
             "(gathers, embedding lookups, scattered tensors) wait on memory one by "
             "one; keep the memory arena on and tensors contiguous (huge pages help "
             "the TLB side)."
+        )
+    if _fired(evidence, "l3_hit_latency"):
+        extras.append(
+            "Loads wait on the L3's latency: each kernel's working set spills the L2 "
+            "but fits the L3; smaller tiles (a smaller batch or sequence per call, or "
+            "fewer threads sharing one tensor) keep it in the L2."
         )
     if (
         _fired(evidence, "contested_accesses")
@@ -1312,7 +1342,7 @@ def _backend_extras(evidence: tuple[Evidence, ...]) -> list[str]:
             "fuses LayerNorm and GELU); in custom operators multiply by a reciprocal "
             "computed once per row."
         )
-    if _fired(evidence, "store_bound"):
+    if _fired(evidence, "store_bound") or _fired(evidence, "store_latency"):
         extras.append(
             "Stores hold the core up (store buffer full): intermediate tensors written "
             "past the caches, or threads writing neighbouring cache lines (false "
@@ -1351,6 +1381,29 @@ def _backend_extras(evidence: tuple[Evidence, ...]) -> list[str]:
             "The execution ports are the limit (low ILP or one kind of unit "
             "oversubscribed): kernels that do more per uop (wider SIMD, int8 dot "
             "products) help; scalar reference kernels are the usual culprit."
+        )
+    if _fired(evidence, "ports_utilized_3m"):
+        extras.append(
+            "Three or more uops execute most cycles: the kernels are compute-bound at "
+            "the ports, so only fewer instructions per result help: wider vectors "
+            "(AVX-512, AMX, SVE), int8 dot products (VNNI, SDOT), quantisation."
+        )
+    if _fired(evidence, "ports_utilized_1") or _fired(evidence, "ports_utilized_2"):
+        extras.append(
+            "One or two uops execute per cycle: dependency chains, or one kind of unit "
+            "oversubscribed; vectorised kernels take pressure off the ports (Intel TMA: "
+            "loop vectorisation), and fused operators shorten the chains."
+        )
+    if _fired(evidence, "ports_utilized_0"):
+        extras.append(
+            "No uop executes in many cycles: long-latency instructions (divides, square "
+            "roots) or operands that are not ready; see the divider's advice."
+        )
+    if _fired(evidence, "store_fwd_blk"):
+        extras.append(
+            "Loads cannot take their data from the stores before them (store forwarding "
+            "blocked): a value written in narrow parts and read back whole, or read at an "
+            "offset; write and read each element at the same width."
         )
     return extras
 
@@ -1686,11 +1739,16 @@ _BELOW = {
         ("data_sharing", "data sharing"),
         ("mem_bandwidth", "DRAM bandwidth"),
         ("mem_latency", "DRAM latency"),
+        ("l3_hit_latency", "L3 hit latency"),
+        ("sq_full", "super queue full"),
     ),
     "frontend_bound": (
         ("icache_misses", "I-cache misses"),
         ("itlb_misses", "ITLB misses"),
         ("branch_resteers", "branch resteers"),
+        ("unknown_branches", "unknown branches"),
+        ("dsb_switches", "DSB switches"),
+        ("ms_switches", "MS switches"),
     ),
     "backend_bound": (
         ("divider", "divider busy"),
@@ -1700,6 +1758,12 @@ _BELOW = {
         ("lock_latency", "lock latency"),
         ("split_loads", "split loads"),
         ("fb_full", "fill buffers full"),
+        ("store_latency", "store latency"),
+        ("store_fwd_blk", "store forwarding blocked"),
+        ("ports_utilized_0", "no port busy"),
+        ("ports_utilized_1", "1 port busy"),
+        ("ports_utilized_2", "2 ports busy"),
+        ("ports_utilized_3m", "3+ ports busy"),
     ),
     "retiring": (
         ("heavy_operations", "heavy operations"),

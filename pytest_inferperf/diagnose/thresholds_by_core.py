@@ -156,6 +156,13 @@ TMA_BN = (
     "tma_bottleneck_*; pmu-tools' Info.Bottleneck classes)"
 )
 _UNDER_L1 = "(tma_l1_bound > 0.1 & (tma_memory_bound > 0.2 & tma_backend_bound > 0.2))"
+# The parents of the deeper nodes (Intel TMA 5.2: a node's threshold holds with its
+# parent's, "& P"), as Linux perf's x86 metrics write them.
+_UNDER_L3 = "(tma_l3_bound > 0.05 & (tma_memory_bound > 0.2 & tma_backend_bound > 0.2))"
+_UNDER_STORES = "(tma_store_bound > 0.2 & (tma_memory_bound > 0.2 & tma_backend_bound > 0.2))"
+_UNDER_PORTS = "(tma_ports_utilization > 0.15 & (tma_core_bound > 0.1 & tma_backend_bound > 0.2))"
+_UNDER_FETCH = "(tma_fetch_latency > 0.1 & tma_frontend_bound > 0.15)"
+_UNDER_RESTEERS = f"(tma_branch_resteers > 0.05 & {_UNDER_FETCH})"
 ORT_THREADS = (
     "ONNX Runtime threading docs (session.intra_op.allow_spinning; spinning is on by default)"
 )
@@ -792,13 +799,18 @@ THRESHOLDS: tuple[Threshold, ...] = (
                 TMA_L4,
                 "(tma_l3_bound > 0.05 & (tma_memory_bound > 0.2 & tma_backend_bound > 0.2))",
             ),
-            (
-                "branch_resteers",
-                0.05,
-                "frontend_bound",
-                TMA_L3,
-                "(tma_fetch_latency > 0.1 & tma_frontend_bound > 0.15)",
-            ),
+            ("branch_resteers", 0.05, "frontend_bound", TMA_L3, _UNDER_FETCH),
+            ("l3_hit_latency", 0.10, "l2_llc_residency", TMA_L4, _UNDER_L3),
+            ("sq_full", 0.30, "l2_llc_residency", TMA_L4, _UNDER_L3),
+            ("store_latency", 0.10, "backend_bound", TMA_L4, _UNDER_STORES),
+            ("store_fwd_blk", 0.10, "backend_bound", TMA_L4, _UNDER_L1),
+            ("ports_utilized_0", 0.20, "backend_bound", TMA_L4, _UNDER_PORTS),
+            ("ports_utilized_1", 0.20, "backend_bound", TMA_L4, _UNDER_PORTS),
+            ("ports_utilized_2", 0.15, "backend_bound", TMA_L4, _UNDER_PORTS),
+            ("ports_utilized_3m", 0.40, "backend_bound", TMA_L4, _UNDER_PORTS),
+            ("unknown_branches", 0.05, "frontend_bound", TMA_L4, _UNDER_RESTEERS),
+            ("dsb_switches", 0.05, "frontend_bound", TMA_L3, _UNDER_FETCH),
+            ("ms_switches", 0.05, "frontend_bound", TMA_L3, _UNDER_FETCH),
         )
     ),
     # --- Intel's bottleneck view -----------------------------------------------------

@@ -1172,6 +1172,21 @@ _TOPDOWN_NAMES = {
     "microcode_sequencer": "microcode_sequencer",
     "retiring_microcode": "microcode_sequencer",  # AMD's (amdzen4/amdzen5 PipelineL2)
     "assists": "assists",
+    # Level 3 under the fetch latency (DSB and MS switches), level 4 under its resteers
+    # (unknown branches), under L3_Bound (L3 hit latency, super queue full), under
+    # Store_Bound (store latency), under L1_Bound (blocked store forwarding) and under
+    # Ports_Utilization (cycles by the number of uops executed): shares of the cycles.
+    "l3_hit_latency": "l3_hit_latency",
+    "sq_full": "sq_full",
+    "store_latency": "store_latency",
+    "store_fwd_blk": "store_fwd_blk",
+    "ports_utilized_0": "ports_utilized_0",
+    "ports_utilized_1": "ports_utilized_1",
+    "ports_utilized_2": "ports_utilized_2",
+    "ports_utilized_3m": "ports_utilized_3m",
+    "unknown_branches": "unknown_branches",
+    "dsb_switches": "dsb_switches",
+    "ms_switches": "ms_switches",
 }
 # Every name of _TOPDOWN_NAMES (longest first, so no name stops at a shorter one's end)
 # and every entry of Intel's bottleneck view, with or without Intel's tma_ prefix; an
