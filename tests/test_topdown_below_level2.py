@@ -533,8 +533,12 @@ L4_PERF = """ Performance counter stats for 'system wide':
                                                    #      0.1 %  tma_lock_latency
           4,899,130      cpu_core/XQ.FULL_CYCLES/         #      2.0 %  tma_sq_full
          23,904,338      cpu_core/EXE_ACTIVITY.1_PORTS_UTIL/ #      9.9 %  tma_ports_utilized_1
+      1,010,981,054      cpu_core/TOPDOWN.SLOTS/          #      0.7 %  tma_clears_resteers
+                                                   #     12.4 %  tma_mispredicts_resteers
+              6,909      cpu_core/MEM_INST_RETIRED.SPLIT_STORES/ #      0.0 %  tma_split_stores
         242,508,080      cpu_core/CPU_CLK_UNHALTED.THREAD/ #      4.2 %  tma_ports_utilized_2
                                                    #      0.2 %  tma_store_fwd_blk
+                                                   #      0.0 %  tma_streaming_stores
                                                    #     27.5 %  tma_unknown_branches
       1,004,834,399 ns   duration_time                    #     40.2 %  tma_l3_hit_latency
 
@@ -554,6 +558,10 @@ def test_perfs_deeper_nodes_are_read_as_printed():
         "store_fwd_blk": 0.002,
         "unknown_branches": 0.275,
         "l3_hit_latency": 0.402,
+        "clears_resteers": 0.007,
+        "mispredicts_resteers": 0.124,
+        "split_stores": 0.0,
+        "streaming_stores": 0.0,
     }
     assert parse(L4_PERF).perf_metrics == pytest.approx(printed)
 
@@ -589,6 +597,7 @@ _CORE_BOUND = {
     "ports_utilization": 0.45,
 }
 _L3 = {**L3_BOUND, "l3_bound": 0.30}
+_STORES = {**_l1_bound(), "l1_bound": 0.05, "store_bound": 0.40}
 
 
 @pytest.mark.parametrize(
@@ -603,6 +612,10 @@ _L3 = {**L3_BOUND, "l3_bound": 0.30}
         (_FETCH, "frontend_bound", "dsb_switches", 0.12, "The decoded-uop cache misses"),
         (_FETCH, "frontend_bound", "ms_switches", 0.12, "The microcode sequencer interrupts"),
         (_FETCH, "frontend_bound", "unknown_branches", 0.12, "The front end refetches"),
+        (_FETCH, "frontend_bound", "mispredicts_resteers", 0.12, "The front end refetches"),
+        (_FETCH, "frontend_bound", "clears_resteers", 0.12, "The front end refetches after ma"),
+        (_STORES, "backend_bound", "split_stores", 0.30, "Stores cross cache lines"),
+        (_STORES, "backend_bound", "streaming_stores", 0.30, "Streaming (non-temporal)"),
     ],
 )
 def test_a_deeper_node_past_tmas_threshold_brings_its_advice(parent, category, node, value, advice):

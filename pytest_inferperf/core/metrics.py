@@ -1160,6 +1160,38 @@ METRICS: dict[str, Metric] = {
             "share of the cycles",
             "frontend_bound",
         ),
+        # The resteers "as a result of Branch Misprediction" and "of Machine Clears"
+        # (tma_mispredicts_resteers, tma_clears_resteers); under Store_Bound, "split
+        # store accesses" and "Streaming store memory accesses" (tma_split_stores,
+        # tma_streaming_stores).
+        _printed_share(
+            "mispredicts_resteers",
+            "cycles the front end refetched after mispredicted branches",
+            "Intel TMA Mispredicts_Resteers (Linux perf x86 metrics: tma_mispredicts_resteers), a "
+            "share of the cycles",
+            "frontend_bound",
+        ),
+        _printed_share(
+            "clears_resteers",
+            "cycles the front end refetched after machine clears",
+            "Intel TMA Clears_Resteers (Linux perf x86 metrics: tma_clears_resteers), a "
+            "share of the cycles",
+            "frontend_bound",
+        ),
+        _printed_share(
+            "split_stores",
+            "cycles of stores that cross a 64-byte cache line",
+            "Intel TMA Split_Stores (Linux perf x86 metrics: tma_split_stores), a "
+            "share of the cycles",
+            "backend_bound",
+        ),
+        _printed_share(
+            "streaming_stores",
+            "cycles stalled on streaming (non-temporal) stores",
+            "Intel TMA Streaming_Stores (Linux perf x86 metrics: tma_streaming_stores), a "
+            "share of the cycles",
+            "backend_bound",
+        ),
         # Level 2 of retiring and below (Linux perf x86 metrics): tma_heavy_operations,
         # the slots retiring "instructions that require two or more uops or micro-coded
         # sequences"; tma_microcode_sequencer, the uops the Microcode Sequencer fed

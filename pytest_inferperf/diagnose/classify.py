@@ -1154,13 +1154,11 @@ def _frontend_extras(evidence: tuple[Evidence, ...]) -> list[tuple[float, str]]:
                 "(THP for read-only file mappings).",
             )
         )
-    if _fired(evidence, "branch_resteers") or _fired(evidence, "unknown_branches"):
+    resteers = ("branch_resteers", "unknown_branches", "mispredicts_resteers")
+    if any(_fired(evidence, m) for m in resteers):
         sized.append(
             (
-                max(
-                    _crossed_value(evidence, "branch_resteers"),
-                    _crossed_value(evidence, "unknown_branches"),
-                ),
+                max(_crossed_value(evidence, m) for m in resteers),
                 "The front end refetches after mispredicted or unknown branches (branch "
                 "resteers): the branch advice applies, and a smaller hot code path (fewer "
                 "operator kinds per call, fused graphs) leaves fewer branches unknown.",
@@ -1173,6 +1171,15 @@ def _frontend_extras(evidence: tuple[Evidence, ...]) -> list[tuple[float, str]]:
                 "The decoded-uop cache misses (DSB switches): the hot loops span more code "
                 "than it holds; a smaller hot path (fused graphs, fewer operator kinds per "
                 "call) or a layout-optimised build (PGO, BOLT) keeps them in it.",
+            )
+        )
+    if _fired(evidence, "clears_resteers"):
+        sized.append(
+            (
+                _crossed_value(evidence, "clears_resteers"),
+                "The front end refetches after machine clears: memory-ordering clears "
+                "(threads writing lines others read: give each thread its own "
+                "cache-line-aligned block) or self-modifying code (a JIT).",
             )
         )
     if _fired(evidence, "ms_switches"):
@@ -1398,6 +1405,16 @@ def _backend_extras(evidence: tuple[Evidence, ...]) -> list[str]:
         extras.append(
             "No uop executes in many cycles: long-latency instructions (divides, square "
             "roots) or operands that are not ready; see the divider's advice."
+        )
+    if _fired(evidence, "split_stores"):
+        extras.append(
+            "Stores cross cache lines (split stores): align output buffers to 64 bytes "
+            "and keep row strides a multiple of the vector width."
+        )
+    if _fired(evidence, "streaming_stores"):
+        extras.append(
+            "Streaming (non-temporal) stores hold the core up: outputs read again soon "
+            "are better written with plain stores, which keep them in cache."
         )
     if _fired(evidence, "store_fwd_blk"):
         extras.append(
@@ -1749,6 +1766,8 @@ _BELOW = {
         ("unknown_branches", "unknown branches"),
         ("dsb_switches", "DSB switches"),
         ("ms_switches", "MS switches"),
+        ("mispredicts_resteers", "mispredict resteers"),
+        ("clears_resteers", "clear resteers"),
     ),
     "backend_bound": (
         ("divider", "divider busy"),
@@ -1764,6 +1783,8 @@ _BELOW = {
         ("ports_utilized_1", "1 port busy"),
         ("ports_utilized_2", "2 ports busy"),
         ("ports_utilized_3m", "3+ ports busy"),
+        ("split_stores", "split stores"),
+        ("streaming_stores", "streaming stores"),
     ),
     "retiring": (
         ("heavy_operations", "heavy operations"),

@@ -811,6 +811,10 @@ THRESHOLDS: tuple[Threshold, ...] = (
             ("unknown_branches", 0.05, "frontend_bound", TMA_L4, _UNDER_RESTEERS),
             ("dsb_switches", 0.05, "frontend_bound", TMA_L3, _UNDER_FETCH),
             ("ms_switches", 0.05, "frontend_bound", TMA_L3, _UNDER_FETCH),
+            ("mispredicts_resteers", 0.05, "frontend_bound", TMA_L4, _UNDER_RESTEERS),
+            ("clears_resteers", 0.05, "frontend_bound", TMA_L4, _UNDER_RESTEERS),
+            ("split_stores", 0.20, "backend_bound", TMA_L4, _UNDER_STORES),
+            ("streaming_stores", 0.20, "backend_bound", TMA_L4, _UNDER_STORES),
         )
     ),
     # --- Intel's bottleneck view -----------------------------------------------------

@@ -1187,6 +1187,12 @@ _TOPDOWN_NAMES = {
     "unknown_branches": "unknown_branches",
     "dsb_switches": "dsb_switches",
     "ms_switches": "ms_switches",
+    # ... and the resteers' other two parts and two more under Store_Bound (split and
+    # streaming stores): shares of the cycles.
+    "mispredicts_resteers": "mispredicts_resteers",
+    "clears_resteers": "clears_resteers",
+    "split_stores": "split_stores",
+    "streaming_stores": "streaming_stores",
 }
 # Every name of _TOPDOWN_NAMES (longest first, so no name stops at a shorter one's end)
 # and every entry of Intel's bottleneck view, with or without Intel's tma_ prefix; an
