@@ -374,11 +374,11 @@ def test_every_metric_with_a_cost_points_to_a_category_and_names_a_source():
     from pytest_inferperf.core.metrics import METRICS
 
     costed = {n: m for n, m in METRICS.items() if m.cost is not None}
-    # 3 OS events, 9 MPKI, 19 stall fractions, 32 printed TMA nodes below level 2 (and
-    # the microcode sequencer's, AMD's from the counts; Slow_Pause; the 15 deeper nodes
+    # 3 OS events, 9 MPKI, 19 stall fractions, 35 printed TMA nodes below level 2 (and
+    # the microcode sequencer's, AMD's from the counts; Slow_Pause; the 18 deeper nodes
     # under the front end, L3_Bound, Store_Bound, L1_Bound and the ports the latest),
     # the 9 entries of Intel's bottleneck view that name a category, instr., IPC, CPUs
-    assert len(costed) == 75
+    assert len(costed) == 78
     for name, row in costed.items():
         assert row.points_to is not None, name
         assert row.cost is not None and row.cost.source, name

@@ -573,6 +573,9 @@ def test_toplev_names_the_same_nodes():
         "# 4.8-full-perf on Intel(R) Core(TM) i9-12900K [adl]\n"
         "FE  Frontend_Bound.Fetch_Latency.DSB_Switches  % Clocks  7.1\n"
         "FE  Frontend_Bound.Fetch_Latency.MS_Switches  % Clocks  7.3\n"
+        "FE  Frontend_Bound.Fetch_Latency.LCP  % Clocks  0.4\n"
+        "FE  Frontend_Bound.Fetch_Bandwidth.MITE  % Slots_est  5.2\n"
+        "FE  Frontend_Bound.Fetch_Bandwidth.DSB  % Slots_est  0.1\n"
         "FE  Frontend_Bound.Fetch_Latency.Branch_Resteers.Unknown_Branches  % Clocks  27.5\n"
         "BE/Mem  Backend_Bound.Memory_Bound.L3_Bound.L3_Hit_Latency  % Clocks_Estimated  40.2\n"
         "BE/Core  Backend_Bound.Core_Bound.Ports_Utilization.Ports_Utilized_3m  % Clocks  48.0\n"
@@ -580,6 +583,9 @@ def test_toplev_names_the_same_nodes():
     printed = {
         "dsb_switches": 0.071,
         "ms_switches": 0.073,
+        "length_changing_prefixes": 0.004,
+        "legacy_decode": 0.052,
+        "uop_cache_fetch": 0.001,
         "unknown_branches": 0.275,
         "l3_hit_latency": 0.402,
         "ports_utilized_3m": 0.48,
@@ -597,6 +603,7 @@ _CORE_BOUND = {
     "ports_utilization": 0.45,
 }
 _L3 = {**L3_BOUND, "l3_bound": 0.30}
+_FETCH_BW = {**_FETCH, "fetch_latency": 0.15, "fetch_bandwidth": 0.35}
 _STORES = {**_l1_bound(), "l1_bound": 0.05, "store_bound": 0.40}
 
 
@@ -612,6 +619,8 @@ _STORES = {**_l1_bound(), "l1_bound": 0.05, "store_bound": 0.40}
         (_FETCH, "frontend_bound", "dsb_switches", 0.12, "The decoded-uop cache misses"),
         (_FETCH, "frontend_bound", "ms_switches", 0.12, "The microcode sequencer interrupts"),
         (_FETCH, "frontend_bound", "unknown_branches", 0.12, "The front end refetches"),
+        (_FETCH, "frontend_bound", "length_changing_prefixes", 0.12, "The decoders stall"),
+        (_FETCH_BW, "frontend_bound", "legacy_decode", 0.30, "The legacy decoders (MITE)"),
         (_FETCH, "frontend_bound", "mispredicts_resteers", 0.12, "The front end refetches"),
         (_FETCH, "frontend_bound", "clears_resteers", 0.12, "The front end refetches after ma"),
         (_STORES, "backend_bound", "split_stores", 0.30, "Stores cross cache lines"),

@@ -408,15 +408,18 @@ def _slot_part(
     )
 
 
-def _printed_share(name: str, description: str, source: str, points_to: str) -> Metric:
+def _printed_share(
+    name: str, description: str, source: str, points_to: str, printed: str = ""
+) -> Metric:
     """A top-down share below level 2 that has no formula from the counts a perf stat
-    output holds: its value is the one perf (``tma_<name>``) or toplev printed."""
+    output holds: its value is the one perf (``tma_<printed>``, by default the name) or
+    toplev printed."""
     return Metric(
         name,
         description,
         "",
         "lower",
-        (f"tma_{name}",),
+        (f"tma_{printed or name}",),
         source,
         _printed_only,
         tolerance=SLOTS_TOLERANCE,
@@ -1159,6 +1162,32 @@ METRICS: dict[str, Metric] = {
             "Intel TMA MS_Switches (Linux perf x86 metrics: tma_ms_switches), a "
             "share of the cycles",
             "frontend_bound",
+        ),
+        # Under the fetch bandwidth, the slots "likely limited due to the MITE pipeline
+        # (the legacy decode pipeline)" (tma_mite) and "due to DSB (decoded uop cache)
+        # fetch pipeline" (tma_dsb), shares of the issue slots; under the fetch latency,
+        # the cycles stalled "due to Length Changing Prefixes" (tma_lcp). Named in words:
+        # TMA's three-letter names would be budget keywords close to others (lcp_min).
+        _printed_share(
+            "legacy_decode",
+            "issue slots the legacy decoders (MITE) limited",
+            "Intel TMA MITE (Linux perf x86 metrics: tma_mite), a share of the issue slots",
+            "frontend_bound",
+            printed="mite",
+        ),
+        _printed_share(
+            "uop_cache_fetch",
+            "issue slots the decoded-uop cache (DSB) pipeline limited",
+            "Intel TMA DSB (Linux perf x86 metrics: tma_dsb), a share of the issue slots",
+            "frontend_bound",
+            printed="dsb",
+        ),
+        _printed_share(
+            "length_changing_prefixes",
+            "cycles the decoders stalled on length-changing prefixes",
+            "Intel TMA LCP (Linux perf x86 metrics: tma_lcp), a share of the cycles",
+            "frontend_bound",
+            printed="lcp",
         ),
         # The resteers "as a result of Branch Misprediction" and "of Machine Clears"
         # (tma_mispredicts_resteers, tma_clears_resteers); under Store_Bound, "split

@@ -1173,6 +1173,24 @@ def _frontend_extras(evidence: tuple[Evidence, ...]) -> list[tuple[float, str]]:
                 "call) or a layout-optimised build (PGO, BOLT) keeps them in it.",
             )
         )
+    if _fired(evidence, "legacy_decode"):
+        sized.append(
+            (
+                _crossed_value(evidence, "legacy_decode"),
+                "The legacy decoders (MITE) feed the core, not the decoded-uop cache: the "
+                "hot code does not stay in the DSB; a smaller hot path (fused graphs) or a "
+                "layout-optimised build (PGO, BOLT) helps.",
+            )
+        )
+    if _fired(evidence, "length_changing_prefixes"):
+        sized.append(
+            (
+                _crossed_value(evidence, "length_changing_prefixes"),
+                "The decoders stall on length-changing prefixes (16-bit immediates): "
+                "rebuild the hot code with the compiler's default code generation for "
+                "the target (Intel TMA: proper compiler flags avoid them).",
+            )
+        )
     if _fired(evidence, "clears_resteers"):
         sized.append(
             (
@@ -1766,6 +1784,9 @@ _BELOW = {
         ("unknown_branches", "unknown branches"),
         ("dsb_switches", "DSB switches"),
         ("ms_switches", "MS switches"),
+        ("legacy_decode", "legacy decode (MITE, slots)"),
+        ("uop_cache_fetch", "uop-cache fetch (DSB, slots)"),
+        ("length_changing_prefixes", "length-changing prefixes"),
         ("mispredicts_resteers", "mispredict resteers"),
         ("clears_resteers", "clear resteers"),
     ),
@@ -1805,7 +1826,7 @@ def _below_note(category: str, metrics: Mapping[str, float]) -> str:
         return ""
     of = {
         "l2_llc_residency": "the L3 and DRAM (cycles)",
-        "frontend_bound": "the fetch latency (cycles)",
+        "frontend_bound": "the front end (cycles; MITE and DSB: issue slots)",
         "backend_bound": "the backend (cycles)",
     }.get(category, "the retired slots")
     return f" Deeper top-down nodes under {of}: {', '.join(parts)} (Intel TMA)."

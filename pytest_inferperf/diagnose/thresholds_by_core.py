@@ -54,7 +54,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..core.metrics import CONTEXT_SWITCH_COST
+from ..core.metrics import CONTEXT_SWITCH_COST, METRICS
 from ..core.metrics import JUDGEMENT as JUDGEMENT  # threshold rows cite it; classify too
 from ..pmu.cpu import INTEL_MODELS
 
@@ -163,6 +163,7 @@ _UNDER_STORES = "(tma_store_bound > 0.2 & (tma_memory_bound > 0.2 & tma_backend_
 _UNDER_PORTS = "(tma_ports_utilization > 0.15 & (tma_core_bound > 0.1 & tma_backend_bound > 0.2))"
 _UNDER_FETCH = "(tma_fetch_latency > 0.1 & tma_frontend_bound > 0.15)"
 _UNDER_RESTEERS = f"(tma_branch_resteers > 0.05 & {_UNDER_FETCH})"
+_UNDER_FETCH_BW = "tma_fetch_bandwidth > 0.2"
 ORT_THREADS = (
     "ONNX Runtime threading docs (session.intra_op.allow_spinning; spinning is on by default)"
 )
@@ -784,7 +785,8 @@ THRESHOLDS: tuple[Threshold, ...] = (
             bar,
             category,
             "support",
-            f"{level}: tma_{metric} > {bar:g}" + (f" & {parent}" if parent else ""),
+            # the name perf prints, from the metric's row (three are named in words there)
+            f"{level}: {METRICS[metric].inputs[0]} > {bar:g}" + (f" & {parent}" if parent else ""),
             families=("x86",),
         )
         for metric, bar, category, level, parent in (
@@ -811,6 +813,9 @@ THRESHOLDS: tuple[Threshold, ...] = (
             ("unknown_branches", 0.05, "frontend_bound", TMA_L4, _UNDER_RESTEERS),
             ("dsb_switches", 0.05, "frontend_bound", TMA_L3, _UNDER_FETCH),
             ("ms_switches", 0.05, "frontend_bound", TMA_L3, _UNDER_FETCH),
+            ("legacy_decode", 0.10, "frontend_bound", TMA_L3, _UNDER_FETCH_BW),
+            ("uop_cache_fetch", 0.15, "frontend_bound", TMA_L3, _UNDER_FETCH_BW),
+            ("length_changing_prefixes", 0.05, "frontend_bound", TMA_L3, _UNDER_FETCH),
             ("mispredicts_resteers", 0.05, "frontend_bound", TMA_L4, _UNDER_RESTEERS),
             ("clears_resteers", 0.05, "frontend_bound", TMA_L4, _UNDER_RESTEERS),
             ("split_stores", 0.20, "backend_bound", TMA_L4, _UNDER_STORES),

@@ -1193,6 +1193,11 @@ _TOPDOWN_NAMES = {
     "clears_resteers": "clears_resteers",
     "split_stores": "split_stores",
     "streaming_stores": "streaming_stores",
+    # ... and level 3 under the fetch bandwidth (MITE, DSB: shares of the slots) and the
+    # decoders' length-changing prefixes, under names in words (core.metrics).
+    "mite": "legacy_decode",
+    "dsb": "uop_cache_fetch",
+    "lcp": "length_changing_prefixes",
 }
 # Every name of _TOPDOWN_NAMES (longest first, so no name stops at a shorter one's end)
 # and every entry of Intel's bottleneck view, with or without Intel's tma_ prefix; an
