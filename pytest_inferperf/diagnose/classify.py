@@ -1142,75 +1142,187 @@ _RECOMMEND: dict[str, tuple[str, ...]] = {
 }
 
 
-def _frontend_extras(evidence: tuple[Evidence, ...]) -> list[tuple[float, str]]:
-    """The front end's advice that its deeper nodes call for, each with its node's
-    measured share of the cycles (0 where a rate, not the node, called for it)."""
-    sized: list[tuple[float, str]] = []
-    if any(_fired(evidence, m) for m in ("itlb_mpki", "l1i_tlb_mpki", "itlb_misses")):
-        sized.append(
-            (
-                _crossed_value(evidence, "itlb_misses"),
-                "ITLB misses: back the onnxruntime library text with huge pages "
-                "(THP for read-only file mappings).",
-            )
-        )
-    resteers = ("branch_resteers", "unknown_branches", "mispredicts_resteers")
-    if any(_fired(evidence, m) for m in resteers):
-        sized.append(
-            (
-                max(_crossed_value(evidence, m) for m in resteers),
-                "The front end refetches after mispredicted or unknown branches (branch "
-                "resteers): the branch advice applies, and a smaller hot code path (fewer "
-                "operator kinds per call, fused graphs) leaves fewer branches unknown.",
-            )
-        )
-    if _fired(evidence, "dsb_switches"):
-        sized.append(
-            (
-                _crossed_value(evidence, "dsb_switches"),
-                "The decoded-uop cache misses (DSB switches): the hot loops span more code "
-                "than it holds; a smaller hot path (fused graphs, fewer operator kinds per "
-                "call) or a layout-optimised build (PGO, BOLT) keeps them in it.",
-            )
-        )
-    if _fired(evidence, "legacy_decode"):
-        sized.append(
-            (
-                _crossed_value(evidence, "legacy_decode"),
-                "The legacy decoders (MITE) feed the core, not the decoded-uop cache: the "
-                "hot code does not stay in the DSB; a smaller hot path (fused graphs) or a "
-                "layout-optimised build (PGO, BOLT) helps.",
-            )
-        )
-    if _fired(evidence, "length_changing_prefixes"):
-        sized.append(
-            (
-                _crossed_value(evidence, "length_changing_prefixes"),
-                "The decoders stall on length-changing prefixes (16-bit immediates): "
-                "rebuild the hot code with the compiler's default code generation for "
-                "the target (Intel TMA: proper compiler flags avoid them).",
-            )
-        )
-    if _fired(evidence, "clears_resteers"):
-        sized.append(
-            (
-                _crossed_value(evidence, "clears_resteers"),
-                "The front end refetches after machine clears: memory-ordering clears "
-                "(threads writing lines others read: give each thread its own "
-                "cache-line-aligned block) or self-modifying code (a JIT).",
-            )
-        )
-    if _fired(evidence, "ms_switches"):
-        sized.append(
-            (
-                _crossed_value(evidence, "ms_switches"),
-                "The microcode sequencer interrupts uop delivery (MS switches): "
-                "instructions the decoders cannot handle, or assists such as "
-                "denormal floats; set ONNX Runtime's session.set_denormal_as_zero = 1 "
-                "where small weights or activations underflow.",
-            )
-        )
-    return sized
+# Intel TMA Contested_Accesses / False_Sharing: cache lines moving between cores.
+_LINES_MOVE = (
+    "Cache lines move between cores: threads write data that others read or write "
+    "(a lock, a shared counter, or neighbouring elements of one line: false sharing). "
+    "Give each thread its own cache-line-aligned (64-byte) block of outputs and "
+    "accumulators, and use fewer threads where they share one tensor's rows."
+)
+
+
+# The advice a category's deeper top-down nodes (or the rates beside them) call for, in
+# the order it is given: the metrics any of which, crossed, calls for it, and the advice.
+# The front end's are sized by their nodes (:func:`_node_advice`) for :func:`_drill_down`.
+_NODE_ADVICE: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
+    "l2_llc_residency": (
+        (
+            ("mem_bandwidth", "bottleneck_memory_bandwidth", "sq_full"),
+            "DRAM bandwidth is the limit: each call streams the weights through it, so fewer bytes"
+            " per weight help most (int8, or 4-bit MatMulNBits for LLMs), as does reusing each "
+            "weight for more rows (a larger batch).",
+        ),
+        (
+            ("mem_latency", "bottleneck_memory_latency"),
+            "DRAM latency is the limit: loads the prefetchers cannot foresee (gathers, embedding "
+            "lookups, scattered tensors) wait on memory one by one; keep the memory arena on and "
+            "tensors contiguous (huge pages help the TLB side).",
+        ),
+        (
+            ("l3_hit_latency",),
+            "Loads wait on the L3's latency: each kernel's working set spills the L2 but fits the "
+            "L3; smaller tiles (a smaller batch or sequence per call, or fewer threads sharing one"
+            " tensor) keep it in the L2.",
+        ),
+        (
+            ("contested_accesses", "data_sharing", "bottleneck_memory_sync"),
+            _LINES_MOVE,
+        ),
+        (
+            ("llc_mpki", "mem_bandwidth", "bottleneck_memory_bandwidth"),
+            "LLC misses go to DRAM: try intra_op_num_threads = physical cores of one NUMA node; "
+            "more threads only add bandwidth pressure.",
+        ),
+    ),
+    "backend_bound": (
+        (
+            ("divider",),
+            "The divider is busy: divisions and square roots (Softmax, LayerNorm / RMSNorm, Erf). "
+            "Keep ORT's fused kernels (graph_optimization_level all fuses LayerNorm and GELU); in "
+            "custom operators multiply by a reciprocal computed once per row.",
+        ),
+        (
+            ("store_bound", "store_latency"),
+            "Stores hold the core up (store buffer full): intermediate tensors written past the "
+            "caches, or threads writing neighbouring cache lines (false sharing). Fuse operators "
+            "so intermediates stay in cache; give each thread its own cache-line-aligned output "
+            "block.",
+        ),
+        (
+            ("false_sharing",),
+            _LINES_MOVE,
+        ),
+        (
+            ("4k_aliasing",),
+            "Loads wait on stores 4 KiB apart (4K aliasing): buffers whose addresses differ by a "
+            "multiple of 4096, such as tensors with power-of-two row strides or same-sized inputs "
+            "and outputs read and written together; pad the leading dimension (by a cache line) or"
+            " offset one of the buffers.",
+        ),
+        (
+            ("split_loads",),
+            "Loads cross cache lines (split loads): tensors or fields not aligned to their vector "
+            "width; align buffers to 64 bytes (numpy arrays passed to ORT may not be) and keep row"
+            " strides a multiple of the vector width.",
+        ),
+        (
+            ("lock_latency",),
+            "Locked instructions (atomics, mutexes) wait on their cache lines: a shared counter, a"
+            " queue or an allocator lock; fewer threads, or per-thread state merged once at the "
+            "end.",
+        ),
+        (
+            ("fb_full",),
+            "L1D misses wait for a free fill buffer: more misses are in flight than the core "
+            "tracks, a bandwidth limit; fewer bytes per weight (int8) and tiling that keeps a "
+            "block of the weights in cache help.",
+        ),
+        (
+            ("ports_utilization",),
+            "The execution ports are the limit (low ILP or one kind of unit oversubscribed): "
+            "kernels that do more per uop (wider SIMD, int8 dot products) help; scalar reference "
+            "kernels are the usual culprit.",
+        ),
+        (
+            ("ports_utilized_3m",),
+            "Three or more uops execute most cycles: the kernels are compute-bound at the ports, "
+            "so only fewer instructions per result help: wider vectors (AVX-512, AMX, SVE), int8 "
+            "dot products (VNNI, SDOT), quantisation.",
+        ),
+        (
+            ("ports_utilized_1", "ports_utilized_2"),
+            "One or two uops execute per cycle: dependency chains, or one kind of unit "
+            "oversubscribed; vectorised kernels take pressure off the ports (Intel TMA: loop "
+            "vectorisation), and fused operators shorten the chains.",
+        ),
+        (
+            ("ports_utilized_0",),
+            "No uop executes in many cycles: long-latency instructions (divides, square roots) or "
+            "operands that are not ready; see the divider's advice.",
+        ),
+        (
+            ("split_stores",),
+            "Stores cross cache lines (split stores): align output buffers to 64 bytes and keep "
+            "row strides a multiple of the vector width.",
+        ),
+        (
+            ("streaming_stores",),
+            "Streaming (non-temporal) stores hold the core up: outputs read again soon are better "
+            "written with plain stores, which keep them in cache.",
+        ),
+        (
+            ("store_fwd_blk",),
+            "Loads cannot take their data from the stores before them (store forwarding blocked): "
+            "a value written in narrow parts and read back whole, or read at an offset; write and "
+            "read each element at the same width.",
+        ),
+    ),
+    "frontend_bound": (
+        (
+            ("itlb_mpki", "l1i_tlb_mpki", "itlb_misses"),
+            "ITLB misses: back the onnxruntime library text with huge pages (THP for read-only "
+            "file mappings).",
+        ),
+        (
+            ("branch_resteers", "unknown_branches", "mispredicts_resteers"),
+            "The front end refetches after mispredicted or unknown branches (branch resteers): the"
+            " branch advice applies, and a smaller hot code path (fewer operator kinds per call, "
+            "fused graphs) leaves fewer branches unknown.",
+        ),
+        (
+            ("dsb_switches",),
+            "The decoded-uop cache misses (DSB switches): the hot loops span more code than it "
+            "holds; a smaller hot path (fused graphs, fewer operator kinds per call) or a "
+            "layout-optimised build (PGO, BOLT) keeps them in it.",
+        ),
+        (
+            ("legacy_decode",),
+            "The legacy decoders (MITE) feed the core, not the decoded-uop cache: the hot code "
+            "does not stay in the DSB; a smaller hot path (fused graphs) or a layout-optimised "
+            "build (PGO, BOLT) helps.",
+        ),
+        (
+            ("length_changing_prefixes",),
+            "The decoders stall on length-changing prefixes (16-bit immediates): rebuild the hot "
+            "code with the compiler's default code generation for the target (Intel TMA: proper "
+            "compiler flags avoid them).",
+        ),
+        (
+            ("clears_resteers",),
+            "The front end refetches after machine clears: memory-ordering clears (threads writing"
+            " lines others read: give each thread its own cache-line-aligned block) or "
+            "self-modifying code (a JIT).",
+        ),
+        (
+            ("ms_switches",),
+            "The microcode sequencer interrupts uop delivery (MS switches): instructions the "
+            "decoders cannot handle, or assists such as denormal floats; set ONNX Runtime's "
+            "session.set_denormal_as_zero = 1 where small weights or activations underflow.",
+        ),
+    ),
+}
+
+
+def _node_advice(category: str, evidence: tuple[Evidence, ...]) -> list[tuple[float, str]]:
+    """``category``'s advice (:data:`_NODE_ADVICE`) that ``evidence`` calls for, each with
+    the largest share its deeper nodes (:data:`_BELOW`) crossed at (0 where only a rate
+    beside them called for it)."""
+    below = {name for name, _ in _BELOW.get(category, ())}
+    return [
+        (max((_crossed_value(evidence, m) for m in metrics if m in below), default=0.0), text)
+        for metrics, text in _NODE_ADVICE.get(category, ())
+        if any(_fired(evidence, m) for m in metrics)
+    ]
 
 
 def _drill_down(category: str, recs: list[str], evidence: tuple[Evidence, ...]) -> list[str]:
@@ -1221,7 +1333,8 @@ def _drill_down(category: str, recs: list[str], evidence: tuple[Evidence, ...]) 
     if category != "frontend_bound":
         return recs
     floor = _crossed_value(evidence, "icache_misses")
-    larger = sorted(s for s in _frontend_extras(evidence) if s[0] > floor and s[1] in recs)
+    sized = _node_advice(category, evidence)
+    larger = sorted(s for s in sized if s[0] > floor and s[1] in recs)
     lead = [text for _, text in reversed(larger)]
     return lead + [text for text in recs if text not in lead]
 
@@ -1249,25 +1362,12 @@ def _recommend(category: str, evidence: tuple[Evidence, ...], ctx: RuleContext) 
     return _drill_down(category, list(dict.fromkeys(recs)), evidence)
 
 
-# Intel TMA Contested_Accesses / False_Sharing: cache lines moving between cores.
-_LINES_MOVE = (
-    "Cache lines move between cores: threads write data that others read or write "
-    "(a lock, a shared counter, or neighbouring elements of one line: false sharing). "
-    "Give each thread its own cache-line-aligned (64-byte) block of outputs and "
-    "accumulators, and use fewer threads where they share one tensor's rows."
-)
-
-
 def _extras(
     category: str, evidence: tuple[Evidence, ...], session: Mapping[str, Any], cpus: str
 ) -> list[str]:
     """The recommendations of ``category`` that only some evidence or settings call for."""
-    extras: list[str] = []
-    if category == "l2_llc_residency":
-        extras += _memory_extras(evidence)
-    elif category == "frontend_bound":
-        extras += [text for _, text in _frontend_extras(evidence)]
-    elif category == "thread_spinning":
+    extras = [text for _, text in _node_advice(category, evidence)]
+    if category == "thread_spinning":
         if _fired(evidence, "slow_pause"):
             extras.append(
                 "Threads stall on PAUSE, the spin-wait hint: ONNX Runtime's pool spinning "
@@ -1298,8 +1398,6 @@ def _extras(
             "sess_options.add_session_config_entry('session.set_denormal_as_zero', '1') "
             "so ORT's threads flush them to zero, or clamp the values that decay there."
         )
-    elif category == "backend_bound":
-        extras += _backend_extras(evidence)
     elif category == "page_faults" and (
         _fired(evidence, "session.enable_mem_arena") or session.get("enable_mem_arena") is False
     ):
@@ -1313,134 +1411,6 @@ def _extras(
 def _crossed_value(evidence: tuple[Evidence, ...], metric: str) -> float:
     """The value of ``metric`` where it crossed its threshold in ``evidence``, else 0."""
     return next((e.value for e in evidence if e.metric == metric and e.crossed), 0.0)
-
-
-def _memory_extras(evidence: tuple[Evidence, ...]) -> list[str]:
-    """L2/LLC residency's advice that its deeper nodes call for: DRAM bandwidth or
-    latency, lines moving between cores, LLC misses going to DRAM."""
-    extras: list[str] = []
-    if any(
-        _fired(evidence, m) for m in ("mem_bandwidth", "bottleneck_memory_bandwidth", "sq_full")
-    ):
-        extras.append(
-            "DRAM bandwidth is the limit: each call streams the weights through it, "
-            "so fewer bytes per weight help most (int8, or 4-bit MatMulNBits for "
-            "LLMs), as does reusing each weight for more rows (a larger batch)."
-        )
-    if _fired(evidence, "mem_latency") or _fired(evidence, "bottleneck_memory_latency"):
-        extras.append(
-            "DRAM latency is the limit: loads the prefetchers cannot foresee "
-            "(gathers, embedding lookups, scattered tensors) wait on memory one by "
-            "one; keep the memory arena on and tensors contiguous (huge pages help "
-            "the TLB side)."
-        )
-    if _fired(evidence, "l3_hit_latency"):
-        extras.append(
-            "Loads wait on the L3's latency: each kernel's working set spills the L2 "
-            "but fits the L3; smaller tiles (a smaller batch or sequence per call, or "
-            "fewer threads sharing one tensor) keep it in the L2."
-        )
-    if (
-        _fired(evidence, "contested_accesses")
-        or _fired(evidence, "data_sharing")
-        or _fired(evidence, "bottleneck_memory_sync")
-    ):
-        extras.append(_LINES_MOVE)
-    if any(
-        _fired(evidence, m) for m in ("llc_mpki", "mem_bandwidth", "bottleneck_memory_bandwidth")
-    ):
-        extras.append(
-            "LLC misses go to DRAM: try intra_op_num_threads = physical cores of "
-            "one NUMA node; more threads only add bandwidth pressure."
-        )
-    return extras
-
-
-def _backend_extras(evidence: tuple[Evidence, ...]) -> list[str]:
-    """The backend's advice that its deeper nodes call for: the divider, stores, shared
-    lines, 4K aliasing, split loads, locks, fill buffers, the ports."""
-    extras: list[str] = []
-    if _fired(evidence, "divider"):
-        extras.append(
-            "The divider is busy: divisions and square roots (Softmax, LayerNorm / "
-            "RMSNorm, Erf). Keep ORT's fused kernels (graph_optimization_level all "
-            "fuses LayerNorm and GELU); in custom operators multiply by a reciprocal "
-            "computed once per row."
-        )
-    if _fired(evidence, "store_bound") or _fired(evidence, "store_latency"):
-        extras.append(
-            "Stores hold the core up (store buffer full): intermediate tensors written "
-            "past the caches, or threads writing neighbouring cache lines (false "
-            "sharing). Fuse operators so intermediates stay in cache; give each thread "
-            "its own cache-line-aligned output block."
-        )
-    if _fired(evidence, "false_sharing"):
-        extras.append(_LINES_MOVE)
-    if _fired(evidence, "4k_aliasing"):
-        extras.append(
-            "Loads wait on stores 4 KiB apart (4K aliasing): buffers whose addresses "
-            "differ by a multiple of 4096, such as tensors with power-of-two row "
-            "strides or same-sized inputs and outputs read and written together; pad "
-            "the leading dimension (by a cache line) or offset one of the buffers."
-        )
-    if _fired(evidence, "split_loads"):
-        extras.append(
-            "Loads cross cache lines (split loads): tensors or fields not aligned to "
-            "their vector width; align buffers to 64 bytes (numpy arrays passed to ORT "
-            "may not be) and keep row strides a multiple of the vector width."
-        )
-    if _fired(evidence, "lock_latency"):
-        extras.append(
-            "Locked instructions (atomics, mutexes) wait on their cache lines: a "
-            "shared counter, a queue or an allocator lock; fewer threads, or per-thread "
-            "state merged once at the end."
-        )
-    if _fired(evidence, "fb_full"):
-        extras.append(
-            "L1D misses wait for a free fill buffer: more misses are in flight than "
-            "the core tracks, a bandwidth limit; fewer bytes per weight (int8) and "
-            "tiling that keeps a block of the weights in cache help."
-        )
-    if _fired(evidence, "ports_utilization"):
-        extras.append(
-            "The execution ports are the limit (low ILP or one kind of unit "
-            "oversubscribed): kernels that do more per uop (wider SIMD, int8 dot "
-            "products) help; scalar reference kernels are the usual culprit."
-        )
-    if _fired(evidence, "ports_utilized_3m"):
-        extras.append(
-            "Three or more uops execute most cycles: the kernels are compute-bound at "
-            "the ports, so only fewer instructions per result help: wider vectors "
-            "(AVX-512, AMX, SVE), int8 dot products (VNNI, SDOT), quantisation."
-        )
-    if _fired(evidence, "ports_utilized_1") or _fired(evidence, "ports_utilized_2"):
-        extras.append(
-            "One or two uops execute per cycle: dependency chains, or one kind of unit "
-            "oversubscribed; vectorised kernels take pressure off the ports (Intel TMA: "
-            "loop vectorisation), and fused operators shorten the chains."
-        )
-    if _fired(evidence, "ports_utilized_0"):
-        extras.append(
-            "No uop executes in many cycles: long-latency instructions (divides, square "
-            "roots) or operands that are not ready; see the divider's advice."
-        )
-    if _fired(evidence, "split_stores"):
-        extras.append(
-            "Stores cross cache lines (split stores): align output buffers to 64 bytes "
-            "and keep row strides a multiple of the vector width."
-        )
-    if _fired(evidence, "streaming_stores"):
-        extras.append(
-            "Streaming (non-temporal) stores hold the core up: outputs read again soon "
-            "are better written with plain stores, which keep them in cache."
-        )
-    if _fired(evidence, "store_fwd_blk"):
-        extras.append(
-            "Loads cannot take their data from the stores before them (store forwarding "
-            "blocked): a value written in narrow parts and read back whole, or read at an "
-            "offset; write and read each element at the same width."
-        )
-    return extras
 
 
 def _weight(sig: _Signal, ctx: RuleContext) -> float:
